@@ -1,0 +1,30 @@
+# make test  – starts the emulators if they are not running, runs every test, stops what it started.
+# make dev   – starts the emulators and keeps them running (Ctrl-C stops them).
+# make bench – benchmarks.
+
+GO ?= go
+GOTEST ?= $(GO) test -race -count=1 -timeout 20m ./...
+
+.PHONY: test dev emulators bench vet deps
+
+node_modules/.bin/firebase: package.json package-lock.json
+	npm ci --no-audit --no-fund
+	@touch $@
+
+deps: node_modules/.bin/firebase
+	$(GO) mod download
+
+test: deps
+	$(GO) run ./cmd/emulators -- $(GOTEST)
+
+emulators: deps
+	$(GO) run ./cmd/emulators -v
+
+dev: emulators
+
+vet:
+	$(GO) vet ./...
+	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
+
+bench: deps
+	$(GO) run ./cmd/emulators -- $(GO) test -run '^$$' -bench . -benchmem ./...

@@ -1,0 +1,81 @@
+// Package emulatortest gives tests a Firestore client on the emulator, in a
+// project of their own that is wiped when the test ends. It is imported by
+// tests only.
+package emulatortest
+
+import (
+	"context"
+	"crypto/rand"
+	"fmt"
+	"net/http"
+	"os"
+	"testing"
+	"time"
+
+	"cloud.google.com/go/firestore"
+)
+
+// Require returns the emulator's address from env, or ends the test: under
+// CI=true a missing or silent emulator fails the test, elsewhere it skips
+// (run `make test` to get one).
+func Require(tb testing.TB, env string) string {
+	tb.Helper()
+	addr := os.Getenv(env)
+	problem := ""
+	if addr == "" {
+		problem = env + " is not set"
+	} else if resp, err := http.Get("http://" + addr + "/"); err != nil {
+		problem = fmt.Sprintf("%s=%s does not answer: %v", env, addr, err)
+	} else {
+		resp.Body.Close()
+	}
+	if problem == "" {
+		return addr
+	}
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf("emulator needed: %s (CI=true: failing, not skipping)", problem)
+	}
+	tb.Skipf("emulator needed: %s; run `make test`", problem)
+	return ""
+}
+
+// ProjectID returns a fresh emulator project id, so tests never share data.
+func ProjectID() string {
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 12)
+	rand.Read(b)
+	for i := range b {
+		b[i] = letters[int(b[i])%len(letters)]
+	}
+	return "test-" + string(b)
+}
+
+// Firestore returns a client for a new project on the Firestore emulator;
+// the project's data is deleted and the client closed when tb ends.
+func Firestore(tb testing.TB) (*firestore.Client, string) {
+	tb.Helper()
+	addr := Require(tb, "FIRESTORE_EMULATOR_HOST")
+	project := ProjectID()
+	client, err := firestore.NewClient(context.Background(), project)
+	if err != nil {
+		tb.Fatalf("firestore client: %v", err)
+	}
+	tb.Cleanup(func() {
+		client.Close()
+		Wipe(tb, addr, project)
+	})
+	return client, project
+}
+
+// Wipe deletes every document of project on the emulator at addr.
+func Wipe(tb testing.TB, addr, project string) {
+	url := fmt.Sprintf("http://%s/emulator/v1/projects/%s/databases/(default)/documents", addr, project)
+	req, _ := http.NewRequest(http.MethodDelete, url, nil)
+	c := &http.Client{Timeout: 30 * time.Second}
+	resp, err := c.Do(req)
+	if err != nil {
+		tb.Logf("wipe %s: %v", project, err)
+		return
+	}
+	resp.Body.Close()
+}

@@ -1,0 +1,100 @@
+// Package firestoredb stores sessions and messages in Cloud Firestore:
+// chat_sessions/{sessionId} with a messages subcollection. It implements the
+// storage interfaces of sessions and history; every Firestore detail (field
+// names, queries, transactions, gRPC codes) stays in this package.
+package firestoredb
+
+import (
+	"context"
+	"errors"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/chatmemory/backend/sessions"
+)
+
+// Collection names.
+const (
+	SessionsCollection = "chat_sessions"
+	MessagesCollection = "messages"
+	// PurgesCollection holds one marker per purge in progress, so a purge
+	// cut off half-way is found and finished by the next sweep.
+	PurgesCollection = "chat_purges"
+	healthCollection = "chat_health"
+)
+
+// DefaultMaxAttempts is how often a transaction is tried under contention.
+// The client's default (5) gives up too soon when many writers share one
+// session; each attempt waits for the others, it does not spin.
+const DefaultMaxAttempts = 50
+
+// DB is a Firestore-backed store.
+type DB struct {
+	client      *firestore.Client
+	maxAttempts int
+}
+
+// Option configures a DB.
+type Option func(*DB)
+
+// MaxAttempts sets how often a contended transaction is tried.
+func MaxAttempts(n int) Option { return func(db *DB) { db.maxAttempts = n } }
+
+// New wraps a Firestore client. The caller owns the client.
+func New(client *firestore.Client, opts ...Option) *DB {
+	db := &DB{client: client, maxAttempts: DefaultMaxAttempts}
+	for _, o := range opts {
+		o(db)
+	}
+	return db
+}
+
+// Ping reads one (absent) document to check that Firestore answers.
+func (db *DB) Ping(ctx context.Context) error {
+	_, err := db.client.Collection(healthCollection).Doc("ping").Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return nil
+	}
+	return translate(err)
+}
+
+func (db *DB) sessionRef(id string) *firestore.DocumentRef {
+	return db.client.Collection(SessionsCollection).Doc(id)
+}
+
+func (db *DB) messagesOf(sessionID string) *firestore.CollectionRef {
+	return db.sessionRef(sessionID).Collection(MessagesCollection)
+}
+
+func (db *DB) runTx(ctx context.Context, fn func(context.Context, *firestore.Transaction) error) error {
+	return translate(db.client.RunTransaction(ctx, fn, firestore.MaxAttempts(db.maxAttempts)))
+}
+
+// translate turns Firestore's errors into the application's codes. Errors
+// that already carry a code (from domain callbacks) pass through.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
+	var e *sessions.Error
+	if errors.As(err, &e) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return sessions.Wrap(sessions.EUNAVAILABLE, err, "the request was cancelled or timed out")
+	}
+	switch status.Code(err) {
+	case codes.NotFound:
+		return sessions.Wrap(sessions.ENOTFOUND, err, "not found")
+	case codes.AlreadyExists:
+		return sessions.Wrap(sessions.ECONFLICT, err, "already exists")
+	case codes.Aborted:
+		return sessions.Wrap(sessions.EUNAVAILABLE, err, "too many concurrent writes; try again")
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled:
+		return sessions.Wrap(sessions.EUNAVAILABLE, err, "the database is unavailable; try again")
+	default:
+		return sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+	}
+}

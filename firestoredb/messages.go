@@ -1,0 +1,136 @@
+package firestoredb
+
+import (
+	"context"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// Append reads the session and, for a keyed batch, its first message by its
+// deterministic id, in one round trip; then writes the messages and the
+// session in the same transaction.
+func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Plan) ([]history.Message, error) {
+	sref := db.sessionRef(sessionID)
+	msgs := db.messagesOf(sessionID)
+	var out []history.Message
+	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		out = nil
+		refs := []*firestore.DocumentRef{sref}
+		if key != "" {
+			refs = append(refs, msgs.Doc(history.KeyDocID(key, 0)))
+		}
+		snaps, err := tx.GetAll(refs)
+		if err != nil {
+			return err
+		}
+		if !snaps[0].Exists() {
+			return sessions.NotFound(sessionID)
+		}
+		s, err := decodeSession(snaps[0])
+		if err != nil {
+			return err
+		}
+		var stored []history.Message
+		if key != "" && snaps[1].Exists() {
+			if stored, err = readBatch(tx, msgs, key, snaps[1]); err != nil {
+				return err
+			}
+		}
+		write, err := plan(s, stored)
+		if err != nil {
+			return err
+		}
+		if len(write) == 0 {
+			out = stored
+			return nil
+		}
+		batch := 0
+		if key != "" {
+			batch = len(write)
+		}
+		for i := range write {
+			ref := msgs.NewDoc()
+			if key != "" {
+				ref = msgs.Doc(history.KeyDocID(key, i))
+			}
+			write[i].ID = ref.ID
+			if err := tx.Create(ref, toMessageDoc(&write[i], batch)); err != nil {
+				return err
+			}
+		}
+		out = write
+		return tx.Set(sref, toSessionDoc(s))
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// readBatch reads the rest of the batch stored under key, given its first
+// message.
+func readBatch(tx *firestore.Transaction, msgs *firestore.CollectionRef, key string, first *firestore.DocumentSnapshot) ([]history.Message, error) {
+	m, size, err := decodeMessage(first)
+	if err != nil {
+		return nil, err
+	}
+	stored := []history.Message{m}
+	if size <= 1 {
+		return stored, nil
+	}
+	refs := make([]*firestore.DocumentRef, 0, size-1)
+	for i := 1; i < size; i++ {
+		refs = append(refs, msgs.Doc(history.KeyDocID(key, i)))
+	}
+	snaps, err := tx.GetAll(refs)
+	if err != nil {
+		return nil, err
+	}
+	for _, snap := range snaps {
+		if !snap.Exists() {
+			return nil, sessions.Errorf(sessions.EINTERNAL, "batch %q is incomplete", key)
+		}
+		m, _, err := decodeMessage(snap)
+		if err != nil {
+			return nil, err
+		}
+		stored = append(stored, m)
+	}
+	return stored, nil
+}
+
+func (db *DB) ListMessages(ctx context.Context, q history.ListQuery) ([]history.Message, error) {
+	dir := firestore.Asc
+	if q.Desc {
+		dir = firestore.Desc
+	}
+	query := db.messagesOf(q.SessionID).OrderBy("seq", dir).Limit(q.Limit)
+	if q.AfterSeq != nil {
+		query = query.StartAfter(*q.AfterSeq)
+	}
+	return db.readMessages(ctx, query)
+}
+
+func (db *DB) MessageRange(ctx context.Context, sessionID string, from, to int) ([]history.Message, error) {
+	query := db.messagesOf(sessionID).Where("seq", ">=", from).Where("seq", "<=", to).OrderBy("seq", firestore.Asc)
+	return db.readMessages(ctx, query)
+}
+
+func (db *DB) readMessages(ctx context.Context, q firestore.Query) ([]history.Message, error) {
+	snaps, err := q.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]history.Message, 0, len(snaps))
+	for _, snap := range snaps {
+		m, _, err := decodeMessage(snap)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}

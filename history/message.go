@@ -1,0 +1,267 @@
+// Package history holds the messages of a session and decides what history
+// the model sees. Messages are appended atomically with the session's
+// counters, numbered by a gapless per-session seq, and never changed after.
+package history
+
+import (
+	"reflect"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+
+	"github.com/chatmemory/backend/sessions"
+)
+
+// Role is who speaks in a message, in OpenAI's chat vocabulary.
+type Role string
+
+const (
+	RoleUser      Role = "user"
+	RoleAssistant Role = "assistant"
+	RoleSystem    Role = "system"
+	RoleTool      Role = "tool"
+)
+
+// Limits on a message and a batch. Content is capped so that a message
+// document stays far below Firestore's 1 MiB.
+const (
+	MaxContentBytes   = 32 << 10 // 32 KiB of UTF-8
+	MaxBatch          = 50       // messages in one append
+	MaxToolCalls      = 16       // tool calls in one assistant message
+	MaxArgumentsBytes = 8 << 10  // arguments of one tool call
+	MaxKeyLen         = 128      // clientMessageId
+	maxNameLen        = 64
+	maxSources        = 50
+	maxSourceLen      = 2048
+	maxToolsUsed      = 50
+	maxShortField     = 128
+)
+
+// ToolCall is a function call requested by an assistant message.
+type ToolCall struct {
+	ID       string       `json:"id"`
+	Type     string       `json:"type"`
+	Function FunctionCall `json:"function"`
+}
+
+// FunctionCall names the function and carries its JSON arguments.
+type FunctionCall struct {
+	Name      string `json:"name"`
+	Arguments string `json:"arguments"`
+}
+
+// MessageMetadata describes how a message came about.
+type MessageMetadata struct {
+	Model        string   `json:"model,omitempty"`
+	Sources      []string `json:"sources,omitempty"`
+	ToolsUsed    []string `json:"toolsUsed,omitempty"`
+	DurationMs   int64    `json:"durationMs,omitempty"`
+	FinishReason string   `json:"finishReason,omitempty"`
+}
+
+// UnmarshalJSON rejects unknown keys.
+func (m *MessageMetadata) UnmarshalJSON(data []byte) error {
+	type plain MessageMetadata
+	var p plain
+	if err := sessions.DecodeJSON(data, &p); err != nil {
+		return err
+	}
+	*m = MessageMetadata(p)
+	return nil
+}
+
+// Draft is a message as a caller submits it; the server assigns the rest.
+type Draft struct {
+	Role       Role            `json:"role"`
+	Content    string          `json:"content"`
+	Name       string          `json:"name,omitempty"`
+	ToolCalls  []ToolCall      `json:"toolCalls,omitempty"`
+	ToolCallID string          `json:"toolCallId,omitempty"`
+	Metadata   MessageMetadata `json:"metadata"`
+}
+
+// UnmarshalJSON rejects unknown keys.
+func (d *Draft) UnmarshalJSON(data []byte) error {
+	type plain Draft
+	var p plain
+	if err := sessions.DecodeJSON(data, &p); err != nil {
+		return err
+	}
+	*d = Draft(p)
+	return nil
+}
+
+// Message is a stored message. Tokens was counted once, when it was written.
+type Message struct {
+	ID              string          `json:"id"`
+	SessionID       string          `json:"sessionId"`
+	UserID          string          `json:"-"`
+	Seq             int             `json:"seq"`
+	Role            Role            `json:"role"`
+	Content         string          `json:"content"`
+	Name            string          `json:"name,omitempty"`
+	ToolCalls       []ToolCall      `json:"toolCalls,omitempty"`
+	ToolCallID      string          `json:"toolCallId,omitempty"`
+	CreatedAt       time.Time       `json:"createdAt"`
+	Tokens          int             `json:"tokens"`
+	ClientMessageID string          `json:"clientMessageId,omitempty"`
+	Metadata        MessageMetadata `json:"metadata"`
+}
+
+// sameContent reports whether a stored message is what d asks to store:
+// the test for an idempotent retry.
+func (m *Message) sameContent(d *Draft) bool {
+	return m.Role == d.Role && m.Content == d.Content && m.Name == d.Name &&
+		m.ToolCallID == d.ToolCallID && reflect.DeepEqual(nilIfEmpty(m.ToolCalls), nilIfEmpty(d.ToolCalls))
+}
+
+func nilIfEmpty(c []ToolCall) []ToolCall {
+	if len(c) == 0 {
+		return nil
+	}
+	return c
+}
+
+var (
+	nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	idRE   = regexp.MustCompile(`^[\x21-\x7e]{1,128}$`) // printable ASCII, no spaces
+)
+
+// invalid is the error for messages[i] of a batch.
+func invalid(i int, format string, args ...any) error {
+	return sessions.Errorf(sessions.EINVALID, "messages[%d]: "+format, append([]any{i}, args...)...)
+}
+
+// validate checks one draft on its own; i is its place in the batch.
+func (d *Draft) validate(i int) error {
+	switch d.Role {
+	case RoleUser, RoleAssistant, RoleSystem, RoleTool:
+	default:
+		return invalid(i, "unknown role %q (want user, assistant, system or tool)", d.Role)
+	}
+	if len(d.Content) > MaxContentBytes {
+		return invalid(i, "content is larger than %d bytes", MaxContentBytes)
+	}
+	if !utf8.ValidString(d.Content) {
+		return invalid(i, "content is not valid UTF-8")
+	}
+	if strings.TrimSpace(d.Content) == "" && !(d.Role == RoleAssistant && len(d.ToolCalls) > 0) {
+		return invalid(i, "content is empty")
+	}
+	if d.Name != "" && !nameRE.MatchString(d.Name) {
+		return invalid(i, "name must match %s", nameRE)
+	}
+	if len(d.ToolCalls) > 0 && d.Role != RoleAssistant {
+		return invalid(i, "only assistant messages carry toolCalls")
+	}
+	if d.Role == RoleTool && d.ToolCallID == "" {
+		return invalid(i, "a tool message needs the toolCallId of the call it answers")
+	}
+	if d.ToolCallID != "" && (d.Role != RoleTool || !idRE.MatchString(d.ToolCallID)) {
+		return invalid(i, "toolCallId belongs on tool messages only and must be 1 to 128 printable characters")
+	}
+	if len(d.ToolCalls) > MaxToolCalls {
+		return invalid(i, "more than %d tool calls", MaxToolCalls)
+	}
+	seen := map[string]bool{}
+	for j := range d.ToolCalls {
+		c := &d.ToolCalls[j]
+		if c.Type == "" {
+			c.Type = "function"
+		}
+		switch {
+		case !idRE.MatchString(c.ID) || seen[c.ID]:
+			return invalid(i, "toolCalls[%d]: id must be unique and 1 to 128 printable characters", j)
+		case c.Type != "function":
+			return invalid(i, "toolCalls[%d]: type must be \"function\"", j)
+		case !nameRE.MatchString(c.Function.Name):
+			return invalid(i, "toolCalls[%d]: function.name must match %s", j, nameRE)
+		case len(c.Function.Arguments) > MaxArgumentsBytes:
+			return invalid(i, "toolCalls[%d]: arguments are larger than %d bytes", j, MaxArgumentsBytes)
+		}
+		seen[c.ID] = true
+	}
+	return d.Metadata.validate(i)
+}
+
+func (m *MessageMetadata) validate(i int) error {
+	switch {
+	case len(m.Model) > maxShortField, len(m.FinishReason) > maxShortField:
+		return invalid(i, "metadata.model and metadata.finishReason have at most %d characters", maxShortField)
+	case m.DurationMs < 0:
+		return invalid(i, "metadata.durationMs must not be negative")
+	case len(m.Sources) > maxSources:
+		return invalid(i, "metadata.sources has more than %d entries", maxSources)
+	case len(m.ToolsUsed) > maxToolsUsed:
+		return invalid(i, "metadata.toolsUsed has more than %d entries", maxToolsUsed)
+	}
+	for _, s := range m.Sources {
+		if s == "" || len(s) > maxSourceLen {
+			return invalid(i, "metadata.sources: each entry must have 1 to %d characters", maxSourceLen)
+		}
+	}
+	for _, s := range m.ToolsUsed {
+		if s == "" || len(s) > maxShortField {
+			return invalid(i, "metadata.toolsUsed: each entry must have 1 to %d characters", maxShortField)
+		}
+	}
+	return nil
+}
+
+// validateBatch checks a whole append before anything is counted or written.
+func validateBatch(key string, drafts []Draft) error {
+	if len(drafts) == 0 {
+		return sessions.Errorf(sessions.EINVALID, "no messages to append")
+	}
+	if len(drafts) > MaxBatch {
+		return sessions.Errorf(sessions.EINVALID, "at most %d messages in one append", MaxBatch)
+	}
+	if key != "" && !idRE.MatchString(key) {
+		return sessions.Errorf(sessions.EINVALID, "clientMessageId must be 1 to %d printable characters", MaxKeyLen)
+	}
+	for i := range drafts {
+		if err := drafts[i].validate(i); err != nil {
+			return err
+		}
+	}
+	return nil
+}
+
+// toolSequence checks that every tool message in msgs answers an open call,
+// given the calls still open before them, and returns the calls open after.
+// An assistant message with tool calls opens its calls; any message other
+// than a tool result closes what was open (an abandoned exchange), as
+// OpenAI-style APIs want tool results right after the call.
+func toolSequence(open []string, msgs []Message) ([]string, error) {
+	for i, m := range msgs {
+		switch {
+		case m.Role == RoleTool:
+			j := indexOf(open, m.ToolCallID)
+			if j < 0 {
+				return nil, invalid(i, "tool message answers no open tool call %q", m.ToolCallID)
+			}
+			open = append(open[:j:j], open[j+1:]...)
+		case len(m.ToolCalls) > 0:
+			open = open[:0:0]
+			for _, c := range m.ToolCalls {
+				open = append(open, c.ID)
+			}
+		default:
+			open = nil
+		}
+	}
+	if len(open) == 0 {
+		return nil, nil
+	}
+	return open, nil
+}
+
+func indexOf(list []string, s string) int {
+	for i, v := range list {
+		if v == s {
+			return i
+		}
+	}
+	return -1
+}

@@ -1,0 +1,85 @@
+package history
+
+import (
+	"fmt"
+	"strings"
+	"sync"
+
+	"github.com/pkoukk/tiktoken-go"
+	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
+)
+
+// Counter counts the tokens a message costs in a model's context. It is
+// called once per message, when the message is written.
+type Counter interface {
+	Count(model string, m *Message) int
+}
+
+// Per-message overheads of OpenAI's chat format (as in OpenAI's cookbook for
+// the gpt-3.5/gpt-4/gpt-4o families): every message is wrapped in a few
+// tokens, a name costs one more, and the reply is primed with three.
+const (
+	tokensPerMessage = 3
+	tokensPerName    = 1
+	tokensPerTool    = 3
+	// ReplyPriming is what every request adds once for the reply to start.
+	ReplyPriming = 3
+)
+
+// TikToken counts tokens with tiktoken's BPE files, which are compiled into
+// the binary (nothing is downloaded at run time).
+type TikToken struct {
+	encs map[string]*tiktoken.Tiktoken // read-only after construction
+}
+
+var loaderOnce sync.Once
+
+// NewTikToken loads the o200k_base and cl100k_base encodings.
+func NewTikToken() (*TikToken, error) {
+	loaderOnce.Do(func() { tiktoken.SetBpeLoader(tiktokenloader.NewOfflineLoader()) })
+	t := &TikToken{encs: map[string]*tiktoken.Tiktoken{}}
+	for _, name := range []string{tiktoken.MODEL_O200K_BASE, tiktoken.MODEL_CL100K_BASE} {
+		enc, err := tiktoken.GetEncoding(name)
+		if err != nil {
+			return nil, fmt.Errorf("history: load tiktoken encoding %s: %w", name, err)
+		}
+		t.encs[name] = enc
+	}
+	return t, nil
+}
+
+// EncodingFor names the encoding of a model: o200k_base for the gpt-4o
+// generation and everything unknown, cl100k_base for gpt-4 and gpt-3.5.
+func EncodingFor(model string) string {
+	m := strings.ToLower(model)
+	if strings.HasPrefix(m, "gpt-4o") || strings.HasPrefix(m, "gpt-4.") {
+		return tiktoken.MODEL_O200K_BASE
+	}
+	if strings.HasPrefix(m, "gpt-4") || strings.HasPrefix(m, "gpt-3.5") || strings.HasPrefix(m, "text-embedding") {
+		return tiktoken.MODEL_CL100K_BASE
+	}
+	return tiktoken.MODEL_O200K_BASE
+}
+
+// Text counts the tokens of a string alone.
+func (t *TikToken) Text(model, s string) int {
+	if s == "" {
+		return 0
+	}
+	return len(t.encs[EncodingFor(model)].EncodeOrdinary(s))
+}
+
+// Count returns the tokens m costs in a chat request for model.
+func (t *TikToken) Count(model string, m *Message) int {
+	n := tokensPerMessage + t.Text(model, string(m.Role)) + t.Text(model, m.Content)
+	if m.Name != "" {
+		n += tokensPerName + t.Text(model, m.Name)
+	}
+	for _, c := range m.ToolCalls {
+		n += tokensPerTool + t.Text(model, c.Function.Name) + t.Text(model, c.Function.Arguments)
+	}
+	if m.ToolCallID != "" {
+		n += t.Text(model, m.ToolCallID)
+	}
+	return n
+}

@@ -1,0 +1,201 @@
+// Package memorydb keeps sessions and messages in process memory, for local
+// runs without emulators and for fast tests. It implements the same storage
+// interfaces as firestoredb and passes the same contract suite.
+package memorydb
+
+import (
+	"context"
+	"sort"
+	"sync"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// DB is an in-memory store. One mutex makes every operation atomic.
+type DB struct {
+	mu       sync.Mutex
+	sessions map[string]*sessions.Session
+	messages map[string][]history.Message // by session; index == seq
+	keys     map[string]map[string][]int  // session → clientMessageId → seqs
+}
+
+// New returns an empty store.
+func New() *DB {
+	return &DB{
+		sessions: map[string]*sessions.Session{},
+		messages: map[string][]history.Message{},
+		keys:     map[string]map[string][]int{},
+	}
+}
+
+// Ping always succeeds: memory is always there.
+func (db *DB) Ping(context.Context) error { return nil }
+
+func (db *DB) CreateSession(_ context.Context, s *sessions.Session) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if _, ok := db.sessions[s.ID]; ok {
+		return sessions.Errorf(sessions.ECONFLICT, "session %q already exists", s.ID)
+	}
+	db.sessions[s.ID] = s.Clone()
+	return nil
+}
+
+func (db *DB) GetSession(_ context.Context, id string) (*sessions.Session, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	s, ok := db.sessions[id]
+	if !ok {
+		return nil, sessions.NotFound(id)
+	}
+	return s.Clone(), nil
+}
+
+func (db *DB) UpdateSession(_ context.Context, id string, fn func(*sessions.Session) error) (*sessions.Session, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	s, ok := db.sessions[id]
+	if !ok {
+		return nil, sessions.NotFound(id)
+	}
+	c := s.Clone()
+	if err := fn(c); err != nil {
+		return nil, err
+	}
+	db.sessions[id] = c
+	return c.Clone(), nil
+}
+
+func (db *DB) ListSessions(_ context.Context, q sessions.ListQuery) ([]*sessions.Session, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var out []*sessions.Session
+	for _, s := range db.sessions {
+		if s.UserID == q.UserID && s.Status == q.Status && (q.After == nil || before(s, q.After)) {
+			out = append(out, s.Clone())
+		}
+	}
+	sort.Slice(out, func(i, j int) bool {
+		return before(out[j], &sessions.Cursor{UpdatedAt: out[i].UpdatedAt, ID: out[i].ID})
+	})
+	if len(out) > q.Limit {
+		out = out[:q.Limit]
+	}
+	return out, nil
+}
+
+// before reports whether s comes after cursor c in the list order
+// (UpdatedAt descending, then ID descending).
+func before(s *sessions.Session, c *sessions.Cursor) bool {
+	if !s.UpdatedAt.Equal(c.UpdatedAt) {
+		return s.UpdatedAt.Before(c.UpdatedAt)
+	}
+	return s.ID < c.ID
+}
+
+func (db *DB) PurgeSession(_ context.Context, id string, check func(*sessions.Session) error) (int, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	s, ok := db.sessions[id]
+	if !ok {
+		return 0, sessions.NotFound(id)
+	}
+	if err := check(s.Clone()); err != nil {
+		return 0, err
+	}
+	n := 1 + len(db.messages[id])
+	delete(db.sessions, id)
+	delete(db.messages, id)
+	delete(db.keys, id)
+	return n, nil
+}
+
+func (db *DB) Append(_ context.Context, sessionID, key string, plan history.Plan) ([]history.Message, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	s, ok := db.sessions[sessionID]
+	if !ok {
+		return nil, sessions.NotFound(sessionID)
+	}
+	var stored []history.Message
+	if seqs, ok := db.keys[sessionID][key]; ok && key != "" {
+		for _, q := range seqs {
+			stored = append(stored, cloneMessage(db.messages[sessionID][q]))
+		}
+	}
+	c := s.Clone()
+	write, err := plan(c, stored)
+	if err != nil {
+		return nil, err
+	}
+	if len(write) == 0 {
+		return stored, nil
+	}
+	out := make([]history.Message, len(write))
+	for i, m := range write {
+		if m.Seq != len(db.messages[sessionID]) {
+			return nil, sessions.Errorf(sessions.EINTERNAL, "memorydb: seq %d out of order", m.Seq)
+		}
+		if key != "" {
+			m.ID = history.KeyDocID(key, i)
+		} else {
+			m.ID = sessions.NewID()
+		}
+		db.messages[sessionID] = append(db.messages[sessionID], cloneMessage(m))
+		out[i] = m
+	}
+	if key != "" {
+		if db.keys[sessionID] == nil {
+			db.keys[sessionID] = map[string][]int{}
+		}
+		for _, m := range out {
+			db.keys[sessionID][key] = append(db.keys[sessionID][key], m.Seq)
+		}
+	}
+	db.sessions[sessionID] = c
+	return out, nil
+}
+
+func (db *DB) ListMessages(_ context.Context, q history.ListQuery) ([]history.Message, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	all := db.messages[q.SessionID]
+	var out []history.Message
+	if q.Desc {
+		start := len(all) - 1
+		if q.AfterSeq != nil && *q.AfterSeq-1 < start {
+			start = *q.AfterSeq - 1
+		}
+		for i := start; i >= 0 && len(out) < q.Limit; i-- {
+			out = append(out, cloneMessage(all[i]))
+		}
+		return out, nil
+	}
+	start := 0
+	if q.AfterSeq != nil {
+		start = *q.AfterSeq + 1
+	}
+	for i := start; i < len(all) && len(out) < q.Limit; i++ {
+		out = append(out, cloneMessage(all[i]))
+	}
+	return out, nil
+}
+
+func (db *DB) MessageRange(_ context.Context, sessionID string, from, to int) ([]history.Message, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	all := db.messages[sessionID]
+	var out []history.Message
+	for i := from; i <= to && i < len(all); i++ {
+		out = append(out, cloneMessage(all[i]))
+	}
+	return out, nil
+}
+
+func cloneMessage(m history.Message) history.Message {
+	m.ToolCalls = append([]history.ToolCall(nil), m.ToolCalls...)
+	m.Metadata.Sources = append([]string(nil), m.Metadata.Sources...)
+	m.Metadata.ToolsUsed = append([]string(nil), m.Metadata.ToolsUsed...)
+	return m
+}

@@ -1,0 +1,88 @@
+package sessions
+
+import (
+	"errors"
+	"time"
+)
+
+// Action is something that moves a session through its lifecycle.
+type Action string
+
+const (
+	ActionArchive Action = "archive"
+	ActionRestore Action = "restore"
+	ActionDelete  Action = "delete" // soft: recoverable until purged
+	ActionPurge   Action = "purge"  // hard: the session and all under it are gone
+)
+
+// lifecycle is the one table of allowed transitions: action → from → to.
+// Anything not in it is refused with a *TransitionError.
+var lifecycle = map[Action]map[Status]Status{
+	ActionArchive: {StatusActive: StatusArchived},
+	ActionRestore: {StatusArchived: StatusActive, StatusDeleted: StatusActive},
+	ActionDelete:  {StatusActive: StatusDeleted, StatusArchived: StatusDeleted},
+	ActionPurge:   {StatusDeleted: StatusPurged},
+}
+
+// TransitionError is the typed error for a transition the lifecycle table
+// does not allow. Its code is EPRECONDITION.
+type TransitionError struct {
+	Action Action
+	From   Status
+}
+
+func (e *TransitionError) Error() string {
+	return "cannot " + string(e.Action) + " a session that is " + string(e.From)
+}
+
+// asErr is errors.As, named for use in this package's switch statements.
+func asErr(err error, target any) bool { return errors.As(err, target) }
+
+// Next returns the status action leads to from status from.
+func Next(from Status, action Action) (Status, error) {
+	if to, ok := lifecycle[action][from]; ok {
+		return to, nil
+	}
+	te := &TransitionError{Action: action, From: from}
+	return "", &Error{Code: EPRECONDITION, Message: te.Error(), Err: te}
+}
+
+// Apply moves s through action at now, setting the timestamps that go with
+// the new status and the moment retention will next act on it. Purge only
+// checks that it is allowed: the store removes the session.
+func (s *Session) Apply(action Action, now time.Time, p Policy) error {
+	to, err := Next(s.Status, action)
+	if err != nil {
+		return err
+	}
+	if to == StatusPurged {
+		return nil
+	}
+	s.Status = to
+	s.UpdatedAt = now
+	switch to {
+	case StatusArchived:
+		s.ArchivedAt = &now
+	case StatusDeleted:
+		s.DeletedAt = &now
+	case StatusActive: // a restore is activity
+		s.ArchivedAt, s.DeletedAt = nil, nil
+		s.LastActivityAt = now
+	}
+	s.ExpiresAt = p.ExpiresAt(s)
+	return nil
+}
+
+// Touch records activity (new messages) at now and moves expiry forward.
+func (s *Session) Touch(now time.Time, p Policy) {
+	s.UpdatedAt, s.LastActivityAt = now, now
+	s.ExpiresAt = p.ExpiresAt(s)
+}
+
+// CheckWritable refuses new messages for a session that is not active.
+func (s *Session) CheckWritable() error {
+	if s.Status != StatusActive {
+		return Errorf(EPRECONDITION, "session is %s: restore it before adding messages", s.Status)
+	}
+	return nil
+}

@@ -1,0 +1,370 @@
+package sessions
+
+import (
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"strings"
+	"time"
+)
+
+// Repo is the storage the sessions service needs. Implementations return
+// *Error values: ENOTFOUND for a missing session, EUNAVAILABLE when the
+// database cannot be reached.
+type Repo interface {
+	CreateSession(ctx context.Context, s *Session) error
+	GetSession(ctx context.Context, id string) (*Session, error)
+	// UpdateSession reads the session, calls fn with it and stores what fn
+	// left in it, atomically. fn may run more than once and must have no
+	// other effects; an error from fn aborts the update and is returned.
+	UpdateSession(ctx context.Context, id string, fn func(*Session) error) (*Session, error)
+	// ListSessions returns up to q.Limit sessions of q.UserID in q.Status,
+	// by UpdatedAt descending, then ID descending, after q.After if set.
+	ListSessions(ctx context.Context, q ListQuery) ([]*Session, error)
+	// PurgeSession removes the session and every document under it once
+	// check, run atomically with the removal of the session, accepts it.
+	// It returns how many documents it deleted.
+	PurgeSession(ctx context.Context, id string, check func(*Session) error) (int, error)
+}
+
+// ListQuery is one page of a user's sessions in one status.
+type ListQuery struct {
+	UserID string
+	Status Status
+	Limit  int
+	After  *Cursor
+}
+
+// Cursor is the position after which a session page starts.
+type Cursor struct {
+	UpdatedAt time.Time
+	ID        string
+}
+
+// Page sizes for lists.
+const (
+	DefaultPageSize = 20
+	MaxPageSize     = 100
+)
+
+// Service carries out session operations for a signed-in user. Another
+// user's session is reported exactly like a missing one.
+type Service struct {
+	Repo         Repo
+	Policy       Policy
+	Now          func() time.Time
+	DefaultModel string
+}
+
+// NewService returns a service with the default policy and the system clock.
+func NewService(repo Repo, defaultModel string) *Service {
+	return &Service{Repo: repo, Policy: DefaultPolicy(), Now: time.Now, DefaultModel: defaultModel}
+}
+
+// Clock returns the service's current time as stored: UTC, to the
+// microsecond (Firestore's precision), so both backends agree exactly.
+func Clock(now func() time.Time) time.Time {
+	return now().UTC().Truncate(time.Microsecond)
+}
+
+func (svc *Service) now() time.Time { return Clock(svc.Now) }
+
+// CreateInput is what a caller may choose when creating a session.
+type CreateInput struct {
+	Title         string   `json:"title,omitempty"`
+	Metadata      Metadata `json:"metadata"`
+	RetentionDays int      `json:"retentionDays,omitempty"`
+	// Model is the chat model the session's tokens are counted for; empty
+	// means the service default. Not settable by API callers.
+	Model string `json:"-"`
+}
+
+// UnmarshalJSON rejects unknown keys.
+func (in *CreateInput) UnmarshalJSON(data []byte) error {
+	type plain CreateInput
+	var p plain
+	if err := DecodeJSON(data, &p); err != nil {
+		return err
+	}
+	*in = CreateInput(p)
+	return nil
+}
+
+// Create starts an active session owned by userID.
+func (svc *Service) Create(ctx context.Context, userID string, in CreateInput) (*Session, error) {
+	if err := checkUser(userID); err != nil {
+		return nil, err
+	}
+	title, err := normalizeTitle(in.Title)
+	if err != nil {
+		return nil, err
+	}
+	if err := in.Metadata.Validate(); err != nil {
+		return nil, err
+	}
+	if in.RetentionDays < 0 || in.RetentionDays > MaxRetentionDays {
+		return nil, Errorf(EINVALID, "retentionDays must be between 1 and %d", MaxRetentionDays)
+	}
+	now := svc.now()
+	s := &Session{
+		ID:             NewID(),
+		UserID:         userID,
+		Title:          title,
+		TitleSource:    TitleUser,
+		Model:          in.Model,
+		Status:         StatusActive,
+		CreatedAt:      now,
+		UpdatedAt:      now,
+		LastActivityAt: now,
+		RetentionDays:  in.RetentionDays,
+		Metadata:       in.Metadata.Clone(),
+	}
+	if title == "" {
+		s.Title, s.TitleSource = DefaultTitle, TitleDefault
+	}
+	if s.Model == "" {
+		s.Model = svc.DefaultModel
+	}
+	s.ExpiresAt = svc.Policy.ExpiresAt(s)
+	if err := svc.Repo.CreateSession(ctx, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// Get returns the caller's session id.
+func (svc *Service) Get(ctx context.Context, userID, id string) (*Session, error) {
+	if err := checkUser(userID); err != nil {
+		return nil, err
+	}
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	s, err := svc.Repo.GetSession(ctx, id)
+	if err != nil {
+		return nil, err
+	}
+	if err := s.CheckOwner(userID); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// CheckOwner returns ENOTFOUND unless userID owns s.
+func (s *Session) CheckOwner(userID string) error {
+	if userID == "" || s.UserID != userID {
+		return NotFound(s.ID)
+	}
+	return nil
+}
+
+// ListRequest asks for one page of the caller's sessions.
+type ListRequest struct {
+	Status    Status // empty: active
+	Limit     int    // 0: DefaultPageSize
+	PageToken string
+}
+
+// SessionPage is one page of sessions; NextPageToken is empty on the last.
+type SessionPage struct {
+	Sessions      []*Session `json:"sessions"`
+	NextPageToken string     `json:"nextPageToken,omitempty"`
+}
+
+// List returns a page of the caller's sessions, most recently updated first.
+func (svc *Service) List(ctx context.Context, userID string, req ListRequest) (*SessionPage, error) {
+	if err := checkUser(userID); err != nil {
+		return nil, err
+	}
+	if req.Status == "" {
+		req.Status = StatusActive
+	}
+	if _, err := ParseStatus(string(req.Status)); err != nil {
+		return nil, err
+	}
+	limit, err := PageLimit(req.Limit)
+	if err != nil {
+		return nil, err
+	}
+	q := ListQuery{UserID: userID, Status: req.Status, Limit: limit + 1}
+	if req.PageToken != "" {
+		if q.After, err = decodeSessionToken(req.PageToken, req.Status); err != nil {
+			return nil, err
+		}
+	}
+	list, err := svc.Repo.ListSessions(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	page := &SessionPage{Sessions: list}
+	if len(list) > limit {
+		page.Sessions = list[:limit]
+		last := page.Sessions[limit-1]
+		page.NextPageToken = EncodeToken(sessionToken{Status: req.Status, UpdatedAt: last.UpdatedAt.UnixNano(), ID: last.ID})
+	}
+	if page.Sessions == nil {
+		page.Sessions = []*Session{}
+	}
+	return page, nil
+}
+
+// PageLimit checks a requested page size; 0 means DefaultPageSize.
+func PageLimit(n int) (int, error) {
+	switch {
+	case n == 0:
+		return DefaultPageSize, nil
+	case n < 0 || n > MaxPageSize:
+		return 0, Errorf(EINVALID, "limit must be between 1 and %d", MaxPageSize)
+	}
+	return n, nil
+}
+
+type sessionToken struct {
+	Status    Status `json:"s"`
+	UpdatedAt int64  `json:"u"`
+	ID        string `json:"i"`
+}
+
+func decodeSessionToken(tok string, status Status) (*Cursor, error) {
+	var t sessionToken
+	if err := DecodeToken(tok, &t); err != nil {
+		return nil, err
+	}
+	if t.Status != status || !ValidID(t.ID) {
+		return nil, Errorf(EINVALID, "pageToken does not belong to this query")
+	}
+	return &Cursor{UpdatedAt: time.Unix(0, t.UpdatedAt).UTC(), ID: t.ID}, nil
+}
+
+// EncodeToken makes an opaque page token of v, a small struct of strings and
+// numbers (which cannot fail to marshal).
+func EncodeToken(v any) string {
+	b, _ := json.Marshal(v)
+	return base64.RawURLEncoding.EncodeToString(b)
+}
+
+// DecodeToken reads a token made by EncodeToken into v.
+func DecodeToken(tok string, v any) error {
+	b, err := base64.RawURLEncoding.DecodeString(tok)
+	if err != nil || len(b) == 0 {
+		return Errorf(EINVALID, "malformed pageToken")
+	}
+	if err := DecodeJSON(b, v); err != nil {
+		return Errorf(EINVALID, "malformed pageToken")
+	}
+	return nil
+}
+
+// Update is a change of a session's title and metadata: the only fields a
+// caller may change directly. Unknown fields are rejected.
+type Update struct {
+	Title    *string   `json:"title,omitempty"`
+	Metadata *Metadata `json:"metadata,omitempty"`
+}
+
+// UnmarshalJSON rejects any field other than title and metadata.
+func (u *Update) UnmarshalJSON(data []byte) error {
+	type plain Update
+	var p plain
+	if err := DecodeJSON(data, &p); err != nil {
+		return err
+	}
+	*u = Update(p)
+	return nil
+}
+
+// Update changes the title and/or replaces the metadata of the caller's session.
+func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (*Session, error) {
+	if err := checkUser(userID); err != nil {
+		return nil, err
+	}
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	if upd.Title == nil && upd.Metadata == nil {
+		return nil, Errorf(EINVALID, "nothing to update: give title and/or metadata")
+	}
+	var title string
+	if upd.Title != nil {
+		var err error
+		if title, err = normalizeTitle(*upd.Title); err != nil {
+			return nil, err
+		}
+		if title == "" {
+			return nil, Errorf(EINVALID, "title must not be empty")
+		}
+	}
+	if upd.Metadata != nil {
+		if err := upd.Metadata.Validate(); err != nil {
+			return nil, err
+		}
+	}
+	now := svc.now()
+	return svc.Repo.UpdateSession(ctx, id, func(s *Session) error {
+		if err := s.CheckOwner(userID); err != nil {
+			return err
+		}
+		if upd.Title != nil {
+			s.Title, s.TitleSource = title, TitleUser
+		}
+		if upd.Metadata != nil {
+			s.Metadata = upd.Metadata.Clone()
+		}
+		s.UpdatedAt = now
+		return nil
+	})
+}
+
+// Archive, Restore and Delete move the caller's session through its lifecycle.
+func (svc *Service) Archive(ctx context.Context, userID, id string) (*Session, error) {
+	return svc.transition(ctx, userID, id, ActionArchive)
+}
+
+func (svc *Service) Restore(ctx context.Context, userID, id string) (*Session, error) {
+	return svc.transition(ctx, userID, id, ActionRestore)
+}
+
+func (svc *Service) Delete(ctx context.Context, userID, id string) (*Session, error) {
+	return svc.transition(ctx, userID, id, ActionDelete)
+}
+
+func (svc *Service) transition(ctx context.Context, userID, id string, a Action) (*Session, error) {
+	if err := checkUser(userID); err != nil {
+		return nil, err
+	}
+	if err := CheckID(id); err != nil {
+		return nil, err
+	}
+	now := svc.now()
+	return svc.Repo.UpdateSession(ctx, id, func(s *Session) error {
+		if err := s.CheckOwner(userID); err != nil {
+			return err
+		}
+		return s.Apply(a, now, svc.Policy)
+	})
+}
+
+// Purge removes the caller's soft-deleted session and everything under it,
+// irreversibly. It returns the number of documents deleted.
+func (svc *Service) Purge(ctx context.Context, userID, id string) (int, error) {
+	if err := checkUser(userID); err != nil {
+		return 0, err
+	}
+	if err := CheckID(id); err != nil {
+		return 0, err
+	}
+	now := svc.now()
+	return svc.Repo.PurgeSession(ctx, id, func(s *Session) error {
+		if err := s.CheckOwner(userID); err != nil {
+			return err
+		}
+		return s.Apply(ActionPurge, now, svc.Policy)
+	})
+}
+
+func checkUser(userID string) error {
+	if strings.TrimSpace(userID) == "" {
+		return Errorf(EUNAUTHENTICATED, "no signed-in user")
+	}
+	return nil
+}

@@ -1,0 +1,242 @@
+// Package sessions holds what a chat session is and what may happen to it:
+// the session document, its metadata, its lifecycle (active, archived,
+// deleted, purged) and the moment retention will next act on it. It is the
+// domain root of the backend: it knows nothing of HTTP or of Firestore, and
+// declares the storage it needs as the Repo interface.
+package sessions
+
+import (
+	"bytes"
+	"crypto/rand"
+	"encoding/json"
+	"regexp"
+	"strings"
+	"time"
+	"unicode/utf8"
+)
+
+// Status is where a session stands in its lifecycle.
+type Status string
+
+const (
+	StatusActive   Status = "active"
+	StatusArchived Status = "archived"
+	StatusDeleted  Status = "deleted"
+	// StatusPurged is the terminal state: the session and everything under it
+	// are gone. It is never stored.
+	StatusPurged Status = "purged"
+)
+
+// ParseStatus accepts the statuses a stored session can have.
+func ParseStatus(s string) (Status, error) {
+	switch st := Status(s); st {
+	case StatusActive, StatusArchived, StatusDeleted:
+		return st, nil
+	}
+	return "", Errorf(EINVALID, "unknown status %q (want active, archived or deleted)", s)
+}
+
+// TitleSource says who chose a session's title; a user's title is never
+// overwritten by a generated one.
+type TitleSource string
+
+const (
+	TitleDefault   TitleSource = "default"
+	TitleUser      TitleSource = "user"
+	TitleGenerated TitleSource = "generated"
+)
+
+// DefaultTitle is the title of a session created without one.
+const DefaultTitle = "New chat"
+
+// Limits on what a caller may put in a session.
+const (
+	MaxTitleLen       = 200 // characters
+	MaxRetentionDays  = 3650
+	maxTags           = 20
+	maxTagLen         = 64
+	maxCustomEntries  = 20
+	maxCustomValueLen = 512
+	maxAgentTypeLen   = 64
+	maxTopicLen       = 200
+	maxIDLen          = 128
+	generatedIDLength = 20
+	idAlphabet        = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
+)
+
+// Session is one conversation of one user. Counters (MessageCount,
+// TokenCount, NextSeq) change only together with the messages they count.
+type Session struct {
+	ID               string      `json:"id"`
+	UserID           string      `json:"userId"`
+	Title            string      `json:"title"`
+	TitleSource      TitleSource `json:"titleSource"`
+	Model            string      `json:"model"`
+	Status           Status      `json:"status"`
+	CreatedAt        time.Time   `json:"createdAt"`
+	UpdatedAt        time.Time   `json:"updatedAt"`
+	LastActivityAt   time.Time   `json:"lastActivityAt"`
+	ArchivedAt       *time.Time  `json:"archivedAt"`
+	DeletedAt        *time.Time  `json:"deletedAt"`
+	ExpiresAt        time.Time   `json:"expiresAt"`
+	MessageCount     int         `json:"messageCount"`
+	TokenCount       int         `json:"tokenCount"`
+	NextSeq          int         `json:"nextSeq"`
+	RetentionDays    int         `json:"retentionDays,omitempty"`
+	Summary          string      `json:"summary,omitempty"`
+	SummaryUpdatedAt *time.Time  `json:"summaryUpdatedAt,omitempty"`
+	Metadata         Metadata    `json:"metadata"`
+	// PendingToolCalls are the ids of tool calls made by the last stored
+	// assistant message that have no result yet. A tool result is accepted
+	// only for one of them.
+	PendingToolCalls []string `json:"-"`
+}
+
+// Clone returns a deep copy, so stores can hand out sessions without sharing.
+func (s *Session) Clone() *Session {
+	c := *s
+	c.ArchivedAt = cloneTime(s.ArchivedAt)
+	c.DeletedAt = cloneTime(s.DeletedAt)
+	c.SummaryUpdatedAt = cloneTime(s.SummaryUpdatedAt)
+	c.Metadata = s.Metadata.Clone()
+	c.PendingToolCalls = append([]string(nil), s.PendingToolCalls...)
+	return &c
+}
+
+func cloneTime(t *time.Time) *time.Time {
+	if t == nil {
+		return nil
+	}
+	c := *t
+	return &c
+}
+
+// Metadata describes a session for the app that owns it.
+type Metadata struct {
+	AgentType string            `json:"agentType,omitempty"`
+	Topic     string            `json:"topic,omitempty"`
+	Tags      []string          `json:"tags,omitempty"`
+	Custom    map[string]string `json:"custom,omitempty"`
+}
+
+// Clone returns a deep copy.
+func (m Metadata) Clone() Metadata {
+	c := m
+	c.Tags = append([]string(nil), m.Tags...)
+	if m.Custom != nil {
+		c.Custom = make(map[string]string, len(m.Custom))
+		for k, v := range m.Custom {
+			c.Custom[k] = v
+		}
+	}
+	return c
+}
+
+// UnmarshalJSON rejects keys Metadata does not know, so a typo in a client is
+// an error rather than silently dropped data.
+func (m *Metadata) UnmarshalJSON(data []byte) error {
+	type plain Metadata
+	var p plain
+	if err := DecodeJSON(data, &p); err != nil {
+		return err
+	}
+	*m = Metadata(p)
+	return nil
+}
+
+var customKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// Validate checks the sizes and shapes of metadata.
+func (m Metadata) Validate() error {
+	switch {
+	case utf8.RuneCountInString(m.AgentType) > maxAgentTypeLen:
+		return Errorf(EINVALID, "metadata.agentType is longer than %d characters", maxAgentTypeLen)
+	case utf8.RuneCountInString(m.Topic) > maxTopicLen:
+		return Errorf(EINVALID, "metadata.topic is longer than %d characters", maxTopicLen)
+	case len(m.Tags) > maxTags:
+		return Errorf(EINVALID, "metadata.tags has more than %d tags", maxTags)
+	case len(m.Custom) > maxCustomEntries:
+		return Errorf(EINVALID, "metadata.custom has more than %d entries", maxCustomEntries)
+	}
+	for _, t := range m.Tags {
+		if t == "" || utf8.RuneCountInString(t) > maxTagLen {
+			return Errorf(EINVALID, "metadata.tags: each tag must have 1 to %d characters", maxTagLen)
+		}
+	}
+	for k, v := range m.Custom {
+		if !customKeyRE.MatchString(k) {
+			return Errorf(EINVALID, "metadata.custom: key %q must match %s", k, customKeyRE)
+		}
+		if utf8.RuneCountInString(v) > maxCustomValueLen {
+			return Errorf(EINVALID, "metadata.custom[%q] is longer than %d characters", k, maxCustomValueLen)
+		}
+	}
+	return nil
+}
+
+// DecodeJSON decodes data into v strictly: unknown keys and trailing data are
+// invalid-argument errors.
+func DecodeJSON(data []byte, v any) error {
+	dec := json.NewDecoder(bytes.NewReader(data))
+	dec.DisallowUnknownFields()
+	if err := dec.Decode(v); err != nil {
+		return Wrap(EINVALID, err, "malformed JSON: "+jsonProblem(err))
+	}
+	if dec.More() {
+		return Errorf(EINVALID, "malformed JSON: trailing data")
+	}
+	return nil
+}
+
+// jsonProblem describes a decoding error without echoing the caller's data.
+func jsonProblem(err error) string {
+	var syn *json.SyntaxError
+	var typ *json.UnmarshalTypeError
+	var e *Error
+	switch {
+	case asErr(err, &e):
+		return e.Message
+	case asErr(err, &syn):
+		return "syntax error"
+	case asErr(err, &typ):
+		return "field " + typ.Field + " has the wrong type"
+	case strings.HasPrefix(err.Error(), "json: unknown field "):
+		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
+	default:
+		return "cannot decode"
+	}
+}
+
+var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)
+
+// ValidID reports whether id can name a session (or any document we create):
+// letters, digits, '_' and '-', at most 128 characters, not starting with "__".
+func ValidID(id string) bool {
+	return len(id) > 0 && len(id) <= maxIDLen && idRE.MatchString(id) && !strings.HasPrefix(id, "__")
+}
+
+// CheckID returns an invalid-argument error for a malformed session id.
+func CheckID(id string) error {
+	if !ValidID(id) {
+		return Errorf(EINVALID, "malformed session id")
+	}
+	return nil
+}
+
+// NewID returns a random 20-character identifier, like Firestore's own.
+func NewID() string {
+	b := make([]byte, generatedIDLength)
+	rand.Read(b) // never fails (crypto/rand panics rather than return an error)
+	for i := range b {
+		b[i] = idAlphabet[int(b[i])%len(idAlphabet)]
+	}
+	return string(b)
+}
+
+func normalizeTitle(title string) (string, error) {
+	t := strings.TrimSpace(title)
+	if utf8.RuneCountInString(t) > MaxTitleLen {
+		return "", Errorf(EINVALID, "title is longer than %d characters", MaxTitleLen)
+	}
+	return t, nil
+}

@@ -1,0 +1,131 @@
+// Package storetest is the contract every storage backend passes: one suite,
+// run by the tests of firestoredb and memorydb alike, so the two cannot
+// drift. It drives the backends through the sessions and history services.
+package storetest
+
+import (
+	"context"
+	"errors"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// Backend is what a storage backend implements.
+type Backend interface {
+	sessions.Repo
+	history.Repo
+}
+
+// Env is one backend with services on a fake clock.
+type Env struct {
+	DB       Backend
+	Clock    *Clock
+	Sessions *sessions.Service
+	History  *history.Service
+	Tokens   *history.TikToken
+}
+
+// Epoch is where every fake clock starts.
+var Epoch = time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
+
+var tokens = sync.OnceValues(history.NewTikToken)
+
+// Tokens returns the shared tiktoken counter, loaded once per test binary.
+func Tokens(tb testing.TB) *history.TikToken {
+	tb.Helper()
+	t, err := tokens()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return t
+}
+
+// NewEnv wires services around db.
+func NewEnv(tb testing.TB, db Backend) *Env {
+	tb.Helper()
+	clock := NewClock(Epoch)
+	tok := Tokens(tb)
+	ss := sessions.NewService(db, "gpt-4o-mini")
+	ss.Now = clock.Now
+	hs := history.NewService(db, tok)
+	hs.Now = clock.Now
+	return &Env{DB: db, Clock: clock, Sessions: ss, History: hs, Tokens: tok}
+}
+
+// WantCode fails tb unless err carries code.
+func WantCode(tb testing.TB, err error, code sessions.Code) {
+	tb.Helper()
+	if got := sessions.ErrorCode(err); got != code {
+		tb.Fatalf("error code = %q, want %q (err: %v)", got, code, err)
+	}
+}
+
+// Must fails tb on err.
+func Must[T any](tb testing.TB) func(T, error) T {
+	return func(v T, err error) T {
+		tb.Helper()
+		if err != nil {
+			tb.Fatalf("unexpected error: %v", err)
+		}
+		return v
+	}
+}
+
+// NewSession creates an active session of user.
+func (e *Env) NewSession(tb testing.TB, user string) *sessions.Session {
+	tb.Helper()
+	return Must[*sessions.Session](tb)(e.Sessions.Create(context.Background(), user, sessions.CreateInput{}))
+}
+
+// Say appends one message of role with content.
+func (e *Env) Say(tb testing.TB, s *sessions.Session, role history.Role, content string) history.Message {
+	tb.Helper()
+	msgs := Must[[]history.Message](tb)(e.History.Append(context.Background(), s, "", history.Draft{Role: role, Content: content}))
+	return msgs[0]
+}
+
+// Reload reads a session again as its owner.
+func (e *Env) Reload(tb testing.TB, s *sessions.Session) *sessions.Session {
+	tb.Helper()
+	return Must[*sessions.Session](tb)(e.Sessions.Get(context.Background(), s.UserID, s.ID))
+}
+
+// All reads every message of s, oldest first.
+func (e *Env) All(tb testing.TB, s *sessions.Session) []history.Message {
+	tb.Helper()
+	var all []history.Message
+	req := history.PageRequest{Limit: sessions.MaxPageSize}
+	for {
+		p := Must[*history.Page](tb)(e.History.Page(context.Background(), s, req))
+		all = append(all, p.Messages...)
+		if p.NextPageToken == "" {
+			return all
+		}
+		req.PageToken = p.NextPageToken
+	}
+}
+
+// Run runs the contract suite. open returns a new, empty backend for a test.
+func Run(t *testing.T, open func(t *testing.T) Backend) {
+	env := func(t *testing.T) *Env { t.Parallel(); return NewEnv(t, open(t)) }
+	t.Run("SessionCreateGet", func(t *testing.T) { testCreateGet(t, env(t)) })
+	t.Run("SessionCreateInvalid", func(t *testing.T) { testCreateInvalid(t, env(t)) })
+	t.Run("SessionUpdate", func(t *testing.T) { testUpdate(t, env(t)) })
+	t.Run("Lifecycle", func(t *testing.T) { testLifecycle(t, env(t)) })
+	t.Run("ListPagination", func(t *testing.T) { testListPagination(t, env(t)) })
+	t.Run("ListTies", func(t *testing.T) { testListTies(t, env(t)) })
+	t.Run("AppendAndRead", func(t *testing.T) { testAppendAndRead(t, env(t)) })
+	t.Run("Idempotency", func(t *testing.T) { testIdempotency(t, env(t)) })
+	t.Run("AppendNotWritable", func(t *testing.T) { testAppendNotWritable(t, env(t)) })
+	t.Run("AppendOtherUser", func(t *testing.T) { testAppendOtherUser(t, env(t)) })
+	t.Run("BadInput", func(t *testing.T) { testBadInput(t, env(t)) })
+	t.Run("ToolExchanges", func(t *testing.T) { testToolExchanges(t, env(t)) })
+	t.Run("Purge", func(t *testing.T) { testPurge(t, env(t)) })
+	t.Run("ConcurrentAppends", func(t *testing.T) { testConcurrentAppends(t, env(t)) })
+}
+
+func asTransition(err error, te **sessions.TransitionError) bool { return errors.As(err, te) }
