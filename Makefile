@@ -1,5 +1,5 @@
 # make test  – starts the emulators if they are not running, runs every test, stops what it started.
-# make dev   – starts the emulators and keeps them running (Ctrl-C stops them).
+# make dev   – starts the emulators and the local server, ready to chat (Ctrl-C stops all).
 # make bench – benchmarks.
 
 GO ?= go
@@ -20,7 +20,8 @@ test: deps
 emulators: deps
 	$(GO) run ./cmd/emulators -v
 
-dev: emulators
+dev: deps
+	$(GO) run ./cmd/emulators -- $(GO) run ./cmd/server
 
 vet:
 	$(GO) vet ./...

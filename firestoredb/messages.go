@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
@@ -35,7 +37,7 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 		}
 		var stored []history.Message
 		if key != "" && snaps[1].Exists() {
-			if stored, err = readBatch(tx, msgs, key, snaps[1]); err != nil {
+			if stored, err = readBatch(tx.GetAll, msgs, key, snaps[1]); err != nil {
 				return err
 			}
 		}
@@ -70,9 +72,25 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 	return out, nil
 }
 
+// FindBatch reads the batch stored under key by its deterministic ids.
+func (db *DB) FindBatch(ctx context.Context, sessionID, key string) ([]history.Message, error) {
+	msgs := db.messagesOf(sessionID)
+	snap, err := msgs.Doc(history.KeyDocID(key, 0)).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	stored, err := readBatch(func(refs []*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
+		return db.client.GetAll(ctx, refs)
+	}, msgs, key, snap)
+	return stored, translate(err)
+}
+
 // readBatch reads the rest of the batch stored under key, given its first
-// message.
-func readBatch(tx *firestore.Transaction, msgs *firestore.CollectionRef, key string, first *firestore.DocumentSnapshot) ([]history.Message, error) {
+// message, with getAll (a transaction's or the client's).
+func readBatch(getAll func([]*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error), msgs *firestore.CollectionRef, key string, first *firestore.DocumentSnapshot) ([]history.Message, error) {
 	m, size, err := decodeMessage(first)
 	if err != nil {
 		return nil, err
@@ -85,7 +103,7 @@ func readBatch(tx *firestore.Transaction, msgs *firestore.CollectionRef, key str
 	for i := 1; i < size; i++ {
 		refs = append(refs, msgs.Doc(history.KeyDocID(key, i)))
 	}
-	snaps, err := tx.GetAll(refs)
+	snaps, err := getAll(refs)
 	if err != nil {
 		return nil, err
 	}

@@ -209,6 +209,9 @@ func (m *MessageMetadata) validate(i int) error {
 	return nil
 }
 
+// Validate checks a batch of drafts and its key without storing anything.
+func Validate(key string, drafts ...Draft) error { return validateBatch(key, drafts) }
+
 // validateBatch checks a whole append before anything is counted or written.
 func validateBatch(key string, drafts []Draft) error {
 	if len(drafts) == 0 {

@@ -29,6 +29,8 @@ type Repo interface {
 	ListMessages(ctx context.Context, q ListQuery) ([]Message, error)
 	// MessageRange returns the messages with from <= seq <= to, by seq.
 	MessageRange(ctx context.Context, sessionID string, from, to int) ([]Message, error)
+	// FindBatch returns the batch stored under key, or nil if there is none.
+	FindBatch(ctx context.Context, sessionID, key string) ([]Message, error)
 }
 
 // ListQuery is one page of a session's messages.
@@ -47,6 +49,9 @@ type Service struct {
 	Tokens Counter
 	Policy sessions.Policy
 	Now    func() time.Time
+	// MaxMessages caps the messages of one session (0: no cap), so that no
+	// conversation grows without bound.
+	MaxMessages int
 }
 
 // NewService returns a service with the default policy and the system clock.
@@ -96,6 +101,9 @@ func (svc *Service) Append(ctx context.Context, s *sessions.Session, key string,
 		if err := cur.CheckWritable(); err != nil {
 			return nil, err
 		}
+		if svc.MaxMessages > 0 && cur.MessageCount+len(msgs) > svc.MaxMessages {
+			return nil, sessions.Errorf(sessions.ETOOLARGE, "the session has reached its limit of %d messages; start a new session", svc.MaxMessages)
+		}
 		open, err := toolSequence(cur.PendingToolCalls, msgs)
 		if err != nil {
 			return nil, err
@@ -124,6 +132,14 @@ func sameBatch(stored []Message, drafts []Draft) bool {
 		}
 	}
 	return true
+}
+
+// Find returns the batch appended to s under key, or nil if there is none.
+func (svc *Service) Find(ctx context.Context, s *sessions.Session, key string) ([]Message, error) {
+	if !idRE.MatchString(key) {
+		return nil, sessions.Errorf(sessions.EINVALID, "clientMessageId must be 1 to %d printable characters", MaxKeyLen)
+	}
+	return svc.Repo.FindBatch(ctx, s.ID, key)
 }
 
 // KeyDocID is the document id of message i of the batch stored under key:

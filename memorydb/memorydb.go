@@ -8,6 +8,7 @@ import (
 	"sort"
 	"sync"
 
+	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -18,6 +19,7 @@ type DB struct {
 	sessions map[string]*sessions.Session
 	messages map[string][]history.Message // by session; index == seq
 	keys     map[string]map[string][]int  // session → clientMessageId → seqs
+	usage    map[string]chat.Usage        // by user
 }
 
 // New returns an empty store.
@@ -26,6 +28,7 @@ func New() *DB {
 		sessions: map[string]*sessions.Session{},
 		messages: map[string][]history.Message{},
 		keys:     map[string]map[string][]int{},
+		usage:    map[string]chat.Usage{},
 	}
 }
 
@@ -118,12 +121,7 @@ func (db *DB) Append(_ context.Context, sessionID, key string, plan history.Plan
 	if !ok {
 		return nil, sessions.NotFound(sessionID)
 	}
-	var stored []history.Message
-	if seqs, ok := db.keys[sessionID][key]; ok && key != "" {
-		for _, q := range seqs {
-			stored = append(stored, cloneMessage(db.messages[sessionID][q]))
-		}
-	}
+	stored := db.batch(sessionID, key)
 	c := s.Clone()
 	write, err := plan(c, stored)
 	if err != nil {
@@ -193,9 +191,36 @@ func (db *DB) MessageRange(_ context.Context, sessionID string, from, to int) ([
 	return out, nil
 }
 
+func (db *DB) FindBatch(_ context.Context, sessionID, key string) ([]history.Message, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.batch(sessionID, key), nil
+}
+
+// batch returns copies of the messages stored under key; db.mu is held.
+func (db *DB) batch(sessionID, key string) []history.Message {
+	var stored []history.Message
+	for _, q := range db.keys[sessionID][key] {
+		stored = append(stored, cloneMessage(db.messages[sessionID][q]))
+	}
+	return stored
+}
+
 func cloneMessage(m history.Message) history.Message {
 	m.ToolCalls = append([]history.ToolCall(nil), m.ToolCalls...)
 	m.Metadata.Sources = append([]string(nil), m.Metadata.Sources...)
 	m.Metadata.ToolsUsed = append([]string(nil), m.Metadata.ToolsUsed...)
 	return m
+}
+
+func (db *DB) UpdateUsage(_ context.Context, userID string, fn func(*chat.Usage) error) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	u := db.usage[userID]
+	u.UserID = userID
+	if err := fn(&u); err != nil {
+		return err
+	}
+	db.usage[userID] = u
+	return nil
 }

@@ -3,6 +3,7 @@ package sessions
 import (
 	"errors"
 	"fmt"
+	"time"
 )
 
 // Code classifies an Error. Every layer returns these codes; the HTTP layer
@@ -28,6 +29,8 @@ type Error struct {
 	Code    Code
 	Message string
 	Err     error
+	// RetryAfter, when set (rate limits), says when trying again can succeed.
+	RetryAfter time.Duration
 }
 
 func (e *Error) Error() string {
@@ -61,6 +64,15 @@ func ErrorCode(err error) Code {
 	default:
 		return EINTERNAL
 	}
+}
+
+// RetryAfter returns how long the caller should wait before trying again, if err says.
+func RetryAfter(err error) time.Duration {
+	var e *Error
+	if errors.As(err, &e) {
+		return e.RetryAfter
+	}
+	return 0
 }
 
 // ErrorMessage returns the user-safe message of err: the Message of an *Error,

@@ -77,6 +77,9 @@ type CreateInput struct {
 	// Model is the chat model the session's tokens are counted for; empty
 	// means the service default. Not settable by API callers.
 	Model string `json:"-"`
+	// ID, when set, is the new session's id (so that a retried request
+	// creates the same session); empty means a random id.
+	ID string `json:"-"`
 }
 
 // UnmarshalJSON rejects unknown keys.
@@ -105,9 +108,15 @@ func (svc *Service) Create(ctx context.Context, userID string, in CreateInput) (
 	if in.RetentionDays < 0 || in.RetentionDays > MaxRetentionDays {
 		return nil, Errorf(EINVALID, "retentionDays must be between 1 and %d", MaxRetentionDays)
 	}
+	id := in.ID
+	if id == "" {
+		id = NewID()
+	} else if err := CheckID(id); err != nil {
+		return nil, err
+	}
 	now := svc.now()
 	s := &Session{
-		ID:             NewID(),
+		ID:             id,
 		UserID:         userID,
 		Title:          title,
 		TitleSource:    TitleUser,

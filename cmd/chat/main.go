@@ -1,0 +1,168 @@
+// Command chat is a small terminal client: it signs a user in on the Firebase
+// Auth emulator (signing them up on first use) and chats with the backend,
+// printing the reply as it streams.
+//
+//	go run ./cmd/chat [-api http://127.0.0.1:8090] [-email you@example.com] [-session ID]
+//
+// Type a message and press Enter; /new starts a new session, /quit ends.
+package main
+
+import (
+	"bufio"
+	"bytes"
+	"encoding/json"
+	"errors"
+	"flag"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"strings"
+)
+
+func main() {
+	api := flag.String("api", "http://127.0.0.1:8090", "the backend's base URL")
+	authHost := flag.String("auth", envOr("FIREBASE_AUTH_EMULATOR_HOST", "127.0.0.1:9099"), "the Auth emulator's host:port")
+	email := flag.String("email", "dev@example.com", "the account to sign in with (created on first use)")
+	password := flag.String("password", "dev-password", "its password")
+	session := flag.String("session", "", "continue this session instead of starting a new one")
+	flag.Parse()
+
+	token, err := signIn(*authHost, *email, *password)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "chat:", err)
+		os.Exit(1)
+	}
+	fmt.Printf("Signed in as %s. Type a message; /new for a new session, /quit to leave.\n", *email)
+	in := bufio.NewScanner(os.Stdin)
+	in.Buffer(make([]byte, 64<<10), 64<<10)
+	for {
+		fmt.Print("\nyou> ")
+		if !in.Scan() {
+			return
+		}
+		line := strings.TrimSpace(in.Text())
+		switch line {
+		case "":
+			continue
+		case "/quit":
+			return
+		case "/new":
+			*session = ""
+			fmt.Println("(next message starts a new session)")
+			continue
+		}
+		id, err := turn(*api, token, *session, line)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "\nchat:", err)
+			continue
+		}
+		if id != *session {
+			*session = id
+			fmt.Printf("\n(session %s)", id)
+		}
+	}
+}
+
+func envOr(name, def string) string {
+	if v := os.Getenv(name); v != "" {
+		return v
+	}
+	return def
+}
+
+// signIn returns an ID token from the Auth emulator, signing up if needed.
+func signIn(host, email, password string) (string, error) {
+	body := map[string]any{"email": email, "password": password, "returnSecureToken": true}
+	var out struct {
+		IDToken string `json:"idToken"`
+		Error   struct {
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	for _, op := range []string{"signInWithPassword", "signUp"} {
+		url := "http://" + host + "/identitytoolkit.googleapis.com/v1/accounts:" + op + "?key=any"
+		if err := postJSON(url, "", body, &out); err != nil {
+			return "", fmt.Errorf("auth emulator at %s: %w", host, err)
+		}
+		if out.IDToken != "" {
+			return out.IDToken, nil
+		}
+		if !strings.HasPrefix(out.Error.Message, "EMAIL_NOT_FOUND") && !strings.HasPrefix(out.Error.Message, "INVALID_LOGIN_CREDENTIALS") {
+			break
+		}
+	}
+	return "", fmt.Errorf("sign-in failed: %s", out.Error.Message)
+}
+
+func postJSON(url, token string, body, out any) error {
+	resp, err := post(url, token, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func post(url, token string, body any) (*http.Response, error) {
+	data, _ := json.Marshal(body)
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	return http.DefaultClient.Do(req)
+}
+
+// turn sends one message and prints the streamed reply; it returns the
+// session id.
+func turn(api, token, session, message string) (string, error) {
+	resp, err := post(api+"/chat", token, map[string]any{"sessionId": session, "message": message, "stream": true})
+	if err != nil {
+		return session, err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return session, fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	fmt.Print("assistant> ")
+	r := bufio.NewReader(resp.Body)
+	event := ""
+	for {
+		line, err := r.ReadString('\n')
+		if errors.Is(err, io.EOF) {
+			return session, nil
+		}
+		if err != nil {
+			return session, err
+		}
+		line = strings.TrimRight(line, "\n")
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			event = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			data := []byte(strings.TrimPrefix(line, "data: "))
+			var v struct {
+				SessionID string `json:"sessionId"`
+				Text      string `json:"text"`
+				Error     struct {
+					Message string `json:"message"`
+				} `json:"error"`
+			}
+			json.Unmarshal(data, &v)
+			switch event {
+			case "session", "done":
+				session = v.SessionID
+			case "delta":
+				fmt.Print(v.Text)
+			case "error":
+				return session, errors.New(v.Error.Message)
+			}
+		}
+	}
+}

@@ -1,0 +1,16 @@
+// Package chatmemory registers the backend's Cloud Functions, and nothing
+// else: the handlers live in package functions, and cmd/server serves the
+// same handlers locally.
+package chatmemory
+
+import (
+	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
+
+	"github.com/chatmemory/backend/functions"
+)
+
+func init() {
+	// One HTTP function serves every endpoint under its path (/chat,
+	// /sessions/..., /healthz).
+	ff.HTTP("api", functions.Serve)
+}

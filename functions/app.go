@@ -1,0 +1,164 @@
+// Package functions is the HTTP edge of the backend: the endpoints web apps
+// call (chat, sessions, messages), authentication with Firebase ID tokens,
+// CORS, size caps, JSON errors and request logs. The same handler serves
+// deployed (registered by the root package) and locally (cmd/server).
+package functions
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+
+	"cloud.google.com/go/firestore"
+	firebase "firebase.google.com/go/v4"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/memorydb"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// Store is what the storage backends implement for the API.
+type Store interface {
+	sessions.Repo
+	history.Repo
+	chat.UsageRepo
+	Ping(ctx context.Context) error
+}
+
+// App holds the services behind the endpoints.
+type App struct {
+	Sessions       *sessions.Service
+	History        *history.Service
+	Chat           *chat.Service
+	Auth           Verifier
+	Store          Store
+	Log            *slog.Logger
+	AllowedOrigins []string
+	MaxBodyBytes   int64
+
+	closers []func() error
+}
+
+// Deps are the parts an App is built from; Open builds them from a Config,
+// tests build them directly.
+type Deps struct {
+	Store  Store
+	Auth   Verifier
+	Model  chat.Model
+	Tokens history.Counter
+	Log    *slog.Logger
+}
+
+// NewApp wires services around deps with the settings of cfg.
+func NewApp(cfg Config, d Deps) *App {
+	if d.Log == nil {
+		d.Log = slog.New(logHandler(os.Stderr, slog.LevelInfo))
+	}
+	ss := sessions.NewService(d.Store, cfg.ChatModel)
+	hs := history.NewService(d.Store, d.Tokens)
+	hs.MaxMessages = cfg.MaxSessionMessages
+	cs := &chat.Service{
+		Sessions:     ss,
+		History:      hs,
+		Model:        d.Model,
+		Usage:        d.Store,
+		Limits:       chat.Limits{TurnsPerMinute: cfg.TurnsPerMinute, TokensPerDay: cfg.TokensPerDay},
+		SystemPrompt: cfg.SystemPrompt,
+		Budget:       cfg.ContextBudget,
+		ModelTimeout: cfg.ModelTimeout,
+		Now:          ss.Now,
+		Log:          d.Log,
+	}
+	return &App{
+		Sessions: ss, History: hs, Chat: cs, Auth: d.Auth, Store: d.Store, Log: d.Log,
+		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes,
+	}
+}
+
+// Open builds the App that cfg describes: Firestore or memory storage,
+// Firebase Auth, and an OpenAI-compatible model or the offline stand-in.
+func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
+	level := slog.LevelInfo
+	if cfg.LogLevel == "debug" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(logHandler(logw, level))
+	fb, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: cfg.ProjectID})
+	if err != nil {
+		return nil, fmt.Errorf("firebase: %w", err)
+	}
+	authClient, err := fb.Auth(ctx)
+	if err != nil {
+		return nil, fmt.Errorf("firebase auth: %w", err)
+	}
+	tokens, err := history.NewTikToken()
+	if err != nil {
+		return nil, err
+	}
+	d := Deps{Auth: FirebaseVerifier{Client: authClient}, Tokens: tokens, Log: log}
+	var closers []func() error
+	switch cfg.Backend {
+	case "memory":
+		d.Store = memorydb.New()
+		log.Warn("STORAGE_BACKEND=memory: sessions live in this process only and are lost when it stops")
+	default:
+		client, err := firestore.NewClient(ctx, cfg.ProjectID)
+		if err != nil {
+			return nil, fmt.Errorf("firestore: %w", err)
+		}
+		closers = append(closers, client.Close)
+		d.Store = firestoredb.New(client)
+	}
+	if cfg.OfflineModel() {
+		d.Model = llm.Offline{}
+		log.Warn("OFFLINE MODEL: OPENAI_API_KEY and OPENAI_BASE_URL are not set, so replies come from a deterministic offline stand-in (stored with model \"" + llm.OfflineModel + "\"), not a real model")
+	} else {
+		d.Model = llm.NewOpenAI(cfg.OpenAIKey, cfg.OpenAIBaseURL, nil)
+	}
+	a := NewApp(cfg, d)
+	a.closers = closers
+	return a, nil
+}
+
+// Close releases the App's clients.
+func (a *App) Close() error {
+	var errs []error
+	for _, c := range a.closers {
+		errs = append(errs, c())
+	}
+	return errors.Join(errs...)
+}
+
+var (
+	defaultOnce = sync.OnceValues(func() (http.Handler, error) {
+		cfg, err := ConfigFromEnv(os.Getenv)
+		if err != nil {
+			return nil, err
+		}
+		a, err := Open(context.Background(), cfg, os.Stdout)
+		if err != nil {
+			return nil, err
+		}
+		return a.Handler(), nil
+	})
+)
+
+// Serve is the deployed HTTP function: it builds the App from the
+// environment on first use and answers 503 while that fails.
+func Serve(w http.ResponseWriter, r *http.Request) {
+	h, err := defaultOnce()
+	if err != nil {
+		slog.New(logHandler(os.Stderr, slog.LevelInfo)).Error("start-up failed", "error", err.Error())
+		writeJSON(w, http.StatusServiceUnavailable, bodyOf(sessions.Errorf(sessions.EUNAVAILABLE, "the service is not configured")))
+		return
+	}
+	h.ServeHTTP(w, r)
+}

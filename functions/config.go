@@ -1,0 +1,124 @@
+package functions
+
+import (
+	"fmt"
+	"net"
+	"strconv"
+	"strings"
+	"time"
+)
+
+// Config is everything the backend reads from its environment, parsed once
+// at start-up. See README.md for each variable and its default.
+type Config struct {
+	Backend            string // STORAGE_BACKEND: firestore (default) or memory
+	ProjectID          string // GOOGLE_CLOUD_PROJECT (or GCLOUD_PROJECT)
+	FirestoreEmulator  string // FIRESTORE_EMULATOR_HOST
+	AuthEmulator       string // FIREBASE_AUTH_EMULATOR_HOST
+	OnGoogleCloud      bool   // K_SERVICE or FUNCTION_TARGET set, or GOOGLE_APPLICATION_CREDENTIALS
+	OpenAIKey          string // OPENAI_API_KEY
+	OpenAIBaseURL      string // OPENAI_BASE_URL
+	ChatModel          string // CHAT_MODEL
+	SystemPrompt       string // SYSTEM_PROMPT
+	AllowedOrigins     []string
+	MaxBodyBytes       int64
+	MaxSessionMessages int
+	TurnsPerMinute     int
+	TokensPerDay       int
+	ContextBudget      int
+	ModelTimeout       time.Duration
+	LogLevel           string
+}
+
+// Defaults.
+const (
+	DefaultChatModel          = "gpt-4o-mini"
+	DefaultSystemPrompt       = "You are a helpful assistant."
+	DefaultMaxBodyBytes       = 1 << 20
+	DefaultMaxSessionMessages = 10_000
+	DefaultTurnsPerMinute     = 20
+	DefaultTokensPerDay       = 500_000
+	DefaultModelTimeout       = 60 * time.Second
+)
+
+// ConfigFromEnv reads the configuration with getenv (os.Getenv in
+// production) and reports every problem it finds at once.
+func ConfigFromEnv(getenv func(string) string) (Config, error) {
+	var problems []string
+	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
+	str := func(name, def string) string {
+		if v := strings.TrimSpace(getenv(name)); v != "" {
+			return v
+		}
+		return def
+	}
+	num := func(name string, def int) int {
+		v := strings.TrimSpace(getenv(name))
+		if v == "" {
+			return def
+		}
+		n, err := strconv.Atoi(v)
+		if err != nil || n < 0 {
+			bad("%s must be a whole number >= 0, not %q", name, v)
+		}
+		return n
+	}
+	c := Config{
+		Backend:            str("STORAGE_BACKEND", "firestore"),
+		ProjectID:          str("GOOGLE_CLOUD_PROJECT", str("GCLOUD_PROJECT", "")),
+		FirestoreEmulator:  str("FIRESTORE_EMULATOR_HOST", ""),
+		AuthEmulator:       str("FIREBASE_AUTH_EMULATOR_HOST", ""),
+		OnGoogleCloud:      getenv("K_SERVICE") != "" || getenv("FUNCTION_TARGET") != "" || getenv("GOOGLE_APPLICATION_CREDENTIALS") != "",
+		OpenAIKey:          str("OPENAI_API_KEY", ""),
+		OpenAIBaseURL:      str("OPENAI_BASE_URL", ""),
+		ChatModel:          str("CHAT_MODEL", DefaultChatModel),
+		SystemPrompt:       str("SYSTEM_PROMPT", DefaultSystemPrompt),
+		MaxBodyBytes:       int64(num("MAX_BODY_BYTES", DefaultMaxBodyBytes)),
+		MaxSessionMessages: num("MAX_SESSION_MESSAGES", DefaultMaxSessionMessages),
+		TurnsPerMinute:     num("RATE_TURNS_PER_MINUTE", DefaultTurnsPerMinute),
+		TokensPerDay:       num("RATE_TOKENS_PER_DAY", DefaultTokensPerDay),
+		ContextBudget:      num("CONTEXT_TOKEN_BUDGET", 0),
+		ModelTimeout:       time.Duration(num("MODEL_TIMEOUT_SECONDS", int(DefaultModelTimeout/time.Second))) * time.Second,
+		LogLevel:           str("LOG_LEVEL", "info"),
+	}
+	for _, o := range strings.Split(getenv("CORS_ALLOWED_ORIGINS"), ",") {
+		if o = strings.TrimSpace(o); o != "" {
+			c.AllowedOrigins = append(c.AllowedOrigins, o)
+		}
+	}
+	switch c.Backend {
+	case "firestore":
+		if c.FirestoreEmulator == "" && !c.OnGoogleCloud {
+			bad("STORAGE_BACKEND=firestore needs FIRESTORE_EMULATOR_HOST (the emulator, e.g. 127.0.0.1:8080) or Google Cloud credentials; or set STORAGE_BACKEND=memory")
+		}
+	case "memory":
+	default:
+		bad("STORAGE_BACKEND must be firestore or memory, not %q", c.Backend)
+	}
+	if c.ProjectID == "" {
+		bad("GOOGLE_CLOUD_PROJECT is not set: it names the Firebase project whose ID tokens are accepted")
+	}
+	if c.AuthEmulator == "" && !c.OnGoogleCloud {
+		bad("FIREBASE_AUTH_EMULATOR_HOST is not set and there are no Google Cloud credentials: ID tokens cannot be verified")
+	}
+	for name, addr := range map[string]string{"FIRESTORE_EMULATOR_HOST": c.FirestoreEmulator, "FIREBASE_AUTH_EMULATOR_HOST": c.AuthEmulator} {
+		if addr != "" {
+			if _, _, err := net.SplitHostPort(addr); err != nil {
+				bad("%s must be host:port, not %q", name, addr)
+			}
+		}
+	}
+	if c.MaxBodyBytes < 1024 {
+		bad("MAX_BODY_BYTES must be at least 1024")
+	}
+	if c.ModelTimeout <= 0 {
+		bad("MODEL_TIMEOUT_SECONDS must be positive")
+	}
+	if len(problems) > 0 {
+		return c, fmt.Errorf("configuration:\n  - %s", strings.Join(problems, "\n  - "))
+	}
+	return c, nil
+}
+
+// OfflineModel reports whether replies come from the offline stand-in.
+func (c Config) OfflineModel() bool { return c.OpenAIKey == "" && c.OpenAIBaseURL == "" }

@@ -1,0 +1,240 @@
+package functions
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"strings"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// sessionID reads {id} from the path and notes it for the request log.
+func sessionID(r *http.Request) string {
+	id := r.PathValue("id")
+	if sessions.ValidID(id) {
+		info(r.Context()).sessionID = id
+	}
+	return id
+}
+
+func (a *App) createSession(w http.ResponseWriter, r *http.Request) {
+	var in sessions.CreateInput
+	if err := a.decode(r, &in); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	s, err := a.Sessions.Create(r.Context(), UserID(r.Context()), in)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	info(r.Context()).sessionID = s.ID
+	w.Header().Set("Location", "/sessions/"+s.ID)
+	writeJSON(w, http.StatusCreated, s)
+}
+
+func (a *App) listSessions(w http.ResponseWriter, r *http.Request) {
+	limit, err := queryInt(r, "limit")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	page, err := a.Sessions.List(r.Context(), UserID(r.Context()), sessions.ListRequest{
+		Status: sessions.Status(q.Get("status")), Limit: limit, PageToken: q.Get("pageToken"),
+	})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+func (a *App) getSession(w http.ResponseWriter, r *http.Request) {
+	s, err := a.Sessions.Get(r.Context(), UserID(r.Context()), sessionID(r))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (a *App) updateSession(w http.ResponseWriter, r *http.Request) {
+	var upd sessions.Update
+	if err := a.decode(r, &upd); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	s, err := a.Sessions.Update(r.Context(), UserID(r.Context()), sessionID(r), upd)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (a *App) archiveSession(w http.ResponseWriter, r *http.Request) {
+	a.transition(w, r, a.Sessions.Archive)
+}
+
+func (a *App) restoreSession(w http.ResponseWriter, r *http.Request) {
+	a.transition(w, r, a.Sessions.Restore)
+}
+
+func (a *App) deleteSession(w http.ResponseWriter, r *http.Request) {
+	a.transition(w, r, a.Sessions.Delete)
+}
+
+type transitionFunc func(ctx context.Context, userID, id string) (*sessions.Session, error)
+
+func (a *App) transition(w http.ResponseWriter, r *http.Request, do transitionFunc) {
+	s, err := do(r.Context(), UserID(r.Context()), sessionID(r))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
+}
+
+func (a *App) listMessages(w http.ResponseWriter, r *http.Request) {
+	limit, err := queryInt(r, "limit")
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	s, err := a.Sessions.Get(r.Context(), UserID(r.Context()), sessionID(r))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	q := r.URL.Query()
+	page, err := a.History.Page(r.Context(), s, history.PageRequest{
+		Order: history.Order(q.Get("order")), Limit: limit, PageToken: q.Get("pageToken"),
+	})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, page)
+}
+
+type appendRequest struct {
+	Messages        []history.Draft `json:"messages"`
+	ClientMessageID string          `json:"clientMessageId,omitempty"`
+}
+
+func (a *App) appendMessages(w http.ResponseWriter, r *http.Request) {
+	var req appendRequest
+	if err := a.decode(r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	s, err := a.Sessions.Get(r.Context(), UserID(r.Context()), sessionID(r))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	msgs, err := a.History.Append(r.Context(), s, req.ClientMessageID, req.Messages...)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"messages": msgs})
+}
+
+type chatRequest struct {
+	SessionID       string `json:"sessionId,omitempty"`
+	Message         string `json:"message"`
+	ClientMessageID string `json:"clientMessageId,omitempty"`
+	Stream          bool   `json:"stream,omitempty"`
+}
+
+type chatResponse struct {
+	SessionID   string          `json:"sessionId"`
+	UserMessage history.Message `json:"userMessage"`
+	Reply       history.Message `json:"reply"`
+	Replayed    bool            `json:"replayed,omitempty"`
+}
+
+func (a *App) chat(w http.ResponseWriter, r *http.Request) {
+	var req chatRequest
+	if err := a.decode(r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if req.SessionID != "" {
+		if err := sessions.CheckID(req.SessionID); err != nil {
+			a.writeError(w, r, err)
+			return
+		}
+		info(r.Context()).sessionID = req.SessionID
+	}
+	turn := chat.TurnRequest{
+		UserID: UserID(r.Context()), SessionID: req.SessionID,
+		Message: req.Message, ClientMessageID: req.ClientMessageID,
+	}
+	if req.Stream || strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		a.streamChat(w, r, turn)
+		return
+	}
+	res, err := a.Chat.Turn(r.Context(), turn)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	info(r.Context()).sessionID = res.Session.ID
+	writeJSON(w, http.StatusOK, chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed})
+}
+
+// streamChat answers a turn with server-sent events: "session" once the
+// user's message is stored, "delta" for each piece of the reply, then
+// "done" with the stored reply or "error". A failure before anything was
+// streamed is an ordinary JSON error with its status. If the client goes
+// away, the turn still completes and the reply is stored.
+func (a *App) streamChat(w http.ResponseWriter, r *http.Request, turn chat.TurnRequest) {
+	flusher, _ := w.(http.Flusher)
+	started, gone := false, false
+	send := func(event string, v any) {
+		if gone {
+			return
+		}
+		if !started {
+			h := w.Header()
+			h.Set("Content-Type", "text/event-stream")
+			h.Set("Cache-Control", "no-cache")
+			h.Set("X-Accel-Buffering", "no")
+			w.WriteHeader(http.StatusOK)
+			started = true
+		}
+		data, _ := json.Marshal(v)
+		if _, err := w.Write([]byte("event: " + event + "\ndata: " + string(data) + "\n\n")); err != nil {
+			gone = true
+			return
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+	}
+	turn.OnStart = func(s *sessions.Session, user history.Message) {
+		info(r.Context()).sessionID = s.ID
+		send("session", map[string]any{"sessionId": s.ID, "userMessage": user})
+	}
+	turn.OnDelta = func(text string) { send("delta", map[string]string{"text": text}) }
+	res, err := a.Chat.Turn(r.Context(), turn)
+	switch {
+	case err != nil && !started:
+		a.writeError(w, r, err)
+	case err != nil:
+		a.logFailure(r, StatusOf(err), err)
+		send("error", bodyOf(err))
+	default:
+		if res.Replayed {
+			send("session", map[string]any{"sessionId": res.Session.ID, "userMessage": res.User})
+			send("delta", map[string]string{"text": res.Reply.Content})
+		}
+		send("done", chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed})
+	}
+}

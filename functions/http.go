@@ -1,0 +1,238 @@
+package functions
+
+import (
+	"context"
+	"crypto/rand"
+	"encoding/hex"
+	"errors"
+	"fmt"
+	"io"
+	"net/http"
+	"slices"
+	"strconv"
+	"strings"
+	"time"
+
+	"github.com/chatmemory/backend/sessions"
+)
+
+// Handler returns every endpoint under its path, behind logging, panic
+// recovery, CORS and the body cap.
+func (a *App) Handler() http.Handler {
+	mux := http.NewServeMux()
+	mux.HandleFunc("GET /healthz", a.healthz)
+	authed := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, a.authenticate(h)) }
+	authed("POST /chat", a.chat)
+	authed("POST /sessions", a.createSession)
+	authed("GET /sessions", a.listSessions)
+	authed("GET /sessions/{id}", a.getSession)
+	authed("PATCH /sessions/{id}", a.updateSession)
+	authed("DELETE /sessions/{id}", a.deleteSession)
+	authed("POST /sessions/{id}/archive", a.archiveSession)
+	authed("POST /sessions/{id}/restore", a.restoreSession)
+	authed("GET /sessions/{id}/messages", a.listMessages)
+	authed("POST /sessions/{id}/messages", a.appendMessages)
+
+	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		h, pattern := mux.Handler(r)
+		if pattern != "" {
+			h.ServeHTTP(w, r)
+			return
+		}
+		// No route: answer in JSON like everything else, keeping the
+		// mux's distinction between an unknown path and a wrong method.
+		probe := &statusProbe{header: http.Header{}}
+		h.ServeHTTP(probe, r)
+		if probe.status == http.StatusMethodNotAllowed {
+			w.Header().Set("Allow", probe.header.Get("Allow"))
+			a.writeError(w, r, sessions.Errorf(eMethod, "method %s is not allowed here", r.Method))
+			return
+		}
+		a.writeError(w, r, sessions.Errorf(sessions.ENOTFOUND, "no such endpoint"))
+	})
+	return a.logRequests(a.recoverPanics(a.cors(a.limitBody(routed))))
+}
+
+// statusProbe records only the status a handler would send.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header         { return p.header }
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+func (p *statusProbe) WriteHeader(status int)      { p.status = status }
+
+// requestInfo is filled in as a request is handled and logged at its end.
+type requestInfo struct {
+	id        string
+	userID    string
+	sessionID string
+}
+
+type infoKey struct{}
+
+func info(ctx context.Context) *requestInfo {
+	if ri, ok := ctx.Value(infoKey{}).(*requestInfo); ok {
+		return ri
+	}
+	return &requestInfo{}
+}
+
+// statusWriter remembers the status for the request log and passes
+// flushes through, for streaming.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+// logRequests writes one structured line per request: never bodies or
+// message content.
+func (a *App) logRequests(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		start := time.Now()
+		ri := &requestInfo{id: requestID(r)}
+		w.Header().Set("X-Request-Id", ri.id)
+		sw := &statusWriter{ResponseWriter: w}
+		ctx := context.WithValue(r.Context(), infoKey{}, ri)
+		next.ServeHTTP(sw, r.WithContext(ctx))
+		a.Log.InfoContext(ctx, "request",
+			"requestId", ri.id, "method", r.Method, "path", r.URL.Path, "status", sw.status,
+			"userId", ri.userID, "sessionId", ri.sessionID,
+			"latencyMs", time.Since(start).Milliseconds())
+	})
+}
+
+func requestID(r *http.Request) string {
+	if t := r.Header.Get("X-Cloud-Trace-Context"); t != "" {
+		if id, _, _ := strings.Cut(t, "/"); len(id) <= 64 && id != "" {
+			return id
+		}
+	}
+	b := make([]byte, 8)
+	rand.Read(b)
+	return hex.EncodeToString(b)
+}
+
+func (a *App) recoverPanics(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer func() {
+			if v := recover(); v != nil {
+				if v == http.ErrAbortHandler {
+					panic(v)
+				}
+				a.writeError(w, r, sessions.Wrap(sessions.EINTERNAL, panicError{v}, "internal error"))
+			}
+		}()
+		next.ServeHTTP(w, r)
+	})
+}
+
+type panicError struct{ v any }
+
+func (p panicError) Error() string { return fmt.Sprint("panic: ", p.v) }
+
+// cors answers preflights and marks responses for the allowed origins.
+// "*" allows any origin (safe here: credentials travel in the
+// Authorization header, not in cookies).
+func (a *App) cors(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		origin := r.Header.Get("Origin")
+		allowed := origin != "" && (slices.Contains(a.AllowedOrigins, "*") || slices.Contains(a.AllowedOrigins, origin))
+		if origin != "" {
+			w.Header().Add("Vary", "Origin")
+		}
+		if allowed {
+			w.Header().Set("Access-Control-Allow-Origin", origin)
+			w.Header().Set("Access-Control-Expose-Headers", "Retry-After, X-Request-Id")
+		}
+		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
+			if !allowed { // no CORS headers: the browser refuses the request
+				w.WriteHeader(http.StatusNoContent)
+				return
+			}
+			w.Header().Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, OPTIONS")
+			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept")
+			w.Header().Set("Access-Control-Max-Age", "3600")
+			w.WriteHeader(http.StatusNoContent)
+			return
+		}
+		next.ServeHTTP(w, r)
+	})
+}
+
+func (a *App) limitBody(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if r.ContentLength > a.MaxBodyBytes {
+			a.writeError(w, r, tooLarge(a.MaxBodyBytes))
+			return
+		}
+		r.Body = http.MaxBytesReader(w, r.Body, a.MaxBodyBytes)
+		next.ServeHTTP(w, r)
+	})
+}
+
+func tooLarge(n int64) error {
+	return sessions.Errorf(sessions.ETOOLARGE, "the request body is larger than %d bytes", n)
+}
+
+// decode reads a JSON body strictly into v.
+func (a *App) decode(r *http.Request, v any) error {
+	data, err := io.ReadAll(r.Body)
+	var mbe *http.MaxBytesError
+	switch {
+	case errors.As(err, &mbe):
+		return tooLarge(mbe.Limit)
+	case err != nil:
+		return sessions.Wrap(sessions.EINVALID, err, "could not read the request body")
+	case len(strings.TrimSpace(string(data))) == 0:
+		return sessions.Errorf(sessions.EINVALID, "the request body is empty; send JSON")
+	}
+	return sessions.DecodeJSON(data, v)
+}
+
+// queryInt reads an optional whole-number query parameter.
+func queryInt(r *http.Request, name string) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, sessions.Errorf(sessions.EINVALID, "%s must be a whole number", name)
+	}
+	return n, nil
+}
+
+func (a *App) healthz(w http.ResponseWriter, r *http.Request) {
+	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
+	defer cancel()
+	if err := a.Store.Ping(ctx); err != nil {
+		a.Log.ErrorContext(r.Context(), "health check: storage does not answer", "error", err.Error())
+		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "storage": "unavailable"})
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "storage": "ok"})
+}

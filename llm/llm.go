@@ -1,0 +1,150 @@
+// Package llm connects chat turns to a model: any OpenAI-compatible service
+// through go-openai, or an offline stand-in for local runs without one.
+package llm
+
+import (
+	"context"
+	"errors"
+	"io"
+	"net/http"
+	"strconv"
+	"strings"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/history"
+)
+
+// OpenAI calls an OpenAI-compatible chat completions API.
+type OpenAI struct {
+	client *openai.Client
+}
+
+// NewOpenAI returns a client for apiKey at baseURL ("" for OpenAI itself).
+// httpClient may be nil.
+func NewOpenAI(apiKey, baseURL string, httpClient *http.Client) *OpenAI {
+	cfg := openai.DefaultConfig(apiKey)
+	if baseURL != "" {
+		cfg.BaseURL = strings.TrimSuffix(baseURL, "/")
+	}
+	if httpClient != nil {
+		cfg.HTTPClient = httpClient
+	}
+	return &OpenAI{client: openai.NewClientWithConfig(cfg)}
+}
+
+// Generate sends req, streaming when onDelta is set.
+func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
+	creq := openai.ChatCompletionRequest{Model: req.Model, Messages: Messages(req)}
+	if onDelta == nil {
+		resp, err := o.client.CreateChatCompletion(ctx, creq)
+		if err != nil {
+			return nil, err
+		}
+		if len(resp.Choices) == 0 {
+			return nil, errors.New("llm: the reply has no choices")
+		}
+		return &chat.Reply{
+			Content:          resp.Choices[0].Message.Content,
+			Model:            resp.Model,
+			FinishReason:     string(resp.Choices[0].FinishReason),
+			PromptTokens:     resp.Usage.PromptTokens,
+			CompletionTokens: resp.Usage.CompletionTokens,
+		}, nil
+	}
+	creq.Stream = true
+	creq.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
+	stream, err := o.client.CreateChatCompletionStream(ctx, creq)
+	if err != nil {
+		return nil, err
+	}
+	defer stream.Close()
+	var text strings.Builder
+	reply := &chat.Reply{Model: req.Model}
+	for {
+		chunk, err := stream.Recv()
+		if errors.Is(err, io.EOF) {
+			break
+		}
+		if err != nil {
+			return nil, err
+		}
+		if chunk.Model != "" {
+			reply.Model = chunk.Model
+		}
+		if chunk.Usage != nil {
+			reply.PromptTokens, reply.CompletionTokens = chunk.Usage.PromptTokens, chunk.Usage.CompletionTokens
+		}
+		for _, c := range chunk.Choices {
+			if c.Delta.Content != "" {
+				text.WriteString(c.Delta.Content)
+				onDelta(c.Delta.Content)
+			}
+			if c.FinishReason != "" {
+				reply.FinishReason = string(c.FinishReason)
+			}
+		}
+	}
+	reply.Content = text.String()
+	return reply, nil
+}
+
+// Messages converts a request to OpenAI's chat format: the system prompt
+// first, then the history with its tool calls and results.
+func Messages(req chat.Request) []openai.ChatCompletionMessage {
+	out := make([]openai.ChatCompletionMessage, 0, len(req.Messages)+1)
+	if req.System != "" {
+		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.System})
+	}
+	for _, m := range req.Messages {
+		out = append(out, Message(m))
+	}
+	return out
+}
+
+// Message converts one stored message.
+func Message(m history.Message) openai.ChatCompletionMessage {
+	om := openai.ChatCompletionMessage{Role: string(m.Role), Content: m.Content, Name: m.Name, ToolCallID: m.ToolCallID}
+	for _, c := range m.ToolCalls {
+		om.ToolCalls = append(om.ToolCalls, openai.ToolCall{
+			ID:       c.ID,
+			Type:     openai.ToolType(c.Type),
+			Function: openai.FunctionCall{Name: c.Function.Name, Arguments: c.Function.Arguments},
+		})
+	}
+	return om
+}
+
+// OfflineModel is the name stored on replies of the offline stand-in.
+const OfflineModel = "offline-stand-in"
+
+// Offline is a deterministic stand-in for a model, for local runs without
+// OPENAI_API_KEY. Its replies say what they are.
+type Offline struct{}
+
+// Generate answers with a fixed, clearly labelled text about the last user
+// message, streamed word by word when asked.
+func (Offline) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
+	last := ""
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == history.RoleUser {
+			last = req.Messages[i].Content
+			break
+		}
+	}
+	if r := []rune(last); len(r) > 200 {
+		last = string(r[:200]) + "…"
+	}
+	text := "[offline stand-in model: set OPENAI_API_KEY or OPENAI_BASE_URL for real replies] " +
+		"Messages of this conversation in view: " + strconv.Itoa(len(req.Messages)) + ". You said: " + last
+	if onDelta != nil {
+		for _, w := range strings.SplitAfter(text, " ") {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			onDelta(w)
+		}
+	}
+	return &chat.Reply{Content: text, Model: OfflineModel, FinishReason: "stop"}, nil
+}
