@@ -36,7 +36,7 @@ func (a *App) Handler() http.Handler {
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
-			h.ServeHTTP(w, r)
+			mux.ServeHTTP(w, r) // binds the path values, which h alone would not
 			return
 		}
 		// No route: answer in JSON like everything else, keeping the

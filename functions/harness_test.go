@@ -1,0 +1,293 @@
+package functions_test
+
+import (
+	"bufio"
+	"bytes"
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"os"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	firebase "firebase.google.com/go/v4"
+	"firebase.google.com/go/v4/auth"
+
+	"github.com/chatmemory/backend/emulator"
+	"github.com/chatmemory/backend/emulator/emulatortest"
+	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/llm/llmtest"
+	"github.com/chatmemory/backend/storetest"
+)
+
+// harness is the real server on both emulators, with the real go-openai
+// client talking to a scripted OpenAI-compatible server.
+type harness struct {
+	t     *testing.T
+	srv   *httptest.Server
+	app   *functions.App
+	model *llmtest.Server
+	clock *storetest.Clock
+	auth  *auth.Client
+	logs  *syncBuffer
+}
+
+type syncBuffer struct {
+	mu  sync.Mutex
+	buf bytes.Buffer
+}
+
+func (b *syncBuffer) Write(p []byte) (int, error) {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.Write(p)
+}
+
+func (b *syncBuffer) String() string {
+	b.mu.Lock()
+	defer b.mu.Unlock()
+	return b.buf.String()
+}
+
+// authProject is the project the Auth emulator issues tokens for.
+func authProject() string {
+	if p := os.Getenv("GOOGLE_CLOUD_PROJECT"); p != "" {
+		return p
+	}
+	return emulator.DefaultProjectID
+}
+
+func testConfig() functions.Config {
+	return functions.Config{
+		Backend: "firestore", ProjectID: authProject(), ChatModel: "gpt-4o-mini",
+		SystemPrompt: "You are a test assistant.", MaxBodyBytes: 64 << 10,
+		MaxSessionMessages: 1000, TurnsPerMinute: 1000, TokensPerDay: 10_000_000,
+		ModelTimeout: 10 * time.Second, AllowedOrigins: []string{"https://app.example.com"},
+	}
+}
+
+var clockStart = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
+
+func newHarness(t *testing.T, configure ...func(*functions.Config)) *harness {
+	t.Helper()
+	t.Parallel()
+	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
+	client, _ := emulatortest.Firestore(t)
+	cfg := testConfig()
+	for _, c := range configure {
+		c(&cfg)
+	}
+	fb, err := firebase.NewApp(context.Background(), &firebase.Config{ProjectID: authProject()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := fb.Auth(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	h := &harness{t: t, model: llmtest.New(t), clock: storetest.NewClock(clockStart), auth: ac, logs: &syncBuffer{}}
+	h.app = functions.NewApp(cfg, functions.Deps{
+		Store:  firestoredb.New(client),
+		Auth:   functions.FirebaseVerifier{Client: ac},
+		Model:  llm.NewOpenAI("test-key", h.model.BaseURL(), nil),
+		Tokens: storetest.Tokens(t),
+		Log:    slog.New(slog.NewJSONHandler(h.logs, nil)),
+	})
+	h.app.Sessions.Now, h.app.History.Now, h.app.Chat.Now = h.clock.Now, h.clock.Now, h.clock.Now
+	h.srv = httptest.NewServer(h.app.Handler())
+	t.Cleanup(h.srv.Close)
+	return h
+}
+
+type user struct {
+	uid, token, email string
+}
+
+var userSeq struct {
+	sync.Mutex
+	n int
+}
+
+// signUp creates a real user on the Auth emulator and returns its ID token.
+func (h *harness) signUp() user {
+	h.t.Helper()
+	userSeq.Lock()
+	userSeq.n++
+	email := fmt.Sprintf("u%d-%d@example.com", time.Now().UnixNano(), userSeq.n)
+	userSeq.Unlock()
+	return signUp(h.t, email)
+}
+
+func signUp(t testing.TB, email string) user {
+	t.Helper()
+	url := "http://" + os.Getenv("FIREBASE_AUTH_EMULATOR_HOST") + "/identitytoolkit.googleapis.com/v1/accounts:signUp?key=test"
+	body, _ := json.Marshal(map[string]any{"email": email, "password": "password123", "returnSecureToken": true})
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct {
+		IDToken string `json:"idToken"`
+		LocalID string `json:"localId"`
+	}
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.IDToken == "" {
+		t.Fatalf("signUp: %v (status %s)", err, resp.Status)
+	}
+	return user{uid: out.LocalID, token: out.IDToken, email: email}
+}
+
+type response struct {
+	status int
+	header http.Header
+	body   []byte
+}
+
+func (r response) decode(t testing.TB, v any) {
+	t.Helper()
+	if err := json.Unmarshal(r.body, v); err != nil {
+		t.Fatalf("decode %s: %v", r.body, err)
+	}
+}
+
+// errorCode returns the code of an error body.
+func (r response) errorCode() string {
+	var e struct {
+		Error struct {
+			Code    string `json:"code"`
+			Message string `json:"message"`
+		} `json:"error"`
+	}
+	json.Unmarshal(r.body, &e)
+	return e.Error.Code
+}
+
+// do sends a request; body may be nil, a string (sent as is) or a value
+// (sent as JSON).
+func (h *harness) do(method, path, token string, body any) response {
+	h.t.Helper()
+	return doRequest(h.t, h.srv.URL, method, path, token, body, nil)
+}
+
+func doRequest(t testing.TB, base, method, path, token string, body any, header map[string]string) response {
+	t.Helper()
+	var rd io.Reader
+	switch b := body.(type) {
+	case nil:
+	case string:
+		rd = strings.NewReader(b)
+	default:
+		data, _ := json.Marshal(b)
+		rd = bytes.NewReader(data)
+	}
+	req, err := http.NewRequest(method, base+path, rd)
+	if err != nil {
+		t.Fatal(err)
+	}
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	if body != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	for k, v := range header {
+		req.Header.Set(k, v)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	data, err := io.ReadAll(resp.Body)
+	if err != nil {
+		t.Fatal(err)
+	}
+	return response{status: resp.StatusCode, header: resp.Header, body: data}
+}
+
+// want fails the test unless r has status.
+func (r response) want(t testing.TB, status int) response {
+	t.Helper()
+	if r.status != status {
+		t.Fatalf("status %d, want %d: %s", r.status, status, r.body)
+	}
+	return r
+}
+
+type event struct {
+	name string
+	data json.RawMessage
+}
+
+// readEvents parses a server-sent event stream until it ends or stop says so.
+func readEvents(t testing.TB, r io.Reader, stop func(event) bool) []event {
+	t.Helper()
+	var out []event
+	sc := bufio.NewScanner(r)
+	sc.Buffer(make([]byte, 1<<20), 1<<20)
+	var cur event
+	for sc.Scan() {
+		line := sc.Text()
+		switch {
+		case strings.HasPrefix(line, "event: "):
+			cur.name = strings.TrimPrefix(line, "event: ")
+		case strings.HasPrefix(line, "data: "):
+			cur.data = json.RawMessage(strings.TrimPrefix(line, "data: "))
+		case line == "" && cur.name != "":
+			out = append(out, cur)
+			if stop != nil && stop(cur) {
+				return out
+			}
+			cur = event{}
+		}
+	}
+	return out
+}
+
+// sessionResp is a session as the API returns it.
+type sessionResp struct {
+	ID           string `json:"id"`
+	UserID       string `json:"userId"`
+	Title        string `json:"title"`
+	Status       string `json:"status"`
+	MessageCount int    `json:"messageCount"`
+	TokenCount   int    `json:"tokenCount"`
+}
+
+type messageResp struct {
+	ID       string `json:"id"`
+	Seq      int    `json:"seq"`
+	Role     string `json:"role"`
+	Content  string `json:"content"`
+	Tokens   int    `json:"tokens"`
+	Metadata struct {
+		Model        string `json:"model"`
+		DurationMs   int64  `json:"durationMs"`
+		FinishReason string `json:"finishReason"`
+	} `json:"metadata"`
+}
+
+type chatResp struct {
+	SessionID   string      `json:"sessionId"`
+	UserMessage messageResp `json:"userMessage"`
+	Reply       messageResp `json:"reply"`
+	Replayed    bool        `json:"replayed"`
+}
+
+// messages returns every message of a session, oldest first.
+func (h *harness) messages(token, id string) []messageResp {
+	h.t.Helper()
+	var page struct {
+		Messages []messageResp `json:"messages"`
+	}
+	h.do("GET", "/sessions/"+id+"/messages?limit=100", token, nil).want(h.t, 200).decode(h.t, &page)
+	return page.Messages
+}

@@ -1,0 +1,105 @@
+package functions
+
+import (
+	"bytes"
+	"errors"
+	"log/slog"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chatmemory/backend/sessions"
+)
+
+func TestErrorTable(t *testing.T) {
+	for code, status := range map[sessions.Code]int{
+		sessions.EINVALID: 400, sessions.EUNAUTHENTICATED: 401, sessions.ENOTFOUND: 404,
+		sessions.ECONFLICT: 409, sessions.EPRECONDITION: 409, sessions.ETOOLARGE: 413,
+		sessions.ERATELIMITED: 429, sessions.EINTERNAL: 500, sessions.EUPSTREAM: 502,
+		sessions.EUNAVAILABLE: 503,
+	} {
+		if got := StatusOf(sessions.Errorf(code, "x")); got != status {
+			t.Errorf("%s → %d, want %d", code, got, status)
+		}
+	}
+}
+
+// TestInternalErrorsHidden: an unexpected error is logged with its detail
+// and shown to the caller only as "internal error".
+func TestInternalErrorsHidden(t *testing.T) {
+	var logs bytes.Buffer
+	a := &App{Log: slog.New(logHandler(&logs, slog.LevelInfo))}
+	for _, err := range []error{
+		errors.New("firestore: row 7 of /secret/path exploded"),
+		sessions.Wrap(sessions.EINTERNAL, errors.New("firestore: /secret/path"), "internal error"),
+	} {
+		logs.Reset()
+		rec := httptest.NewRecorder()
+		a.writeError(rec, httptest.NewRequest("GET", "/x", nil), err)
+		if rec.Code != 500 || strings.TrimSpace(rec.Body.String()) != `{"error":{"code":"internal","message":"internal error"}}` {
+			t.Errorf("shown: %d %s", rec.Code, rec.Body)
+		}
+		if !strings.Contains(logs.String(), "/secret/path") || !strings.Contains(logs.String(), `"severity":"ERROR"`) {
+			t.Errorf("logged: %s", logs.String())
+		}
+	}
+	rec := httptest.NewRecorder()
+	e := sessions.Errorf(sessions.ERATELIMITED, "slow down")
+	e.RetryAfter = 42 * time.Second
+	a.writeError(rec, httptest.NewRequest("GET", "/x", nil), e)
+	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "42" {
+		t.Errorf("rate limited: %d %v", rec.Code, rec.Header())
+	}
+}
+
+func TestConfigFromEnv(t *testing.T) {
+	env := func(kv ...string) func(string) string {
+		m := map[string]string{}
+		for i := 0; i < len(kv); i += 2 {
+			m[kv[i]] = kv[i+1]
+		}
+		return func(k string) string { return m[k] }
+	}
+	local := []string{"GOOGLE_CLOUD_PROJECT", "demo-x", "FIRESTORE_EMULATOR_HOST", "127.0.0.1:8080", "FIREBASE_AUTH_EMULATOR_HOST", "127.0.0.1:9099"}
+	c, err := ConfigFromEnv(env(local...))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if c.Backend != "firestore" || c.ChatModel != DefaultChatModel || c.TurnsPerMinute != DefaultTurnsPerMinute || !c.OfflineModel() || c.ModelTimeout != DefaultModelTimeout {
+		t.Errorf("defaults: %+v", c)
+	}
+	c, err = ConfigFromEnv(env(append(local, "CORS_ALLOWED_ORIGINS", " https://a.example , https://b.example", "OPENAI_BASE_URL", "http://127.0.0.1:1234/v1", "RATE_TURNS_PER_MINUTE", "0")...))
+	if err != nil || len(c.AllowedOrigins) != 2 || c.OfflineModel() || c.TurnsPerMinute != 0 {
+		t.Errorf("overrides: %+v %v", c, err)
+	}
+	for name, tc := range map[string]struct {
+		env  []string
+		want string
+	}{
+		"NoProject":         {[]string{"FIRESTORE_EMULATOR_HOST", "h:1", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, "GOOGLE_CLOUD_PROJECT"},
+		"NoFirestore":       {[]string{"GOOGLE_CLOUD_PROJECT", "p", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, "FIRESTORE_EMULATOR_HOST"},
+		"NoAuth":            {[]string{"GOOGLE_CLOUD_PROJECT", "p", "STORAGE_BACKEND", "memory"}, "FIREBASE_AUTH_EMULATOR_HOST"},
+		"BadBackend":        {append(local, "STORAGE_BACKEND", "redis"), "STORAGE_BACKEND"},
+		"BadNumber":         {append(local, "RATE_TOKENS_PER_DAY", "lots"), "RATE_TOKENS_PER_DAY"},
+		"BadEmulatorHost":   {[]string{"GOOGLE_CLOUD_PROJECT", "p", "FIRESTORE_EMULATOR_HOST", "nohost", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, "host:port"},
+		"TinyBodyCap":       {append(local, "MAX_BODY_BYTES", "10"), "MAX_BODY_BYTES"},
+		"ZeroModelTimeout":  {append(local, "MODEL_TIMEOUT_SECONDS", "0"), "MODEL_TIMEOUT_SECONDS"},
+		"MemoryNeedsNoHost": {[]string{"GOOGLE_CLOUD_PROJECT", "p", "STORAGE_BACKEND", "memory", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, ""},
+		"OnCloudNeedsNoEmu": {[]string{"GOOGLE_CLOUD_PROJECT", "p", "K_SERVICE", "api"}, ""},
+	} {
+		t.Run(name, func(t *testing.T) {
+			_, err := ConfigFromEnv(env(tc.env...))
+			if tc.want == "" {
+				if err != nil {
+					t.Errorf("unexpected error: %v", err)
+				}
+				return
+			}
+			if err == nil || !strings.Contains(err.Error(), tc.want) {
+				t.Errorf("error %v, want one naming %s", err, tc.want)
+			}
+		})
+	}
+}

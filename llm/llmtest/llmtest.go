@@ -1,0 +1,161 @@
+// Package llmtest is an OpenAI-compatible chat completions server for tests
+// and benchmarks: the real go-openai client talks to it over HTTP, streaming
+// included. Each reply is scripted by a function of the request.
+package llmtest
+
+import (
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"net/http/httptest"
+	"strings"
+	"sync"
+	"testing"
+	"time"
+
+	openai "github.com/sashabaranov/go-openai"
+)
+
+// Response scripts one answer.
+type Response struct {
+	Content    string
+	Status     int           // non-zero and not 200: answer with this error status
+	Delay      time.Duration // before answering at all
+	ChunkDelay time.Duration // between streamed chunks
+	// PromptTokens and CompletionTokens are reported as usage; zero means
+	// a rough count of words.
+	PromptTokens, CompletionTokens int
+}
+
+// Server is a running fake model service.
+type Server struct {
+	srv   *httptest.Server
+	mu    sync.Mutex
+	reqs  []openai.ChatCompletionRequest
+	reply func(openai.ChatCompletionRequest) Response
+}
+
+// Echo answers "echo: " and the last user message.
+func Echo(req openai.ChatCompletionRequest) Response {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == openai.ChatMessageRoleUser {
+			return Response{Content: "echo: " + req.Messages[i].Content}
+		}
+	}
+	return Response{Content: "echo: (nothing)"}
+}
+
+// New starts a server that answers with Echo until told otherwise; it stops
+// when tb ends.
+func New(tb testing.TB) *Server {
+	s := &Server{reply: Echo}
+	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
+	tb.Cleanup(s.srv.Close)
+	return s
+}
+
+// BaseURL is what OPENAI_BASE_URL should be set to.
+func (s *Server) BaseURL() string { return s.srv.URL + "/v1" }
+
+// SetReply scripts the answers from now on.
+func (s *Server) SetReply(fn func(openai.ChatCompletionRequest) Response) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reply = fn
+}
+
+// Requests returns the requests received so far.
+func (s *Server) Requests() []openai.ChatCompletionRequest {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]openai.ChatCompletionRequest(nil), s.reqs...)
+}
+
+func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
+	if r.Method != http.MethodPost || r.URL.Path != "/v1/chat/completions" {
+		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
+		return
+	}
+	var req openai.ChatCompletionRequest
+	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
+		return
+	}
+	s.mu.Lock()
+	s.reqs = append(s.reqs, req)
+	reply := s.reply
+	s.mu.Unlock()
+	resp := reply(req)
+	if !sleep(r, resp.Delay) {
+		return
+	}
+	if resp.Status != 0 && resp.Status != http.StatusOK {
+		w.Header().Set("Content-Type", "application/json")
+		w.WriteHeader(resp.Status)
+		fmt.Fprintf(w, `{"error":{"message":"scripted failure","type":"server_error","code":"%d"}}`, resp.Status)
+		return
+	}
+	usage := openai.Usage{PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens}
+	if usage.PromptTokens == 0 {
+		for _, m := range req.Messages {
+			usage.PromptTokens += 4 + len(strings.Fields(m.Content))
+		}
+	}
+	if usage.CompletionTokens == 0 {
+		usage.CompletionTokens = len(strings.Fields(resp.Content))
+	}
+	usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
+	if !req.Stream {
+		w.Header().Set("Content-Type", "application/json")
+		json.NewEncoder(w).Encode(openai.ChatCompletionResponse{
+			ID: "chatcmpl-test", Object: "chat.completion", Created: time.Now().Unix(), Model: req.Model,
+			Choices: []openai.ChatCompletionChoice{{Message: openai.ChatCompletionMessage{
+				Role: openai.ChatMessageRoleAssistant, Content: resp.Content}, FinishReason: openai.FinishReasonStop}},
+			Usage: usage,
+		})
+		return
+	}
+	w.Header().Set("Content-Type", "text/event-stream")
+	flusher, _ := w.(http.Flusher)
+	send := func(v any) bool {
+		b, _ := json.Marshal(v)
+		if _, err := fmt.Fprintf(w, "data: %s\n\n", b); err != nil {
+			return false
+		}
+		if flusher != nil {
+			flusher.Flush()
+		}
+		return true
+	}
+	chunk := func(delta string, finish openai.FinishReason) openai.ChatCompletionStreamResponse {
+		return openai.ChatCompletionStreamResponse{ID: "chatcmpl-test", Object: "chat.completion.chunk", Model: req.Model,
+			Choices: []openai.ChatCompletionStreamChoice{{Delta: openai.ChatCompletionStreamChoiceDelta{Content: delta}, FinishReason: finish}}}
+	}
+	for i, piece := range strings.SplitAfter(resp.Content, " ") {
+		if i > 0 && !sleep(r, resp.ChunkDelay) {
+			return
+		}
+		if !send(chunk(piece, "")) {
+			return
+		}
+	}
+	send(chunk("", openai.FinishReasonStop))
+	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
+		send(openai.ChatCompletionStreamResponse{ID: "chatcmpl-test", Object: "chat.completion.chunk", Model: req.Model,
+			Choices: []openai.ChatCompletionStreamChoice{}, Usage: &usage})
+	}
+	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// sleep waits d unless the client goes away first.
+func sleep(r *http.Request, d time.Duration) bool {
+	if d <= 0 {
+		return true
+	}
+	select {
+	case <-time.After(d):
+		return true
+	case <-r.Context().Done():
+		return false
+	}
+}

@@ -1,0 +1,94 @@
+package sessions
+
+import (
+	"strings"
+	"testing"
+	"time"
+)
+
+func TestValidID(t *testing.T) {
+	for id, want := range map[string]bool{
+		"abc": true, "A-b_9": true, NewID(): true, strings.Repeat("a", 128): true,
+		"": false, "a/b": false, ".": false, "..": false, "__x__": false, "a b": false,
+		strings.Repeat("a", 129): false, "é": false,
+	} {
+		if got := ValidID(id); got != want {
+			t.Errorf("ValidID(%q) = %v, want %v", id, got, want)
+		}
+	}
+	if a, b := NewID(), NewID(); a == b || len(a) != 20 {
+		t.Errorf("NewID: %q %q", a, b)
+	}
+}
+
+func TestDecodeStrict(t *testing.T) {
+	cases := map[string]bool{ // body → accepted
+		`{"title":"x"}`: true,
+		`{"title":"x","metadata":{"tags":["a"]}}`: true,
+		`{"title":"x","status":"active"}`:         false,
+		`{"metadata":{"custom":{"k":"v"},"x":1}}`: false,
+		`{"title":"x"} trailing`:                  false,
+		`{"title":`:                               false,
+		`{"title":5}`:                             false,
+	}
+	for body, ok := range cases {
+		var u Update
+		err := DecodeJSON([]byte(body), &u) // as the HTTP layer decodes bodies
+		if (err == nil) != ok {
+			t.Errorf("%s: err = %v", body, err)
+		}
+		if err != nil && ErrorCode(err) != EINVALID {
+			t.Errorf("%s: code %s", body, ErrorCode(err))
+		}
+	}
+}
+
+// TestPolicyBoundaries: a session expires exactly at the policy's period.
+func TestPolicyBoundaries(t *testing.T) {
+	p := DefaultPolicy()
+	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	s := &Session{Status: StatusActive, LastActivityAt: t0}
+	if got := p.ExpiresAt(s); !got.Equal(t0.Add(30 * Day)) {
+		t.Errorf("active: %v", got)
+	}
+	s.RetentionDays = 7
+	if got := p.ExpiresAt(s); !got.Equal(t0.Add(7 * Day)) {
+		t.Errorf("own retention: %v", got)
+	}
+	if err := s.Apply(ActionArchive, t0.Add(Day), p); err != nil {
+		t.Fatal(err)
+	}
+	if !s.ExpiresAt.Equal(t0.Add(91 * Day)) {
+		t.Errorf("archived: %v", s.ExpiresAt)
+	}
+	if err := s.Apply(ActionDelete, t0.Add(2*Day), p); err != nil {
+		t.Fatal(err)
+	}
+	if !s.ExpiresAt.Equal(t0.Add(32*Day)) || s.ArchivedAt == nil {
+		t.Errorf("deleted: %v", s.ExpiresAt)
+	}
+	s.Touch(t0.Add(3*Day), p) // activity does not revive a deleted session's clock
+	if !s.ExpiresAt.Equal(t0.Add(32 * Day)) {
+		t.Errorf("touch on deleted: %v", s.ExpiresAt)
+	}
+}
+
+func TestLifecycleTable(t *testing.T) {
+	want := map[Status]map[Action]Status{
+		StatusActive:   {ActionArchive: StatusArchived, ActionDelete: StatusDeleted},
+		StatusArchived: {ActionRestore: StatusActive, ActionDelete: StatusDeleted},
+		StatusDeleted:  {ActionRestore: StatusActive, ActionPurge: StatusPurged},
+	}
+	for _, from := range []Status{StatusActive, StatusArchived, StatusDeleted, StatusPurged} {
+		for _, a := range []Action{ActionArchive, ActionRestore, ActionDelete, ActionPurge} {
+			to, err := Next(from, a)
+			exp, ok := want[from][a]
+			if ok != (err == nil) || to != exp {
+				t.Errorf("%s --%s--> %q, %v; want %q", from, a, to, err, exp)
+			}
+			if err != nil && ErrorCode(err) != EPRECONDITION {
+				t.Errorf("%s/%s: code %s", from, a, ErrorCode(err))
+			}
+		}
+	}
+}
