@@ -17,7 +17,9 @@ func calls(tokens int, ids ...string) Message {
 	return m
 }
 
-func result(id string, tokens int) Message { return Message{Role: RoleTool, ToolCallID: id, Tokens: tokens} }
+func result(id string, tokens int) Message {
+	return Message{Role: RoleTool, ToolCallID: id, Tokens: tokens}
+}
 
 // describe renders messages compactly: u, a, A(c1,c2) for calls, t:c1.
 func describe(msgs []Message) string {
