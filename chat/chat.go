@@ -8,7 +8,10 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"errors"
 	"log/slog"
+	"strings"
+	"sync"
 	"time"
 
 	"github.com/chatmemory/backend/history"
@@ -38,21 +41,25 @@ type Reply struct {
 	CompletionTokens int
 }
 
+// Titler names a conversation from its first exchange.
+type Titler interface {
+	Title(ctx context.Context, model, user, reply string) (string, error)
+}
+
 // Service runs chat turns.
 type Service struct {
 	Sessions     *sessions.Service
 	History      *history.Service
 	Model        Model
+	Titler       Titler
 	Usage        UsageRepo
 	Limits       Limits
 	SystemPrompt string
-	// Budget is the most tokens of history and system prompt sent to the
-	// model; 0 means 75% of the model's context window, leaving the rest
-	// for the reply.
-	Budget       int
 	ModelTimeout time.Duration
 	Now          func() time.Time
 	Log          *slog.Logger
+
+	systemTokens sync.Map // model → tokens of SystemPrompt, counted once
 }
 
 // TurnRequest is one message from a signed-in user.
@@ -69,7 +76,9 @@ type TurnRequest struct {
 
 // TurnResult is a completed turn.
 type TurnResult struct {
-	Session *sessions.Session
+	Session *sessions.Session // as it is after the reply
+	Tail    *history.Tail     // likewise
+	Context *history.Context  // what the model was sent
 	User    history.Message
 	Reply   history.Message
 	// Replayed is true when the turn had been completed before under the
@@ -109,25 +118,28 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	}); err != nil {
 		return nil, err
 	}
-	stored, err := svc.History.Append(ctx, s, key, draft)
+	stored, err := svc.History.AppendAll(ctx, s, key, draft)
 	if err != nil {
 		return nil, err
 	}
-	user := stored[0]
+	user := stored.Messages[0]
 	if req.OnStart != nil {
 		req.OnStart(s, user)
 	}
 
 	// From here on the turn completes even if the caller goes away.
 	ctx = context.WithoutCancel(ctx)
-	msgs, err := svc.context(ctx, s, user)
+	built, err := svc.build(stored.Session, stored.Tail)
 	if err != nil {
 		return nil, err
+	}
+	if !contains(built.Messages, user.Seq) {
+		return nil, sessions.Errorf(sessions.EINVALID, "the message does not fit the model's context budget of %d tokens", built.Budget)
 	}
 	mctx, cancel := context.WithTimeout(ctx, svc.ModelTimeout)
 	defer cancel()
 	start := svc.now()
-	reply, err := svc.Model.Generate(mctx, Request{Model: s.Model, System: svc.SystemPrompt, Messages: msgs}, req.OnDelta)
+	reply, err := svc.Model.Generate(mctx, svc.request(stored.Session, built), req.OnDelta)
 	if err == nil && reply.Content == "" {
 		err = errEmptyReply
 	}
@@ -139,16 +151,140 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 		DurationMs:   svc.now().Sub(start).Milliseconds(),
 		FinishReason: reply.FinishReason,
 	}}
-	out, err := svc.History.Append(ctx, s, replyKey, answer)
+	out, err := svc.History.AppendAll(ctx, s, replyKey, answer)
 	if sessions.ErrorCode(err) == sessions.ECONFLICT {
 		// A concurrent retry of this turn stored its reply first: use that.
-		out, err = svc.History.Find(ctx, s, replyKey)
+		var found []history.Message
+		if found, err = svc.History.Find(ctx, s, replyKey); err == nil {
+			return &TurnResult{Session: stored.Session, Tail: stored.Tail, Context: built, User: user, Reply: found[0], Replayed: true}, nil
+		}
 	}
 	if err != nil {
 		return nil, err
 	}
-	svc.spend(ctx, req.UserID, reply, msgs, out[0])
-	return &TurnResult{Session: s, User: user, Reply: out[0]}, nil
+	svc.spend(ctx, req.UserID, reply, built, out.Messages[0])
+	return &TurnResult{Session: out.Session, Tail: out.Tail, Context: built, User: user, Reply: out.Messages[0]}, nil
+}
+
+func contains(msgs []history.Message, seq int) bool {
+	for _, m := range msgs {
+		if m.Seq == seq {
+			return true
+		}
+	}
+	return false
+}
+
+// fixed returns the tokens of the system prompt for model, counted once.
+func (svc *Service) fixed(model string) int {
+	if svc.SystemPrompt == "" {
+		return 0
+	}
+	if n, ok := svc.systemTokens.Load(model); ok {
+		return n.(int)
+	}
+	n := svc.History.Tokens.Count(model, &history.Message{Role: history.RoleSystem, Content: svc.SystemPrompt})
+	svc.systemTokens.Store(model, n)
+	return n
+}
+
+// build chooses the session's context from its tail: no reads, no
+// tokenizing of stored messages.
+func (svc *Service) build(s *sessions.Session, t *history.Tail) (*history.Context, error) {
+	return history.Build(s, t, svc.History.BudgetFor(s), svc.fixed(s.Model))
+}
+
+// request is what the model is sent for a built context: the system prompt,
+// the summary in use as a system message, then the messages verbatim.
+func (svc *Service) request(s *sessions.Session, c *history.Context) Request {
+	msgs := c.Messages
+	if c.Compaction != nil {
+		msgs = append([]history.Message{history.SummaryMessage(c.Compaction)}, msgs...)
+	}
+	return Request{Model: s.Model, System: svc.SystemPrompt, Messages: msgs}
+}
+
+// Preview is what the next turn of a session would send the model.
+type Preview struct {
+	Context *history.Context
+	Request Request
+}
+
+// Preview returns the caller's session's next context, read in one round
+// trip whatever the length of the session.
+func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Preview, error) {
+	s, t, err := svc.History.ReadContext(ctx, userID, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	c, err := svc.build(s, t)
+	if err != nil {
+		return nil, err
+	}
+	return &Preview{Context: c, Request: svc.request(s, c)}, nil
+}
+
+// MaxTitleChars is the longest generated title kept.
+const MaxTitleChars = 60
+
+// AfterTurn does what must not delay the reply: it names the session after
+// its first exchange (unless its user named it) and folds old messages into
+// the summary when the session needs it. Failures are logged; the next turn
+// tries again.
+func (svc *Service) AfterTurn(ctx context.Context, res *TurnResult) {
+	if res == nil || res.Replayed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	s := res.Session
+	if s.TitleSource == sessions.TitleDefault && svc.Titler != nil {
+		if err := svc.title(ctx, s, res); err != nil {
+			svc.logError(ctx, "title generation failed", s.ID, err)
+		}
+	}
+	fixed := svc.fixed(s.Model)
+	if _, ok := history.PlanCompaction(s, res.Tail, svc.History.BudgetFor(s), fixed); ok {
+		_, err := svc.History.Compact(ctx, s.ID, fixed)
+		if err != nil && !errors.Is(err, history.ErrNothingToCompact) && !errors.Is(err, history.ErrCompactionBusy) {
+			svc.logError(ctx, "compaction failed", s.ID, err)
+		}
+	}
+}
+
+func (svc *Service) title(ctx context.Context, s *sessions.Session, res *TurnResult) error {
+	title, err := svc.Titler.Title(ctx, s.Model, res.User.Content, res.Reply.Content)
+	if err != nil {
+		return err
+	}
+	if title = CleanTitle(title); title == "" {
+		return errors.New("the model proposed an empty title")
+	}
+	_, err = svc.Sessions.SetGeneratedTitle(ctx, s.ID, title)
+	return err
+}
+
+// CleanTitle makes a model's proposal a title: one line, no quotes, at most
+// MaxTitleChars characters, cut at a word boundary.
+func CleanTitle(t string) string {
+	t, _, _ = strings.Cut(strings.TrimSpace(t), "\n")
+	t = strings.Trim(strings.TrimSpace(t), "\"'`*#. ")
+	t = strings.TrimPrefix(t, "Title: ")
+	r := []rune(t)
+	if len(r) <= MaxTitleChars {
+		return t
+	}
+	cut := string(r[:MaxTitleChars])
+	if i := strings.LastIndex(cut, " "); i > MaxTitleChars/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,;:-") + "…"
+}
+
+func (svc *Service) logError(ctx context.Context, msg, sessionID string, err error) {
+	if svc.Log != nil {
+		svc.Log.ErrorContext(ctx, msg, "sessionId", sessionID, "error", err.Error())
+	}
 }
 
 type upstreamError string
@@ -190,43 +326,12 @@ func (svc *Service) replay(ctx context.Context, s *sessions.Session, key, replyK
 	return &TurnResult{Session: s, User: user[0], Reply: reply[0], Replayed: true}, nil
 }
 
-// budget is the most tokens of context the model may be sent.
-func (svc *Service) budget(model string) int {
-	if svc.Budget > 0 {
-		return svc.Budget
-	}
-	return history.ContextWindow(model) * 3 / 4
-}
-
-// context returns the history the model sees this turn: the latest messages
-// that fit the budget beside the system prompt. The user's new message must
-// fit; if it cannot, the turn fails rather than send an oversized request.
-func (svc *Service) context(ctx context.Context, s *sessions.Session, user history.Message) ([]history.Message, error) {
-	budget := svc.budget(s.Model) - history.ReplyPriming
-	if svc.SystemPrompt != "" {
-		budget -= svc.History.Tokens.Count(s.Model, &history.Message{Role: history.RoleSystem, Content: svc.SystemPrompt})
-	}
-	msgs, err := svc.History.Recent(ctx, s, budget)
-	if err != nil {
-		return nil, err
-	}
-	for _, m := range msgs {
-		if m.ID == user.ID {
-			return msgs, nil
-		}
-	}
-	return nil, sessions.Errorf(sessions.EINVALID, "the message does not fit the model's context budget of %d tokens", budget)
-}
-
 // spend records the tokens a turn cost against the user's daily limit. The
 // reply is stored already, so a failure here is logged, not returned.
-func (svc *Service) spend(ctx context.Context, userID string, r *Reply, sent []history.Message, reply history.Message) {
+func (svc *Service) spend(ctx context.Context, userID string, r *Reply, sent *history.Context, reply history.Message) {
 	n := r.PromptTokens + r.CompletionTokens
 	if n == 0 { // the service did not report usage: use our own counts
-		for _, m := range sent {
-			n += m.Tokens
-		}
-		n += reply.Tokens
+		n = sent.Tokens + reply.Tokens
 	}
 	err := svc.Usage.UpdateUsage(ctx, userID, func(u *Usage) error {
 		u.AddTokens(svc.now(), n)

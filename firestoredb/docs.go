@@ -29,7 +29,14 @@ type sessionDoc struct {
 	Summary          string      `firestore:"summary"`
 	SummaryUpdatedAt *time.Time  `firestore:"summaryUpdatedAt"`
 	Metadata         metadataDoc `firestore:"metadata"`
+	Memory           memoryDoc   `firestore:"memory"`
 	PendingToolCalls []string    `firestore:"pendingToolCalls"`
+}
+
+type memoryDoc struct {
+	Strategy        string `firestore:"strategy"`
+	WindowExchanges int    `firestore:"windowExchanges"`
+	BudgetTokens    int    `firestore:"budgetTokens"`
 }
 
 type metadataDoc struct {
@@ -49,6 +56,8 @@ func toSessionDoc(s *sessions.Session) *sessionDoc {
 		SummaryUpdatedAt: s.SummaryUpdatedAt, PendingToolCalls: s.PendingToolCalls,
 		Metadata: metadataDoc{AgentType: s.Metadata.AgentType, Topic: s.Metadata.Topic,
 			Tags: s.Metadata.Tags, Custom: s.Metadata.Custom},
+		Memory: memoryDoc{Strategy: string(s.Memory.Strategy), WindowExchanges: s.Memory.WindowExchanges,
+			BudgetTokens: s.Memory.BudgetTokens},
 	}
 }
 
@@ -67,6 +76,8 @@ func decodeSession(snap *firestore.DocumentSnapshot) (*sessions.Session, error) 
 		PendingToolCalls: d.PendingToolCalls,
 		Metadata: sessions.Metadata{AgentType: d.Metadata.AgentType, Topic: d.Metadata.Topic,
 			Tags: d.Metadata.Tags, Custom: d.Metadata.Custom},
+		Memory: sessions.Memory{Strategy: sessions.Strategy(d.Memory.Strategy),
+			WindowExchanges: d.Memory.WindowExchanges, BudgetTokens: d.Memory.BudgetTokens},
 	}, nil
 }
 
@@ -120,9 +131,7 @@ func toMessageDoc(m *history.Message, batchSize int) *messageDoc {
 			ToolsUsed: m.Metadata.ToolsUsed, DurationMs: m.Metadata.DurationMs,
 			FinishReason: m.Metadata.FinishReason},
 	}
-	for _, c := range m.ToolCalls {
-		d.ToolCalls = append(d.ToolCalls, toolCallDoc{ID: c.ID, Type: c.Type, Name: c.Function.Name, Arguments: c.Function.Arguments})
-	}
+	d.ToolCalls = toToolCallDocs(m.ToolCalls)
 	return d
 }
 
@@ -139,9 +148,101 @@ func decodeMessage(snap *firestore.DocumentSnapshot) (history.Message, int, erro
 			ToolsUsed: d.Metadata.ToolsUsed, DurationMs: d.Metadata.DurationMs,
 			FinishReason: d.Metadata.FinishReason},
 	}
-	for _, c := range d.ToolCalls {
-		m.ToolCalls = append(m.ToolCalls, history.ToolCall{ID: c.ID, Type: c.Type,
-			Function: history.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
-	}
+	m.ToolCalls = fromToolCallDocs(d.ToolCalls)
 	return m, d.BatchSize, nil
+}
+
+// tailDoc is chat_sessions/{sid}/context/tail: the latest messages and the
+// summary in use (see history.Tail).
+type tailDoc struct {
+	UserID          string         `firestore:"userId"`
+	Messages        []tailMsgDoc   `firestore:"messages"`
+	Compaction      *compactionDoc `firestore:"compaction"`
+	CompactingUntil time.Time      `firestore:"compactingUntil"`
+}
+
+type tailMsgDoc struct {
+	ID         string        `firestore:"id"`
+	Seq        int           `firestore:"seq"`
+	Role       string        `firestore:"role"`
+	Content    string        `firestore:"content"`
+	Name       string        `firestore:"name,omitempty"`
+	ToolCalls  []toolCallDoc `firestore:"toolCalls,omitempty"`
+	ToolCallID string        `firestore:"toolCallId,omitempty"`
+	CreatedAt  time.Time     `firestore:"createdAt"`
+	Tokens     int           `firestore:"tokens"`
+}
+
+// compactionDoc is chat_sessions/{sid}/compactions/{id}, and the copy of
+// the one in use inside the tail.
+type compactionDoc struct {
+	UserID    string    `firestore:"userId"`
+	StartSeq  int       `firestore:"startSeq"`
+	EndSeq    int       `firestore:"endSeq"`
+	Summary   string    `firestore:"summary"`
+	Tokens    int       `firestore:"tokens"`
+	Model     string    `firestore:"model"`
+	CreatedAt time.Time `firestore:"createdAt"`
+}
+
+func toToolCallDocs(calls []history.ToolCall) []toolCallDoc {
+	var out []toolCallDoc
+	for _, c := range calls {
+		out = append(out, toolCallDoc{ID: c.ID, Type: c.Type, Name: c.Function.Name, Arguments: c.Function.Arguments})
+	}
+	return out
+}
+
+func fromToolCallDocs(docs []toolCallDoc) []history.ToolCall {
+	var out []history.ToolCall
+	for _, c := range docs {
+		out = append(out, history.ToolCall{ID: c.ID, Type: c.Type, Function: history.FunctionCall{Name: c.Name, Arguments: c.Arguments}})
+	}
+	return out
+}
+
+func toCompactionDoc(userID string, c *history.Compaction) *compactionDoc {
+	if c == nil {
+		return nil
+	}
+	return &compactionDoc{UserID: userID, StartSeq: c.StartSeq, EndSeq: c.EndSeq, Summary: c.Summary,
+		Tokens: c.Tokens, Model: c.Model, CreatedAt: c.CreatedAt}
+}
+
+func fromCompactionDoc(id string, d *compactionDoc) *history.Compaction {
+	if d == nil {
+		return nil
+	}
+	return &history.Compaction{ID: id, StartSeq: d.StartSeq, EndSeq: d.EndSeq, Summary: d.Summary,
+		Tokens: d.Tokens, Model: d.Model, CreatedAt: d.CreatedAt.UTC()}
+}
+
+func toTailDoc(userID string, t *history.Tail) *tailDoc {
+	d := &tailDoc{UserID: userID, Messages: make([]tailMsgDoc, 0, len(t.Messages)),
+		Compaction: toCompactionDoc(userID, t.Compaction), CompactingUntil: t.CompactingUntil}
+	for _, m := range t.Messages {
+		d.Messages = append(d.Messages, tailMsgDoc{ID: m.ID, Seq: m.Seq, Role: string(m.Role), Content: m.Content,
+			Name: m.Name, ToolCalls: toToolCallDocs(m.ToolCalls), ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt, Tokens: m.Tokens})
+	}
+	return d
+}
+
+func decodeTail(snap *firestore.DocumentSnapshot, sessionID string) (*history.Tail, error) {
+	if !snap.Exists() {
+		return &history.Tail{}, nil
+	}
+	var d tailDoc
+	if err := snap.DataTo(&d); err != nil {
+		return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+	}
+	t := &history.Tail{CompactingUntil: d.CompactingUntil.UTC()}
+	if d.Compaction != nil {
+		t.Compaction = fromCompactionDoc(history.CompactionID(d.Compaction.EndSeq), d.Compaction)
+	}
+	for _, m := range d.Messages {
+		t.Messages = append(t.Messages, history.Message{ID: m.ID, SessionID: sessionID, Seq: m.Seq, Role: history.Role(m.Role),
+			Content: m.Content, Name: m.Name, ToolCalls: fromToolCallDocs(m.ToolCalls), ToolCallID: m.ToolCallID,
+			CreatedAt: m.CreatedAt.UTC(), Tokens: m.Tokens})
+	}
+	return t, nil
 }

@@ -11,16 +11,15 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// Append reads the session and, for a keyed batch, its first message by its
-// deterministic id, in one round trip; then writes the messages and the
-// session in the same transaction.
-func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Plan) ([]history.Message, error) {
-	sref := db.sessionRef(sessionID)
+// Append reads the session, its tail and, for a keyed batch, the batch's
+// first message by its deterministic id, in one round trip; then writes the
+// messages, the session and the tail in the same transaction.
+func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Plan) (*history.Appended, error) {
+	sref, tref := db.sessionRef(sessionID), db.tailRef(sessionID)
 	msgs := db.messagesOf(sessionID)
-	var out []history.Message
+	var out *history.Appended
 	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		out = nil
-		refs := []*firestore.DocumentRef{sref}
+		refs := []*firestore.DocumentRef{sref, tref}
 		if key != "" {
 			refs = append(refs, msgs.Doc(history.KeyDocID(key, 0)))
 		}
@@ -28,25 +27,23 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 		if err != nil {
 			return err
 		}
-		if !snaps[0].Exists() {
-			return sessions.NotFound(sessionID)
-		}
-		s, err := decodeSession(snaps[0])
+		s, t, err := decodeContext(snaps[0], snaps[1], sessionID)
 		if err != nil {
 			return err
 		}
 		var stored []history.Message
-		if key != "" && snaps[1].Exists() {
-			if stored, err = readBatch(tx.GetAll, msgs, key, snaps[1]); err != nil {
+		if key != "" && snaps[2].Exists() {
+			if stored, err = readBatch(tx.GetAll, msgs, key, snaps[2]); err != nil {
 				return err
 			}
 		}
-		write, err := plan(s, stored)
+		before := s.Clone()
+		write, err := plan(s, t, stored)
 		if err != nil {
 			return err
 		}
 		if len(write) == 0 {
-			out = stored
+			out = &history.Appended{Session: before, Tail: t, Messages: stored, Replayed: true}
 			return nil
 		}
 		batch := 0
@@ -63,7 +60,11 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 				return err
 			}
 		}
-		out = write
+		t.SetIDs(write)
+		out = &history.Appended{Session: s, Tail: t, Messages: write}
+		if err := tx.Set(tref, toTailDoc(s.UserID, t)); err != nil {
+			return err
+		}
 		return tx.Set(sref, toSessionDoc(s))
 	})
 	if err != nil {

@@ -63,16 +63,19 @@ func NewApp(cfg Config, d Deps) *App {
 		d.Log = slog.New(logHandler(os.Stderr, slog.LevelInfo))
 	}
 	ss := sessions.NewService(d.Store, cfg.ChatModel)
+	ss.DefaultMemory = cfg.Memory()
 	hs := history.NewService(d.Store, d.Tokens)
 	hs.MaxMessages = cfg.MaxSessionMessages
+	hs.DefaultBudget = cfg.ContextBudget
+	hs.Summarizer = llm.Summarizer{Model: d.Model}
 	cs := &chat.Service{
 		Sessions:     ss,
 		History:      hs,
 		Model:        d.Model,
+		Titler:       llm.Titler{Model: d.Model},
 		Usage:        d.Store,
 		Limits:       chat.Limits{TurnsPerMinute: cfg.TurnsPerMinute, TokensPerDay: cfg.TokensPerDay},
 		SystemPrompt: cfg.SystemPrompt,
-		Budget:       cfg.ContextBudget,
 		ModelTimeout: cfg.ModelTimeout,
 		Now:          ss.Now,
 		Log:          d.Log,

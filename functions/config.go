@@ -6,6 +6,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chatmemory/backend/sessions"
 )
 
 // Config is everything the backend reads from its environment, parsed once
@@ -26,6 +28,8 @@ type Config struct {
 	TurnsPerMinute     int
 	TokensPerDay       int
 	ContextBudget      int
+	MemoryStrategy     string // MEMORY_STRATEGY
+	WindowExchanges    int    // WINDOW_EXCHANGES
 	ModelTimeout       time.Duration
 	LogLevel           string
 }
@@ -78,6 +82,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		TurnsPerMinute:     num("RATE_TURNS_PER_MINUTE", DefaultTurnsPerMinute),
 		TokensPerDay:       num("RATE_TOKENS_PER_DAY", DefaultTokensPerDay),
 		ContextBudget:      num("CONTEXT_TOKEN_BUDGET", 0),
+		MemoryStrategy:     str("MEMORY_STRATEGY", "summary_buffer"),
+		WindowExchanges:    num("WINDOW_EXCHANGES", 10),
 		ModelTimeout:       time.Duration(num("MODEL_TIMEOUT_SECONDS", int(DefaultModelTimeout/time.Second))) * time.Second,
 		LogLevel:           str("LOG_LEVEL", "info"),
 	}
@@ -108,6 +114,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			}
 		}
 	}
+	if err := c.Memory().Validate(); err != nil || c.WindowExchanges == 0 {
+		bad("MEMORY_STRATEGY must be buffer, window, token_buffer or summary_buffer and WINDOW_EXCHANGES 1 to 200")
+	}
+	if c.ContextBudget != 0 && c.ContextBudget < 256 {
+		bad("CONTEXT_TOKEN_BUDGET must be at least 256 (or 0 for 75%% of the model's window)")
+	}
 	if c.MaxBodyBytes < 1024 {
 		bad("MAX_BODY_BYTES must be at least 1024")
 	}
@@ -118,6 +130,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("configuration:\n  - %s", strings.Join(problems, "\n  - "))
 	}
 	return c, nil
+}
+
+// Memory is the default memory of new sessions.
+func (c Config) Memory() sessions.Memory {
+	return sessions.Memory{Strategy: sessions.Strategy(c.MemoryStrategy), WindowExchanges: c.WindowExchanges}
 }
 
 // OfflineModel reports whether replies come from the offline stand-in.

@@ -6,8 +6,11 @@ import (
 	"net/http"
 	"strings"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -187,6 +190,8 @@ func (a *App) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	info(r.Context()).sessionID = res.Session.ID
 	writeJSON(w, http.StatusOK, chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed})
+	// The client has its answer; titles and summaries do not delay it.
+	a.Chat.AfterTurn(r.Context(), res)
 }
 
 // streamChat answers a turn with server-sent events: "session" once the
@@ -236,5 +241,27 @@ func (a *App) streamChat(w http.ResponseWriter, r *http.Request, turn chat.TurnR
 			send("delta", map[string]string{"text": res.Reply.Content})
 		}
 		send("done", chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed})
+		a.Chat.AfterTurn(r.Context(), res)
 	}
+}
+
+// contextResponse is what the next turn would send the model.
+type contextResponse struct {
+	Strategy   string                         `json:"strategy"`
+	Budget     int                            `json:"budget"`
+	Tokens     int                            `json:"tokens"`
+	Compaction *history.Compaction            `json:"compaction"`
+	Messages   []openai.ChatCompletionMessage `json:"messages"`
+}
+
+func (a *App) sessionContext(w http.ResponseWriter, r *http.Request) {
+	p, err := a.Chat.Preview(r.Context(), UserID(r.Context()), sessionID(r))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, contextResponse{
+		Strategy: string(p.Context.Strategy), Budget: p.Context.Budget, Tokens: p.Context.Tokens,
+		Compaction: p.Context.Compaction, Messages: llm.Messages(p.Request),
+	})
 }

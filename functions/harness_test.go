@@ -13,9 +13,11 @@ import (
 	"os"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	firebase "firebase.google.com/go/v4"
 	"firebase.google.com/go/v4/auth"
 
@@ -31,13 +33,29 @@ import (
 // harness is the real server on both emulators, with the real go-openai
 // client talking to a scripted OpenAI-compatible server.
 type harness struct {
-	t     *testing.T
-	srv   *httptest.Server
-	app   *functions.App
-	model *llmtest.Server
-	clock *storetest.Clock
-	auth  *auth.Client
-	logs  *syncBuffer
+	t       *testing.T
+	counter *firestoredb.Counter // what the server's Firestore client did
+	srv     *httptest.Server
+	app     *functions.App
+	model   *llmtest.Server
+	clock   *storetest.Clock
+	auth    *auth.Client
+	logs    *syncBuffer
+	sent    atomic.Int64 // requests sent with do
+}
+
+// idle waits until every request sent with do has finished on the server,
+// after-turn work included (its log line is written last).
+func (h *harness) idle() {
+	h.t.Helper()
+	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
+		if int64(strings.Count(h.logs.String(), `"msg":"request"`)) >= h.sent.Load() {
+			return
+		}
+		if time.Now().After(deadline) {
+			h.t.Fatalf("the server is still busy")
+		}
+	}
 }
 
 type syncBuffer struct {
@@ -80,7 +98,10 @@ func newHarness(t *testing.T, configure ...func(*functions.Config)) *harness {
 	t.Helper()
 	t.Parallel()
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
-	client, _ := emulatortest.Firestore(t)
+	counter := &firestoredb.Counter{}
+	client, _ := emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {
+		return firestoredb.Dial(ctx, project, counter)
+	})
 	cfg := testConfig()
 	for _, c := range configure {
 		c(&cfg)
@@ -93,7 +114,7 @@ func newHarness(t *testing.T, configure ...func(*functions.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, model: llmtest.New(t), clock: storetest.NewClock(clockStart), auth: ac, logs: &syncBuffer{}}
+	h := &harness{t: t, counter: counter, model: llmtest.New(t), clock: storetest.NewClock(clockStart), auth: ac, logs: &syncBuffer{}}
 	h.app = functions.NewApp(cfg, functions.Deps{
 		Store:  firestoredb.New(client),
 		Auth:   functions.FirebaseVerifier{Client: ac},
@@ -174,6 +195,7 @@ func (r response) errorCode() string {
 // (sent as JSON).
 func (h *harness) do(method, path, token string, body any) response {
 	h.t.Helper()
+	h.sent.Add(1)
 	return doRequest(h.t, h.srv.URL, method, path, token, body, nil)
 }
 

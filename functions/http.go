@@ -31,6 +31,7 @@ func (a *App) Handler() http.Handler {
 	authed("POST /sessions/{id}/archive", a.archiveSession)
 	authed("POST /sessions/{id}/restore", a.restoreSession)
 	authed("GET /sessions/{id}/messages", a.listMessages)
+	authed("GET /sessions/{id}/context", a.sessionContext)
 	authed("POST /sessions/{id}/messages", a.appendMessages)
 
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -1,11 +1,6 @@
 package history
 
-import (
-	"context"
-	"strings"
-
-	"github.com/chatmemory/backend/sessions"
-)
+import "strings"
 
 // Known context windows, in tokens. A model not listed gets DefaultWindow;
 // names match by prefix, longest first.
@@ -93,34 +88,4 @@ func FitBudget(msgs []Message, budget int) []Message {
 		out = append(out, u.msgs...)
 	}
 	return out
-}
-
-// recentPage is how many messages Recent reads at a time.
-const recentPage = 50
-
-// Recent returns the latest messages of s that fit budget tokens, oldest
-// first, reading newest-first pages only as far back as the budget reaches.
-func (svc *Service) Recent(ctx context.Context, s *sessions.Session, budget int) ([]Message, error) {
-	var newest []Message // newest first
-	used := 0
-	q := ListQuery{SessionID: s.ID, Desc: true, Limit: recentPage}
-	for used <= budget {
-		page, err := svc.Repo.ListMessages(ctx, q)
-		if err != nil {
-			return nil, err
-		}
-		for _, m := range page {
-			newest = append(newest, m)
-			used += m.Tokens
-		}
-		if len(page) < q.Limit {
-			break
-		}
-		last := page[len(page)-1].Seq
-		q.AfterSeq = &last
-	}
-	for i, j := 0, len(newest)-1; i < j; i, j = i+1, j-1 {
-		newest[i], newest[j] = newest[j], newest[i]
-	}
-	return FitBudget(newest, budget), nil
 }

@@ -11,20 +11,40 @@ import (
 )
 
 // Plan is the domain step of an append. A Repo runs it inside the append's
-// transaction with the session as stored and the batch already stored under
-// the append's key (nil if none). It may change the session and returns the
-// messages to write, or none to write nothing. It may run more than once
-// and has no other effects.
-type Plan func(s *sessions.Session, stored []Message) ([]Message, error)
+// transaction with the session and its tail as stored and the batch already
+// stored under the append's key (nil if none). It may change the session
+// and the tail and returns the messages to write, or none to write nothing.
+// It may run more than once and has no other effects.
+type Plan func(s *sessions.Session, t *Tail, stored []Message) ([]Message, error)
+
+// Appended is the outcome of an append: the session and tail as they are
+// after it, and the messages (written now, or stored before under the key).
+type Appended struct {
+	Session  *sessions.Session
+	Tail     *Tail
+	Messages []Message
+	Replayed bool // the batch had been stored before; nothing was written
+}
 
 // Repo is the storage history needs. Implementations return *sessions.Error
 // values (ENOTFOUND for a missing session, EUNAVAILABLE when unreachable).
 type Repo interface {
-	// Append atomically reads session sessionID (ENOTFOUND if missing) and,
-	// if key is set, the batch stored under key; calls plan; and writes the
-	// session with the messages plan returns, giving them IDs. It returns
-	// the written messages, or the stored batch when plan wrote none.
-	Append(ctx context.Context, sessionID, key string, plan Plan) ([]Message, error)
+	// Append atomically reads session sessionID (ENOTFOUND if missing), its
+	// tail and, if key is set, the batch stored under key; calls plan; and
+	// writes the session and tail with the messages plan returns, giving
+	// them IDs. When plan returns none, nothing is written.
+	Append(ctx context.Context, sessionID, key string, plan Plan) (*Appended, error)
+	// ReadContext reads a session and its tail in one round trip.
+	ReadContext(ctx context.Context, sessionID string) (*sessions.Session, *Tail, error)
+	// UpdateTail reads the session and tail, calls fn and writes the tail,
+	// atomically. An error from fn aborts and is returned.
+	UpdateTail(ctx context.Context, sessionID string, fn func(*sessions.Session, *Tail) error) error
+	// SaveCompaction atomically stores record c (ECONFLICT if a record with
+	// its ID exists), after fn accepted and updated the session and tail,
+	// which are written too.
+	SaveCompaction(ctx context.Context, sessionID string, c *Compaction, fn func(*sessions.Session, *Tail) error) error
+	// ListCompactions returns a session's compaction records by EndSeq.
+	ListCompactions(ctx context.Context, sessionID string) ([]Compaction, error)
 	// ListMessages returns up to q.Limit messages ordered by seq.
 	ListMessages(ctx context.Context, q ListQuery) ([]Message, error)
 	// MessageRange returns the messages with from <= seq <= to, by seq.
@@ -52,6 +72,22 @@ type Service struct {
 	// MaxMessages caps the messages of one session (0: no cap), so that no
 	// conversation grows without bound.
 	MaxMessages int
+	// DefaultBudget is the context budget of sessions without their own;
+	// 0 means 75% of the model's context window, leaving room for the reply.
+	DefaultBudget int
+	// Summarizer folds old messages into a session's summary.
+	Summarizer Summarizer
+}
+
+// BudgetFor returns the context budget of s in tokens.
+func (svc *Service) BudgetFor(s *sessions.Session) int {
+	switch {
+	case s.Memory.BudgetTokens > 0:
+		return s.Memory.BudgetTokens
+	case svc.DefaultBudget > 0:
+		return svc.DefaultBudget
+	}
+	return ContextWindow(s.Model) * 3 / 4
 }
 
 // NewService returns a service with the default policy and the system clock.
@@ -64,6 +100,16 @@ func NewService(repo Repo, tokens Counter) *Service {
 // a retry returns the batch stored the first time and writes nothing; the
 // same key with other messages is ECONFLICT.
 func (svc *Service) Append(ctx context.Context, s *sessions.Session, key string, drafts ...Draft) ([]Message, error) {
+	a, err := svc.AppendAll(ctx, s, key, drafts...)
+	if err != nil {
+		return nil, err
+	}
+	return a.Messages, nil
+}
+
+// AppendAll is Append, returning the session and its tail as they are after
+// the append too: what a turn builds its context from.
+func (svc *Service) AppendAll(ctx context.Context, s *sessions.Session, key string, drafts ...Draft) (*Appended, error) {
 	if err := validateBatch(key, drafts); err != nil {
 		return nil, err
 	}
@@ -88,7 +134,7 @@ func (svc *Service) Append(ctx context.Context, s *sessions.Session, key string,
 		msgs[i] = m
 	}
 	userID := s.UserID
-	return svc.Repo.Append(ctx, s.ID, key, func(cur *sessions.Session, stored []Message) ([]Message, error) {
+	return svc.Repo.Append(ctx, s.ID, key, func(cur *sessions.Session, t *Tail, stored []Message) ([]Message, error) {
 		if err := cur.CheckOwner(userID); err != nil {
 			return nil, err
 		}
@@ -118,6 +164,7 @@ func (svc *Service) Append(ctx context.Context, s *sessions.Session, key string,
 		cur.TokenCount += total
 		cur.PendingToolCalls = open
 		cur.Touch(now, svc.Policy)
+		t.add(out, svc.BudgetFor(cur))
 		return out, nil
 	})
 }

@@ -20,6 +20,8 @@ type DB struct {
 	messages map[string][]history.Message // by session; index == seq
 	keys     map[string]map[string][]int  // session → clientMessageId → seqs
 	usage    map[string]chat.Usage        // by user
+	tails    map[string]*history.Tail     // by session
+	compact  map[string][]history.Compaction
 }
 
 // New returns an empty store.
@@ -29,6 +31,8 @@ func New() *DB {
 		messages: map[string][]history.Message{},
 		keys:     map[string]map[string][]int{},
 		usage:    map[string]chat.Usage{},
+		tails:    map[string]*history.Tail{},
+		compact:  map[string][]history.Compaction{},
 	}
 }
 
@@ -107,32 +111,40 @@ func (db *DB) PurgeSession(_ context.Context, id string, check func(*sessions.Se
 	if err := check(s.Clone()); err != nil {
 		return 0, err
 	}
-	n := 1 + len(db.messages[id])
+	n := 1 + len(db.messages[id]) + len(db.compact[id])
+	if _, ok := db.tails[id]; ok {
+		n++
+	}
 	delete(db.sessions, id)
 	delete(db.messages, id)
 	delete(db.keys, id)
+	delete(db.tails, id)
+	delete(db.compact, id)
 	return n, nil
 }
 
-func (db *DB) Append(_ context.Context, sessionID, key string, plan history.Plan) ([]history.Message, error) {
+func (db *DB) Append(_ context.Context, sessionID, key string, plan history.Plan) (*history.Appended, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	s, ok := db.sessions[sessionID]
 	if !ok {
 		return nil, sessions.NotFound(sessionID)
 	}
-	stored := db.batch(sessionID, key)
-	c := s.Clone()
-	write, err := plan(c, stored)
+	var stored []history.Message
+	if key != "" {
+		stored = db.batch(sessionID, key)
+	}
+	c, t := s.Clone(), db.tail(sessionID)
+	write, err := plan(c, t, stored)
 	if err != nil {
 		return nil, err
 	}
 	if len(write) == 0 {
-		return stored, nil
+		return &history.Appended{Session: s.Clone(), Tail: db.tail(sessionID), Messages: stored, Replayed: true}, nil
 	}
 	out := make([]history.Message, len(write))
 	for i, m := range write {
-		if m.Seq != len(db.messages[sessionID]) {
+		if m.Seq != len(db.messages[sessionID])+i {
 			return nil, sessions.Errorf(sessions.EINTERNAL, "memorydb: seq %d out of order", m.Seq)
 		}
 		if key != "" {
@@ -140,18 +152,96 @@ func (db *DB) Append(_ context.Context, sessionID, key string, plan history.Plan
 		} else {
 			m.ID = sessions.NewID()
 		}
-		db.messages[sessionID] = append(db.messages[sessionID], cloneMessage(m))
 		out[i] = m
 	}
-	if key != "" {
-		if db.keys[sessionID] == nil {
-			db.keys[sessionID] = map[string][]int{}
-		}
-		for _, m := range out {
+	t.SetIDs(out)
+	for _, m := range out {
+		db.messages[sessionID] = append(db.messages[sessionID], cloneMessage(m))
+		if key != "" {
+			if db.keys[sessionID] == nil {
+				db.keys[sessionID] = map[string][]int{}
+			}
 			db.keys[sessionID][key] = append(db.keys[sessionID][key], m.Seq)
 		}
 	}
 	db.sessions[sessionID] = c
+	db.tails[sessionID] = cloneTail(t)
+	return &history.Appended{Session: c.Clone(), Tail: cloneTail(t), Messages: out}, nil
+}
+
+// tail returns a copy of a session's tail (empty if none); db.mu is held.
+func (db *DB) tail(sessionID string) *history.Tail {
+	if t, ok := db.tails[sessionID]; ok {
+		return cloneTail(t)
+	}
+	return &history.Tail{}
+}
+
+func cloneTail(t *history.Tail) *history.Tail {
+	c := *t
+	c.Messages = make([]history.Message, len(t.Messages))
+	for i, m := range t.Messages {
+		c.Messages[i] = cloneMessage(m)
+	}
+	if t.Compaction != nil {
+		cp := *t.Compaction
+		c.Compaction = &cp
+	}
+	return &c
+}
+
+func (db *DB) ReadContext(_ context.Context, sessionID string) (*sessions.Session, *history.Tail, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	s, ok := db.sessions[sessionID]
+	if !ok {
+		return nil, nil, sessions.NotFound(sessionID)
+	}
+	return s.Clone(), db.tail(sessionID), nil
+}
+
+func (db *DB) UpdateTail(_ context.Context, sessionID string, fn func(*sessions.Session, *history.Tail) error) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	s, ok := db.sessions[sessionID]
+	if !ok {
+		return sessions.NotFound(sessionID)
+	}
+	t := db.tail(sessionID)
+	if err := fn(s.Clone(), t); err != nil {
+		return err
+	}
+	db.tails[sessionID] = t
+	return nil
+}
+
+func (db *DB) SaveCompaction(_ context.Context, sessionID string, c *history.Compaction, fn func(*sessions.Session, *history.Tail) error) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	s, ok := db.sessions[sessionID]
+	if !ok {
+		return sessions.NotFound(sessionID)
+	}
+	for _, old := range db.compact[sessionID] {
+		if old.ID == c.ID {
+			return sessions.Errorf(sessions.ECONFLICT, "compaction %s exists", c.ID)
+		}
+	}
+	sc, t := s.Clone(), db.tail(sessionID)
+	if err := fn(sc, t); err != nil {
+		return err
+	}
+	db.compact[sessionID] = append(db.compact[sessionID], *c)
+	db.sessions[sessionID] = sc
+	db.tails[sessionID] = t
+	return nil
+}
+
+func (db *DB) ListCompactions(_ context.Context, sessionID string) ([]history.Compaction, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	out := append([]history.Compaction(nil), db.compact[sessionID]...)
+	sort.Slice(out, func(i, j int) bool { return out[i].EndSeq < out[j].EndSeq })
 	return out, nil
 }
 

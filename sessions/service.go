@@ -50,10 +50,11 @@ const (
 // Service carries out session operations for a signed-in user. Another
 // user's session is reported exactly like a missing one.
 type Service struct {
-	Repo         Repo
-	Policy       Policy
-	Now          func() time.Time
-	DefaultModel string
+	Repo          Repo
+	Policy        Policy
+	Now           func() time.Time
+	DefaultModel  string
+	DefaultMemory Memory // strategy and window of sessions created without their own
 }
 
 // NewService returns a service with the default policy and the system clock.
@@ -74,6 +75,7 @@ type CreateInput struct {
 	Title         string   `json:"title,omitempty"`
 	Metadata      Metadata `json:"metadata"`
 	RetentionDays int      `json:"retentionDays,omitempty"`
+	Memory        Memory   `json:"memory"`
 	// Model is the chat model the session's tokens are counted for; empty
 	// means the service default. Not settable by API callers.
 	Model string `json:"-"`
@@ -105,6 +107,9 @@ func (svc *Service) Create(ctx context.Context, userID string, in CreateInput) (
 	if err := in.Metadata.Validate(); err != nil {
 		return nil, err
 	}
+	if err := in.Memory.Validate(); err != nil {
+		return nil, err
+	}
 	if in.RetentionDays < 0 || in.RetentionDays > MaxRetentionDays {
 		return nil, Errorf(EINVALID, "retentionDays must be between 1 and %d", MaxRetentionDays)
 	}
@@ -127,6 +132,7 @@ func (svc *Service) Create(ctx context.Context, userID string, in CreateInput) (
 		LastActivityAt: now,
 		RetentionDays:  in.RetentionDays,
 		Metadata:       in.Metadata.Clone(),
+		Memory:         in.Memory.withDefaults(svc.DefaultMemory),
 	}
 	if title == "" {
 		s.Title, s.TitleSource = DefaultTitle, TitleDefault
@@ -264,11 +270,12 @@ func DecodeToken(tok string, v any) error {
 	return nil
 }
 
-// Update is a change of a session's title and metadata: the only fields a
-// caller may change directly. Unknown fields are rejected.
+// Update is a change of a session's title, metadata and memory settings:
+// the only fields a caller may change directly. Unknown fields are rejected.
 type Update struct {
 	Title    *string   `json:"title,omitempty"`
 	Metadata *Metadata `json:"metadata,omitempty"`
+	Memory   *Memory   `json:"memory,omitempty"`
 }
 
 // UnmarshalJSON rejects any field other than title and metadata.
@@ -290,8 +297,8 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
-	if upd.Title == nil && upd.Metadata == nil {
-		return nil, Errorf(EINVALID, "nothing to update: give title and/or metadata")
+	if upd.Title == nil && upd.Metadata == nil && upd.Memory == nil {
+		return nil, Errorf(EINVALID, "nothing to update: give title, metadata and/or memory")
 	}
 	var title string
 	if upd.Title != nil {
@@ -308,6 +315,11 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 			return nil, err
 		}
 	}
+	if upd.Memory != nil {
+		if err := upd.Memory.Validate(); err != nil {
+			return nil, err
+		}
+	}
 	now := svc.now()
 	return svc.Repo.UpdateSession(ctx, id, func(s *Session) error {
 		if err := s.CheckOwner(userID); err != nil {
@@ -319,9 +331,30 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 		if upd.Metadata != nil {
 			s.Metadata = upd.Metadata.Clone()
 		}
+		if upd.Memory != nil {
+			s.Memory = upd.Memory.withDefaults(svc.DefaultMemory)
+		}
 		s.UpdatedAt = now
 		return nil
 	})
+}
+
+// SetGeneratedTitle gives the session a generated title, unless its user
+// has chosen one (which is never overwritten). It reports whether it did.
+func (svc *Service) SetGeneratedTitle(ctx context.Context, id, title string) (bool, error) {
+	title, err := normalizeTitle(title)
+	if err != nil || title == "" {
+		return false, Errorf(EINVALID, "unusable generated title")
+	}
+	set := false
+	_, err = svc.Repo.UpdateSession(ctx, id, func(s *Session) error {
+		set = s.TitleSource != TitleUser
+		if set {
+			s.Title, s.TitleSource = title, TitleGenerated
+		}
+		return nil
+	})
+	return set && err == nil, err
 }
 
 // Archive, Restore and Delete move the caller's session through its lifecycle.

@@ -86,6 +86,7 @@ type Session struct {
 	Summary          string      `json:"summary,omitempty"`
 	SummaryUpdatedAt *time.Time  `json:"summaryUpdatedAt,omitempty"`
 	Metadata         Metadata    `json:"metadata"`
+	Memory           Memory      `json:"memory"`
 	// PendingToolCalls are the ids of tool calls made by the last stored
 	// assistant message that have no result yet. A tool result is accepted
 	// only for one of them.

@@ -275,8 +275,8 @@ func testPurge(t *testing.T, e *Env) {
 	_, err = e.Sessions.Purge(ctx, "mallory", s.ID)
 	WantCode(t, err, sessions.ENOTFOUND)
 	n := Must[int](t)(e.Sessions.Purge(ctx, "alice", s.ID))
-	if n != 14 {
-		t.Errorf("purge deleted %d documents, want 14 (session and 13 messages)", n)
+	if n != 15 {
+		t.Errorf("purge deleted %d documents, want 15 (session, context and 13 messages)", n)
 	}
 	_, err = e.Sessions.Get(ctx, "alice", s.ID)
 	WantCode(t, err, sessions.ENOTFOUND)

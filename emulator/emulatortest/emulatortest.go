@@ -54,9 +54,18 @@ func ProjectID() string {
 // the project's data is deleted and the client closed when tb ends.
 func Firestore(tb testing.TB) (*firestore.Client, string) {
 	tb.Helper()
+	return FirestoreWith(tb, func(ctx context.Context, project string) (*firestore.Client, error) {
+		return firestore.NewClient(ctx, project)
+	})
+}
+
+// FirestoreWith is Firestore with a client made by dial (an instrumented
+// one, say).
+func FirestoreWith(tb testing.TB, dial func(ctx context.Context, project string) (*firestore.Client, error)) (*firestore.Client, string) {
+	tb.Helper()
 	addr := Require(tb, "FIRESTORE_EMULATOR_HOST")
 	project := ProjectID()
-	client, err := firestore.NewClient(context.Background(), project)
+	client, err := dial(context.Background(), project)
 	if err != nil {
 		tb.Fatalf("firestore client: %v", err)
 	}

@@ -1,0 +1,85 @@
+package llm
+
+import (
+	"context"
+	"strings"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/history"
+)
+
+// maxQuoted bounds how much of one message a summary or title request
+// quotes, so each request costs a bounded amount.
+const maxQuoted = 4000
+
+// Summarizer asks a model to extend a conversation's running summary.
+type Summarizer struct {
+	Model chat.Model
+}
+
+// Summarize returns the previous summary extended with msgs.
+func (s Summarizer) Summarize(ctx context.Context, model, previous string, msgs []history.Message) (string, string, error) {
+	var b strings.Builder
+	if previous != "" {
+		b.WriteString("Summary so far:\n" + previous + "\n\n")
+	} else {
+		b.WriteString("There is no summary yet.\n\n")
+	}
+	b.WriteString("New messages:\n")
+	for _, m := range msgs {
+		b.WriteString(Transcript(m))
+		b.WriteByte('\n')
+	}
+	reply, err := s.Model.Generate(ctx, chat.Request{
+		Model:    model,
+		System:   history.SummaryInstructions,
+		Messages: []history.Message{{Role: history.RoleUser, Content: b.String()}},
+	}, nil)
+	if err != nil {
+		return "", "", err
+	}
+	return reply.Content, reply.Model, nil
+}
+
+// Transcript renders one message as a line of a transcript.
+func Transcript(m history.Message) string {
+	text := m.Content
+	if r := []rune(text); len(r) > maxQuoted {
+		text = string(r[:maxQuoted]) + " […]"
+	}
+	switch {
+	case m.Role == history.RoleTool:
+		return "tool result (" + m.ToolCallID + "): " + text
+	case len(m.ToolCalls) > 0:
+		var calls []string
+		for _, c := range m.ToolCalls {
+			calls = append(calls, c.Function.Name+"("+c.Function.Arguments+")")
+		}
+		return "assistant called " + strings.Join(calls, ", ") + " " + text
+	}
+	return string(m.Role) + ": " + text
+}
+
+// TitleInstructions asks for a title.
+const TitleInstructions = "Write a title of at most six words for the conversation below. " +
+	"Answer with the title only: no quotes, no trailing punctuation."
+
+// Titler asks a model to name a conversation.
+type Titler struct {
+	Model chat.Model
+}
+
+// Title proposes a title from the first exchange.
+func (t Titler) Title(ctx context.Context, model, user, reply string) (string, error) {
+	msg := Transcript(history.Message{Role: history.RoleUser, Content: user}) + "\n" +
+		Transcript(history.Message{Role: history.RoleAssistant, Content: reply})
+	r, err := t.Model.Generate(ctx, chat.Request{
+		Model:    model,
+		System:   TitleInstructions,
+		Messages: []history.Message{{Role: history.RoleUser, Content: msg}},
+	}, nil)
+	if err != nil {
+		return "", err
+	}
+	return r.Content, nil
+}
