@@ -93,18 +93,34 @@ func utc(t *time.Time) *time.Time {
 // owner's userId so that security rules need no get() of the session, and
 // erasure can find every message of a user.
 type messageDoc struct {
-	UserID          string         `firestore:"userId"`
-	Seq             int            `firestore:"seq"`
-	Role            string         `firestore:"role"`
-	Content         string         `firestore:"content"`
-	Name            string         `firestore:"name,omitempty"`
-	ToolCalls       []toolCallDoc  `firestore:"toolCalls,omitempty"`
-	ToolCallID      string         `firestore:"toolCallId,omitempty"`
-	CreatedAt       time.Time      `firestore:"createdAt"`
-	Tokens          int            `firestore:"tokens"`
+	UserID string `firestore:"userId"`
+	msgFields
 	ClientMessageID string         `firestore:"clientMessageId,omitempty"`
 	BatchSize       int            `firestore:"batchSize,omitempty"` // on keyed batches: how many messages share the key
 	Metadata        messageMetaDoc `firestore:"metadata"`
+}
+
+// msgFields are what a message document and its copy in a tail share.
+type msgFields struct {
+	Seq        int           `firestore:"seq"`
+	Role       string        `firestore:"role"`
+	Content    string        `firestore:"content"`
+	Name       string        `firestore:"name,omitempty"`
+	ToolCalls  []toolCallDoc `firestore:"toolCalls,omitempty"`
+	ToolCallID string        `firestore:"toolCallId,omitempty"`
+	CreatedAt  time.Time     `firestore:"createdAt"`
+	Tokens     int           `firestore:"tokens"`
+}
+
+func toMsgFields(m *history.Message) msgFields {
+	return msgFields{Seq: m.Seq, Role: string(m.Role), Content: m.Content, Name: m.Name,
+		ToolCalls: toToolCallDocs(m.ToolCalls), ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt, Tokens: m.Tokens}
+}
+
+// message returns the message these fields describe.
+func (f *msgFields) message(id, sessionID string) history.Message {
+	return history.Message{ID: id, SessionID: sessionID, Seq: f.Seq, Role: history.Role(f.Role), Content: f.Content,
+		Name: f.Name, ToolCalls: fromToolCallDocs(f.ToolCalls), ToolCallID: f.ToolCallID, CreatedAt: f.CreatedAt.UTC(), Tokens: f.Tokens}
 }
 
 type toolCallDoc struct {
@@ -123,16 +139,12 @@ type messageMetaDoc struct {
 }
 
 func toMessageDoc(m *history.Message, batchSize int) *messageDoc {
-	d := &messageDoc{
-		UserID: m.UserID, Seq: m.Seq, Role: string(m.Role), Content: m.Content, Name: m.Name,
-		ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt, Tokens: m.Tokens,
-		ClientMessageID: m.ClientMessageID, BatchSize: batchSize,
+	return &messageDoc{
+		UserID: m.UserID, msgFields: toMsgFields(m), ClientMessageID: m.ClientMessageID, BatchSize: batchSize,
 		Metadata: messageMetaDoc{Model: m.Metadata.Model, Sources: m.Metadata.Sources,
 			ToolsUsed: m.Metadata.ToolsUsed, DurationMs: m.Metadata.DurationMs,
 			FinishReason: m.Metadata.FinishReason},
 	}
-	d.ToolCalls = toToolCallDocs(m.ToolCalls)
-	return d
 }
 
 func decodeMessage(snap *firestore.DocumentSnapshot) (history.Message, int, error) {
@@ -140,15 +152,10 @@ func decodeMessage(snap *firestore.DocumentSnapshot) (history.Message, int, erro
 	if err := snap.DataTo(&d); err != nil {
 		return history.Message{}, 0, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
 	}
-	m := history.Message{
-		ID: snap.Ref.ID, SessionID: snap.Ref.Parent.Parent.ID, UserID: d.UserID, Seq: d.Seq,
-		Role: history.Role(d.Role), Content: d.Content, Name: d.Name, ToolCallID: d.ToolCallID,
-		CreatedAt: d.CreatedAt.UTC(), Tokens: d.Tokens, ClientMessageID: d.ClientMessageID,
-		Metadata: history.MessageMetadata{Model: d.Metadata.Model, Sources: d.Metadata.Sources,
-			ToolsUsed: d.Metadata.ToolsUsed, DurationMs: d.Metadata.DurationMs,
-			FinishReason: d.Metadata.FinishReason},
-	}
-	m.ToolCalls = fromToolCallDocs(d.ToolCalls)
+	m := d.message(snap.Ref.ID, snap.Ref.Parent.Parent.ID)
+	m.UserID, m.ClientMessageID = d.UserID, d.ClientMessageID
+	m.Metadata = history.MessageMetadata{Model: d.Metadata.Model, Sources: d.Metadata.Sources,
+		ToolsUsed: d.Metadata.ToolsUsed, DurationMs: d.Metadata.DurationMs, FinishReason: d.Metadata.FinishReason}
 	return m, d.BatchSize, nil
 }
 
@@ -162,15 +169,8 @@ type tailDoc struct {
 }
 
 type tailMsgDoc struct {
-	ID         string        `firestore:"id"`
-	Seq        int           `firestore:"seq"`
-	Role       string        `firestore:"role"`
-	Content    string        `firestore:"content"`
-	Name       string        `firestore:"name,omitempty"`
-	ToolCalls  []toolCallDoc `firestore:"toolCalls,omitempty"`
-	ToolCallID string        `firestore:"toolCallId,omitempty"`
-	CreatedAt  time.Time     `firestore:"createdAt"`
-	Tokens     int           `firestore:"tokens"`
+	ID string `firestore:"id"`
+	msgFields
 }
 
 // compactionDoc is chat_sessions/{sid}/compactions/{id}, and the copy of
@@ -220,9 +220,8 @@ func fromCompactionDoc(id string, d *compactionDoc) *history.Compaction {
 func toTailDoc(userID string, t *history.Tail) *tailDoc {
 	d := &tailDoc{UserID: userID, Messages: make([]tailMsgDoc, 0, len(t.Messages)),
 		Compaction: toCompactionDoc(userID, t.Compaction), CompactingUntil: t.CompactingUntil}
-	for _, m := range t.Messages {
-		d.Messages = append(d.Messages, tailMsgDoc{ID: m.ID, Seq: m.Seq, Role: string(m.Role), Content: m.Content,
-			Name: m.Name, ToolCalls: toToolCallDocs(m.ToolCalls), ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt, Tokens: m.Tokens})
+	for i := range t.Messages {
+		d.Messages = append(d.Messages, tailMsgDoc{ID: t.Messages[i].ID, msgFields: toMsgFields(&t.Messages[i])})
 	}
 	return d
 }
@@ -239,10 +238,8 @@ func decodeTail(snap *firestore.DocumentSnapshot, sessionID string) (*history.Ta
 	if d.Compaction != nil {
 		t.Compaction = fromCompactionDoc(history.CompactionID(d.Compaction.EndSeq), d.Compaction)
 	}
-	for _, m := range d.Messages {
-		t.Messages = append(t.Messages, history.Message{ID: m.ID, SessionID: sessionID, Seq: m.Seq, Role: history.Role(m.Role),
-			Content: m.Content, Name: m.Name, ToolCalls: fromToolCallDocs(m.ToolCalls), ToolCallID: m.ToolCallID,
-			CreatedAt: m.CreatedAt.UTC(), Tokens: m.Tokens})
+	for i := range d.Messages {
+		t.Messages = append(t.Messages, d.Messages[i].message(d.Messages[i].ID, sessionID))
 	}
 	return t, nil
 }
