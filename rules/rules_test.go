@@ -1,0 +1,357 @@
+// Package rules_test proves firestore.rules against the Firestore emulator:
+// the repo's rules file is loaded into a fresh project, data is seeded by
+// the backend's own code as admin, and real users of the Auth emulator read
+// and write over Firestore's REST API with their ID tokens, exactly as a web
+// client would.
+package rules_test
+
+import (
+	"bytes"
+	"context"
+	"encoding/base64"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"os"
+	"sort"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/emulator/emulatortest"
+	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/storetest"
+)
+
+type fsREST struct {
+	t       *testing.T
+	base    string // http://host/v1/projects/P/databases/(default)/documents
+	project string
+}
+
+type result struct {
+	status int
+	body   []byte
+}
+
+func (r result) denied() bool {
+	return r.status == http.StatusForbidden && strings.Contains(string(r.body), "PERMISSION_DENIED")
+}
+
+func (f *fsREST) call(method, url, token string, body any) result {
+	f.t.Helper()
+	var rd io.Reader
+	if body != nil {
+		b, _ := json.Marshal(body)
+		rd = bytes.NewReader(b)
+	}
+	req, _ := http.NewRequest(method, url, rd)
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+	}
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	b, _ := io.ReadAll(resp.Body)
+	return result{resp.StatusCode, b}
+}
+
+// get reads one document (path relative to the documents root).
+func (f *fsREST) get(token, path string) result {
+	return f.call("GET", f.base+"/"+path, token, nil)
+}
+
+// query runs a structured query under parent ("" for the root) on
+// collection, optionally constrained to userId == uid; allDescendants makes
+// it a collection-group query.
+func (f *fsREST) query(token, parent, collection, uid string, allDescendants bool) result {
+	q := map[string]any{"from": []map[string]any{{"collectionId": collection, "allDescendants": allDescendants}}}
+	if uid != "" {
+		q["where"] = map[string]any{"fieldFilter": map[string]any{
+			"field": map[string]any{"fieldPath": "userId"}, "op": "EQUAL", "value": map[string]any{"stringValue": uid}}}
+	}
+	url := f.base + ":runQuery"
+	if parent != "" {
+		url = f.base + "/" + parent + ":runQuery"
+	}
+	return f.call("POST", url, token, map[string]any{"structuredQuery": q})
+}
+
+// names returns the ids of the documents a successful query returned.
+func names(t *testing.T, r result) []string {
+	t.Helper()
+	var rows []struct {
+		Document *struct {
+			Name string `json:"name"`
+		} `json:"document"`
+	}
+	if err := json.Unmarshal(r.body, &rows); err != nil {
+		t.Fatalf("query result %s: %v", r.body, err)
+	}
+	var out []string
+	for _, row := range rows {
+		if row.Document != nil {
+			out = append(out, row.Document.Name[strings.LastIndex(row.Document.Name, "/")+1:])
+		}
+	}
+	sort.Strings(out)
+	return out
+}
+
+func (f *fsREST) loadRules() {
+	f.t.Helper()
+	src, err := os.ReadFile("../firestore.rules")
+	if err != nil {
+		f.t.Fatal(err)
+	}
+	url := "http://" + os.Getenv("FIRESTORE_EMULATOR_HOST") + "/emulator/v1/projects/" + f.project + ":securityRules"
+	r := f.call("PUT", url, "", map[string]any{"rules": map[string]any{"files": []map[string]any{{"name": "firestore.rules", "content": string(src)}}}})
+	if r.status != 200 {
+		f.t.Fatalf("loading rules: %d %s", r.status, r.body)
+	}
+}
+
+type user struct{ uid, token string }
+
+func signUp(t *testing.T) user {
+	t.Helper()
+	url := "http://" + os.Getenv("FIREBASE_AUTH_EMULATOR_HOST") + "/identitytoolkit.googleapis.com/v1/accounts:signUp?key=test"
+	body, _ := json.Marshal(map[string]any{"email": fmt.Sprintf("r%d@example.com", time.Now().UnixNano()), "password": "password123", "returnSecureToken": true})
+	resp, err := http.Post(url, "application/json", bytes.NewReader(body))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer resp.Body.Close()
+	var out struct{ IDToken, LocalID string }
+	if err := json.NewDecoder(resp.Body).Decode(&out); err != nil || out.IDToken == "" {
+		t.Fatalf("signUp: %v", err)
+	}
+	return user{out.LocalID, out.IDToken}
+}
+
+// otherProjectUser is a user of another Firebase project: a token minted
+// for that project (audience and issuer), with a uid of its own. (The
+// emulator checks no signatures or audiences; production Firestore refuses
+// such a token before rules run. Here the rules must refuse it on their own.)
+func otherProjectUser() user {
+	enc := func(v any) string { b, _ := json.Marshal(v); return base64.RawURLEncoding.EncodeToString(b) }
+	now := time.Now().Unix()
+	uid := fmt.Sprintf("other%d", time.Now().UnixNano())
+	tok := enc(map[string]any{"alg": "none", "typ": "JWT"}) + "." + enc(map[string]any{
+		"iss": "https://securetoken.google.com/another-project", "aud": "another-project", "sub": uid, "user_id": uid,
+		"iat": now, "exp": now + 3600, "auth_time": now, "firebase": map[string]any{"sign_in_provider": "password"},
+	}) + "."
+	return user{uid, tok}
+}
+
+type seeded struct {
+	active, archived, deleted, bobs string // session ids
+	messages                        []string
+	compaction                      string
+	usage                           string // doc id
+}
+
+// seed writes, as admin and through the backend's own code, what the rules
+// must protect: sessions of every status, messages, the context document,
+// a compaction record, usage, and a purge marker.
+func seed(t *testing.T, db *firestoredb.DB, alice, bob user) seeded {
+	ctx := context.Background()
+	env := storetest.NewEnv(t, db)
+	env.History.Summarizer = llm.Summarizer{Model: llm.Offline{}}
+	small := sessions.CreateInput{Memory: sessions.Memory{Strategy: sessions.StrategySummaryBuffer, BudgetTokens: 300}}
+	var s seeded
+	act := storetest.Must[*sessions.Session](t)(env.Sessions.Create(ctx, alice.uid, small))
+	s.active = act.ID
+	for i := 0; i < 12; i++ {
+		m := env.Say(t, act, []history.Role{history.RoleUser, history.RoleAssistant}[i%2], fmt.Sprintf("message %d with enough words to need a summary soon", i))
+		s.messages = append(s.messages, m.ID)
+	}
+	c := storetest.Must[*history.Compaction](t)(env.History.Compact(ctx, act.ID, 0))
+	s.compaction = c.ID
+	s.archived = env.NewSession(t, alice.uid).ID
+	storetest.Must[*sessions.Session](t)(env.Sessions.Archive(ctx, alice.uid, s.archived))
+	del := env.NewSession(t, alice.uid)
+	env.Say(t, del, history.RoleUser, "in a deleted session")
+	storetest.Must[*sessions.Session](t)(env.Sessions.Delete(ctx, alice.uid, del.ID))
+	s.deleted = del.ID
+	s.bobs = env.NewSession(t, bob.uid).ID
+	if err := db.UpdateUsage(ctx, alice.uid, func(u *chat.Usage) error { u.MinuteTurns = 1; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	s.usage = firestoredb.UserDocID(alice.uid)
+	sort.Strings(s.messages)
+	return s
+}
+
+func TestRules(t *testing.T) {
+	t.Parallel()
+	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
+	client, project := emulatortest.Firestore(t)
+	f := &fsREST{t: t, project: project,
+		base: "http://" + os.Getenv("FIRESTORE_EMULATOR_HOST") + "/v1/projects/" + project + "/databases/(default)/documents"}
+	f.loadRules()
+	alice, bob, other := signUp(t), signUp(t), otherProjectUser()
+	db := firestoredb.New(client)
+	s := seed(t, db, alice, bob)
+	// A purge marker, as a purge cut off half-way leaves it.
+	if _, err := client.Collection(firestoredb.PurgesCollection).Doc("p1").Set(context.Background(), map[string]any{"userId": alice.uid}); err != nil {
+		t.Fatal(err)
+	}
+
+	sess := func(id string) string { return firestoredb.SessionsCollection + "/" + id }
+	docs := map[string]string{
+		"active session":   sess(s.active),
+		"archived session": sess(s.archived),
+		"deleted session":  sess(s.deleted),
+		"message":          sess(s.active) + "/messages/" + s.messages[0],
+		"context":          sess(s.active) + "/context/tail",
+		"compaction":       sess(s.active) + "/compactions/" + s.compaction,
+		"usage":            firestoredb.UsageCollection + "/" + s.usage,
+	}
+	callers := map[string]user{"owner": alice, "another user": bob, "unauthenticated": {}, "another project": other}
+
+	t.Run("Get", func(t *testing.T) {
+		for what, path := range docs {
+			for who, u := range callers {
+				r := f.get(u.token, path)
+				if who == "owner" {
+					if r.status != 200 || !strings.Contains(string(r.body), alice.uid) {
+						t.Errorf("owner get %s: %d %s", what, r.status, r.body)
+					}
+				} else if !r.denied() {
+					t.Errorf("%s get %s: %d %.200s, want PERMISSION_DENIED", who, what, r.status, r.body)
+				}
+			}
+		}
+		// Not per-user data: nobody reads it.
+		for _, path := range []string{firestoredb.PurgesCollection + "/p1", "chat_health/ping", sess(s.bobs) + "/messages/none"} {
+			if r := f.get(alice.token, path); !r.denied() {
+				t.Errorf("owner get %s: %d", path, r.status)
+			}
+		}
+		// Bob's session is Bob's.
+		if r := f.get(bob.token, sess(s.bobs)); r.status != 200 {
+			t.Errorf("bob reads his own session: %d", r.status)
+		}
+	})
+
+	t.Run("ListSessions", func(t *testing.T) {
+		r := f.query(alice.token, "", firestoredb.SessionsCollection, alice.uid, false)
+		want := []string{s.active, s.archived, s.deleted}
+		sort.Strings(want)
+		if got := names(t, r); r.status != 200 || fmt.Sprint(got) != fmt.Sprint(want) {
+			t.Errorf("owner's constrained list: %d %v, want %v", r.status, got, want)
+		}
+		for name, c := range map[string]struct {
+			token, uid string
+		}{
+			"unconstrained":               {alice.token, ""},
+			"another user's id":           {alice.token, bob.uid},
+			"another user, owner's id":    {bob.token, alice.uid},
+			"unauthenticated":             {"", alice.uid},
+			"another project, owner's id": {other.token, alice.uid},
+		} {
+			if r := f.query(c.token, "", firestoredb.SessionsCollection, c.uid, false); !r.denied() {
+				t.Errorf("list sessions %s: %d %.200s", name, r.status, r.body)
+			}
+		}
+	})
+
+	t.Run("ListUnderSession", func(t *testing.T) {
+		r := f.query(alice.token, sess(s.active), "messages", "", false)
+		if got := names(t, r); r.status != 200 || fmt.Sprint(got) != fmt.Sprint(s.messages) {
+			t.Errorf("owner lists messages: %d %d of %d", r.status, len(got), len(s.messages))
+		}
+		r = f.query(alice.token, sess(s.active), "messages", alice.uid, false)
+		if got := names(t, r); r.status != 200 || len(got) != len(s.messages) {
+			t.Errorf("owner lists messages by userId: %d %d", r.status, len(got))
+		}
+		r = f.query(alice.token, sess(s.deleted), "messages", "", false)
+		if got := names(t, r); r.status != 200 || len(got) != 1 {
+			t.Errorf("owner lists a deleted session's messages (recovery): %d %v", r.status, got)
+		}
+		for _, col := range []string{"compactions", "context"} {
+			if r := f.query(alice.token, sess(s.active), col, "", false); r.status != 200 || len(names(t, r)) != 1 {
+				t.Errorf("owner lists %s: %d %s", col, r.status, r.body)
+			}
+		}
+		for who, u := range callers {
+			if who == "owner" {
+				continue
+			}
+			for _, target := range []string{s.active, s.deleted} {
+				for _, col := range []string{"messages", "compactions", "context"} {
+					if r := f.query(u.token, sess(target), col, "", false); !r.denied() {
+						t.Errorf("%s lists %s of a session: %d", who, col, r.status)
+					}
+					if r := f.query(u.token, sess(target), col, alice.uid, false); !r.denied() {
+						t.Errorf("%s lists %s by the owner's id: %d", who, col, r.status)
+					}
+				}
+			}
+		}
+		// Collection-group queries over every session are not granted.
+		if r := f.query(alice.token, "", "messages", alice.uid, true); !r.denied() {
+			t.Errorf("collection-group query: %d", r.status)
+		}
+	})
+
+	t.Run("ListUsage", func(t *testing.T) {
+		if r := f.query(alice.token, "", firestoredb.UsageCollection, alice.uid, false); r.status != 200 || len(names(t, r)) != 1 {
+			t.Errorf("owner lists usage: %d %s", r.status, r.body)
+		}
+		for name, c := range map[string]struct{ token, uid string }{
+			"unconstrained":   {alice.token, ""},
+			"another user":    {bob.token, alice.uid},
+			"another project": {other.token, alice.uid},
+			"purge markers":   {alice.token, alice.uid},
+		} {
+			col := firestoredb.UsageCollection
+			if name == "purge markers" {
+				col = firestoredb.PurgesCollection
+			}
+			if r := f.query(c.token, "", col, c.uid, false); !r.denied() {
+				t.Errorf("list %s: %d", name, r.status)
+			}
+		}
+	})
+
+	t.Run("Writes", func(t *testing.T) {
+		fields := map[string]any{"fields": map[string]any{"userId": map[string]any{"stringValue": alice.uid}, "title": map[string]any{"stringValue": "x"}}}
+		for who, u := range callers {
+			for what, path := range docs {
+				if r := f.call("PATCH", f.base+"/"+path, u.token, fields); !r.denied() {
+					t.Errorf("%s updates %s: %d", who, what, r.status)
+				}
+				if r := f.call("DELETE", f.base+"/"+path, u.token, nil); !r.denied() {
+					t.Errorf("%s deletes %s: %d", who, what, r.status)
+				}
+			}
+			creates := map[string]string{
+				"a session":   firestoredb.SessionsCollection + "?documentId=new" + fmt.Sprint(time.Now().UnixNano()),
+				"a message":   sess(s.active) + "/messages?documentId=forged",
+				"a summary":   sess(s.active) + "/compactions?documentId=forged",
+				"usage":       firestoredb.UsageCollection + "?documentId=" + u.uid,
+				"a new thing": "notes?documentId=n1",
+			}
+			for what, path := range creates {
+				if r := f.call("POST", f.base+"/"+path, u.token, fields); !r.denied() {
+					t.Errorf("%s creates %s: %d", who, what, r.status)
+				}
+			}
+		}
+		// Nothing changed.
+		r := f.get(alice.token, docs["active session"])
+		if r.status != 200 || strings.Contains(string(r.body), `"x"`) {
+			t.Errorf("the session changed: %s", r.body)
+		}
+	})
+}
