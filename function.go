@@ -11,6 +11,8 @@ import (
 
 func init() {
 	// One HTTP function serves every endpoint under its path (/chat,
-	// /sessions/..., /healthz).
+	// /sessions/..., /account/..., /healthz).
 	ff.HTTP("api", functions.Serve)
+	// The daily retention sweep, triggered by Cloud Scheduler via Pub/Sub.
+	ff.CloudEvent("sweep", functions.Sweep)
 }

@@ -71,3 +71,26 @@ func limited(wait time.Duration, format string, args ...any) error {
 	e.RetryAfter = wait.Round(time.Second)
 	return e
 }
+
+// UsageStore reads and deletes a user's usage, for export and erasure.
+type UsageStore interface {
+	GetUsage(ctx context.Context, userID string) (*Usage, error) // nil if none
+	DeleteUsage(ctx context.Context, userID string) (int, error)
+}
+
+// UsageData is a user's rate-limit windows as personal data.
+type UsageData struct{ Store UsageStore }
+
+// ExportUser returns the user's usage, or nil.
+func (d UsageData) ExportUser(ctx context.Context, userID string) (any, error) {
+	u, err := d.Store.GetUsage(ctx, userID)
+	if err != nil || u == nil {
+		return nil, err
+	}
+	return map[string]any{"minute": u.Minute, "turnsThisMinute": u.MinuteTurns, "day": u.Day, "tokensToday": u.DayTokens}, nil
+}
+
+// EraseUser deletes the user's usage.
+func (d UsageData) EraseUser(ctx context.Context, userID string) (int, error) {
+	return d.Store.DeleteUsage(ctx, userID)
+}

@@ -144,33 +144,12 @@ func (db *DB) deleteUnder(ctx context.Context, ref *firestore.DocumentRef) (int,
 	if err != nil {
 		return 0, translate(err)
 	}
-	bw := db.client.BulkWriter(ctx)
-	defer bw.End()
 	total := 0
 	for _, col := range cols {
-		for {
-			snaps, err := col.Select().Limit(purgePage).Documents(ctx).GetAll()
-			if err != nil {
-				return total, translate(err)
-			}
-			if len(snaps) == 0 {
-				break
-			}
-			jobs := make([]*firestore.BulkWriterJob, 0, len(snaps))
-			for _, snap := range snaps {
-				job, err := bw.Delete(snap.Ref)
-				if err != nil {
-					return total, translate(err)
-				}
-				jobs = append(jobs, job)
-			}
-			bw.Flush()
-			for _, job := range jobs {
-				if _, err := job.Results(); err != nil {
-					return total, translate(err)
-				}
-				total++
-			}
+		n, err := db.deleteQuery(ctx, col.Query)
+		total += n
+		if err != nil {
+			return total, err
 		}
 	}
 	return total, nil

@@ -13,15 +13,18 @@ import (
 	"net/http"
 	"os"
 	"sync"
+	"time"
 
 	"cloud.google.com/go/firestore"
 	firebase "firebase.google.com/go/v4"
+	"github.com/cloudevents/sdk-go/v2/event"
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/memorydb"
+	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -30,6 +33,9 @@ type Store interface {
 	sessions.Repo
 	history.Repo
 	chat.UsageRepo
+	chat.UsageStore
+	retention.Repo
+	retention.PrivacyRepo
 	Ping(ctx context.Context) error
 }
 
@@ -38,6 +44,8 @@ type App struct {
 	Sessions       *sessions.Service
 	History        *history.Service
 	Chat           *chat.Service
+	Sweeper        *retention.Sweeper
+	Privacy        *retention.Privacy
 	Auth           Verifier
 	Store          Store
 	Log            *slog.Logger
@@ -45,6 +53,7 @@ type App struct {
 	MaxBodyBytes   int64
 
 	closers []func() error
+	handler http.Handler
 }
 
 // Deps are the parts an App is built from; Open builds them from a Config,
@@ -64,7 +73,9 @@ func NewApp(cfg Config, d Deps) *App {
 	}
 	ss := sessions.NewService(d.Store, cfg.ChatModel)
 	ss.DefaultMemory = cfg.Memory()
+	ss.Policy = cfg.Policy()
 	hs := history.NewService(d.Store, d.Tokens)
+	hs.Policy = cfg.Policy()
 	hs.MaxMessages = cfg.MaxSessionMessages
 	hs.DefaultBudget = cfg.ContextBudget
 	hs.Summarizer = llm.Summarizer{Model: d.Model}
@@ -80,8 +91,12 @@ func NewApp(cfg Config, d Deps) *App {
 		Now:          ss.Now,
 		Log:          d.Log,
 	}
+	sw := retention.NewSweeper(d.Store)
+	sw.Policy, sw.Budget, sw.Log = cfg.Policy(), cfg.SweepBudget, d.Log
+	pv := &retention.Privacy{Repo: d.Store, Now: time.Now,
+		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}}}
 	return &App{
-		Sessions: ss, History: hs, Chat: cs, Auth: d.Auth, Store: d.Store, Log: d.Log,
+		Sessions: ss, History: hs, Chat: cs, Sweeper: sw, Privacy: pv, Auth: d.Auth, Store: d.Store, Log: d.Log,
 		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes,
 	}
 }
@@ -140,28 +155,41 @@ func (a *App) Close() error {
 	return errors.Join(errs...)
 }
 
-var (
-	defaultOnce = sync.OnceValues(func() (http.Handler, error) {
-		cfg, err := ConfigFromEnv(os.Getenv)
-		if err != nil {
-			return nil, err
-		}
-		a, err := Open(context.Background(), cfg, os.Stdout)
-		if err != nil {
-			return nil, err
-		}
-		return a.Handler(), nil
-	})
-)
+// defaultApp is the App of a deployed function, built from the
+// environment on first use.
+var defaultApp = sync.OnceValues(func() (*App, error) {
+	cfg, err := ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	a, err := Open(context.Background(), cfg, os.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	a.handler = a.Handler()
+	return a, nil
+})
 
 // Serve is the deployed HTTP function: it builds the App from the
 // environment on first use and answers 503 while that fails.
 func Serve(w http.ResponseWriter, r *http.Request) {
-	h, err := defaultOnce()
+	a, err := defaultApp()
 	if err != nil {
 		slog.New(logHandler(os.Stderr, slog.LevelInfo)).Error("start-up failed", "error", err.Error())
 		writeJSON(w, http.StatusServiceUnavailable, bodyOf(sessions.Errorf(sessions.EUNAVAILABLE, "the service is not configured")))
 		return
 	}
-	h.ServeHTTP(w, r)
+	a.handler.ServeHTTP(w, r)
+}
+
+// Sweep is the deployed retention function, a CloudEvent function that
+// Cloud Scheduler triggers through Pub/Sub. An incomplete run is not an
+// error: the next run continues.
+func Sweep(ctx context.Context, _ event.Event) error {
+	a, err := defaultApp()
+	if err != nil {
+		return err
+	}
+	_, err = a.Sweeper.Run(ctx, false)
+	return err
 }

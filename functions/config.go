@@ -31,6 +31,8 @@ type Config struct {
 	MemoryStrategy     string // MEMORY_STRATEGY
 	WindowExchanges    int    // WINDOW_EXCHANGES
 	ModelTimeout       time.Duration
+	RetentionDays      [3]int // RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS, RETENTION_DELETED_DAYS
+	SweepBudget        time.Duration
 	LogLevel           string
 }
 
@@ -86,6 +88,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		WindowExchanges:    num("WINDOW_EXCHANGES", 10),
 		ModelTimeout:       time.Duration(num("MODEL_TIMEOUT_SECONDS", int(DefaultModelTimeout/time.Second))) * time.Second,
 		LogLevel:           str("LOG_LEVEL", "info"),
+		RetentionDays:      [3]int{num("RETENTION_ACTIVE_DAYS", 30), num("RETENTION_ARCHIVED_DAYS", 90), num("RETENTION_DELETED_DAYS", 30)},
+		SweepBudget:        time.Duration(num("SWEEP_BUDGET_SECONDS", 480)) * time.Second,
+	}
+	for _, d := range c.RetentionDays {
+		if d < 1 {
+			bad("RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS and RETENTION_DELETED_DAYS must be at least 1")
+			break
+		}
 	}
 	for _, o := range strings.Split(getenv("CORS_ALLOWED_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -130,6 +140,17 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("configuration:\n  - %s", strings.Join(problems, "\n  - "))
 	}
 	return c, nil
+}
+
+// Policy is the retention policy; a period left at zero keeps its default.
+func (c Config) Policy() sessions.Policy {
+	p := sessions.DefaultPolicy()
+	for i, d := range []*time.Duration{&p.ActiveIdle, &p.Archived, &p.Deleted} {
+		if c.RetentionDays[i] > 0 {
+			*d = time.Duration(c.RetentionDays[i]) * sessions.Day
+		}
+	}
+	return p
 }
 
 // Memory is the default memory of new sessions.

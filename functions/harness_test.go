@@ -33,15 +33,16 @@ import (
 // harness is the real server on both emulators, with the real go-openai
 // client talking to a scripted OpenAI-compatible server.
 type harness struct {
-	t       *testing.T
-	counter *firestoredb.Counter // what the server's Firestore client did
-	srv     *httptest.Server
-	app     *functions.App
-	model   *llmtest.Server
-	clock   *storetest.Clock
-	auth    *auth.Client
-	logs    *syncBuffer
-	sent    atomic.Int64 // requests sent with do
+	t         *testing.T
+	counter   *firestoredb.Counter // what the server's Firestore client did
+	firestore *firestore.Client    // the server's client, for looking behind the API
+	srv       *httptest.Server
+	app       *functions.App
+	model     *llmtest.Server
+	clock     *storetest.Clock
+	auth      *auth.Client
+	logs      *syncBuffer
+	sent      atomic.Int64 // requests sent with do
 }
 
 // idle waits until every request sent with do has finished on the server,
@@ -114,7 +115,7 @@ func newHarness(t *testing.T, configure ...func(*functions.Config)) *harness {
 	if err != nil {
 		t.Fatal(err)
 	}
-	h := &harness{t: t, counter: counter, model: llmtest.New(t), clock: storetest.NewClock(clockStart), auth: ac, logs: &syncBuffer{}}
+	h := &harness{t: t, counter: counter, firestore: client, model: llmtest.New(t), clock: storetest.NewClock(clockStart), auth: ac, logs: &syncBuffer{}}
 	h.app = functions.NewApp(cfg, functions.Deps{
 		Store:  firestoredb.New(client),
 		Auth:   functions.FirebaseVerifier{Client: ac},

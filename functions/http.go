@@ -32,6 +32,8 @@ func (a *App) Handler() http.Handler {
 	authed("POST /sessions/{id}/restore", a.restoreSession)
 	authed("GET /sessions/{id}/messages", a.listMessages)
 	authed("GET /sessions/{id}/context", a.sessionContext)
+	authed("GET /account/export", a.exportAccount)
+	authed("DELETE /account/data", a.eraseAccount)
 	authed("POST /sessions/{id}/messages", a.appendMessages)
 
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

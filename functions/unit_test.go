@@ -70,6 +70,10 @@ func TestConfigFromEnv(t *testing.T) {
 	if c.Backend != "firestore" || c.ChatModel != DefaultChatModel || c.TurnsPerMinute != DefaultTurnsPerMinute || !c.OfflineModel() || c.ModelTimeout != DefaultModelTimeout {
 		t.Errorf("defaults: %+v", c)
 	}
+	c, err = ConfigFromEnv(env(append(local, "RETENTION_ACTIVE_DAYS", "7", "RETENTION_ARCHIVED_DAYS", "60")...))
+	if p := c.Policy(); err != nil || p.ActiveIdle != 7*sessions.Day || p.Archived != 60*sessions.Day || p.Deleted != 30*sessions.Day {
+		t.Errorf("retention: %+v %v", c.Policy(), err)
+	}
 	c, err = ConfigFromEnv(env(append(local, "CORS_ALLOWED_ORIGINS", " https://a.example , https://b.example", "OPENAI_BASE_URL", "http://127.0.0.1:1234/v1", "RATE_TURNS_PER_MINUTE", "0")...))
 	if err != nil || len(c.AllowedOrigins) != 2 || c.OfflineModel() || c.TurnsPerMinute != 0 {
 		t.Errorf("overrides: %+v %v", c, err)
@@ -88,6 +92,8 @@ func TestConfigFromEnv(t *testing.T) {
 		"ZeroModelTimeout":  {append(local, "MODEL_TIMEOUT_SECONDS", "0"), "MODEL_TIMEOUT_SECONDS"},
 		"MemoryNeedsNoHost": {[]string{"GOOGLE_CLOUD_PROJECT", "p", "STORAGE_BACKEND", "memory", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, ""},
 		"OnCloudNeedsNoEmu": {[]string{"GOOGLE_CLOUD_PROJECT", "p", "K_SERVICE", "api"}, ""},
+		"ZeroRetention":     {append(local, "RETENTION_DELETED_DAYS", "0"), "RETENTION_"},
+		"BadStrategy":       {append(local, "MEMORY_STRATEGY", "everything"), "MEMORY_STRATEGY"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ConfigFromEnv(env(tc.env...))

@@ -7,9 +7,11 @@ import (
 	"context"
 	"sort"
 	"sync"
+	"time"
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -111,6 +113,11 @@ func (db *DB) PurgeSession(_ context.Context, id string, check func(*sessions.Se
 	if err := check(s.Clone()); err != nil {
 		return 0, err
 	}
+	return db.purgeLocked(id), nil
+}
+
+// purgeLocked removes a session and all under it; db.mu is held.
+func (db *DB) purgeLocked(id string) int {
 	n := 1 + len(db.messages[id]) + len(db.compact[id])
 	if _, ok := db.tails[id]; ok {
 		n++
@@ -120,7 +127,7 @@ func (db *DB) PurgeSession(_ context.Context, id string, check func(*sessions.Se
 	delete(db.keys, id)
 	delete(db.tails, id)
 	delete(db.compact, id)
-	return n, nil
+	return n
 }
 
 func (db *DB) Append(_ context.Context, sessionID, key string, plan history.Plan) (*history.Appended, error) {
@@ -313,4 +320,72 @@ func (db *DB) UpdateUsage(_ context.Context, userID string, fn func(*chat.Usage)
 	}
 	db.usage[userID] = u
 	return nil
+}
+
+func (db *DB) ExpiredSessions(_ context.Context, st sessions.Status, now time.Time, after *retention.Cursor, limit int) ([]*sessions.Session, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var out []*sessions.Session
+	for _, s := range db.sessions {
+		if s.Status != st || s.ExpiresAt.After(now) {
+			continue
+		}
+		if after != nil && (s.ExpiresAt.Before(after.ExpiresAt) || (s.ExpiresAt.Equal(after.ExpiresAt) && s.ID <= after.ID)) {
+			continue
+		}
+		out = append(out, s.Clone())
+	}
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].ExpiresAt.Equal(out[j].ExpiresAt) {
+			return out[i].ExpiresAt.Before(out[j].ExpiresAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	if len(out) > limit {
+		out = out[:limit]
+	}
+	return out, nil
+}
+
+// PendingPurges is always empty: a purge here is one atomic step.
+func (db *DB) PendingPurges(context.Context, int) ([]string, error) { return nil, nil }
+
+// ResumePurge has nothing to finish.
+func (db *DB) ResumePurge(context.Context, string) (int, error) { return 0, nil }
+
+// DeleteUserDocuments deletes whatever still belongs to userID.
+func (db *DB) DeleteUserDocuments(_ context.Context, userID string) (int, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	n := 0
+	for id, s := range db.sessions {
+		if s.UserID == userID {
+			n += db.purgeLocked(id)
+		}
+	}
+	if _, ok := db.usage[userID]; ok {
+		delete(db.usage, userID)
+		n++
+	}
+	return n, nil
+}
+
+func (db *DB) GetUsage(_ context.Context, userID string) (*chat.Usage, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	u, ok := db.usage[userID]
+	if !ok {
+		return nil, nil
+	}
+	return &u, nil
+}
+
+func (db *DB) DeleteUsage(_ context.Context, userID string) (int, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if _, ok := db.usage[userID]; !ok {
+		return 0, nil
+	}
+	delete(db.usage, userID)
+	return 1, nil
 }

@@ -1,0 +1,68 @@
+// Command sweep runs the retention sweep by hand, with the same code and
+// configuration as the scheduled function. With -dry-run it changes nothing
+// and prints what it would change.
+//
+//	sweep [-dry-run] [-budget 8m]
+package main
+
+import (
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+
+	"github.com/chatmemory/backend/functions"
+)
+
+func main() {
+	dry := flag.Bool("dry-run", false, "print what would change, change nothing")
+	budget := flag.Duration("budget", 0, "stop cleanly after about this long (default SWEEP_BUDGET_SECONDS)")
+	verbose := flag.Bool("v", false, "log as the deployed function does")
+	flag.Parse()
+
+	cfg, err := functions.ConfigFromEnv(os.Getenv)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sweep:", err)
+		os.Exit(2)
+	}
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	defer stop()
+	var logw io.Writer = io.Discard
+	if *verbose {
+		logw = os.Stderr
+	}
+	app, err := functions.Open(ctx, cfg, logw)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sweep:", err)
+		os.Exit(1)
+	}
+	defer app.Close()
+	if *budget > 0 {
+		app.Sweeper.Budget = *budget
+	}
+	report, err := app.Sweeper.Run(ctx, *dry)
+	if *dry {
+		for _, a := range report.Planned {
+			fmt.Printf("would %-7s %s (%s since %s)\n", verb(a.To), a.SessionID, a.From, a.ExpiresAt.Format(time.RFC3339))
+		}
+	}
+	report.Planned = nil
+	out, _ := json.MarshalIndent(report, "", "  ")
+	fmt.Println(string(out))
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "sweep:", err)
+		os.Exit(1)
+	}
+}
+
+func verb(to any) string {
+	if fmt.Sprint(to) == "purged" {
+		return "purge"
+	}
+	return "delete"
+}

@@ -1,0 +1,169 @@
+package firestoredb
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/retention"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// ExpiredSessions needs the composite index (status, expiresAt) declared in
+// firestore.indexes.json: the sweep never scans the collection.
+func (db *DB) ExpiredSessions(ctx context.Context, st sessions.Status, now time.Time, after *retention.Cursor, limit int) ([]*sessions.Session, error) {
+	q := db.client.Collection(SessionsCollection).
+		Where("status", "==", string(st)).
+		Where("expiresAt", "<=", now).
+		OrderBy("expiresAt", firestore.Asc).
+		OrderBy(firestore.DocumentID, firestore.Asc).
+		Limit(limit)
+	if after != nil {
+		q = q.StartAfter(after.ExpiresAt, after.ID)
+	}
+	snaps, err := q.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*sessions.Session, 0, len(snaps))
+	for _, snap := range snaps {
+		s, err := decodeSession(snap)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// PendingPurges lists the sessions whose purge was cut off.
+func (db *DB) PendingPurges(ctx context.Context, limit int) ([]string, error) {
+	refs, err := db.client.Collection(PurgesCollection).Select().Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, translate(err)
+	}
+	ids := make([]string, len(refs))
+	for i, r := range refs {
+		ids[i] = r.Ref.ID
+	}
+	return ids, nil
+}
+
+// DeleteUserDocuments deletes every document that still carries userID:
+// sessions (with what is under them), then, across all sessions, any
+// message, context document or compaction record left behind, purge
+// markers and usage. Collection-group queries on userId need the field
+// overrides declared in firestore.indexes.json.
+func (db *DB) DeleteUserDocuments(ctx context.Context, userID string) (int, error) {
+	total := 0
+	for {
+		snaps, err := db.client.Collection(SessionsCollection).Where("userId", "==", userID).Select().Limit(purgePage).Documents(ctx).GetAll()
+		if err != nil {
+			return total, translate(err)
+		}
+		for _, snap := range snaps {
+			n, err := db.deleteUnder(ctx, snap.Ref)
+			total += n
+			if err != nil {
+				return total, err
+			}
+		}
+		n, err := db.deleteAll(ctx, snaps)
+		total += n
+		if err != nil || len(snaps) < purgePage {
+			if err != nil {
+				return total, err
+			}
+			break
+		}
+	}
+	queries := []firestore.Query{
+		db.client.CollectionGroup(MessagesCollection).Where("userId", "==", userID),
+		db.client.CollectionGroup(CompactionsCollection).Where("userId", "==", userID),
+		db.client.CollectionGroup(ContextCollection).Where("userId", "==", userID),
+		db.client.Collection(PurgesCollection).Where("userId", "==", userID),
+		db.client.Collection(UsageCollection).Where("userId", "==", userID),
+	}
+	for _, q := range queries {
+		n, err := db.deleteQuery(ctx, q)
+		total += n
+		if err != nil {
+			return total, err
+		}
+	}
+	return total, nil
+}
+
+// deleteQuery deletes every document q matches, a page at a time.
+func (db *DB) deleteQuery(ctx context.Context, q firestore.Query) (int, error) {
+	total := 0
+	for {
+		snaps, err := q.Select().Limit(purgePage).Documents(ctx).GetAll()
+		if err != nil {
+			return total, translate(err)
+		}
+		n, err := db.deleteAll(ctx, snaps)
+		total += n
+		if err != nil || len(snaps) < purgePage {
+			return total, err
+		}
+	}
+}
+
+// deleteAll deletes snaps' documents with a BulkWriter.
+func (db *DB) deleteAll(ctx context.Context, snaps []*firestore.DocumentSnapshot) (int, error) {
+	if len(snaps) == 0 {
+		return 0, nil
+	}
+	bw := db.client.BulkWriter(ctx)
+	defer bw.End()
+	jobs := make([]*firestore.BulkWriterJob, 0, len(snaps))
+	for _, snap := range snaps {
+		job, err := bw.Delete(snap.Ref)
+		if err != nil {
+			return 0, translate(err)
+		}
+		jobs = append(jobs, job)
+	}
+	bw.Flush()
+	n := 0
+	for _, job := range jobs {
+		if _, err := job.Results(); err != nil {
+			return n, translate(err)
+		}
+		n++
+	}
+	return n, nil
+}
+
+// GetUsage returns a user's usage, or nil if there is none.
+func (db *DB) GetUsage(ctx context.Context, userID string) (*chat.Usage, error) {
+	snap, err := db.client.Collection(UsageCollection).Doc(UserDocID(userID)).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return nil, nil
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	var d usageDoc
+	if err := snap.DataTo(&d); err != nil {
+		return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+	}
+	return &chat.Usage{UserID: d.UserID, Minute: d.Minute, MinuteTurns: d.MinuteTurns, Day: d.Day, DayTokens: d.DayTokens}, nil
+}
+
+// DeleteUsage deletes a user's usage document; it returns 1 if there was one.
+func (db *DB) DeleteUsage(ctx context.Context, userID string) (int, error) {
+	ref := db.client.Collection(UsageCollection).Doc(UserDocID(userID))
+	if _, err := ref.Get(ctx); status.Code(err) == codes.NotFound {
+		return 0, nil
+	}
+	if _, err := ref.Delete(ctx); err != nil {
+		return 0, translate(err)
+	}
+	return 1, nil
+}

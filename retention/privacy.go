@@ -1,0 +1,208 @@
+package retention
+
+import (
+	"context"
+	"encoding/json"
+	"fmt"
+	"io"
+	"sort"
+	"time"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// PrivacyRepo is the storage export and erasure need.
+type PrivacyRepo interface {
+	ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sessions.Session, error)
+	ListMessages(ctx context.Context, q history.ListQuery) ([]history.Message, error)
+	ListCompactions(ctx context.Context, sessionID string) ([]history.Compaction, error)
+	PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error) (int, error)
+	// DeleteUserDocuments deletes, in pages, every document still carrying
+	// userID (what an interrupted purge left behind), and returns how many.
+	DeleteUserDocuments(ctx context.Context, userID string) (int, error)
+}
+
+// UserData is per-user data kept outside sessions (rate-limit windows,
+// long-term memory): each kind exports and erases its own.
+type UserData interface {
+	ExportUser(ctx context.Context, userID string) (any, error) // JSON-able; nil if none
+	EraseUser(ctx context.Context, userID string) (int, error)  // documents deleted
+}
+
+// Privacy exports and erases everything a user owns.
+type Privacy struct {
+	Repo PrivacyRepo
+	Data map[string]UserData // by the key it has in an export
+	Now  func() time.Time
+}
+
+var statuses = []sessions.Status{sessions.StatusActive, sessions.StatusArchived, sessions.StatusDeleted}
+
+const exportPage = 200
+
+// Export writes everything userID owns as one JSON document, streamed: a
+// page of sessions or messages at a time is all it holds in memory. The
+// document is
+//
+//	{"userId":…, "exportedAt":…, "sessions":[{"session":…, "compactions":[…], "messages":[…]}, …], <data key>:…}
+//
+// An error after writing began leaves the document unterminated, so a
+// truncated export can never pass for a complete one.
+func (p *Privacy) Export(ctx context.Context, userID string, w io.Writer) error {
+	enc := json.NewEncoder(w)
+	enc.SetEscapeHTML(false)
+	put := func(s string) error { _, err := io.WriteString(w, s); return err }
+	head, _ := json.Marshal(map[string]any{"userId": userID, "exportedAt": sessions.Clock(p.Now)})
+	if err := put(string(head[:len(head)-1]) + `,"sessions":[`); err != nil {
+		return err
+	}
+	first := true
+	for _, st := range statuses {
+		q := sessions.ListQuery{UserID: userID, Status: st, Limit: exportPage}
+		for {
+			page, err := p.Repo.ListSessions(ctx, q)
+			if err != nil {
+				return err
+			}
+			for _, s := range page {
+				if !first {
+					if err := put(","); err != nil {
+						return err
+					}
+				}
+				first = false
+				if err := p.exportSession(ctx, enc, put, s); err != nil {
+					return err
+				}
+			}
+			if len(page) < q.Limit {
+				break
+			}
+			last := page[len(page)-1]
+			q.After = &sessions.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}
+		}
+	}
+	if err := put("]"); err != nil {
+		return err
+	}
+	names := make([]string, 0, len(p.Data))
+	for name := range p.Data {
+		names = append(names, name)
+	}
+	sort.Strings(names)
+	for _, name := range names {
+		v, err := p.Data[name].ExportUser(ctx, userID)
+		if err != nil {
+			return err
+		}
+		key, _ := json.Marshal(name)
+		if err := put("," + string(key) + ":"); err != nil {
+			return err
+		}
+		if err := enc.Encode(v); err != nil {
+			return err
+		}
+	}
+	return put("}\n")
+}
+
+func (p *Privacy) exportSession(ctx context.Context, enc *json.Encoder, put func(string) error, s *sessions.Session) error {
+	cs, err := p.Repo.ListCompactions(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	if cs == nil {
+		cs = []history.Compaction{}
+	}
+	if err := put(`{"session":`); err != nil {
+		return err
+	}
+	if err := enc.Encode(s); err != nil {
+		return err
+	}
+	if err := put(`,"compactions":`); err != nil {
+		return err
+	}
+	if err := enc.Encode(cs); err != nil {
+		return err
+	}
+	if err := put(`,"messages":[`); err != nil {
+		return err
+	}
+	q := history.ListQuery{SessionID: s.ID, Limit: exportPage}
+	n := 0
+	for {
+		page, err := p.Repo.ListMessages(ctx, q)
+		if err != nil {
+			return err
+		}
+		for _, m := range page {
+			if n > 0 {
+				if err := put(","); err != nil {
+					return err
+				}
+			}
+			n++
+			if err := enc.Encode(m); err != nil {
+				return err
+			}
+		}
+		if len(page) < q.Limit {
+			break
+		}
+		q.AfterSeq = &page[len(page)-1].Seq
+	}
+	return put("]}")
+}
+
+// Erasure is what Erase removed.
+type Erasure struct {
+	Sessions  int `json:"sessionsDeleted"`
+	Documents int `json:"documentsDeleted"`
+}
+
+// Erase deletes everything userID owns, immediately and irreversibly:
+// sessions of every status with everything under them, the user's other
+// data, and any document an interrupted purge left carrying the user's id.
+// It works in pages and is idempotent: run again after a failure, it
+// continues where the last run stopped.
+func (p *Privacy) Erase(ctx context.Context, userID string) (*Erasure, error) {
+	if userID == "" {
+		return nil, sessions.Errorf(sessions.EUNAUTHENTICATED, "no signed-in user")
+	}
+	e := &Erasure{}
+	for _, st := range statuses {
+		q := sessions.ListQuery{UserID: userID, Status: st, Limit: exportPage}
+		for {
+			page, err := p.Repo.ListSessions(ctx, q) // purged sessions leave the list
+			if err != nil {
+				return e, err
+			}
+			for _, s := range page {
+				n, err := p.Repo.PurgeSession(ctx, s.ID, func(s *sessions.Session) error { return s.CheckOwner(userID) })
+				if sessions.ErrorCode(err) == sessions.ENOTFOUND {
+					continue // a concurrent erasure got there first
+				}
+				if err != nil {
+					return e, err
+				}
+				e.Sessions++
+				e.Documents += n
+			}
+			if len(page) < q.Limit {
+				break
+			}
+		}
+	}
+	for name, d := range p.Data {
+		n, err := d.EraseUser(ctx, userID)
+		if err != nil {
+			return e, fmt.Errorf("erase %s: %w", name, err)
+		}
+		e.Documents += n
+	}
+	n, err := p.Repo.DeleteUserDocuments(ctx, userID)
+	e.Documents += n
+	return e, err
+}
