@@ -1,6 +1,6 @@
 # make test  – starts the emulators if they are not running, runs every test, stops what it started.
 # make dev   – starts the emulators and the local server, ready to chat (Ctrl-C stops all).
-# make bench – benchmarks.
+# make bench – the per-turn cost benchmark against the emulators (a few minutes; writes docs/bench).
 
 GO ?= go
 GOTEST ?= $(GO) test -race -count=1 -timeout 20m ./...
@@ -27,5 +27,7 @@ vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
 
+# The full benchmark (a few minutes): tables, bench.json and the chart in docs/bench.
+BENCH_OUT ?= docs/bench
 bench: deps
-	$(GO) run ./cmd/emulators -- $(GO) test -run '^$$' -bench . -benchmem ./...
+	$(GO) run ./cmd/emulators -- $(GO) run ./cmd/bench -out $(BENCH_OUT)

@@ -48,10 +48,26 @@ func Echo(req openai.ChatCompletionRequest) Response {
 // New starts a server that answers with Echo until told otherwise; it stops
 // when tb ends.
 func New(tb testing.TB) *Server {
+	s := Start()
+	tb.Cleanup(s.Close)
+	return s
+}
+
+// Start starts a server that answers with Echo; Close stops it.
+func Start() *Server {
 	s := &Server{reply: Echo}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
-	tb.Cleanup(s.srv.Close)
 	return s
+}
+
+// Close stops the server.
+func (s *Server) Close() { s.srv.Close() }
+
+// Forget drops the requests recorded so far (long runs need not keep them).
+func (s *Server) Forget() {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.reqs = nil
 }
 
 // BaseURL is what OPENAI_BASE_URL should be set to.

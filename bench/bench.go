@@ -1,0 +1,397 @@
+// Package bench measures what a chat turn costs as a conversation grows:
+// Firestore documents read and written, round trips and the latency of the
+// memory path, for this backend and, in the same run, for a baseline that
+// does what the common design does (read the whole history every turn,
+// append with separate writes). It runs against the Firestore emulator with
+// the model replaced by an OpenAI-compatible server that answers at once, so
+// the figures are the backend's own. Counts come from a gRPC counter on the
+// real client; the emulator's times are not production Firestore's.
+package bench
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"runtime"
+	"sort"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// Config sizes a run.
+type Config struct {
+	Turns           int      // turns of the long session, for both sides
+	Bands           [][2]int // 1-based, inclusive turn ranges to report
+	Concurrency     []int    // sessions chatting at once, for throughput
+	TurnsPerSession int      // turns each of those sessions runs
+	Budget          int      // the long session's context budget in tokens
+	TokenizerCorpus int      // messages counted for tokenizer throughput
+}
+
+// Full is `make bench`.
+func Full() Config {
+	return Config{Turns: 1000, Bands: [][2]int{{1, 10}, {91, 100}, {491, 500}, {991, 1000}},
+		Concurrency: []int{1, 10, 50}, TurnsPerSession: 20, Budget: 4000, TokenizerCorpus: 20000}
+}
+
+// Tiny proves the harness works, in seconds.
+func Tiny() Config {
+	return Config{Turns: 12, Bands: [][2]int{{1, 4}, {9, 12}}, Concurrency: []int{1, 3},
+		TurnsPerSession: 3, Budget: 600, TokenizerCorpus: 200}
+}
+
+// Sample is one turn.
+type Sample struct {
+	Turn          int     `json:"turn"`
+	Reads         int64   `json:"reads"`
+	Writes        int64   `json:"writes"`
+	RoundTrips    int64   `json:"roundTrips"`
+	LatencyMs     float64 `json:"latencyMs"` // memory path: the turn minus the model call
+	Tokenizations int64   `json:"tokenizations"`
+}
+
+// Band summarizes the turns From..To.
+type Band struct {
+	From          int     `json:"from"`
+	To            int     `json:"to"`
+	Reads         float64 `json:"readsPerTurn"`
+	Writes        float64 `json:"writesPerTurn"`
+	RoundTrips    float64 `json:"roundTripsPerTurn"`
+	P50Ms         float64 `json:"p50Ms"`
+	P95Ms         float64 `json:"p95Ms"`
+	Tokenizations float64 `json:"tokenizationsPerTurn"`
+}
+
+// Side is one design's run.
+type Side struct {
+	Name    string   `json:"name"`
+	Bands   []Band   `json:"bands"`
+	Samples []Sample `json:"samples"`
+}
+
+// Throughput is concurrent sessions' turns per second.
+type Throughput struct {
+	Sessions       int     `json:"sessions"`
+	Turns          int     `json:"turns"`
+	TurnsPerSecond float64 `json:"turnsPerSecond"`
+	P95Ms          float64 `json:"p95Ms"`
+}
+
+// Report is a whole run.
+type Report struct {
+	Machine    string       `json:"machine"`
+	Started    time.Time    `json:"started"`
+	Config     Config       `json:"config"`
+	Project    Side         `json:"project"`
+	Baseline   Side         `json:"baseline"`
+	Throughput []Throughput `json:"throughput"`
+	Tokenizer  struct {
+		MessagesPerSecond float64 `json:"messagesPerSecond"`
+		// ContextBuildTokenizations counts tokenizer calls while building
+		// contexts from stored history: zero by design.
+		ContextBuildTokenizations int64 `json:"contextBuildTokenizations"`
+	} `json:"tokenizer"`
+	Notes []string `json:"notes"`
+}
+
+// countingTokens counts how often messages are tokenized.
+type countingTokens struct {
+	*history.TikToken
+	calls atomic.Int64
+}
+
+func (c *countingTokens) Count(model string, m *history.Message) int {
+	c.calls.Add(1)
+	return c.TikToken.Count(model, m)
+}
+
+// timedModel measures the model call, to take it out of the memory path.
+type timedModel struct {
+	chat.Model
+	mu   sync.Mutex
+	last time.Duration
+}
+
+func (t *timedModel) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
+	start := time.Now()
+	r, err := t.Model.Generate(ctx, req, onDelta)
+	t.mu.Lock()
+	t.last = time.Since(start)
+	t.mu.Unlock()
+	return r, err
+}
+
+// words makes deterministic filler text of about n words.
+func words(seed, n int) string {
+	vocab := strings.Fields("the plan for the trip includes trains hotels museums and a day by the sea with friends " +
+		"budget dates weather packing list restaurants tickets reservations questions answers notes ideas")
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		b.WriteString(vocab[(seed*7+i*13)%len(vocab)])
+		b.WriteByte(' ')
+	}
+	return strings.TrimSpace(b.String())
+}
+
+// Reply is the model of a run: about 60 words for a turn, a short summary
+// for a summary request, at once.
+func Reply(r openai.ChatCompletionRequest) string {
+	if len(r.Messages) > 0 && r.Messages[0].Content == history.SummaryInstructions {
+		return "So far the user planned a trip: trains, hotels, museums, a day by the sea; open questions on budget and dates."
+	}
+	return words(len(r.Messages), 60)
+}
+
+// Run measures. model is an OpenAI-compatible base URL answering at once.
+func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...any)) (*Report, error) {
+	rep := &Report{Started: time.Now().UTC(), Config: cfg,
+		Machine: fmt.Sprintf("%s/%s, %d CPUs, %s; Firestore emulator on loopback", runtime.GOOS, runtime.GOARCH, runtime.NumCPU(), runtime.Version())}
+	tok, err := history.NewTikToken()
+	if err != nil {
+		return nil, err
+	}
+	log("project: %d turns of one session", cfg.Turns)
+	if rep.Project, err = runProject(ctx, cfg, modelURL, tok, rep); err != nil {
+		return nil, err
+	}
+	log("baseline: %d turns of one session", cfg.Turns)
+	if rep.Baseline, err = runBaseline(ctx, cfg, modelURL, tok); err != nil {
+		return nil, err
+	}
+	for _, n := range cfg.Concurrency {
+		log("throughput: %d sessions at once", n)
+		tp, err := runThroughput(ctx, cfg, modelURL, tok, n)
+		if err != nil {
+			return nil, err
+		}
+		rep.Throughput = append(rep.Throughput, tp)
+	}
+	rep.Tokenizer.MessagesPerSecond = tokenizerRate(tok, cfg.TokenizerCorpus)
+	rep.Notes = []string{
+		"Counts come from a gRPC interceptor on the real Firestore client and transfer to production; times are the emulator's on this machine and do not.",
+		"Project turns include the after-turn work (summaries), so compaction turns are in the averages.",
+		"Latency is the memory path: the whole turn minus the model call (an in-process server answering at once).",
+	}
+	return rep, nil
+}
+
+type app struct {
+	app     *functions.App
+	counter *firestoredb.Counter
+	tokens  *countingTokens
+	model   *timedModel
+	close   func()
+}
+
+func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project string) (*app, error) {
+	counter := &firestoredb.Counter{}
+	client, err := firestoredb.Dial(ctx, project, counter)
+	if err != nil {
+		return nil, err
+	}
+	tokens := &countingTokens{TikToken: tok}
+	model := &timedModel{Model: llm.NewOpenAI("bench", modelURL, nil)}
+	cfg := functions.Config{ChatModel: "gpt-4o-mini", SystemPrompt: "You are a helpful assistant.",
+		MaxSessionMessages: 1 << 20, ModelTimeout: time.Minute, MemoryStrategy: "summary_buffer", WindowExchanges: 10}
+	a := functions.NewApp(cfg, functions.Deps{Store: firestoredb.New(client), Model: model, Tokens: tokens,
+		Log: slog.New(slog.DiscardHandler)})
+	return &app{app: a, counter: counter, tokens: tokens, model: model, close: func() { client.Close() }}, nil
+}
+
+func runProject(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken, rep *Report) (Side, error) {
+	a, err := newApp(ctx, modelURL, tok, fmt.Sprintf("bench-project-%d", time.Now().UnixNano()))
+	if err != nil {
+		return Side{}, err
+	}
+	defer a.close()
+	s, err := a.app.Sessions.Create(ctx, "bench-user", sessions.CreateInput{Title: "bench",
+		Memory: sessions.Memory{Strategy: sessions.StrategySummaryBuffer, BudgetTokens: cfg.Budget}})
+	if err != nil {
+		return Side{}, err
+	}
+	side := Side{Name: "this backend (summary_buffer, budget " + fmt.Sprint(cfg.Budget) + " tokens)"}
+	for turn := 1; turn <= cfg.Turns; turn++ {
+		before, calls := a.counter.Snapshot(), a.tokens.calls.Load()
+		start := time.Now()
+		res, err := a.app.Chat.Turn(ctx, chat.TurnRequest{UserID: "bench-user", SessionID: s.ID,
+			Message: fmt.Sprintf("Turn %d: %s", turn, words(turn, 40)), ClientMessageID: fmt.Sprint("t", turn)})
+		if err != nil {
+			return side, fmt.Errorf("turn %d: %w", turn, err)
+		}
+		lat := time.Since(start) - a.model.last
+		// Context building reads the tail the append returned: count the
+		// tokenizer around a rebuild to prove it does no tokenizing.
+		c0 := a.tokens.calls.Load()
+		if _, err := history.Build(res.Session, res.Tail, a.app.History.BudgetFor(res.Session), 0); err != nil {
+			return side, err
+		}
+		rep.Tokenizer.ContextBuildTokenizations += a.tokens.calls.Load() - c0
+		a.app.Chat.AfterTurn(ctx, res)
+		d := a.counter.Snapshot().Sub(before)
+		side.Samples = append(side.Samples, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, RoundTrips: d.RoundTrips,
+			LatencyMs: ms(lat), Tokenizations: a.tokens.calls.Load() - calls})
+	}
+	side.Bands = bands(side.Samples, cfg.Bands)
+	return side, nil
+}
+
+// baseline is the common design: every turn reads the whole history, then
+// appends the user's message and the reply with separate writes.
+func runBaseline(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken) (Side, error) {
+	counter := &firestoredb.Counter{}
+	client, err := firestoredb.Dial(ctx, fmt.Sprintf("bench-baseline-%d", time.Now().UnixNano()), counter)
+	if err != nil {
+		return Side{}, err
+	}
+	defer client.Close()
+	model := &timedModel{Model: llm.NewOpenAI("bench", modelURL, nil)}
+	msgs := client.Collection("baseline_sessions").Doc("s1").Collection("messages")
+	side := Side{Name: "baseline (whole history every turn)"}
+	type doc struct {
+		Seq     int    `firestore:"seq"`
+		Role    string `firestore:"role"`
+		Content string `firestore:"content"`
+		Tokens  int    `firestore:"tokens"`
+	}
+	for turn := 1; turn <= cfg.Turns; turn++ {
+		before := counter.Snapshot()
+		start := time.Now()
+		snaps, err := msgs.OrderBy("seq", firestore.Asc).Documents(ctx).GetAll()
+		if err != nil {
+			return side, err
+		}
+		var hist []history.Message
+		for _, sn := range snaps {
+			var d doc
+			if err := sn.DataTo(&d); err != nil {
+				return side, err
+			}
+			hist = append(hist, history.Message{Seq: d.Seq, Role: history.Role(d.Role), Content: d.Content, Tokens: d.Tokens})
+		}
+		user := fmt.Sprintf("Turn %d: %s", turn, words(turn, 40))
+		um := history.Message{Role: history.RoleUser, Content: user}
+		if _, _, err := msgs.Add(ctx, doc{Seq: len(hist), Role: "user", Content: user, Tokens: tok.Count("gpt-4o-mini", &um)}); err != nil {
+			return side, err
+		}
+		hist = append(hist, um)
+		r, err := model.Generate(ctx, chat.Request{Model: "gpt-4o-mini", System: "You are a helpful assistant.", Messages: history.FitBudget(hist, cfg.Budget)}, nil)
+		if err != nil {
+			return side, err
+		}
+		am := history.Message{Role: history.RoleAssistant, Content: r.Content}
+		if _, _, err := msgs.Add(ctx, doc{Seq: len(hist), Role: "assistant", Content: r.Content, Tokens: tok.Count("gpt-4o-mini", &am)}); err != nil {
+			return side, err
+		}
+		d := counter.Snapshot().Sub(before)
+		side.Samples = append(side.Samples, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, RoundTrips: d.RoundTrips,
+			LatencyMs: ms(time.Since(start) - model.last), Tokenizations: 2})
+	}
+	side.Bands = bands(side.Samples, cfg.Bands)
+	return side, nil
+}
+
+func runThroughput(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken, n int) (Throughput, error) {
+	a, err := newApp(ctx, modelURL, tok, fmt.Sprintf("bench-tp%d-%d", n, time.Now().UnixNano()))
+	if err != nil {
+		return Throughput{}, err
+	}
+	defer a.close()
+	var mu sync.Mutex
+	var lats []float64
+	var firstErr error
+	var wg sync.WaitGroup
+	start := time.Now()
+	for i := 0; i < n; i++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			user := fmt.Sprint("user", i)
+			s, err := a.app.Sessions.Create(ctx, user, sessions.CreateInput{Title: "t"})
+			for turn := 0; err == nil && turn < cfg.TurnsPerSession; turn++ {
+				t0 := time.Now()
+				var res *chat.TurnResult
+				res, err = a.app.Chat.Turn(ctx, chat.TurnRequest{UserID: user, SessionID: s.ID, Message: words(turn, 30)})
+				if err == nil {
+					mu.Lock()
+					lats = append(lats, ms(time.Since(t0)))
+					mu.Unlock()
+					a.app.Chat.AfterTurn(ctx, res)
+				}
+			}
+			if err != nil {
+				mu.Lock()
+				firstErr = err
+				mu.Unlock()
+			}
+		}()
+	}
+	wg.Wait()
+	if firstErr != nil {
+		return Throughput{}, firstErr
+	}
+	el := time.Since(start).Seconds()
+	return Throughput{Sessions: n, Turns: len(lats), TurnsPerSecond: float64(len(lats)) / el, P95Ms: percentile(lats, 95)}, nil
+}
+
+func tokenizerRate(tok *history.TikToken, n int) float64 {
+	msgs := make([]history.Message, n)
+	for i := range msgs {
+		msgs[i] = history.Message{Role: history.RoleUser, Content: words(i, 20+i%80)}
+	}
+	start := time.Now()
+	for i := range msgs {
+		tok.Count("gpt-4o-mini", &msgs[i])
+	}
+	return float64(n) / time.Since(start).Seconds()
+}
+
+func bands(samples []Sample, ranges [][2]int) []Band {
+	var out []Band
+	for _, r := range ranges {
+		b := Band{From: r[0], To: r[1]}
+		var lats []float64
+		n := 0.0
+		for _, s := range samples {
+			if s.Turn < r[0] || s.Turn > r[1] {
+				continue
+			}
+			n++
+			b.Reads += float64(s.Reads)
+			b.Writes += float64(s.Writes)
+			b.RoundTrips += float64(s.RoundTrips)
+			b.Tokenizations += float64(s.Tokenizations)
+			lats = append(lats, s.LatencyMs)
+		}
+		if n == 0 {
+			continue
+		}
+		b.Reads, b.Writes, b.RoundTrips, b.Tokenizations = b.Reads/n, b.Writes/n, b.RoundTrips/n, b.Tokenizations/n
+		b.P50Ms, b.P95Ms = percentile(lats, 50), percentile(lats, 95)
+		out = append(out, b)
+	}
+	return out
+}
+
+func percentile(xs []float64, p float64) float64 {
+	if len(xs) == 0 {
+		return 0
+	}
+	s := append([]float64(nil), xs...)
+	sort.Float64s(s)
+	i := int(float64(len(s)-1) * p / 100)
+	return s[i]
+}
+
+func ms(d time.Duration) float64 { return float64(d.Microseconds()) / 1000 }

@@ -1,0 +1,86 @@
+package bench_test
+
+import (
+	"context"
+	"encoding/json"
+	"image/png"
+	"os"
+	"path/filepath"
+	"strings"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/chatmemory/backend/bench"
+	"github.com/chatmemory/backend/emulator/emulatortest"
+	"github.com/chatmemory/backend/llm/llmtest"
+)
+
+// TestTinyRun proves the harness works and its output parses. It asserts
+// counts, never times: benchmarks are not timed tests.
+func TestTinyRun(t *testing.T) {
+	emulatortest.Require(t, "FIRESTORE_EMULATOR_HOST")
+	model := llmtest.New(t)
+	model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
+		return llmtest.Response{Content: bench.Reply(r)}
+	})
+	rep, err := bench.Run(context.Background(), bench.Tiny(), model.BaseURL(), t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	dir := t.TempDir()
+	if err := rep.Write(dir); err != nil {
+		t.Fatal(err)
+	}
+	var got struct {
+		Project, Baseline struct {
+			Bands   []bench.Band
+			Samples []bench.Sample
+		}
+		Throughput []bench.Throughput
+		Ratios     []bench.Ratio
+		Tokenizer  struct {
+			MessagesPerSecond         float64
+			ContextBuildTokenizations int64
+		}
+	}
+	data, err := os.ReadFile(filepath.Join(dir, "bench.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	if err := json.Unmarshal(data, &got); err != nil {
+		t.Fatalf("bench.json does not parse: %v", err)
+	}
+	cfg := bench.Tiny()
+	if len(got.Project.Samples) != cfg.Turns || len(got.Baseline.Samples) != cfg.Turns ||
+		len(got.Project.Bands) != len(cfg.Bands) || len(got.Ratios) != len(cfg.Bands) || len(got.Throughput) != len(cfg.Concurrency) {
+		t.Fatalf("report shape: %+v", got)
+	}
+	for _, s := range got.Project.Samples {
+		if s.Reads == 0 || s.Writes == 0 || s.RoundTrips == 0 {
+			t.Errorf("turn %d counted nothing: %+v", s.Turn, s)
+		}
+	}
+	// The baseline reads the whole history: turn N reads the 2(N-1) stored messages.
+	for _, s := range got.Baseline.Samples {
+		if want := int64(2 * (s.Turn - 1)); s.Reads != max(want, 1) {
+			t.Errorf("baseline turn %d read %d documents, want %d", s.Turn, s.Reads, max(want, 1))
+		}
+	}
+	if got.Tokenizer.ContextBuildTokenizations != 0 || got.Tokenizer.MessagesPerSecond <= 0 {
+		t.Errorf("tokenizer: %+v", got.Tokenizer)
+	}
+	f, err := os.Open(filepath.Join(dir, "bench.png"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer f.Close()
+	img, err := png.Decode(f)
+	if err != nil || img.Bounds().Dx() < 500 {
+		t.Fatalf("bench.png: %v", err)
+	}
+	md, _ := os.ReadFile(filepath.Join(dir, "bench.md"))
+	if !strings.Contains(string(md), "| 9–12 | baseline |") {
+		t.Errorf("bench.md:\n%s", md)
+	}
+}

@@ -1,0 +1,72 @@
+package bench
+
+import (
+	"fmt"
+	"io"
+)
+
+// Ratio compares the baseline with the project over one band.
+type Ratio struct {
+	Band  string  `json:"band"`
+	Reads float64 `json:"readsBaselineOverProject"`
+	P50   float64 `json:"p50BaselineOverProject"`
+}
+
+// Ratios compares the two sides band by band.
+func (r *Report) Ratios() []Ratio {
+	var out []Ratio
+	for i, p := range r.Project.Bands {
+		if i >= len(r.Baseline.Bands) {
+			break
+		}
+		b := r.Baseline.Bands[i]
+		out = append(out, Ratio{Band: fmt.Sprintf("%d–%d", p.From, p.To), Reads: div(b.Reads, p.Reads), P50: div(b.P50Ms, p.P50Ms)})
+	}
+	return out
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
+}
+
+// WriteTable writes the report as Markdown tables.
+func (r *Report) WriteTable(w io.Writer) {
+	fmt.Fprintf(w, "Machine: %s. Started %s.\n\n", r.Machine, r.Started.Format("2006-01-02 15:04 MST"))
+	fmt.Fprintln(w, "| turns | design | reads/turn | writes/turn | round trips/turn | p50 ms | p95 ms | tokenizations/turn |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	for i := range r.Project.Bands {
+		for _, side := range []Side{r.Project, r.Baseline} {
+			if i >= len(side.Bands) {
+				continue
+			}
+			b := side.Bands[i]
+			name := "this backend"
+			if side.Name == r.Baseline.Name {
+				name = "baseline"
+			}
+			fmt.Fprintf(w, "| %d–%d | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n",
+				b.From, b.To, name, b.Reads, b.Writes, b.RoundTrips, b.P50Ms, b.P95Ms, b.Tokenizations)
+		}
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| turns | reads: baseline ÷ this backend | p50 latency: baseline ÷ this backend |")
+	fmt.Fprintln(w, "|---|---|---|")
+	for _, x := range r.Ratios() {
+		fmt.Fprintf(w, "| %s | %.1f× | %.1f× |\n", x.Band, x.Reads, x.P50)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| sessions at once | turns | turns/s | p95 ms |")
+	fmt.Fprintln(w, "|---|---|---|---|")
+	for _, t := range r.Throughput {
+		fmt.Fprintf(w, "| %d | %d | %.1f | %.1f |\n", t.Sessions, t.Turns, t.TurnsPerSecond, t.P95Ms)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintf(w, "Tokenizer: %.0f messages/s counted at write time; tokenizer calls while building contexts from stored history: %d.\n\n",
+		r.Tokenizer.MessagesPerSecond, r.Tokenizer.ContextBuildTokenizations)
+	for _, n := range r.Notes {
+		fmt.Fprintln(w, "- "+n)
+	}
+}

@@ -1,0 +1,52 @@
+// Command bench measures the cost and latency of turns as a conversation
+// grows, for this backend and a baseline, against the Firestore emulator
+// (FIRESTORE_EMULATOR_HOST), with the model served at once in-process.
+// `make bench` runs it under the emulators.
+//
+//	bench [-tiny] [-out bench-out]
+package main
+
+import (
+	"context"
+	"flag"
+	"fmt"
+	"os"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/chatmemory/backend/bench"
+	"github.com/chatmemory/backend/llm/llmtest"
+)
+
+func main() {
+	tiny := flag.Bool("tiny", false, "a few turns, to check the harness")
+	out := flag.String("out", "bench-out", "where to write bench.json, bench.md and bench.png")
+	flag.Parse()
+	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
+		fmt.Fprintln(os.Stderr, "bench: FIRESTORE_EMULATOR_HOST is not set; run `make bench`")
+		os.Exit(2)
+	}
+	cfg := bench.Full()
+	if *tiny {
+		cfg = bench.Tiny()
+	}
+	model := llmtest.Start()
+	defer model.Close()
+	model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
+		model.Forget()
+		return llmtest.Response{Content: bench.Reply(r)}
+	})
+	rep, err := bench.Run(context.Background(), cfg, model.BaseURL(), func(f string, a ...any) {
+		fmt.Fprintf(os.Stderr, "bench: "+f+"\n", a...)
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	if err := rep.Write(*out); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		os.Exit(1)
+	}
+	rep.WriteTable(os.Stdout)
+	fmt.Fprintf(os.Stderr, "bench: wrote %s/bench.json, bench.md and bench.png\n", *out)
+}
