@@ -204,7 +204,7 @@ func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project
 	tokens := &countingTokens{TikToken: tok}
 	model := &timedModel{Model: llm.NewOpenAI("bench", modelURL, nil)}
 	cfg := functions.Config{ChatModel: "gpt-4o-mini", SystemPrompt: "You are a helpful assistant.",
-		MaxSessionMessages: 1 << 20, ModelTimeout: time.Minute, MemoryStrategy: "summary_buffer", WindowExchanges: 10}
+		MaxSessionMessages: 1 << 20, ModelTimeout: time.Minute, MemoryStrategy: "summary_buffer", WindowExchanges: 10, LongTermMemory: true}
 	a := functions.NewApp(cfg, functions.Deps{Store: firestoredb.New(client), Model: model, Tokens: tokens,
 		Log: slog.New(slog.DiscardHandler)})
 	return &app{app: a, counter: counter, tokens: tokens, model: model, close: func() { client.Close() }}, nil

@@ -50,8 +50,8 @@ func (r *Report) Chart() image.Image {
 		[][]float64{reads(r.Project), reads(r.Baseline)})
 	panel(img, image.Rect(70, 420, W-30, 720), "memory-path latency per turn, p50 of the last 10 turns (ms)", false,
 		[][]float64{p50(r.Project), p50(r.Baseline)})
-	text(img, 80, H-14, projectC, "— this backend")
-	text(img, 220, H-14, baselineC, "— baseline: whole history read every turn")
+	text(img, 80, H-14, projectC, "-- this backend")
+	text(img, 220, H-14, baselineC, "-- baseline: whole history read every turn")
 	return img
 }
 

@@ -29,6 +29,7 @@ type Model interface {
 type Request struct {
 	Model    string
 	System   string
+	Memory   string // the user's long-term memory block, sent as a second system message
 	Messages []history.Message
 }
 
@@ -46,8 +47,17 @@ type Titler interface {
 	Title(ctx context.Context, model, user, reply string) (string, error)
 }
 
+// Memory is the user's long-term memory as a turn uses it.
+type Memory interface {
+	// Block returns the user's precomputed memory block and its tokens.
+	Block(ctx context.Context, userID string) (string, int, error)
+	// Learn extracts memory from the session's new messages, when due.
+	Learn(ctx context.Context, s *sessions.Session, model string) error
+}
+
 // Service runs chat turns.
 type Service struct {
+	Memory       Memory // nil: no long-term memory
 	Sessions     *sessions.Service
 	History      *history.Service
 	Model        Model
@@ -84,6 +94,8 @@ type TurnResult struct {
 	// Replayed is true when the turn had been completed before under the
 	// same ClientMessageID and nothing new was done.
 	Replayed bool
+
+	memoryTokens int // of the memory block the turn sent
 }
 
 // replySuffix keys the reply of a turn from the key of its user message.
@@ -129,7 +141,8 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 
 	// From here on the turn completes even if the caller goes away.
 	ctx = context.WithoutCancel(ctx)
-	built, err := svc.build(stored.Session, stored.Tail)
+	mem := svc.memory(ctx, req.UserID)
+	built, err := svc.build(stored.Session, stored.Tail, mem)
 	if err != nil {
 		return nil, err
 	}
@@ -139,7 +152,7 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	mctx, cancel := context.WithTimeout(ctx, svc.ModelTimeout)
 	defer cancel()
 	start := svc.now()
-	reply, err := svc.Model.Generate(mctx, svc.request(stored.Session, built), req.OnDelta)
+	reply, err := svc.Model.Generate(mctx, svc.request(stored.Session, built, mem), req.OnDelta)
 	if err == nil && reply.Content == "" {
 		err = errEmptyReply
 	}
@@ -163,7 +176,7 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 		return nil, err
 	}
 	svc.spend(ctx, req.UserID, reply, built, out.Messages[0])
-	return &TurnResult{Session: out.Session, Tail: out.Tail, Context: built, User: user, Reply: out.Messages[0]}, nil
+	return &TurnResult{Session: out.Session, Tail: out.Tail, Context: built, User: user, Reply: out.Messages[0], memoryTokens: mem.tokens}, nil
 }
 
 func contains(msgs []history.Message, seq int) bool {
@@ -188,20 +201,47 @@ func (svc *Service) fixed(model string) int {
 	return n
 }
 
+// memoryBlock is a user's long-term memory block and its tokens.
+type memoryBlock struct {
+	text   string
+	tokens int
+}
+
+// systemMessageTokens is what wrapping a text in a system message adds.
+const systemMessageTokens = 4
+
+// memory reads the user's memory block (one document). A failure costs the
+// turn its memory, not its reply: it is logged.
+func (svc *Service) memory(ctx context.Context, userID string) memoryBlock {
+	if svc.Memory == nil {
+		return memoryBlock{}
+	}
+	text, n, err := svc.Memory.Block(ctx, userID)
+	if err != nil {
+		svc.logError(ctx, "reading long-term memory failed", "", err)
+		return memoryBlock{}
+	}
+	if text == "" {
+		return memoryBlock{}
+	}
+	return memoryBlock{text: text, tokens: n + systemMessageTokens}
+}
+
 // build chooses the session's context from its tail: no reads, no
 // tokenizing of stored messages.
-func (svc *Service) build(s *sessions.Session, t *history.Tail) (*history.Context, error) {
-	return history.Build(s, t, svc.History.BudgetFor(s), svc.fixed(s.Model))
+func (svc *Service) build(s *sessions.Session, t *history.Tail, mem memoryBlock) (*history.Context, error) {
+	return history.Build(s, t, svc.History.BudgetFor(s), svc.fixed(s.Model)+mem.tokens)
 }
 
 // request is what the model is sent for a built context: the system prompt,
-// the summary in use as a system message, then the messages verbatim.
-func (svc *Service) request(s *sessions.Session, c *history.Context) Request {
+// the memory block, the summary in use as a system message, then the
+// messages verbatim.
+func (svc *Service) request(s *sessions.Session, c *history.Context, mem memoryBlock) Request {
 	msgs := c.Messages
 	if c.Compaction != nil {
 		msgs = append([]history.Message{history.SummaryMessage(c.Compaction)}, msgs...)
 	}
-	return Request{Model: s.Model, System: svc.SystemPrompt, Messages: msgs}
+	return Request{Model: s.Model, System: svc.SystemPrompt, Memory: mem.text, Messages: msgs}
 }
 
 // Preview is what the next turn of a session would send the model.
@@ -217,11 +257,12 @@ func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Pre
 	if err != nil {
 		return nil, err
 	}
-	c, err := svc.build(s, t)
+	mem := svc.memory(ctx, userID)
+	c, err := svc.build(s, t, mem)
 	if err != nil {
 		return nil, err
 	}
-	return &Preview{Context: c, Request: svc.request(s, c)}, nil
+	return &Preview{Context: c, Request: svc.request(s, c, mem)}, nil
 }
 
 // MaxTitleChars is the longest generated title kept.
@@ -243,7 +284,14 @@ func (svc *Service) AfterTurn(ctx context.Context, res *TurnResult) {
 			svc.logError(ctx, "title generation failed", s.ID, err)
 		}
 	}
-	fixed := svc.fixed(s.Model)
+	if svc.Memory != nil {
+		err := svc.Memory.Learn(ctx, s, s.Model)
+		// Preconditions (nothing due, batch taken, opted out) are outcomes.
+		if err != nil && sessions.ErrorCode(err) != sessions.EPRECONDITION {
+			svc.logError(ctx, "learning long-term memory failed", s.ID, err)
+		}
+	}
+	fixed := svc.fixed(s.Model) + res.memoryTokens // as the turn counted it
 	if _, ok := history.PlanCompaction(s, res.Tail, svc.History.BudgetFor(s), fixed); ok {
 		_, err := svc.History.Compact(ctx, s.ID, fixed)
 		if err != nil && !errors.Is(err, history.ErrNothingToCompact) && !errors.Is(err, history.ErrCompactionBusy) {

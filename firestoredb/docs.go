@@ -30,6 +30,8 @@ type sessionDoc struct {
 	SummaryUpdatedAt *time.Time  `firestore:"summaryUpdatedAt"`
 	Metadata         metadataDoc `firestore:"metadata"`
 	Memory           memoryDoc   `firestore:"memory"`
+	NoLearning       bool        `firestore:"noLearning"`
+	LearnFrom        int         `firestore:"learnFrom"`
 	PendingToolCalls []string    `firestore:"pendingToolCalls"`
 }
 
@@ -58,6 +60,7 @@ func toSessionDoc(s *sessions.Session) *sessionDoc {
 			Tags: s.Metadata.Tags, Custom: s.Metadata.Custom},
 		Memory: memoryDoc{Strategy: string(s.Memory.Strategy), WindowExchanges: s.Memory.WindowExchanges,
 			BudgetTokens: s.Memory.BudgetTokens},
+		NoLearning: s.NoLearning, LearnFrom: s.LearnFrom,
 	}
 }
 
@@ -78,6 +81,7 @@ func decodeSession(snap *firestore.DocumentSnapshot) (*sessions.Session, error) 
 			Tags: d.Metadata.Tags, Custom: d.Metadata.Custom},
 		Memory: sessions.Memory{Strategy: sessions.Strategy(d.Memory.Strategy),
 			WindowExchanges: d.Memory.WindowExchanges, BudgetTokens: d.Memory.BudgetTokens},
+		NoLearning: d.NoLearning, LearnFrom: d.LearnFrom,
 	}, nil
 }
 

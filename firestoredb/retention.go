@@ -85,6 +85,8 @@ func (db *DB) DeleteUserDocuments(ctx context.Context, userID string) (int, erro
 		db.client.CollectionGroup(MessagesCollection).Where("userId", "==", userID),
 		db.client.CollectionGroup(CompactionsCollection).Where("userId", "==", userID),
 		db.client.CollectionGroup(ContextCollection).Where("userId", "==", userID),
+		db.client.CollectionGroup(FactsCollection).Where("userId", "==", userID),
+		db.client.Collection(UsersCollection).Where("userId", "==", userID),
 		db.client.Collection(PurgesCollection).Where("userId", "==", userID),
 		db.client.Collection(UsageCollection).Where("userId", "==", userID),
 	}

@@ -23,6 +23,7 @@ import (
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/memorydb"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
@@ -36,6 +37,7 @@ type Store interface {
 	chat.UsageStore
 	retention.Repo
 	retention.PrivacyRepo
+	longterm.Repo
 	Ping(ctx context.Context) error
 }
 
@@ -44,6 +46,7 @@ type App struct {
 	Sessions       *sessions.Service
 	History        *history.Service
 	Chat           *chat.Service
+	Memory         *longterm.Service
 	Sweeper        *retention.Sweeper
 	Privacy        *retention.Privacy
 	Auth           Verifier
@@ -62,8 +65,14 @@ type Deps struct {
 	Store  Store
 	Auth   Verifier
 	Model  chat.Model
-	Tokens history.Counter
+	Tokens Tokens
 	Log    *slog.Logger
+}
+
+// Tokens counts messages (at write time) and texts (memory blocks).
+type Tokens interface {
+	history.Counter
+	longterm.TokenCounter
 }
 
 // NewApp wires services around deps with the settings of cfg.
@@ -91,12 +100,17 @@ func NewApp(cfg Config, d Deps) *App {
 		Now:          ss.Now,
 		Log:          d.Log,
 	}
+	lt := &longterm.Service{Repo: d.Store, Sessions: d.Store, Messages: d.Store, Model: llm.Completer{Model: d.Model},
+		Tokens: d.Tokens, Settings: longterm.DefaultSettings(), Now: ss.Now, Log: d.Log}
+	if cfg.LongTermMemory {
+		cs.Memory = lt
+	}
 	sw := retention.NewSweeper(d.Store)
 	sw.Policy, sw.Budget, sw.Log = cfg.Policy(), cfg.SweepBudget, d.Log
 	pv := &retention.Privacy{Repo: d.Store, Now: time.Now,
-		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}}}
+		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}, "memory": lt}}
 	return &App{
-		Sessions: ss, History: hs, Chat: cs, Sweeper: sw, Privacy: pv, Auth: d.Auth, Store: d.Store, Log: d.Log,
+		Sessions: ss, History: hs, Chat: cs, Memory: lt, Sweeper: sw, Privacy: pv, Auth: d.Auth, Store: d.Store, Log: d.Log,
 		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes,
 	}
 }

@@ -33,6 +33,7 @@ type Config struct {
 	ModelTimeout       time.Duration
 	RetentionDays      [3]int // RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS, RETENTION_DELETED_DAYS
 	SweepBudget        time.Duration
+	LongTermMemory     bool // LONG_TERM_MEMORY: on (default) or off
 	LogLevel           string
 }
 
@@ -90,6 +91,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		LogLevel:           str("LOG_LEVEL", "info"),
 		RetentionDays:      [3]int{num("RETENTION_ACTIVE_DAYS", 30), num("RETENTION_ARCHIVED_DAYS", 90), num("RETENTION_DELETED_DAYS", 30)},
 		SweepBudget:        time.Duration(num("SWEEP_BUDGET_SECONDS", 480)) * time.Second,
+		LongTermMemory:     str("LONG_TERM_MEMORY", "on") != "off",
 	}
 	for _, d := range c.RetentionDays {
 		if d < 1 {

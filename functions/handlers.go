@@ -11,6 +11,7 @@ import (
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -303,4 +304,65 @@ func (a *App) eraseAccount(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, e)
+}
+
+func (a *App) getMemory(w http.ResponseWriter, r *http.Request) {
+	v, err := a.Memory.Get(r.Context(), UserID(r.Context()))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+type memorySwitch struct {
+	Enabled *bool `json:"enabled"`
+}
+
+// setMemory is the on/off switch: PATCH /memory {"enabled": false}.
+func (a *App) setMemory(w http.ResponseWriter, r *http.Request) {
+	var req memorySwitch
+	if err := a.decode(r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if req.Enabled == nil {
+		a.writeError(w, r, sessions.Errorf(sessions.EINVALID, "give enabled: true or false"))
+		return
+	}
+	if err := a.Memory.SetEnabled(r.Context(), UserID(r.Context()), *req.Enabled); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	a.getMemory(w, r)
+}
+
+func (a *App) patchProfile(w http.ResponseWriter, r *http.Request) {
+	var p longterm.ProfilePatch
+	if err := a.decode(r, &p); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	v, err := a.Memory.UpdateProfile(r.Context(), UserID(r.Context()), p)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
+}
+
+func (a *App) forgetFact(w http.ResponseWriter, r *http.Request) {
+	if err := a.Memory.Forget(r.Context(), UserID(r.Context()), r.PathValue("id")); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
+}
+
+func (a *App) forgetAll(w http.ResponseWriter, r *http.Request) {
+	if err := a.Memory.ForgetAll(r.Context(), UserID(r.Context())); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusNoContent)
 }

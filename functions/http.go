@@ -34,6 +34,11 @@ func (a *App) Handler() http.Handler {
 	authed("GET /sessions/{id}/context", a.sessionContext)
 	authed("GET /account/export", a.exportAccount)
 	authed("DELETE /account/data", a.eraseAccount)
+	authed("GET /memory", a.getMemory)
+	authed("PATCH /memory", a.setMemory)
+	authed("DELETE /memory", a.forgetAll)
+	authed("PATCH /memory/profile", a.patchProfile)
+	authed("DELETE /memory/facts/{id}", a.forgetFact)
 	authed("POST /sessions/{id}/messages", a.appendMessages)
 
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

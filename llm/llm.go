@@ -91,11 +91,14 @@ func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(st
 }
 
 // Messages converts a request to OpenAI's chat format: the system prompt
-// first, then the history with its tool calls and results.
+// first, the memory block, then the history with its tool calls and results.
 func Messages(req chat.Request) []openai.ChatCompletionMessage {
-	out := make([]openai.ChatCompletionMessage, 0, len(req.Messages)+1)
+	out := make([]openai.ChatCompletionMessage, 0, len(req.Messages)+2)
 	if req.System != "" {
 		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.System})
+	}
+	if req.Memory != "" {
+		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.Memory})
 	}
 	for _, m := range req.Messages {
 		out = append(out, Message(m))

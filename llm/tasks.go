@@ -83,3 +83,21 @@ func (t Titler) Title(ctx context.Context, model, user, reply string) (string, e
 	}
 	return r.Content, nil
 }
+
+// Completer asks a model one instruction (for long-term memory).
+type Completer struct {
+	Model chat.Model
+}
+
+// Complete answers the user text under the system instruction.
+func (c Completer) Complete(ctx context.Context, model, system, user string) (string, error) {
+	r, err := c.Model.Generate(ctx, chat.Request{
+		Model:    model,
+		System:   system,
+		Messages: []history.Message{{Role: history.RoleUser, Content: user}},
+	}, nil)
+	if err != nil {
+		return "", err
+	}
+	return r.Content, nil
+}

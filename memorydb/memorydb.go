@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -24,6 +25,8 @@ type DB struct {
 	usage    map[string]chat.Usage        // by user
 	tails    map[string]*history.Tail     // by session
 	compact  map[string][]history.Compaction
+	users    map[string]longterm.User
+	facts    map[string]map[string]longterm.Fact // by user, then id
 }
 
 // New returns an empty store.
@@ -35,6 +38,8 @@ func New() *DB {
 		usage:    map[string]chat.Usage{},
 		tails:    map[string]*history.Tail{},
 		compact:  map[string][]history.Compaction{},
+		users:    map[string]longterm.User{},
+		facts:    map[string]map[string]longterm.Fact{},
 	}
 }
 
@@ -367,7 +372,7 @@ func (db *DB) DeleteUserDocuments(_ context.Context, userID string) (int, error)
 		delete(db.usage, userID)
 		n++
 	}
-	return n, nil
+	return n + db.eraseMemoryLocked(userID), nil
 }
 
 func (db *DB) GetUsage(_ context.Context, userID string) (*chat.Usage, error) {
@@ -388,4 +393,64 @@ func (db *DB) DeleteUsage(_ context.Context, userID string) (int, error) {
 	}
 	delete(db.usage, userID)
 	return 1, nil
+}
+
+func (db *DB) GetUser(_ context.Context, userID string) (*longterm.User, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	u, ok := db.users[userID]
+	if !ok {
+		return &longterm.User{UserID: userID}, nil
+	}
+	return &u, nil
+}
+
+func (db *DB) ListFacts(_ context.Context, userID string, liveOnly bool) ([]longterm.Fact, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var out []longterm.Fact
+	for _, f := range db.facts[userID] {
+		if !liveOnly || f.Live() {
+			out = append(out, f)
+		}
+	}
+	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
+	return out, nil
+}
+
+func (db *DB) SaveMemory(_ context.Context, userID string, version int64, u *longterm.User, upsert []longterm.Fact, del []string) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if db.users[userID].Version != version {
+		return sessions.Errorf(sessions.ECONFLICT, "memory changed meanwhile")
+	}
+	if db.facts[userID] == nil {
+		db.facts[userID] = map[string]longterm.Fact{}
+	}
+	for _, f := range upsert {
+		db.facts[userID][f.ID] = f
+	}
+	for _, id := range del {
+		delete(db.facts[userID], id)
+	}
+	c := *u
+	c.UserID, c.Version = userID, version+1
+	db.users[userID] = c
+	return nil
+}
+
+func (db *DB) EraseMemory(_ context.Context, userID string) (int, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.eraseMemoryLocked(userID), nil
+}
+
+func (db *DB) eraseMemoryLocked(userID string) int {
+	n := len(db.facts[userID])
+	if _, ok := db.users[userID]; ok {
+		n++
+	}
+	delete(db.facts, userID)
+	delete(db.users, userID)
+	return n
 }

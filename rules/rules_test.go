@@ -24,6 +24,7 @@ import (
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/sessions"
 	"github.com/chatmemory/backend/storetest"
 )
@@ -157,6 +158,7 @@ type seeded struct {
 	messages                        []string
 	compaction                      string
 	usage                           string // doc id
+	memory, fact                    string // alice's memory document and one fact
 }
 
 // seed writes, as admin and through the backend's own code, what the rules
@@ -187,6 +189,16 @@ func seed(t *testing.T, db *firestoredb.DB, alice, bob user) seeded {
 		t.Fatal(err)
 	}
 	s.usage = firestoredb.UserDocID(alice.uid)
+	now := time.Now().UTC()
+	u := &longterm.User{UserID: alice.uid, Profile: longterm.Profile{Work: longterm.ProfileField{Text: "Baker."}}, Block: "block"}
+	facts := []longterm.Fact{
+		{ID: "f1", Content: "The user bakes bread.", Category: longterm.CategoryPersonal, Confidence: 0.9, CreatedAt: now, LastConfirmedAt: now},
+		{ID: "f0", Content: "The user baked cakes.", Category: longterm.CategoryPersonal, Confidence: 0.9, CreatedAt: now, LastConfirmedAt: now, InvalidAt: &now, SupersededBy: "f1"},
+	}
+	if err := db.SaveMemory(ctx, alice.uid, 0, u, facts, nil); err != nil {
+		t.Fatal(err)
+	}
+	s.memory, s.fact = firestoredb.UsersCollection+"/"+firestoredb.UserDocID(alice.uid), "f1"
 	sort.Strings(s.messages)
 	return s
 }
@@ -215,6 +227,8 @@ func TestRules(t *testing.T) {
 		"context":          sess(s.active) + "/context/tail",
 		"compaction":       sess(s.active) + "/compactions/" + s.compaction,
 		"usage":            firestoredb.UsageCollection + "/" + s.usage,
+		"memory":           s.memory,
+		"fact":             s.memory + "/facts/" + s.fact,
 	}
 	callers := map[string]user{"owner": alice, "another user": bob, "unauthenticated": {}, "another project": other}
 
@@ -304,6 +318,29 @@ func TestRules(t *testing.T) {
 		}
 	})
 
+	t.Run("ListMemory", func(t *testing.T) {
+		if r := f.query(alice.token, s.memory, "facts", "", false); r.status != 200 || fmt.Sprint(names(t, r)) != "[f0 f1]" {
+			t.Errorf("owner lists her facts (superseded too): %d %s", r.status, r.body)
+		}
+		for who, u := range callers {
+			if who == "owner" {
+				continue
+			}
+			if r := f.query(u.token, s.memory, "facts", "", false); !r.denied() {
+				t.Errorf("%s lists alice's facts: %d", who, r.status)
+			}
+			if r := f.query(u.token, s.memory, "facts", alice.uid, false); !r.denied() {
+				t.Errorf("%s lists alice's facts by her id: %d", who, r.status)
+			}
+		}
+		if r := f.query(alice.token, "", "users", alice.uid, false); !r.denied() {
+			t.Errorf("listing memory documents: %d", r.status)
+		}
+		if r := f.query(alice.token, "", "facts", alice.uid, true); !r.denied() {
+			t.Errorf("collection-group query of facts: %d", r.status)
+		}
+	})
+
 	t.Run("ListUsage", func(t *testing.T) {
 		if r := f.query(alice.token, "", firestoredb.UsageCollection, alice.uid, false); r.status != 200 || len(names(t, r)) != 1 {
 			t.Errorf("owner lists usage: %d %s", r.status, r.body)
@@ -340,6 +377,8 @@ func TestRules(t *testing.T) {
 				"a message":   sess(s.active) + "/messages?documentId=forged",
 				"a summary":   sess(s.active) + "/compactions?documentId=forged",
 				"usage":       firestoredb.UsageCollection + "?documentId=" + u.uid,
+				"a fact":      s.memory + "/facts?documentId=forged",
+				"memory":      firestoredb.UsersCollection + "?documentId=" + u.uid + "x",
 				"a new thing": "notes?documentId=n1",
 			}
 			for what, path := range creates {

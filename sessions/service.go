@@ -76,6 +76,7 @@ type CreateInput struct {
 	Metadata      Metadata `json:"metadata"`
 	RetentionDays int      `json:"retentionDays,omitempty"`
 	Memory        Memory   `json:"memory"`
+	NoLearning    bool     `json:"noLearning,omitempty"`
 	// Model is the chat model the session's tokens are counted for; empty
 	// means the service default. Not settable by API callers.
 	Model string `json:"-"`
@@ -133,6 +134,7 @@ func (svc *Service) Create(ctx context.Context, userID string, in CreateInput) (
 		RetentionDays:  in.RetentionDays,
 		Metadata:       in.Metadata.Clone(),
 		Memory:         in.Memory.withDefaults(svc.DefaultMemory),
+		NoLearning:     in.NoLearning,
 	}
 	if title == "" {
 		s.Title, s.TitleSource = DefaultTitle, TitleDefault
@@ -273,9 +275,10 @@ func DecodeToken(tok string, v any) error {
 // Update is a change of a session's title, metadata and memory settings:
 // the only fields a caller may change directly. Unknown fields are rejected.
 type Update struct {
-	Title    *string   `json:"title,omitempty"`
-	Metadata *Metadata `json:"metadata,omitempty"`
-	Memory   *Memory   `json:"memory,omitempty"`
+	Title      *string   `json:"title,omitempty"`
+	Metadata   *Metadata `json:"metadata,omitempty"`
+	Memory     *Memory   `json:"memory,omitempty"`
+	NoLearning *bool     `json:"noLearning,omitempty"`
 }
 
 // UnmarshalJSON rejects any field other than title and metadata.
@@ -297,8 +300,8 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
-	if upd.Title == nil && upd.Metadata == nil && upd.Memory == nil {
-		return nil, Errorf(EINVALID, "nothing to update: give title, metadata and/or memory")
+	if upd.Title == nil && upd.Metadata == nil && upd.Memory == nil && upd.NoLearning == nil {
+		return nil, Errorf(EINVALID, "nothing to update: give title, metadata, memory and/or noLearning")
 	}
 	var title string
 	if upd.Title != nil {
@@ -333,6 +336,9 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 		}
 		if upd.Memory != nil {
 			s.Memory = upd.Memory.withDefaults(svc.DefaultMemory)
+		}
+		if upd.NoLearning != nil {
+			s.NoLearning = *upd.NoLearning
 		}
 		s.UpdatedAt = now
 		return nil

@@ -87,6 +87,11 @@ type Session struct {
 	SummaryUpdatedAt *time.Time  `json:"summaryUpdatedAt,omitempty"`
 	Metadata         Metadata    `json:"metadata"`
 	Memory           Memory      `json:"memory"`
+	// NoLearning marks a session nothing may be learned from for the
+	// user's long-term memory.
+	NoLearning bool `json:"noLearning,omitempty"`
+	// LearnFrom is the first seq long-term memory has not yet learned from.
+	LearnFrom int `json:"-"`
 	// PendingToolCalls are the ids of tool calls made by the last stored
 	// assistant message that have no result yet. A tool result is accepted
 	// only for one of them.

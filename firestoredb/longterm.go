@@ -1,0 +1,157 @@
+package firestoredb
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// Long-term memory lives under users/{uid}: the memory document and its
+// facts subcollection.
+const (
+	UsersCollection = "users"
+	FactsCollection = "facts"
+)
+
+type profileFieldDoc struct {
+	Text      string     `firestore:"text"`
+	UpdatedAt *time.Time `firestore:"updatedAt"`
+}
+
+type memoryUserDoc struct {
+	UserID      string          `firestore:"userId"`
+	Disabled    bool            `firestore:"disabled"`
+	Work        profileFieldDoc `firestore:"work"`
+	Personal    profileFieldDoc `firestore:"personal"`
+	Focus       profileFieldDoc `firestore:"focus"`
+	Block       string          `firestore:"block"`
+	BlockTokens int             `firestore:"blockTokens"`
+	Version     int64           `firestore:"version"`
+	UpdatedAt   time.Time       `firestore:"updatedAt"`
+}
+
+type factDoc struct {
+	UserID          string     `firestore:"userId"`
+	Content         string     `firestore:"content"`
+	Category        string     `firestore:"category"`
+	Confidence      float64    `firestore:"confidence"`
+	SessionID       string     `firestore:"sessionId"`
+	StartSeq        int        `firestore:"startSeq"`
+	EndSeq          int        `firestore:"endSeq"`
+	CreatedAt       time.Time  `firestore:"createdAt"`
+	LastConfirmedAt time.Time  `firestore:"lastConfirmedAt"`
+	InvalidAt       *time.Time `firestore:"invalidAt"`
+	SupersededBy    string     `firestore:"supersededBy,omitempty"`
+	Live            bool       `firestore:"live"`
+}
+
+func (db *DB) memoryRef(userID string) *firestore.DocumentRef {
+	return db.client.Collection(UsersCollection).Doc(UserDocID(userID))
+}
+
+func pf(p longterm.ProfileField) profileFieldDoc {
+	return profileFieldDoc{Text: p.Text, UpdatedAt: p.UpdatedAt}
+}
+func lp(p profileFieldDoc) longterm.ProfileField {
+	return longterm.ProfileField{Text: p.Text, UpdatedAt: utc(p.UpdatedAt)}
+}
+
+func (db *DB) GetUser(ctx context.Context, userID string) (*longterm.User, error) {
+	snap, err := db.memoryRef(userID).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return &longterm.User{UserID: userID}, nil
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	return decodeMemoryUser(snap, userID)
+}
+
+func decodeMemoryUser(snap *firestore.DocumentSnapshot, userID string) (*longterm.User, error) {
+	if !snap.Exists() {
+		return &longterm.User{UserID: userID}, nil
+	}
+	var d memoryUserDoc
+	if err := snap.DataTo(&d); err != nil {
+		return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+	}
+	return &longterm.User{UserID: userID, Disabled: d.Disabled, Block: d.Block, BlockTokens: d.BlockTokens,
+		Version: d.Version, UpdatedAt: d.UpdatedAt.UTC(),
+		Profile: longterm.Profile{Work: lp(d.Work), Personal: lp(d.Personal), Focus: lp(d.Focus)}}, nil
+}
+
+func (db *DB) ListFacts(ctx context.Context, userID string, liveOnly bool) ([]longterm.Fact, error) {
+	q := db.memoryRef(userID).Collection(FactsCollection).Query
+	if liveOnly {
+		q = q.Where("live", "==", true)
+	}
+	snaps, err := q.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]longterm.Fact, 0, len(snaps))
+	for _, snap := range snaps {
+		var d factDoc
+		if err := snap.DataTo(&d); err != nil {
+			return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+		}
+		out = append(out, longterm.Fact{ID: snap.Ref.ID, UserID: d.UserID, Content: d.Content, Category: longterm.Category(d.Category),
+			Confidence: d.Confidence, SessionID: d.SessionID, StartSeq: d.StartSeq, EndSeq: d.EndSeq, CreatedAt: d.CreatedAt.UTC(),
+			LastConfirmedAt: d.LastConfirmedAt.UTC(), InvalidAt: utc(d.InvalidAt), SupersededBy: d.SupersededBy})
+	}
+	return out, nil
+}
+
+func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *longterm.User, upsert []longterm.Fact, del []string) error {
+	ref := db.memoryRef(userID)
+	facts := ref.Collection(FactsCollection)
+	return db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if err != nil && status.Code(err) != codes.NotFound {
+			return err
+		}
+		cur := int64(0)
+		if err == nil {
+			v, _ := snap.DataAt("version")
+			cur, _ = v.(int64)
+		}
+		if cur != version {
+			return sessions.Errorf(sessions.ECONFLICT, "memory changed meanwhile")
+		}
+		for _, f := range upsert {
+			if err := tx.Set(facts.Doc(f.ID), factDoc{UserID: userID, Content: f.Content, Category: string(f.Category),
+				Confidence: f.Confidence, SessionID: f.SessionID, StartSeq: f.StartSeq, EndSeq: f.EndSeq, CreatedAt: f.CreatedAt,
+				LastConfirmedAt: f.LastConfirmedAt, InvalidAt: f.InvalidAt, SupersededBy: f.SupersededBy, Live: f.Live()}); err != nil {
+				return err
+			}
+		}
+		for _, id := range del {
+			if err := tx.Delete(facts.Doc(id)); err != nil {
+				return err
+			}
+		}
+		return tx.Set(ref, memoryUserDoc{UserID: userID, Disabled: u.Disabled, Work: pf(u.Profile.Work), Personal: pf(u.Profile.Personal),
+			Focus: pf(u.Profile.Focus), Block: u.Block, BlockTokens: u.BlockTokens, Version: version + 1, UpdatedAt: u.UpdatedAt})
+	})
+}
+
+func (db *DB) EraseMemory(ctx context.Context, userID string) (int, error) {
+	ref := db.memoryRef(userID)
+	n, err := db.deleteUnder(ctx, ref)
+	if err != nil {
+		return n, err
+	}
+	if _, err := ref.Get(ctx); status.Code(err) == codes.NotFound {
+		return n, nil
+	}
+	if _, err := ref.Delete(ctx); err != nil {
+		return n, translate(err)
+	}
+	return n + 1, nil
+}

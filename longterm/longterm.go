@@ -1,0 +1,225 @@
+// Package longterm is what the assistant learns about a user across
+// sessions: a short profile and standalone facts, extracted conservatively
+// from conversations, deduplicated, superseded when contradicted (the old
+// fact kept for audit, never shown again), capped and decayed, and
+// precomputed into a memory block that each turn reads with one document.
+package longterm
+
+import (
+	"math"
+	"sort"
+	"strings"
+	"time"
+	"unicode"
+
+	"github.com/chatmemory/backend/sessions"
+)
+
+// Category of a fact.
+type Category string
+
+const (
+	CategoryPreference Category = "preference"
+	CategoryProject    Category = "project"
+	CategoryTechnical  Category = "technical"
+	CategoryPersonal   Category = "personal"
+)
+
+func validCategory(c Category) bool {
+	switch c {
+	case CategoryPreference, CategoryProject, CategoryTechnical, CategoryPersonal:
+		return true
+	}
+	return false
+}
+
+// Fact is one thing learned about a user.
+type Fact struct {
+	ID              string     `json:"id"`
+	UserID          string     `json:"-"`
+	Content         string     `json:"content"`
+	Category        Category   `json:"category"`
+	Confidence      float64    `json:"confidence"`
+	SessionID       string     `json:"sessionId"`
+	StartSeq        int        `json:"startSeq"`
+	EndSeq          int        `json:"endSeq"`
+	CreatedAt       time.Time  `json:"createdAt"`
+	LastConfirmedAt time.Time  `json:"lastConfirmedAt"`
+	InvalidAt       *time.Time `json:"invalidAt,omitempty"`
+	SupersededBy    string     `json:"supersededBy,omitempty"`
+}
+
+// Live reports whether the fact may be shown to the model.
+func (f *Fact) Live() bool { return f.InvalidAt == nil }
+
+// Effective is the fact's confidence decayed by the weeks since it was last
+// confirmed. Every live fact decays at the same rate, so their order by
+// effective confidence does not change with time.
+func (f *Fact) Effective(now time.Time, decayPerWeek float64) float64 {
+	weeks := now.Sub(f.LastConfirmedAt).Hours() / (24 * 7)
+	return math.Max(0, f.Confidence-decayPerWeek*math.Max(0, weeks))
+}
+
+// ProfileField is one part of the profile.
+type ProfileField struct {
+	Text      string     `json:"text"`
+	UpdatedAt *time.Time `json:"updatedAt"`
+}
+
+// Profile is a short picture of the user.
+type Profile struct {
+	Work     ProfileField `json:"work"`     // work context
+	Personal ProfileField `json:"personal"` // personal context and preferences
+	Focus    ProfileField `json:"focus"`    // current focus
+}
+
+func (p *Profile) fields() []struct {
+	label string
+	f     *ProfileField
+} {
+	return []struct {
+		label string
+		f     *ProfileField
+	}{{"Work", &p.Work}, {"Personal", &p.Personal}, {"Current focus", &p.Focus}}
+}
+
+// User is a user's memory document: the switch, the profile and the block
+// the model sees, precomputed whenever memory changes.
+type User struct {
+	UserID      string    `json:"-"`
+	Disabled    bool      `json:"disabled"`
+	Profile     Profile   `json:"profile"`
+	Block       string    `json:"-"`
+	BlockTokens int       `json:"blockTokens"`
+	Version     int64     `json:"-"` // bumped by every change, for optimistic saves
+	UpdatedAt   time.Time `json:"updatedAt"`
+}
+
+// Settings of long-term memory.
+type Settings struct {
+	Threshold    float64 // facts under this confidence are dropped (0.7)
+	MaxFacts     int     // live facts per user (100)
+	DecayPerWeek float64 // confidence lost per week unconfirmed (0.01)
+	BlockTokens  int     // the memory block's cap in tokens (2,000)
+	EveryK       int     // messages per extraction batch (6)
+	Similar      float64 // similarity from which a fact is a candidate duplicate or contradiction (0.5)
+	MaxContent   int     // characters of one fact (300)
+}
+
+// DefaultSettings are the documented defaults.
+func DefaultSettings() Settings {
+	return Settings{Threshold: 0.7, MaxFacts: 100, DecayPerWeek: 0.01, BlockTokens: 2000, EveryK: 6, Similar: 0.5, MaxContent: 300}
+}
+
+// words is the set of content words of s, for similarity.
+func words(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if len(w) > 2 && !stop[w] {
+			out[w] = true
+		}
+	}
+	return out
+}
+
+var stop = map[string]bool{"the": true, "and": true, "for": true, "with": true, "that": true, "this": true,
+	"user": true, "users": true, "are": true, "was": true, "has": true, "have": true, "their": true, "they": true, "not": true}
+
+// Similarity is the overlap of two texts' content words (shared words over
+// the smaller set): cheap, and only used to pick the candidates the model
+// then judges. Overlap rather than Jaccard, because facts are short and a
+// contradiction shares its subject but not its object ("lives in Berlin" /
+// "lives in Oslo now").
+func Similarity(a, b string) float64 {
+	wa, wb := words(a), words(b)
+	if len(wa) == 0 || len(wb) == 0 {
+		return 0
+	}
+	inter := 0
+	for w := range wa {
+		if wb[w] {
+			inter++
+		}
+	}
+	return float64(inter) / float64(min(len(wa), len(wb)))
+}
+
+// byEffective orders live facts by effective confidence, highest first.
+func byEffective(facts []Fact, now time.Time, decay float64) []Fact {
+	var live []Fact
+	for _, f := range facts {
+		if f.Live() {
+			live = append(live, f)
+		}
+	}
+	sort.SliceStable(live, func(i, j int) bool {
+		ei, ej := live[i].Effective(now, decay), live[j].Effective(now, decay)
+		if ei != ej {
+			return ei > ej
+		}
+		return live[i].ID < live[j].ID
+	})
+	return live
+}
+
+// TokenCounter counts the tokens of a text.
+type TokenCounter interface {
+	Text(model, s string) int
+}
+
+// blockTokens counts s for both encodings in use (o200k for the gpt-4o
+// generation, cl100k for gpt-4 and gpt-3.5) and keeps the larger, so the
+// block's cap holds whatever model a session uses.
+func blockTokens(tok TokenCounter, s string) int {
+	return max(tok.Text("gpt-4o", s), tok.Text("gpt-4", s))
+}
+
+// BlockHeader opens the memory block.
+const BlockHeader = "What you know about the user from earlier conversations (use it when relevant; the user can correct it):"
+
+// BuildBlock renders the memory block: the profile first, then live facts
+// by effective confidence, cut so that it never exceeds capTokens.
+func BuildBlock(u *User, facts []Fact, now time.Time, s Settings, tok TokenCounter) (string, int) {
+	var lines []string
+	for _, pf := range u.Profile.fields() {
+		if t := strings.TrimSpace(pf.f.Text); t != "" {
+			lines = append(lines, "- "+pf.label+": "+t)
+		}
+	}
+	for _, f := range byEffective(facts, now, s.DecayPerWeek) {
+		lines = append(lines, "- "+f.Content)
+	}
+	if len(lines) == 0 {
+		return "", 0
+	}
+	block := BlockHeader
+	n := blockTokens(tok, block)
+	if n > s.BlockTokens {
+		return "", 0
+	}
+	for _, l := range lines {
+		// Lines join with "\n", which may merge with neighbours in BPE;
+		// counting the whole candidate keeps the cap exact.
+		cand := block + "\n" + l
+		m := blockTokens(tok, cand)
+		if m > s.BlockTokens {
+			break
+		}
+		block, n = cand, m
+	}
+	return block, n
+}
+
+func clip(s string, n int) string {
+	s = strings.TrimSpace(s)
+	if r := []rune(s); len(r) > n {
+		return string(r[:n])
+	}
+	return s
+}
+
+// errDisabled and friends are outcomes of an extraction that are not failures.
+var (
+	ErrNothingToLearn = &sessions.Error{Code: sessions.EPRECONDITION, Message: "nothing to learn"}
+	ErrBatchTaken     = &sessions.Error{Code: sessions.EPRECONDITION, Message: "another instance took this batch"}
+)

@@ -1,0 +1,172 @@
+package longterm
+
+import (
+	"context"
+
+	"github.com/chatmemory/backend/sessions"
+)
+
+// View is what a user sees of their memory.
+type View struct {
+	Enabled     bool       `json:"enabled"`
+	Profile     Profile    `json:"profile"`
+	Facts       []FactView `json:"facts"`
+	BlockTokens int        `json:"blockTokens"`
+}
+
+// FactView is a live fact with its confidence as it stands now.
+type FactView struct {
+	Fact
+	Effective float64 `json:"effectiveConfidence"`
+}
+
+// Get returns the user's profile and live facts, by effective confidence.
+func (svc *Service) Get(ctx context.Context, userID string) (*View, error) {
+	u, err := svc.Repo.GetUser(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	facts, err := svc.Repo.ListFacts(ctx, userID, true)
+	if err != nil {
+		return nil, err
+	}
+	now := svc.now()
+	v := &View{Enabled: !u.Disabled, Profile: u.Profile, BlockTokens: u.BlockTokens, Facts: []FactView{}}
+	for _, f := range byEffective(facts, now, svc.Settings.DecayPerWeek) {
+		v.Facts = append(v.Facts, FactView{Fact: f, Effective: f.Effective(now, svc.Settings.DecayPerWeek)})
+	}
+	return v, nil
+}
+
+// change applies fn to the user's memory and saves it with a fresh block,
+// retrying when another change landed meanwhile.
+func (svc *Service) change(ctx context.Context, userID string, fn func(u *User, facts []Fact) (upsert []Fact, del []string, err error)) error {
+	for attempt := 0; ; attempt++ {
+		u, err := svc.Repo.GetUser(ctx, userID)
+		if err != nil {
+			return err
+		}
+		facts, err := svc.Repo.ListFacts(ctx, userID, true)
+		if err != nil {
+			return err
+		}
+		upsert, del, err := fn(u, facts)
+		if err != nil {
+			return err
+		}
+		all := without(facts, del)
+		err = svc.save(ctx, u, all, upsert, del)
+		if sessions.ErrorCode(err) != sessions.ECONFLICT || attempt == 2 {
+			return err
+		}
+	}
+}
+
+// SetEnabled turns the user's memory on or off. Off, nothing is learned and
+// nothing is shown to the model; what was learned stays until forgotten.
+func (svc *Service) SetEnabled(ctx context.Context, userID string, on bool) error {
+	return svc.change(ctx, userID, func(u *User, _ []Fact) ([]Fact, []string, error) {
+		u.Disabled = !on
+		return nil, nil, nil
+	})
+}
+
+// ProfilePatch changes parts of the profile; nil leaves a part as it is.
+type ProfilePatch struct {
+	Work     *string `json:"work,omitempty"`
+	Personal *string `json:"personal,omitempty"`
+	Focus    *string `json:"focus,omitempty"`
+}
+
+// UnmarshalJSON rejects unknown keys.
+func (p *ProfilePatch) UnmarshalJSON(data []byte) error {
+	type plain ProfilePatch
+	var q plain
+	if err := sessions.DecodeJSON(data, &q); err != nil {
+		return err
+	}
+	*p = ProfilePatch(q)
+	return nil
+}
+
+// UpdateProfile lets the user write their own profile.
+func (svc *Service) UpdateProfile(ctx context.Context, userID string, p ProfilePatch) (*View, error) {
+	if p.Work == nil && p.Personal == nil && p.Focus == nil {
+		return nil, sessions.Errorf(sessions.EINVALID, "nothing to update: give work, personal and/or focus")
+	}
+	for _, v := range []*string{p.Work, p.Personal, p.Focus} {
+		if v != nil && len([]rune(*v)) > svc.Settings.MaxContent {
+			return nil, sessions.Errorf(sessions.EINVALID, "each profile part has at most %d characters", svc.Settings.MaxContent)
+		}
+	}
+	now := svc.now()
+	err := svc.change(ctx, userID, func(u *User, _ []Fact) ([]Fact, []string, error) {
+		for _, upd := range []struct {
+			v *string
+			f *ProfileField
+		}{{p.Work, &u.Profile.Work}, {p.Personal, &u.Profile.Personal}, {p.Focus, &u.Profile.Focus}} {
+			if upd.v != nil {
+				upd.f.Text, upd.f.UpdatedAt = clip(*upd.v, svc.Settings.MaxContent), &now
+			}
+		}
+		return nil, nil, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return svc.Get(ctx, userID)
+}
+
+// Forget deletes one fact of the user's (ENOTFOUND for anyone else's).
+func (svc *Service) Forget(ctx context.Context, userID, factID string) error {
+	if !sessions.ValidID(factID) {
+		return sessions.Errorf(sessions.EINVALID, "malformed fact id")
+	}
+	return svc.change(ctx, userID, func(_ *User, facts []Fact) ([]Fact, []string, error) {
+		for _, f := range facts {
+			if f.ID == factID {
+				return nil, []string{factID}, nil
+			}
+		}
+		return nil, nil, sessions.Errorf(sessions.ENOTFOUND, "fact %q not found", factID)
+	})
+}
+
+// ForgetAll deletes everything the user's memory holds, superseded facts
+// included; the on/off switch stays as it is.
+func (svc *Service) ForgetAll(ctx context.Context, userID string) error {
+	u, err := svc.Repo.GetUser(ctx, userID)
+	if err != nil {
+		return err
+	}
+	disabled := u.Disabled
+	if _, err := svc.Repo.EraseMemory(ctx, userID); err != nil {
+		return err
+	}
+	if disabled {
+		return svc.SetEnabled(ctx, userID, false)
+	}
+	return nil
+}
+
+// ExportUser returns everything the user's memory holds, superseded facts
+// included.
+func (svc *Service) ExportUser(ctx context.Context, userID string) (any, error) {
+	u, err := svc.Repo.GetUser(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	facts, err := svc.Repo.ListFacts(ctx, userID, false)
+	if err != nil {
+		return nil, err
+	}
+	if facts == nil {
+		facts = []Fact{}
+	}
+	return map[string]any{"enabled": !u.Disabled, "profile": u.Profile, "facts": facts}, nil
+}
+
+// EraseUser deletes the user's memory.
+func (svc *Service) EraseUser(ctx context.Context, userID string) (int, error) {
+	return svc.Repo.EraseMemory(ctx, userID)
+}

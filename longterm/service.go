@@ -1,0 +1,370 @@
+package longterm
+
+import (
+	"context"
+	"fmt"
+	"log/slog"
+	"strings"
+	"time"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// Model answers one instruction with text (JSON, here).
+type Model interface {
+	Complete(ctx context.Context, model, system, user string) (string, error)
+}
+
+// Repo stores users' memory.
+type Repo interface {
+	// GetUser returns a user's memory document, or a new one if none.
+	GetUser(ctx context.Context, userID string) (*User, error)
+	// ListFacts returns the user's facts, only the live ones if liveOnly.
+	ListFacts(ctx context.Context, userID string, liveOnly bool) ([]Fact, error)
+	// SaveMemory writes u (with its Version bumped) and the facts, deletes
+	// the facts named, atomically, if the stored version is still version;
+	// else ECONFLICT.
+	SaveMemory(ctx context.Context, userID string, version int64, u *User, upsert []Fact, del []string) error
+	// EraseMemory deletes the user's memory document and every fact.
+	EraseMemory(ctx context.Context, userID string) (int, error)
+}
+
+// SessionRepo moves a session's learning watermark.
+type SessionRepo interface {
+	UpdateSession(ctx context.Context, id string, fn func(*sessions.Session) error) (*sessions.Session, error)
+}
+
+// MessageReader reads a session's messages by seq.
+type MessageReader interface {
+	MessageRange(ctx context.Context, sessionID string, from, to int) ([]history.Message, error)
+}
+
+// Service learns, serves and forgets users' long-term memory.
+type Service struct {
+	Repo     Repo
+	Sessions SessionRepo
+	Messages MessageReader
+	Model    Model
+	Tokens   TokenCounter
+	Settings Settings
+	Now      func() time.Time
+	Log      *slog.Logger
+}
+
+func (svc *Service) now() time.Time { return sessions.Clock(svc.Now) }
+
+// Block returns the user's memory block and its tokens: one read, whatever
+// the user knows. It is empty when memory is off or holds nothing.
+func (svc *Service) Block(ctx context.Context, userID string) (string, int, error) {
+	u, err := svc.Repo.GetUser(ctx, userID)
+	if err != nil || u.Disabled {
+		return "", 0, err
+	}
+	return u.Block, u.BlockTokens, nil
+}
+
+// maxBatch bounds the messages one extraction reads.
+const maxBatch = 50
+
+// Learn extracts memory from the messages of s that it has not learned from
+// yet, once at least EveryK of them have accumulated. The batch is claimed by
+// moving the session's watermark in a transaction, so two instances never
+// learn from the same batch, and at most one extraction runs per K messages;
+// a claimed batch is consumed even if extraction fails (it is logged).
+func (svc *Service) Learn(ctx context.Context, s *sessions.Session, model string) error {
+	from, to := s.LearnFrom, s.NextSeq-1
+	if to-from+1 < svc.Settings.EveryK {
+		return ErrNothingToLearn
+	}
+	u, err := svc.Repo.GetUser(ctx, s.UserID)
+	if err != nil {
+		return err
+	}
+	_, err = svc.Sessions.UpdateSession(ctx, s.ID, func(cur *sessions.Session) error {
+		if cur.LearnFrom != from {
+			return ErrBatchTaken
+		}
+		cur.LearnFrom = to + 1
+		return nil
+	})
+	if err != nil {
+		return err
+	}
+	if s.NoLearning || u.Disabled {
+		return ErrNothingToLearn // the watermark moved on: nothing from now is learned later
+	}
+	if to-from+1 > maxBatch {
+		from = to - maxBatch + 1
+	}
+	msgs, err := svc.Messages.MessageRange(ctx, s.ID, from, to)
+	if err != nil {
+		return err
+	}
+	for attempt := 0; ; attempt++ {
+		err = svc.extract(ctx, s, model, msgs)
+		if sessions.ErrorCode(err) != sessions.ECONFLICT || attempt == 2 {
+			return err
+		}
+	}
+}
+
+// extraction is what the model must answer.
+type extraction struct {
+	Profile *struct {
+		Work     *string `json:"work"`
+		Personal *string `json:"personal"`
+		Focus    *string `json:"focus"`
+	} `json:"profile"`
+	Facts []struct {
+		Content    string   `json:"content"`
+		Category   Category `json:"category"`
+		Confidence float64  `json:"confidence"`
+	} `json:"facts"`
+}
+
+// ExtractInstructions is the extraction prompt.
+const ExtractInstructions = `You maintain a long-term memory about a user from their conversations with an assistant.
+From the new messages, extract only what the USER clearly stated or strongly implied about themselves; never guess, never record what the assistant said about the world.
+Answer with JSON only, in exactly this form:
+{"profile":{"work":null,"personal":null,"focus":null},"facts":[{"content":"...","category":"preference","confidence":0.9}]}
+- profile: a new one-or-two-sentence summary for work context, personal context and preferences, or current focus; null keeps the current one.
+- facts: standalone sentences about the user ("The user prefers ..."), category one of preference, project, technical, personal, confidence from 0 to 1 (how clearly it was stated). An empty list if nothing qualifies.`
+
+// ResolveInstructions is the prompt that judges candidates against similar facts.
+const ResolveInstructions = `Compare each new candidate fact about a user with the existing facts listed under it.
+Decide "same" if it restates an existing fact, "contradicts" if it replaces an existing fact (the user changed their mind or the situation changed), or "new" otherwise.
+Answer with JSON only: {"decisions":[{"candidate":1,"decision":"same","existing":"<id>"}]} with one decision per candidate; "existing" names the fact for same and contradicts.`
+
+func (svc *Service) extract(ctx context.Context, s *sessions.Session, model string, msgs []history.Message) error {
+	u, err := svc.Repo.GetUser(ctx, s.UserID)
+	if err != nil {
+		return err
+	}
+	facts, err := svc.Repo.ListFacts(ctx, s.UserID, true)
+	if err != nil {
+		return err
+	}
+	var prompt strings.Builder
+	prompt.WriteString("Current profile:\n")
+	for _, pf := range u.Profile.fields() {
+		fmt.Fprintf(&prompt, "- %s: %s\n", pf.label, orNone(pf.f.Text))
+	}
+	prompt.WriteString("\nNew messages:\n")
+	for _, m := range msgs {
+		if m.Role == history.RoleUser || (m.Role == history.RoleAssistant && m.Content != "") {
+			fmt.Fprintf(&prompt, "%s: %s\n", m.Role, clip(m.Content, 2000))
+		}
+	}
+	raw, err := svc.Model.Complete(ctx, model, ExtractInstructions, prompt.String())
+	if err != nil {
+		return err
+	}
+	var ex extraction
+	if err := decodeModelJSON(raw, &ex); err != nil {
+		return svc.malformed(ctx, s, "extraction", err)
+	}
+	for _, f := range ex.Facts {
+		if strings.TrimSpace(f.Content) == "" || !validCategory(f.Category) || f.Confidence < 0 || f.Confidence > 1 {
+			return svc.malformed(ctx, s, "extraction", fmt.Errorf("fact out of range: %+v", f))
+		}
+	}
+	now := svc.now()
+	changed := map[string]*Fact{}
+	byID := map[string]*Fact{}
+	for i := range facts {
+		byID[facts[i].ID] = &facts[i]
+	}
+	type cand struct {
+		fact    Fact
+		similar []*Fact
+	}
+	var cands []cand
+	for _, f := range ex.Facts {
+		if f.Confidence < svc.Settings.Threshold {
+			continue
+		}
+		c := cand{fact: Fact{ID: sessions.NewID(), UserID: s.UserID, Content: clip(f.Content, svc.Settings.MaxContent), Category: f.Category,
+			Confidence: f.Confidence, SessionID: s.ID, StartSeq: msgs[0].Seq, EndSeq: msgs[len(msgs)-1].Seq, CreatedAt: now, LastConfirmedAt: now}}
+		for i := range facts {
+			if Similarity(c.fact.Content, facts[i].Content) >= svc.Settings.Similar {
+				c.similar = append(c.similar, &facts[i])
+			}
+		}
+		cands = append(cands, c)
+	}
+	ambiguous := false
+	for _, c := range cands {
+		ambiguous = ambiguous || len(c.similar) > 0
+	}
+	decisions := map[int]decision{}
+	if ambiguous {
+		var rp strings.Builder
+		for i, c := range cands {
+			fmt.Fprintf(&rp, "Candidate %d: %s\n", i+1, c.fact.Content)
+			for _, f := range c.similar {
+				fmt.Fprintf(&rp, "  existing %s: %s\n", f.ID, f.Content)
+			}
+		}
+		raw, err := svc.Model.Complete(ctx, model, ResolveInstructions, rp.String())
+		if err != nil {
+			return err
+		}
+		if decisions, err = parseDecisions(raw, len(cands), byID); err != nil {
+			return svc.malformed(ctx, s, "resolution", err)
+		}
+	}
+	var fresh []Fact
+	for i, c := range cands {
+		d, ok := decisions[i]
+		if !ok && len(c.similar) > 0 {
+			continue // undecided near-duplicates are dropped, never doubled
+		}
+		switch d.kind {
+		case "same":
+			old := byID[d.existing]
+			old.Confidence = max(old.Confidence, c.fact.Confidence)
+			old.LastConfirmedAt = now
+			changed[old.ID] = old
+		case "contradicts":
+			old := byID[d.existing]
+			old.InvalidAt, old.SupersededBy = &now, c.fact.ID
+			changed[old.ID] = old
+			fresh = append(fresh, c.fact)
+		default:
+			fresh = append(fresh, c.fact)
+		}
+	}
+	if p := ex.Profile; p != nil {
+		for _, upd := range []struct {
+			v *string
+			f *ProfileField
+		}{{p.Work, &u.Profile.Work}, {p.Personal, &u.Profile.Personal}, {p.Focus, &u.Profile.Focus}} {
+			if upd.v != nil && strings.TrimSpace(*upd.v) != "" {
+				upd.f.Text, upd.f.UpdatedAt = clip(*upd.v, svc.Settings.MaxContent), &now
+			}
+		}
+	}
+	all := append([]Fact{}, facts...)
+	for id := range changed {
+		for i := range all {
+			if all[i].ID == id {
+				all[i] = *changed[id]
+			}
+		}
+	}
+	all = append(all, fresh...)
+	upsert := append([]Fact{}, fresh...)
+	for _, f := range changed {
+		upsert = append(upsert, *f)
+	}
+	all, del := svc.evict(all, now)
+	upsert = without(upsert, del)
+	return svc.save(ctx, u, all, upsert, del)
+}
+
+type decision struct {
+	kind     string
+	existing string
+}
+
+func parseDecisions(raw string, n int, byID map[string]*Fact) (map[int]decision, error) {
+	var out struct {
+		Decisions []struct {
+			Candidate int    `json:"candidate"`
+			Decision  string `json:"decision"`
+			Existing  string `json:"existing"`
+		} `json:"decisions"`
+	}
+	if err := decodeModelJSON(raw, &out); err != nil {
+		return nil, err
+	}
+	ds := map[int]decision{}
+	for _, d := range out.Decisions {
+		if d.Candidate < 1 || d.Candidate > n {
+			return nil, fmt.Errorf("candidate %d out of range", d.Candidate)
+		}
+		switch d.Decision {
+		case "new":
+		case "same", "contradicts":
+			if byID[d.Existing] == nil {
+				return nil, fmt.Errorf("unknown existing fact %q", d.Existing)
+			}
+		default:
+			return nil, fmt.Errorf("unknown decision %q", d.Decision)
+		}
+		ds[d.Candidate-1] = decision{kind: d.Decision, existing: d.Existing}
+	}
+	return ds, nil
+}
+
+// evict keeps at most MaxFacts live facts, dropping those of lowest
+// effective confidence; it returns the facts kept and the ids dropped.
+func (svc *Service) evict(all []Fact, now time.Time) ([]Fact, []string) {
+	live := byEffective(all, now, svc.Settings.DecayPerWeek)
+	if len(live) <= svc.Settings.MaxFacts {
+		return all, nil
+	}
+	drop := map[string]bool{}
+	var del []string
+	for _, f := range live[svc.Settings.MaxFacts:] {
+		drop[f.ID] = true
+		del = append(del, f.ID)
+	}
+	var kept []Fact
+	for _, f := range all {
+		if !drop[f.ID] {
+			kept = append(kept, f)
+		}
+	}
+	return kept, del
+}
+
+func without(facts []Fact, ids []string) []Fact {
+	skip := map[string]bool{}
+	for _, id := range ids {
+		skip[id] = true
+	}
+	var out []Fact
+	for _, f := range facts {
+		if !skip[f.ID] {
+			out = append(out, f)
+		}
+	}
+	return out
+}
+
+// save recomputes the block from all (the user's facts after the change)
+// and stores the change if nobody changed the user's memory meanwhile.
+func (svc *Service) save(ctx context.Context, u *User, all, upsert []Fact, del []string) error {
+	now := svc.now()
+	u.Block, u.BlockTokens = BuildBlock(u, all, now, svc.Settings, svc.Tokens)
+	u.UpdatedAt = now
+	return svc.Repo.SaveMemory(ctx, u.UserID, u.Version, u, upsert, del)
+}
+
+// malformed logs output the model got wrong and ignores it: memory stays
+// as it was, and the batch counts as done.
+func (svc *Service) malformed(ctx context.Context, s *sessions.Session, what string, err error) error {
+	if svc.Log != nil {
+		svc.Log.WarnContext(ctx, "long-term memory: malformed "+what+" output ignored", "sessionId", s.ID, "error", err.Error())
+	}
+	return nil
+}
+
+// decodeModelJSON reads a JSON object from model output, tolerating a code
+// fence around it, and rejects unknown fields.
+func decodeModelJSON(raw string, v any) error {
+	s := strings.TrimSpace(raw)
+	s = strings.TrimPrefix(s, "```json")
+	s = strings.TrimPrefix(s, "```")
+	s = strings.TrimSuffix(strings.TrimSpace(s), "```")
+	return sessions.DecodeJSON([]byte(s), v)
+}
+
+func orNone(s string) string {
+	if strings.TrimSpace(s) == "" {
+		return "(none)"
+	}
+	return s
+}
