@@ -27,6 +27,7 @@ import (
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -145,11 +146,22 @@ func words(seed, n int) string {
 	return strings.TrimSpace(b.String())
 }
 
-// Reply is the model of a run: about 60 words for a turn, a short summary
-// for a summary request, at once.
+// Reply is the model of a run, answering at once: about 60 words for a
+// turn, a short summary for a summary request, one new fact for each
+// long-term memory extraction (so facts grow to their cap as they would).
 func Reply(r openai.ChatCompletionRequest) string {
-	if len(r.Messages) > 0 && r.Messages[0].Content == history.SummaryInstructions {
+	system := ""
+	if len(r.Messages) > 0 {
+		system = r.Messages[0].Content
+	}
+	switch system {
+	case history.SummaryInstructions:
 		return "So far the user planned a trip: trains, hotels, museums, a day by the sea; open questions on budget and dates."
+	case longterm.ExtractInstructions:
+		n := len(r.Messages[len(r.Messages)-1].Content)
+		return fmt.Sprintf(`{"profile":{"work":null,"personal":null,"focus":"Planning trip number %d."},"facts":[{"content":"The user asked about itinerary variant %d.","category":"project","confidence":0.9}]}`, n, n)
+	case longterm.ResolveInstructions: // the candidate is new: facts grow to the cap
+		return `{"decisions":[{"candidate":1,"decision":"new"}]}`
 	}
 	return words(len(r.Messages), 60)
 }

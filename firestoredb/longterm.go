@@ -24,9 +24,13 @@ type profileFieldDoc struct {
 	UpdatedAt *time.Time `firestore:"updatedAt"`
 }
 
+// memoryUserDoc is users/{uid}: the live facts live in it (at most the
+// cap of short sentences), so a turn or an extraction reads one document;
+// superseded facts are filed in its facts subcollection, for audit.
 type memoryUserDoc struct {
 	UserID      string          `firestore:"userId"`
 	Disabled    bool            `firestore:"disabled"`
+	Facts       []factDoc       `firestore:"facts"`
 	Work        profileFieldDoc `firestore:"work"`
 	Personal    profileFieldDoc `firestore:"personal"`
 	Focus       profileFieldDoc `firestore:"focus"`
@@ -37,6 +41,7 @@ type memoryUserDoc struct {
 }
 
 type factDoc struct {
+	ID              string     `firestore:"id"`
 	UserID          string     `firestore:"userId"`
 	Content         string     `firestore:"content"`
 	Category        string     `firestore:"category"`
@@ -48,7 +53,18 @@ type factDoc struct {
 	LastConfirmedAt time.Time  `firestore:"lastConfirmedAt"`
 	InvalidAt       *time.Time `firestore:"invalidAt"`
 	SupersededBy    string     `firestore:"supersededBy,omitempty"`
-	Live            bool       `firestore:"live"`
+}
+
+func toFactDoc(userID string, f longterm.Fact) factDoc {
+	return factDoc{ID: f.ID, UserID: userID, Content: f.Content, Category: string(f.Category), Confidence: f.Confidence,
+		SessionID: f.SessionID, StartSeq: f.StartSeq, EndSeq: f.EndSeq, CreatedAt: f.CreatedAt,
+		LastConfirmedAt: f.LastConfirmedAt, InvalidAt: f.InvalidAt, SupersededBy: f.SupersededBy}
+}
+
+func fromFactDoc(d factDoc) longterm.Fact {
+	return longterm.Fact{ID: d.ID, UserID: d.UserID, Content: d.Content, Category: longterm.Category(d.Category),
+		Confidence: d.Confidence, SessionID: d.SessionID, StartSeq: d.StartSeq, EndSeq: d.EndSeq, CreatedAt: d.CreatedAt.UTC(),
+		LastConfirmedAt: d.LastConfirmedAt.UTC(), InvalidAt: utc(d.InvalidAt), SupersededBy: d.SupersededBy}
 }
 
 func (db *DB) memoryRef(userID string) *firestore.DocumentRef {
@@ -81,17 +97,17 @@ func decodeMemoryUser(snap *firestore.DocumentSnapshot, userID string) (*longter
 	if err := snap.DataTo(&d); err != nil {
 		return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
 	}
-	return &longterm.User{UserID: userID, Disabled: d.Disabled, Block: d.Block, BlockTokens: d.BlockTokens,
+	u := &longterm.User{UserID: userID, Disabled: d.Disabled, Block: d.Block, BlockTokens: d.BlockTokens,
 		Version: d.Version, UpdatedAt: d.UpdatedAt.UTC(),
-		Profile: longterm.Profile{Work: lp(d.Work), Personal: lp(d.Personal), Focus: lp(d.Focus)}}, nil
+		Profile: longterm.Profile{Work: lp(d.Work), Personal: lp(d.Personal), Focus: lp(d.Focus)}}
+	for _, f := range d.Facts {
+		u.Facts = append(u.Facts, fromFactDoc(f))
+	}
+	return u, nil
 }
 
-func (db *DB) ListFacts(ctx context.Context, userID string, liveOnly bool) ([]longterm.Fact, error) {
-	q := db.memoryRef(userID).Collection(FactsCollection).Query
-	if liveOnly {
-		q = q.Where("live", "==", true)
-	}
-	snaps, err := q.Documents(ctx).GetAll()
+func (db *DB) ListSuperseded(ctx context.Context, userID string) ([]longterm.Fact, error) {
+	snaps, err := db.memoryRef(userID).Collection(FactsCollection).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -101,14 +117,12 @@ func (db *DB) ListFacts(ctx context.Context, userID string, liveOnly bool) ([]lo
 		if err := snap.DataTo(&d); err != nil {
 			return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
 		}
-		out = append(out, longterm.Fact{ID: snap.Ref.ID, UserID: d.UserID, Content: d.Content, Category: longterm.Category(d.Category),
-			Confidence: d.Confidence, SessionID: d.SessionID, StartSeq: d.StartSeq, EndSeq: d.EndSeq, CreatedAt: d.CreatedAt.UTC(),
-			LastConfirmedAt: d.LastConfirmedAt.UTC(), InvalidAt: utc(d.InvalidAt), SupersededBy: d.SupersededBy})
+		out = append(out, fromFactDoc(d))
 	}
 	return out, nil
 }
 
-func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *longterm.User, upsert []longterm.Fact, del []string) error {
+func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *longterm.User, superseded []longterm.Fact) error {
 	ref := db.memoryRef(userID)
 	facts := ref.Collection(FactsCollection)
 	return db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -124,20 +138,18 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 		if cur != version {
 			return sessions.Errorf(sessions.ECONFLICT, "memory changed meanwhile")
 		}
-		for _, f := range upsert {
-			if err := tx.Set(facts.Doc(f.ID), factDoc{UserID: userID, Content: f.Content, Category: string(f.Category),
-				Confidence: f.Confidence, SessionID: f.SessionID, StartSeq: f.StartSeq, EndSeq: f.EndSeq, CreatedAt: f.CreatedAt,
-				LastConfirmedAt: f.LastConfirmedAt, InvalidAt: f.InvalidAt, SupersededBy: f.SupersededBy, Live: f.Live()}); err != nil {
+		for _, f := range superseded {
+			if err := tx.Set(facts.Doc(f.ID), toFactDoc(userID, f)); err != nil {
 				return err
 			}
 		}
-		for _, id := range del {
-			if err := tx.Delete(facts.Doc(id)); err != nil {
-				return err
-			}
+		d := memoryUserDoc{UserID: userID, Disabled: u.Disabled, Work: pf(u.Profile.Work), Personal: pf(u.Profile.Personal),
+			Focus: pf(u.Profile.Focus), Block: u.Block, BlockTokens: u.BlockTokens, Version: version + 1, UpdatedAt: u.UpdatedAt,
+			Facts: make([]factDoc, 0, len(u.Facts))}
+		for _, f := range u.Facts {
+			d.Facts = append(d.Facts, toFactDoc(userID, f))
 		}
-		return tx.Set(ref, memoryUserDoc{UserID: userID, Disabled: u.Disabled, Work: pf(u.Profile.Work), Personal: pf(u.Profile.Personal),
-			Focus: pf(u.Profile.Focus), Block: u.Block, BlockTokens: u.BlockTokens, Version: version + 1, UpdatedAt: u.UpdatedAt})
+		return tx.Set(ref, d)
 	})
 }
 

@@ -83,12 +83,15 @@ func (p *Profile) fields() []struct {
 	}{{"Work", &p.Work}, {"Personal", &p.Personal}, {"Current focus", &p.Focus}}
 }
 
-// User is a user's memory document: the switch, the profile and the block
-// the model sees, precomputed whenever memory changes.
+// User is a user's memory document: the switch, the profile, the live
+// facts (at most MaxFacts short sentences: one read brings them all) and
+// the block the model sees, precomputed whenever memory changes.
 type User struct {
-	UserID      string    `json:"-"`
-	Disabled    bool      `json:"disabled"`
-	Profile     Profile   `json:"profile"`
+	UserID   string  `json:"-"`
+	Disabled bool    `json:"disabled"`
+	Profile  Profile `json:"profile"`
+	Facts    []Fact  `json:"-"` // live
+
 	Block       string    `json:"-"`
 	BlockTokens int       `json:"blockTokens"`
 	Version     int64     `json:"-"` // bumped by every change, for optimistic saves

@@ -26,13 +26,9 @@ func (svc *Service) Get(ctx context.Context, userID string) (*View, error) {
 	if err != nil {
 		return nil, err
 	}
-	facts, err := svc.Repo.ListFacts(ctx, userID, true)
-	if err != nil {
-		return nil, err
-	}
 	now := svc.now()
 	v := &View{Enabled: !u.Disabled, Profile: u.Profile, BlockTokens: u.BlockTokens, Facts: []FactView{}}
-	for _, f := range byEffective(facts, now, svc.Settings.DecayPerWeek) {
+	for _, f := range byEffective(u.Facts, now, svc.Settings.DecayPerWeek) {
 		v.Facts = append(v.Facts, FactView{Fact: f, Effective: f.Effective(now, svc.Settings.DecayPerWeek)})
 	}
 	return v, nil
@@ -40,22 +36,16 @@ func (svc *Service) Get(ctx context.Context, userID string) (*View, error) {
 
 // change applies fn to the user's memory and saves it with a fresh block,
 // retrying when another change landed meanwhile.
-func (svc *Service) change(ctx context.Context, userID string, fn func(u *User, facts []Fact) (upsert []Fact, del []string, err error)) error {
+func (svc *Service) change(ctx context.Context, userID string, fn func(u *User) error) error {
 	for attempt := 0; ; attempt++ {
 		u, err := svc.Repo.GetUser(ctx, userID)
 		if err != nil {
 			return err
 		}
-		facts, err := svc.Repo.ListFacts(ctx, userID, true)
-		if err != nil {
+		if err := fn(u); err != nil {
 			return err
 		}
-		upsert, del, err := fn(u, facts)
-		if err != nil {
-			return err
-		}
-		all := without(facts, del)
-		err = svc.save(ctx, u, all, upsert, del)
+		err = svc.save(ctx, u, nil)
 		if sessions.ErrorCode(err) != sessions.ECONFLICT || attempt == 2 {
 			return err
 		}
@@ -65,9 +55,9 @@ func (svc *Service) change(ctx context.Context, userID string, fn func(u *User, 
 // SetEnabled turns the user's memory on or off. Off, nothing is learned and
 // nothing is shown to the model; what was learned stays until forgotten.
 func (svc *Service) SetEnabled(ctx context.Context, userID string, on bool) error {
-	return svc.change(ctx, userID, func(u *User, _ []Fact) ([]Fact, []string, error) {
+	return svc.change(ctx, userID, func(u *User) error {
 		u.Disabled = !on
-		return nil, nil, nil
+		return nil
 	})
 }
 
@@ -100,7 +90,7 @@ func (svc *Service) UpdateProfile(ctx context.Context, userID string, p ProfileP
 		}
 	}
 	now := svc.now()
-	err := svc.change(ctx, userID, func(u *User, _ []Fact) ([]Fact, []string, error) {
+	err := svc.change(ctx, userID, func(u *User) error {
 		for _, upd := range []struct {
 			v *string
 			f *ProfileField
@@ -109,7 +99,7 @@ func (svc *Service) UpdateProfile(ctx context.Context, userID string, p ProfileP
 				upd.f.Text, upd.f.UpdatedAt = clip(*upd.v, svc.Settings.MaxContent), &now
 			}
 		}
-		return nil, nil, nil
+		return nil
 	})
 	if err != nil {
 		return nil, err
@@ -122,13 +112,14 @@ func (svc *Service) Forget(ctx context.Context, userID, factID string) error {
 	if !sessions.ValidID(factID) {
 		return sessions.Errorf(sessions.EINVALID, "malformed fact id")
 	}
-	return svc.change(ctx, userID, func(_ *User, facts []Fact) ([]Fact, []string, error) {
-		for _, f := range facts {
+	return svc.change(ctx, userID, func(u *User) error {
+		for i, f := range u.Facts {
 			if f.ID == factID {
-				return nil, []string{factID}, nil
+				u.Facts = append(u.Facts[:i:i], u.Facts[i+1:]...)
+				return nil
 			}
 		}
-		return nil, nil, sessions.Errorf(sessions.ENOTFOUND, "fact %q not found", factID)
+		return sessions.Errorf(sessions.ENOTFOUND, "fact %q not found", factID)
 	})
 }
 
@@ -156,14 +147,11 @@ func (svc *Service) ExportUser(ctx context.Context, userID string) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	facts, err := svc.Repo.ListFacts(ctx, userID, false)
+	old, err := svc.Repo.ListSuperseded(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
-	if facts == nil {
-		facts = []Fact{}
-	}
-	return map[string]any{"enabled": !u.Disabled, "profile": u.Profile, "facts": facts}, nil
+	return map[string]any{"enabled": !u.Disabled, "profile": u.Profile, "facts": append(append([]Fact{}, u.Facts...), old...)}, nil
 }
 
 // EraseUser deletes the user's memory.

@@ -16,16 +16,18 @@ type Model interface {
 	Complete(ctx context.Context, model, system, user string) (string, error)
 }
 
-// Repo stores users' memory.
+// Repo stores users' memory: one document with the live facts, and the
+// superseded facts apart, for audit.
 type Repo interface {
-	// GetUser returns a user's memory document, or a new one if none.
+	// GetUser returns a user's memory document with its live facts, or a
+	// new one if none.
 	GetUser(ctx context.Context, userID string) (*User, error)
-	// ListFacts returns the user's facts, only the live ones if liveOnly.
-	ListFacts(ctx context.Context, userID string, liveOnly bool) ([]Fact, error)
-	// SaveMemory writes u (with its Version bumped) and the facts, deletes
-	// the facts named, atomically, if the stored version is still version;
-	// else ECONFLICT.
-	SaveMemory(ctx context.Context, userID string, version int64, u *User, upsert []Fact, del []string) error
+	// ListSuperseded returns the user's superseded facts.
+	ListSuperseded(ctx context.Context, userID string) ([]Fact, error)
+	// SaveMemory writes u (live facts included, Version bumped) and files
+	// the superseded facts, atomically, if the stored version is still
+	// version; else ECONFLICT.
+	SaveMemory(ctx context.Context, userID string, version int64, u *User, superseded []Fact) error
 	// EraseMemory deletes the user's memory document and every fact.
 	EraseMemory(ctx context.Context, userID string) (int, error)
 }
@@ -141,10 +143,7 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 	if err != nil {
 		return err
 	}
-	facts, err := svc.Repo.ListFacts(ctx, s.UserID, true)
-	if err != nil {
-		return err
-	}
+	facts := u.Facts
 	var prompt strings.Builder
 	prompt.WriteString("Current profile:\n")
 	for _, pf := range u.Profile.fields() {
@@ -170,7 +169,6 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 		}
 	}
 	now := svc.now()
-	changed := map[string]*Fact{}
 	byID := map[string]*Fact{}
 	for i := range facts {
 		byID[facts[i].ID] = &facts[i]
@@ -225,11 +223,9 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 			old := byID[d.existing]
 			old.Confidence = max(old.Confidence, c.fact.Confidence)
 			old.LastConfirmedAt = now
-			changed[old.ID] = old
 		case "contradicts":
 			old := byID[d.existing]
 			old.InvalidAt, old.SupersededBy = &now, c.fact.ID
-			changed[old.ID] = old
 			fresh = append(fresh, c.fact)
 		default:
 			fresh = append(fresh, c.fact)
@@ -245,22 +241,16 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 			}
 		}
 	}
-	all := append([]Fact{}, facts...)
-	for id := range changed {
-		for i := range all {
-			if all[i].ID == id {
-				all[i] = *changed[id]
-			}
+	var live, superseded []Fact
+	for _, f := range append(facts, fresh...) { // facts were changed in place
+		if f.Live() {
+			live = append(live, f)
+		} else {
+			superseded = append(superseded, f)
 		}
 	}
-	all = append(all, fresh...)
-	upsert := append([]Fact{}, fresh...)
-	for _, f := range changed {
-		upsert = append(upsert, *f)
-	}
-	all, del := svc.evict(all, now)
-	upsert = without(upsert, del)
-	return svc.save(ctx, u, all, upsert, del)
+	u.Facts = svc.evict(live, now)
+	return svc.save(ctx, u, superseded)
 }
 
 type decision struct {
@@ -298,49 +288,23 @@ func parseDecisions(raw string, n int, byID map[string]*Fact) (map[int]decision,
 	return ds, nil
 }
 
-// evict keeps at most MaxFacts live facts, dropping those of lowest
-// effective confidence; it returns the facts kept and the ids dropped.
-func (svc *Service) evict(all []Fact, now time.Time) ([]Fact, []string) {
-	live := byEffective(all, now, svc.Settings.DecayPerWeek)
-	if len(live) <= svc.Settings.MaxFacts {
-		return all, nil
+// evict keeps the MaxFacts live facts of highest effective confidence,
+// ordered so, and drops the rest.
+func (svc *Service) evict(live []Fact, now time.Time) []Fact {
+	live = byEffective(live, now, svc.Settings.DecayPerWeek)
+	if len(live) > svc.Settings.MaxFacts {
+		live = live[:svc.Settings.MaxFacts]
 	}
-	drop := map[string]bool{}
-	var del []string
-	for _, f := range live[svc.Settings.MaxFacts:] {
-		drop[f.ID] = true
-		del = append(del, f.ID)
-	}
-	var kept []Fact
-	for _, f := range all {
-		if !drop[f.ID] {
-			kept = append(kept, f)
-		}
-	}
-	return kept, del
+	return live
 }
 
-func without(facts []Fact, ids []string) []Fact {
-	skip := map[string]bool{}
-	for _, id := range ids {
-		skip[id] = true
-	}
-	var out []Fact
-	for _, f := range facts {
-		if !skip[f.ID] {
-			out = append(out, f)
-		}
-	}
-	return out
-}
-
-// save recomputes the block from all (the user's facts after the change)
-// and stores the change if nobody changed the user's memory meanwhile.
-func (svc *Service) save(ctx context.Context, u *User, all, upsert []Fact, del []string) error {
+// save recomputes the block and stores the change if nobody changed the
+// user's memory meanwhile.
+func (svc *Service) save(ctx context.Context, u *User, superseded []Fact) error {
 	now := svc.now()
-	u.Block, u.BlockTokens = BuildBlock(u, all, now, svc.Settings, svc.Tokens)
+	u.Block, u.BlockTokens = BuildBlock(u, u.Facts, now, svc.Settings, svc.Tokens)
 	u.UpdatedAt = now
-	return svc.Repo.SaveMemory(ctx, u.UserID, u.Version, u, upsert, del)
+	return svc.Repo.SaveMemory(ctx, u.UserID, u.Version, u, superseded)
 }
 
 // malformed logs output the model got wrong and ignores it: memory stays

@@ -26,7 +26,7 @@ type DB struct {
 	tails    map[string]*history.Tail     // by session
 	compact  map[string][]history.Compaction
 	users    map[string]longterm.User
-	facts    map[string]map[string]longterm.Fact // by user, then id
+	facts    map[string]map[string]longterm.Fact // superseded, by user, then id
 }
 
 // New returns an empty store.
@@ -402,23 +402,22 @@ func (db *DB) GetUser(_ context.Context, userID string) (*longterm.User, error) 
 	if !ok {
 		return &longterm.User{UserID: userID}, nil
 	}
+	u.Facts = append([]longterm.Fact(nil), u.Facts...)
 	return &u, nil
 }
 
-func (db *DB) ListFacts(_ context.Context, userID string, liveOnly bool) ([]longterm.Fact, error) {
+func (db *DB) ListSuperseded(_ context.Context, userID string) ([]longterm.Fact, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	var out []longterm.Fact
 	for _, f := range db.facts[userID] {
-		if !liveOnly || f.Live() {
-			out = append(out, f)
-		}
+		out = append(out, f)
 	}
 	sort.Slice(out, func(i, j int) bool { return out[i].ID < out[j].ID })
 	return out, nil
 }
 
-func (db *DB) SaveMemory(_ context.Context, userID string, version int64, u *longterm.User, upsert []longterm.Fact, del []string) error {
+func (db *DB) SaveMemory(_ context.Context, userID string, version int64, u *longterm.User, superseded []longterm.Fact) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if db.users[userID].Version != version {
@@ -427,14 +426,12 @@ func (db *DB) SaveMemory(_ context.Context, userID string, version int64, u *lon
 	if db.facts[userID] == nil {
 		db.facts[userID] = map[string]longterm.Fact{}
 	}
-	for _, f := range upsert {
+	for _, f := range superseded {
 		db.facts[userID][f.ID] = f
-	}
-	for _, id := range del {
-		delete(db.facts[userID], id)
 	}
 	c := *u
 	c.UserID, c.Version = userID, version+1
+	c.Facts = append([]longterm.Fact(nil), u.Facts...)
 	db.users[userID] = c
 	return nil
 }

@@ -190,12 +190,13 @@ func seed(t *testing.T, db *firestoredb.DB, alice, bob user) seeded {
 	}
 	s.usage = firestoredb.UserDocID(alice.uid)
 	now := time.Now().UTC()
-	u := &longterm.User{UserID: alice.uid, Profile: longterm.Profile{Work: longterm.ProfileField{Text: "Baker."}}, Block: "block"}
-	facts := []longterm.Fact{
-		{ID: "f1", Content: "The user bakes bread.", Category: longterm.CategoryPersonal, Confidence: 0.9, CreatedAt: now, LastConfirmedAt: now},
+	u := &longterm.User{UserID: alice.uid, Profile: longterm.Profile{Work: longterm.ProfileField{Text: "Baker."}}, Block: "block",
+		Facts: []longterm.Fact{{ID: "f2", Content: "The user bakes bread.", Category: longterm.CategoryPersonal, Confidence: 0.9, CreatedAt: now, LastConfirmedAt: now}}}
+	old := []longterm.Fact{
+		{ID: "f1", Content: "The user baked pies.", Category: longterm.CategoryPersonal, Confidence: 0.9, CreatedAt: now, LastConfirmedAt: now, InvalidAt: &now, SupersededBy: "f2"},
 		{ID: "f0", Content: "The user baked cakes.", Category: longterm.CategoryPersonal, Confidence: 0.9, CreatedAt: now, LastConfirmedAt: now, InvalidAt: &now, SupersededBy: "f1"},
 	}
-	if err := db.SaveMemory(ctx, alice.uid, 0, u, facts, nil); err != nil {
+	if err := db.SaveMemory(ctx, alice.uid, 0, u, old); err != nil {
 		t.Fatal(err)
 	}
 	s.memory, s.fact = firestoredb.UsersCollection+"/"+firestoredb.UserDocID(alice.uid), "f1"
@@ -320,7 +321,7 @@ func TestRules(t *testing.T) {
 
 	t.Run("ListMemory", func(t *testing.T) {
 		if r := f.query(alice.token, s.memory, "facts", "", false); r.status != 200 || fmt.Sprint(names(t, r)) != "[f0 f1]" {
-			t.Errorf("owner lists her facts (superseded too): %d %s", r.status, r.body)
+			t.Errorf("owner lists her superseded facts: %d %s", r.status, r.body)
 		}
 		for who, u := range callers {
 			if who == "owner" {
