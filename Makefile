@@ -1,5 +1,6 @@
-# make test  – starts the emulators if they are not running, runs every test, stops what it started.
-# make dev   – starts the emulators and the local server, ready to chat (Ctrl-C stops all).
+# make test  – starts the emulators if they are not running, runs every test (Go, then the
+#              web app in Chromium), stops what it started.
+# make dev   – starts the emulators and the local server with the web app, ready to chat (Ctrl-C stops all).
 # make bench – the per-turn cost benchmark against the emulators (a few minutes; writes docs/bench).
 
 GO ?= go
@@ -15,13 +16,14 @@ deps: node_modules/.bin/firebase
 	$(GO) mod download
 
 test: deps
-	$(GO) run ./cmd/emulators -- $(GOTEST)
+	$(GO) run ./cmd/emulators -- sh -c '$(GOTEST) && npm run --silent test:web' 
 
 emulators: deps
 	$(GO) run ./cmd/emulators -v
 
 dev: deps
-	$(GO) run ./cmd/emulators -- $(GO) run ./cmd/server
+	npm run --silent build:web
+	$(GO) run ./cmd/emulators -- $(GO) run ./cmd/server -web web
 
 vet:
 	$(GO) vet ./...

@@ -5,12 +5,14 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"errors"
 	"flag"
 	"fmt"
 	"net/http"
 	"os"
 	"os/signal"
+	"strings"
 	"syscall"
 	"time"
 
@@ -19,6 +21,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "", "listen address (default 127.0.0.1:$PORT, PORT defaulting to 8090)")
+	web := flag.String("web", "", "also serve the web app from this folder (index.html, dist/) with its /config.json")
 	flag.Parse()
 	if *addr == "" {
 		port := os.Getenv("PORT")
@@ -41,10 +44,14 @@ func main() {
 	}
 	defer app.Close()
 
-	srv := &http.Server{Addr: *addr, Handler: app.Handler(), ReadHeaderTimeout: 10 * time.Second}
+	handler := app.Handler()
+	if *web != "" {
+		handler = withWebApp(handler, *web, cfg)
+	}
+	srv := &http.Server{Addr: *addr, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
-	banner(cfg, *addr)
+	banner(cfg, *addr, *web != "")
 	select {
 	case err := <-errc:
 		fmt.Fprintln(os.Stderr, "server:", err)
@@ -58,9 +65,12 @@ func main() {
 	}
 }
 
-func banner(cfg functions.Config, addr string) {
+func banner(cfg functions.Config, addr string, web bool) {
 	w := os.Stderr
 	fmt.Fprintf(w, "\n  Chat memory backend listening on http://%s  (storage: %s, project: %s)\n", addr, cfg.Backend, cfg.ProjectID)
+	if web {
+		fmt.Fprintf(w, "\n  Web app:                http://%s/\n", addr)
+	}
 	if cfg.OfflineModel() {
 		fmt.Fprintln(w, "\n  !!! OFFLINE MODEL: no OPENAI_API_KEY or OPENAI_BASE_URL, so replies come from a")
 		fmt.Fprintln(w, "  !!! deterministic stand-in (stored with model \"offline-stand-in\"), not a real model.")
@@ -80,6 +90,45 @@ func banner(cfg functions.Config, addr string) {
 
 `, addr, cfg.AuthEmulator)
 	}
+}
+
+// withWebApp serves the web app's files and its configuration beside the
+// API: the API's paths go to the API, everything else to the files. Local
+// runs only: deployed, the app is hosted apart (Firebase Hosting, say).
+func withWebApp(api http.Handler, dir string, cfg functions.Config) http.Handler {
+	files := http.FileServer(http.Dir(dir))
+	config := map[string]any{
+		"apiBase":  "",
+		"firebase": map[string]string{"apiKey": "demo-key", "projectId": cfg.ProjectID, "authDomain": cfg.ProjectID + ".firebaseapp.com"},
+	}
+	if cfg.AuthEmulator != "" {
+		config["authEmulator"] = "http://" + cfg.AuthEmulator
+	}
+	if cfg.FirestoreEmulator != "" {
+		config["firestoreEmulator"] = cfg.FirestoreEmulator
+	}
+	body, _ := json.Marshal(config)
+	apiPrefixes := []string{"/chat", "/sessions", "/account", "/memory", "/healthz"}
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		switch {
+		case r.URL.Path == "/config.json":
+			w.Header().Set("Content-Type", "application/json")
+			w.Write(body)
+		case hasPrefix(r.URL.Path, apiPrefixes):
+			api.ServeHTTP(w, r)
+		default:
+			files.ServeHTTP(w, r)
+		}
+	})
+}
+
+func hasPrefix(path string, prefixes []string) bool {
+	for _, p := range prefixes {
+		if path == p || strings.HasPrefix(path, p+"/") {
+			return true
+		}
+	}
+	return false
 }
 
 func orDefault(s, def string) string {

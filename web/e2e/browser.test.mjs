@@ -1,0 +1,204 @@
+// End-to-end: the web app in Debian's Chromium (driven by playwright-core)
+// against the real server, both emulators under the repo's security rules,
+// and an OpenAI-compatible model that streams. Run by `make test` (npm run
+// test:web under the emulators).
+import { test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, execFileSync } from "node:child_process";
+import { existsSync, mkdirSync, readFileSync, mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import http from "node:http";
+import net from "node:net";
+import { chromium } from "playwright-core";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const shots = join(root, "web", "e2e", "screenshots");
+const project = process.env.GOOGLE_CLOUD_PROJECT || "demo-chatmemory";
+const firestoreHost = process.env.FIRESTORE_EMULATOR_HOST;
+const authHost = process.env.FIREBASE_AUTH_EMULATOR_HOST;
+const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
+
+// Under CI=true a missing emulator or browser fails the test; elsewhere it skips.
+const missing = !firestoreHost || !authHost ? "the emulators (run `make test`)" : !existsSync(chromiumPath) ? `Chromium at ${chromiumPath}` : "";
+if (missing && process.env.CI === "true") throw new Error(`browser test needs ${missing}`);
+
+let server, model, browser, base;
+
+const freePort = () => new Promise((resolve) => {
+  const s = net.createServer().listen(0, "127.0.0.1", () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
+
+// An OpenAI-compatible model: chat turns stream "echo: <message>" word by
+// word; titles, summaries and memory extraction get short fixed answers.
+function startModel() {
+  return new Promise((resolve) => {
+    const srv = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", async () => {
+        const r = JSON.parse(body);
+        const system = r.messages[0]?.content ?? "";
+        const last = r.messages[r.messages.length - 1]?.content ?? "";
+        let text = "echo: " + last;
+        if (system.startsWith("Write a title")) text = "Browser test chat";
+        else if (system.startsWith("You maintain the running summary")) text = "A summary.";
+        else if (system.startsWith("You maintain a long-term memory")) text = '{"profile":null,"facts":[]}';
+        else if (system.startsWith("Compare each new candidate")) text = '{"decisions":[]}';
+        if (!r.stream) {
+          res.setHeader("Content-Type", "application/json");
+          res.end(JSON.stringify({ id: "x", object: "chat.completion", model: r.model,
+            choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
+            usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }));
+          return;
+        }
+        res.setHeader("Content-Type", "text/event-stream");
+        const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", model: r.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+        for (const w of text.split(/(?<= )/)) {
+          res.write(chunk({ content: w }));
+          await new Promise((ok) => setTimeout(ok, 120));
+        }
+        res.write(chunk({}, "stop"));
+        res.end("data: [DONE]\n\n");
+      });
+    });
+    srv.listen(0, "127.0.0.1", () => resolve(srv));
+  });
+}
+
+async function waitHealthy(url) {
+  for (let i = 0; i < 300; i++) {
+    try { if ((await fetch(url + "/healthz")).ok) return; } catch {}
+    await new Promise((ok) => setTimeout(ok, 100));
+  }
+  throw new Error("the server did not come up");
+}
+
+before(async () => {
+  if (missing) return;
+  mkdirSync(shots, { recursive: true });
+  // The emulator enforces the repo's rules for this project's end users.
+  const rules = readFileSync(join(root, "firestore.rules"), "utf8");
+  const put = await fetch(`http://${firestoreHost}/emulator/v1/projects/${project}:securityRules`, {
+    method: "PUT", body: JSON.stringify({ rules: { files: [{ name: "firestore.rules", content: rules }] } }) });
+  assert.equal(put.status, 200, "loading the rules");
+
+  model = await startModel();
+  const bin = join(mkdtempSync(join(tmpdir(), "chat-e2e-")), "server");
+  execFileSync("go", ["build", "-o", bin, "./cmd/server"], { cwd: root, stdio: "inherit" });
+  const port = await freePort();
+  base = `http://127.0.0.1:${port}`;
+  server = spawn(bin, ["-web", join(root, "web")], {
+    cwd: root, stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, PORT: String(port), STORAGE_BACKEND: "firestore", GOOGLE_CLOUD_PROJECT: project,
+      OPENAI_API_KEY: "test", OPENAI_BASE_URL: `http://127.0.0.1:${model.address().port}/v1` },
+  });
+  await waitHealthy(base);
+  browser = await chromium.launch({
+    executablePath: chromiumPath, headless: true,
+    args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
+      "--disable-component-update", "--disable-sync", "--disable-quic"],
+  });
+});
+
+after(async () => {
+  await browser?.close();
+  server?.kill("SIGTERM");
+  model?.close();
+});
+
+const email = (who) => `${who}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
+
+async function signUp(page, address) {
+  await page.goto(base);
+  await page.fill("#email", address);
+  await page.fill("#password", "password123");
+  await page.click("#signup");
+  await page.waitForSelector("#app:not([hidden])");
+}
+
+async function send(page, text) {
+  await page.fill("#input", text);
+  await page.press("#input", "Enter");
+  // The reply renders while it streams, then stays as the stored message.
+  await page.waitForSelector("#messages li.streaming");
+  const partial = await page.textContent("#messages li.streaming");
+  assert.ok(("echo: " + text).startsWith(partial.replace("…", "")) , `streamed so far: ${partial}`);
+  await page.waitForSelector(`#messages li.assistant:not(.streaming):has-text("echo: ${text}")`);
+}
+
+test("a user chats, reloads, renames and archives; another user sees none of it", { skip: missing ? `needs ${missing}` : false }, async () => {
+  const first = email("first");
+  const context = await browser.newContext({ acceptDownloads: true });
+  const page = await context.newPage();
+  await page.goto(base);
+  await page.waitForSelector("#auth:not([hidden])");
+  await page.screenshot({ path: join(shots, "sign-in.png") });
+  await signUp(page, first);
+
+  await send(page, "Hello one");
+  await send(page, "Hello two");
+  await page.waitForSelector("#sessions li");
+  assert.equal(await page.locator("#sessions li").count(), 1);
+
+  // After a reload the user is still signed in and the history is there.
+  await page.reload();
+  await page.waitForSelector("#sessions li .name");
+  await page.click("#sessions li .name");
+  await page.waitForFunction(() => document.querySelectorAll("#messages li").length === 4);
+  const texts = await page.locator("#messages li").allTextContents();
+  assert.deepEqual(texts, ["Hello one", "echo: Hello one", "Hello two", "echo: Hello two"]);
+  await page.screenshot({ path: join(shots, "chat.png") });
+
+  // Rename: the live list shows the new title.
+  page.once("dialog", (d) => d.accept("Trip plans"));
+  await page.click("#sessions li button:has-text('Rename')");
+  await page.waitForSelector("#sessions li .name:has-text('Trip plans')");
+
+  // Export downloads the user's data.
+  const [download] = await Promise.all([page.waitForEvent("download"), page.click("#export")]);
+  const exported = JSON.parse(readFileSync(await download.path(), "utf8"));
+  assert.equal(exported.sessions.length, 1);
+  assert.equal(exported.sessions[0].messages.length, 4);
+
+  // Archive: it leaves the active list and shows under the archived filter.
+  await page.click("#sessions li button:has-text('Archive')");
+  await page.waitForFunction(() => document.querySelectorAll("#sessions li").length === 0);
+  await page.selectOption("#filter", "archived");
+  await page.waitForSelector("#sessions li .name:has-text('Trip plans')");
+  // Sending to an archived session shows the API's error.
+  await page.click("#sessions li .name");
+  await page.fill("#input", "still there?");
+  await page.press("#input", "Enter");
+  await page.waitForSelector("#error:not([hidden])");
+  assert.match(await page.textContent("#error"), /restore/i);
+  await page.screenshot({ path: join(shots, "archived.png") });
+
+  // On a phone-sized screen.
+  const phone = await browser.newContext({ viewport: { width: 390, height: 844 } });
+  const p = await phone.newPage();
+  await p.goto(base);
+  await p.fill("#email", first);
+  await p.fill("#password", "password123");
+  await p.click("#signin");
+  await p.waitForSelector("#app:not([hidden])");
+  await p.selectOption("#filter", "archived");
+  await p.click("#sessions li .name");
+  await p.waitForFunction(() => document.querySelectorAll("#messages li").length === 4);
+  await p.screenshot({ path: join(shots, "phone.png") });
+  await phone.close();
+
+  // A second user, in a fresh context, sees none of it.
+  const other = await browser.newContext();
+  const q = await other.newPage();
+  await signUp(q, email("second"));
+  for (const status of ["active", "archived", "deleted"]) {
+    await q.selectOption("#filter", status);
+    await q.waitForTimeout(500); // give the live query time to deliver anything
+    assert.equal(await q.locator("#sessions li").count(), 0, `second user's ${status} list`);
+  }
+  await q.screenshot({ path: join(shots, "second-user.png") });
+  await other.close();
+  await context.close();
+});

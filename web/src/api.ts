@@ -1,0 +1,79 @@
+// A small client for the backend's HTTP API: JSON errors become ApiError,
+// and a chat turn streams its reply as server-sent events.
+
+export class ApiError extends Error {
+  constructor(public status: number, public code: string, message: string) {
+    super(message);
+  }
+}
+
+export type Message = { id: string; seq: number; role: string; content: string };
+
+export class Api {
+  constructor(private base: string, private token: () => Promise<string>) {}
+
+  async request(method: string, path: string, body?: unknown): Promise<Response> {
+    let res: Response;
+    try {
+      res = await fetch(this.base + path, {
+        method,
+        headers: {
+          Authorization: "Bearer " + (await this.token()),
+          ...(body === undefined ? {} : { "Content-Type": "application/json" }),
+        },
+        body: body === undefined ? undefined : JSON.stringify(body),
+      });
+    } catch (e) {
+      throw new ApiError(0, "network", "The server cannot be reached. Check your connection and try again.");
+    }
+    if (!res.ok) {
+      let code = "error", message = `${res.status} ${res.statusText}`;
+      try {
+        const j = await res.json();
+        code = j.error?.code ?? code;
+        message = j.error?.message ?? message;
+      } catch { /* not JSON */ }
+      if (res.status === 429) message += ` (retry in ${res.headers.get("Retry-After") ?? "a moment"} s)`;
+      throw new ApiError(res.status, code, message);
+    }
+    return res;
+  }
+
+  async json<T>(method: string, path: string, body?: unknown): Promise<T> {
+    const res = await this.request(method, path, body);
+    return res.status === 204 ? (undefined as T) : ((await res.json()) as T);
+  }
+
+  // chat sends one message and calls back as the turn streams: the session
+  // once the message is stored, each piece of the reply, then the reply.
+  async chat(
+    sessionId: string | null,
+    message: string,
+    on: { session(id: string): void; delta(text: string): void; done(reply: Message): void },
+  ): Promise<void> {
+    const res = await this.request("POST", "/chat", {
+      sessionId: sessionId ?? undefined,
+      message,
+      clientMessageId: crypto.randomUUID(),
+      stream: true,
+    });
+    const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
+    let buf = "";
+    for (;;) {
+      const { value, done } = await reader.read();
+      if (done) return;
+      buf += value;
+      let end: number;
+      while ((end = buf.indexOf("\n\n")) >= 0) {
+        const chunk = buf.slice(0, end);
+        buf = buf.slice(end + 2);
+        const event = /^event: (.*)$/m.exec(chunk)?.[1];
+        const data = JSON.parse(/^data: (.*)$/m.exec(chunk)?.[1] ?? "null");
+        if (event === "session") on.session(data.sessionId);
+        else if (event === "delta") on.delta(data.text);
+        else if (event === "done") on.done(data.reply);
+        else if (event === "error") throw new ApiError(502, data.error.code, data.error.message);
+      }
+    }
+  }
+}

@@ -1,0 +1,199 @@
+// The example web client: sign in with Firebase Auth, read your own sessions
+// and messages live from Firestore (under the security rules), and chat
+// through the backend, which does every write.
+import { initializeApp } from "firebase/app";
+import {
+  connectAuthEmulator, createUserWithEmailAndPassword, getAuth, onAuthStateChanged,
+  signInWithEmailAndPassword, signOut, type User,
+} from "firebase/auth";
+import {
+  collection, connectFirestoreEmulator, getFirestore, limit, limitToLast, onSnapshot,
+  orderBy, query, where, type Unsubscribe,
+} from "firebase/firestore";
+import { Api, ApiError, type Message } from "./api";
+
+type Config = {
+  apiBase: string;
+  firebase: { apiKey: string; projectId: string; authDomain: string };
+  authEmulator?: string;
+  firestoreEmulator?: string;
+};
+type Session = { id: string; title: string; status: string };
+
+const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
+const el = (tag: string, props: Record<string, string> = {}, text = "") => {
+  const e = document.createElement(tag);
+  Object.assign(e, props);
+  if (text) e.textContent = text;
+  return e;
+};
+
+function showError(e: unknown) {
+  const box = $("error");
+  box.textContent = e instanceof ApiError || e instanceof Error ? e.message : String(e);
+  box.hidden = false;
+}
+const clearError = () => ($("error").hidden = true);
+
+const config: Config = await (await fetch("/config.json")).json();
+const app = initializeApp(config.firebase);
+const auth = getAuth(app);
+const db = getFirestore(app);
+if (config.authEmulator) connectAuthEmulator(auth, config.authEmulator, { disableWarnings: true });
+if (config.firestoreEmulator) {
+  const [host, port] = config.firestoreEmulator.split(":");
+  connectFirestoreEmulator(db, host, Number(port));
+}
+const api = new Api(config.apiBase, () => auth.currentUser!.getIdToken());
+
+let user: User | null = null;
+let current: string | null = null; // the open session
+let sessions: Session[] = [];
+let messages: Message[] = [];
+let streaming: { text: string } | null = null;
+let stopSessions: Unsubscribe | null = null;
+let stopMessages: Unsubscribe | null = null;
+
+// ---- Sign in ----
+$("auth").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  clearError();
+  try {
+    await signInWithEmailAndPassword(auth, $<HTMLInputElement>("email").value, $<HTMLInputElement>("password").value);
+  } catch (e) { showError(e); }
+});
+$("signup").addEventListener("click", async () => {
+  clearError();
+  try {
+    await createUserWithEmailAndPassword(auth, $<HTMLInputElement>("email").value, $<HTMLInputElement>("password").value);
+  } catch (e) { showError(e); }
+});
+$("signout").addEventListener("click", () => signOut(auth));
+
+onAuthStateChanged(auth, (u) => {
+  user = u;
+  $("auth").hidden = !!u;
+  $("app").hidden = $("account").hidden = !u;
+  $("who").textContent = u?.email ?? "";
+  openSession(null);
+  watchSessions();
+});
+
+// ---- The session list, live from Firestore ----
+function watchSessions() {
+  stopSessions?.();
+  stopSessions = null;
+  sessions = [];
+  renderSessions();
+  if (!user) return;
+  const q = query(
+    collection(db, "chat_sessions"),
+    where("userId", "==", user.uid), // the rules require this constraint
+    where("status", "==", $<HTMLSelectElement>("filter").value),
+    orderBy("updatedAt", "desc"),
+    limit(50),
+  );
+  stopSessions = onSnapshot(q, (snap) => {
+    sessions = snap.docs.map((d) => ({ id: d.id, title: d.get("title"), status: d.get("status") }));
+    renderSessions();
+  }, showError);
+}
+$("filter").addEventListener("change", watchSessions);
+
+function renderSessions() {
+  const list = $("sessions");
+  list.replaceChildren(...sessions.map((s) => {
+    const li = el("li", { className: s.id === current ? "current" : "" });
+    li.dataset.id = s.id;
+    const name = el("span", { className: "name", title: "Open" }, s.title);
+    name.addEventListener("click", () => openSession(s.id));
+    const actions = el("div", { className: "row" });
+    const action = (label: string, fn: () => Promise<unknown>) => {
+      const b = el("button", { className: "quiet", type: "button" }, label);
+      b.addEventListener("click", async () => { clearError(); try { await fn(); } catch (e) { showError(e); } });
+      actions.append(b);
+    };
+    action("Rename", async () => {
+      const title = prompt("New title", s.title);
+      if (title) await api.json("PATCH", `/sessions/${s.id}`, { title });
+    });
+    if (s.status === "active") action("Archive", () => api.json("POST", `/sessions/${s.id}/archive`));
+    else action("Restore", () => api.json("POST", `/sessions/${s.id}/restore`));
+    if (s.status !== "deleted") action("Delete", async () => {
+      if (confirm(`Delete "${s.title}"? You can restore it for 30 days.`)) await api.json("DELETE", `/sessions/${s.id}`);
+    });
+    li.append(name, actions);
+    return li;
+  }));
+  $("title").textContent = sessions.find((s) => s.id === current)?.title ?? "New chat";
+}
+
+// ---- A session's messages, live from Firestore ----
+function openSession(id: string | null) {
+  current = id;
+  stopMessages?.();
+  stopMessages = null;
+  messages = [];
+  renderMessages();
+  renderSessions();
+  if (!id || !user) return;
+  const q = query(collection(db, "chat_sessions", id, "messages"), orderBy("seq"), limitToLast(200));
+  stopMessages = onSnapshot(q, (snap) => {
+    messages = snap.docs.map((d) => ({ id: d.id, ...(d.data() as Omit<Message, "id">) }));
+    renderMessages();
+  }, showError);
+}
+$("new").addEventListener("click", () => openSession(null));
+
+function renderMessages() {
+  const items = messages
+    .filter((m) => m.role === "user" || (m.role === "assistant" && m.content))
+    .map((m) => el("li", { className: m.role }, m.content));
+  if (streaming) items.push(el("li", { className: "assistant streaming" }, streaming.text || "…"));
+  $("messages").replaceChildren(...items);
+  $("messages").lastElementChild?.scrollIntoView({ block: "end" });
+}
+
+// ---- Sending: the reply is rendered as it streams ----
+$("composer").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const input = $<HTMLTextAreaElement>("input");
+  const text = input.value.trim();
+  if (!text) return;
+  clearError();
+  input.value = "";
+  $<HTMLButtonElement>("send").disabled = true;
+  streaming = { text: "" };
+  renderMessages();
+  try {
+    await api.chat(current, text, {
+      session: (id) => { if (id !== current) openSession(id); },
+      delta: (t) => { streaming!.text += t; renderMessages(); },
+      done: () => {},
+    });
+  } catch (e) {
+    showError(e);
+    if (!current) input.value = text;
+  } finally {
+    streaming = null;
+    renderMessages();
+    $<HTMLButtonElement>("send").disabled = false;
+  }
+});
+$("input").addEventListener("keydown", (ev) => {
+  if (ev.key === "Enter" && !ev.shiftKey) {
+    ev.preventDefault();
+    $<HTMLFormElement>("composer").requestSubmit();
+  }
+});
+
+// ---- Export ----
+$("export").addEventListener("click", async () => {
+  clearError();
+  try {
+    const blob = await (await api.request("GET", "/account/export")).blob();
+    const a = el("a", { href: URL.createObjectURL(blob), download: "chat-export.json" }) as HTMLAnchorElement;
+    a.click();
+    URL.revokeObjectURL(a.href);
+  } catch (e) { showError(e); }
+});
