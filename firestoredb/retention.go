@@ -25,19 +25,7 @@ func (db *DB) ExpiredSessions(ctx context.Context, st sessions.Status, now time.
 	if after != nil {
 		q = q.StartAfter(after.ExpiresAt, after.ID)
 	}
-	snaps, err := q.Documents(ctx).GetAll()
-	if err != nil {
-		return nil, translate(err)
-	}
-	out := make([]*sessions.Session, 0, len(snaps))
-	for _, snap := range snaps {
-		s, err := decodeSession(snap)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return readSessions(ctx, q)
 }
 
 // PendingPurges lists the sessions whose purge was cut off.

@@ -71,7 +71,12 @@ func (db *DB) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sessio
 	if q.After != nil {
 		query = query.StartAfter(q.After.UpdatedAt, q.After.ID)
 	}
-	snaps, err := query.Documents(ctx).GetAll()
+	return readSessions(ctx, query)
+}
+
+// readSessions runs a query of sessions.
+func readSessions(ctx context.Context, q firestore.Query) ([]*sessions.Session, error) {
+	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
 		return nil, translate(err)
 	}

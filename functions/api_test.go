@@ -168,7 +168,7 @@ func TestChat(t *testing.T) {
 	if second.SessionID != first.SessionID || second.Reply.Seq != 3 {
 		t.Errorf("second turn: %+v", second)
 	}
-	reqs := h.model.Requests()
+	reqs := h.turnRequests()
 	last := reqs[len(reqs)-1]
 	var roles []string
 	for _, m := range last.Messages {
@@ -284,9 +284,11 @@ func TestModelFailureRetry(t *testing.T) {
 		t.Errorf("after retry: %+v", msgs)
 	}
 	// Once more: the stored turn is returned and the model is not called.
+	h.idle() // the first turn's title request is not a call of this turn
 	calls := len(h.model.Requests())
 	var replay chatResp
 	h.do("POST", "/chat", alice.token, turn).want(t, 200).decode(t, &replay)
+	h.idle()
 	if !replay.Replayed || replay.Reply.ID != ok.Reply.ID || len(h.model.Requests()) != calls {
 		t.Errorf("replay: %+v, model calls %d → %d", replay, calls, len(h.model.Requests()))
 	}

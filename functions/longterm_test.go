@@ -55,7 +55,7 @@ func TestLongTermMemory(t *testing.T) {
 	}
 	// A new session of alice's starts with her memory in the prompt.
 	h.do("POST", "/chat", alice.token, map[string]any{"message": "What should I cook tonight?"}).want(t, 200)
-	reqs := h.chatRequestsExcept(longterm.ExtractInstructions)
+	reqs := h.turnRequests()
 	last := reqs[len(reqs)-1]
 	if len(last.Messages) < 3 || !strings.HasPrefix(last.Messages[1].Content, longterm.BlockHeader) || !strings.Contains(last.Messages[1].Content, "vegetarian") {
 		t.Errorf("alice's prompt: %+v", last.Messages)
@@ -105,7 +105,7 @@ func TestLongTermMemory(t *testing.T) {
 		t.Errorf("still enabled")
 	}
 	h.do("POST", "/chat", alice.token, map[string]any{"message": "Anything?"}).want(t, 200)
-	reqs = h.chatRequestsExcept(longterm.ExtractInstructions)
+	reqs = h.turnRequests()
 	if last := reqs[len(reqs)-1]; strings.Contains(fmt.Sprint(last.Messages), "vegetarian") {
 		t.Errorf("memory off, yet in the prompt")
 	}
@@ -125,11 +125,13 @@ func TestLongTermMemory(t *testing.T) {
 	}
 }
 
-// chatRequestsExcept returns the model requests whose system prompt is not skip.
-func (h *harness) chatRequestsExcept(skip string) []openai.ChatCompletionRequest {
+// turnRequests returns the chat turns' model requests: those that open with
+// the turn's system prompt (titles, summaries and extractions, which arrive
+// after the reply in any order, do not).
+func (h *harness) turnRequests() []openai.ChatCompletionRequest {
 	var out []openai.ChatCompletionRequest
 	for _, r := range h.model.Requests() {
-		if r.Messages[0].Content != skip && r.Messages[0].Content != longterm.ResolveInstructions {
+		if r.Messages[0].Content == testConfig().SystemPrompt {
 			out = append(out, r)
 		}
 	}

@@ -63,17 +63,6 @@ func (h *harness) script(s *script) *script {
 	return s
 }
 
-// chatRequests returns the turns' requests (not summaries or titles).
-func (h *harness) chatRequests() []openai.ChatCompletionRequest {
-	var out []openai.ChatCompletionRequest
-	for _, r := range h.model.Requests() {
-		if !isSummary(r) && !isTitle(r) {
-			out = append(out, r)
-		}
-	}
-	return out
-}
-
 // requestTokens recounts, independently of what was stored, the tokens of a
 // request as the model receives it.
 func requestTokens(t *testing.T, r openai.ChatCompletionRequest) int {
@@ -156,7 +145,7 @@ func TestLongConversation(t *testing.T) {
 	id := h.newSession(alice.token, map[string]any{"memory": map[string]any{"strategy": "summary_buffer", "budgetTokens": budget}})
 	for i := 0; i < turns; i++ {
 		h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": fmt.Sprintf("Turn %d: tell me about topic number %d please.", i, i)}).want(t, 200)
-		reqs := h.chatRequests()
+		reqs := h.turnRequests()
 		if n := requestTokens(t, reqs[len(reqs)-1]); n > budget {
 			t.Fatalf("turn %d sent %d tokens, over the budget of %d", i, n, budget)
 		}
@@ -306,7 +295,7 @@ func TestSummarizerFailure(t *testing.T) {
 	id := h.newSession(alice.token, map[string]any{"memory": map[string]any{"budgetTokens": budget}})
 	for i := 0; i < 30; i++ {
 		h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": fmt.Sprintf("message %d, long enough to matter", i)}).want(t, 200)
-		reqs := h.chatRequests()
+		reqs := h.turnRequests()
 		if n := requestTokens(t, reqs[len(reqs)-1]); n > budget {
 			t.Fatalf("turn %d: %d tokens over %d", i, n, budget)
 		}

@@ -30,15 +30,20 @@ func (s Summarizer) Summarize(ctx context.Context, model, previous string, msgs 
 		b.WriteString(Transcript(m))
 		b.WriteByte('\n')
 	}
-	reply, err := s.Model.Generate(ctx, chat.Request{
-		Model:    model,
-		System:   history.SummaryInstructions,
-		Messages: []history.Message{{Role: history.RoleUser, Content: b.String()}},
-	}, nil)
+	reply, err := instruct(ctx, s.Model, model, history.SummaryInstructions, b.String())
 	if err != nil {
 		return "", "", err
 	}
 	return reply.Content, reply.Model, nil
+}
+
+// instruct asks model one thing: user text under a system instruction.
+func instruct(ctx context.Context, m chat.Model, model, system, user string) (*chat.Reply, error) {
+	return m.Generate(ctx, chat.Request{
+		Model:    model,
+		System:   system,
+		Messages: []history.Message{{Role: history.RoleUser, Content: user}},
+	}, nil)
 }
 
 // Transcript renders one message as a line of a transcript.
@@ -73,11 +78,7 @@ type Titler struct {
 func (t Titler) Title(ctx context.Context, model, user, reply string) (string, error) {
 	msg := Transcript(history.Message{Role: history.RoleUser, Content: user}) + "\n" +
 		Transcript(history.Message{Role: history.RoleAssistant, Content: reply})
-	r, err := t.Model.Generate(ctx, chat.Request{
-		Model:    model,
-		System:   TitleInstructions,
-		Messages: []history.Message{{Role: history.RoleUser, Content: msg}},
-	}, nil)
+	r, err := instruct(ctx, t.Model, model, TitleInstructions, msg)
 	if err != nil {
 		return "", err
 	}
@@ -91,11 +92,7 @@ type Completer struct {
 
 // Complete answers the user text under the system instruction.
 func (c Completer) Complete(ctx context.Context, model, system, user string) (string, error) {
-	r, err := c.Model.Generate(ctx, chat.Request{
-		Model:    model,
-		System:   system,
-		Messages: []history.Message{{Role: history.RoleUser, Content: user}},
-	}, nil)
+	r, err := instruct(ctx, c.Model, model, system, user)
 	if err != nil {
 		return "", err
 	}
