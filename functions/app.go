@@ -67,6 +67,7 @@ type Deps struct {
 	Model  chat.Model
 	Tokens Tokens
 	Log    *slog.Logger
+	Now    func() time.Time // every service's clock; nil: time.Now
 }
 
 // Tokens counts messages (at write time) and texts (memory blocks).
@@ -80,11 +81,15 @@ func NewApp(cfg Config, d Deps) *App {
 	if d.Log == nil {
 		d.Log = slog.New(logHandler(os.Stderr, slog.LevelInfo))
 	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
 	ss := sessions.NewService(d.Store, cfg.ChatModel)
+	ss.Now = d.Now
 	ss.DefaultMemory = cfg.Memory()
 	ss.Policy = cfg.Policy()
 	hs := history.NewService(d.Store, d.Tokens)
-	hs.Policy = cfg.Policy()
+	hs.Policy, hs.Now = cfg.Policy(), d.Now
 	hs.MaxMessages = cfg.MaxSessionMessages
 	hs.DefaultBudget = cfg.ContextBudget
 	hs.Summarizer = llm.Summarizer{Model: d.Model}
@@ -97,17 +102,17 @@ func NewApp(cfg Config, d Deps) *App {
 		Limits:       chat.Limits{TurnsPerMinute: cfg.TurnsPerMinute, TokensPerDay: cfg.TokensPerDay},
 		SystemPrompt: cfg.SystemPrompt,
 		ModelTimeout: cfg.ModelTimeout,
-		Now:          ss.Now,
+		Now:          d.Now,
 		Log:          d.Log,
 	}
 	lt := &longterm.Service{Repo: d.Store, Sessions: d.Store, Messages: d.Store, Model: llm.Completer{Model: d.Model},
-		Tokens: d.Tokens, Settings: longterm.DefaultSettings(), Now: ss.Now, Log: d.Log}
+		Tokens: d.Tokens, Settings: longterm.DefaultSettings(), Now: d.Now, Log: d.Log}
 	if cfg.LongTermMemory {
 		cs.Memory = lt
 	}
 	sw := retention.NewSweeper(d.Store)
-	sw.Policy, sw.Budget, sw.Log = cfg.Policy(), cfg.SweepBudget, d.Log
-	pv := &retention.Privacy{Repo: d.Store, Now: time.Now,
+	sw.Policy, sw.Budget, sw.Log, sw.Now = cfg.Policy(), cfg.SweepBudget, d.Log, d.Now
+	pv := &retention.Privacy{Repo: d.Store, Now: d.Now,
 		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}, "memory": lt}}
 	return &App{
 		Sessions: ss, History: hs, Chat: cs, Memory: lt, Sweeper: sw, Privacy: pv, Auth: d.Auth, Store: d.Store, Log: d.Log,

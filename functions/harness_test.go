@@ -122,8 +122,8 @@ func newHarness(t *testing.T, configure ...func(*functions.Config)) *harness {
 		Model:  llm.NewOpenAI("test-key", h.model.BaseURL(), nil),
 		Tokens: storetest.Tokens(t),
 		Log:    slog.New(slog.NewJSONHandler(h.logs, nil)),
+		Now:    h.clock.Now,
 	})
-	h.app.Sessions.Now, h.app.History.Now, h.app.Chat.Now = h.clock.Now, h.clock.Now, h.clock.Now
 	h.srv = httptest.NewServer(h.app.Handler())
 	t.Cleanup(h.srv.Close)
 	return h

@@ -79,11 +79,7 @@ func (svc *Service) Learn(ctx context.Context, s *sessions.Session, model string
 	if to-from+1 < svc.Settings.EveryK {
 		return ErrNothingToLearn
 	}
-	u, err := svc.Repo.GetUser(ctx, s.UserID)
-	if err != nil {
-		return err
-	}
-	_, err = svc.Sessions.UpdateSession(ctx, s.ID, func(cur *sessions.Session) error {
+	_, err := svc.Sessions.UpdateSession(ctx, s.ID, func(cur *sessions.Session) error {
 		if cur.LearnFrom != from {
 			return ErrBatchTaken
 		}
@@ -93,18 +89,14 @@ func (svc *Service) Learn(ctx context.Context, s *sessions.Session, model string
 	if err != nil {
 		return err
 	}
-	if s.NoLearning || u.Disabled {
-		return ErrNothingToLearn // the watermark moved on: nothing from now is learned later
+	if s.NoLearning {
+		return ErrNothingToLearn // the watermark moved on: nothing from here is learned later
 	}
 	if to-from+1 > maxBatch {
 		from = to - maxBatch + 1
 	}
-	msgs, err := svc.Messages.MessageRange(ctx, s.ID, from, to)
-	if err != nil {
-		return err
-	}
 	for attempt := 0; ; attempt++ {
-		err = svc.extract(ctx, s, model, msgs)
+		err = svc.extract(ctx, s, model, from, to)
 		if sessions.ErrorCode(err) != sessions.ECONFLICT || attempt == 2 {
 			return err
 		}
@@ -138,9 +130,18 @@ const ResolveInstructions = `Compare each new candidate fact about a user with t
 Decide "same" if it restates an existing fact, "contradicts" if it replaces an existing fact (the user changed their mind or the situation changed), or "new" otherwise.
 Answer with JSON only: {"decisions":[{"candidate":1,"decision":"same","existing":"<id>"}]} with one decision per candidate; "existing" names the fact for same and contradicts.`
 
-func (svc *Service) extract(ctx context.Context, s *sessions.Session, model string, msgs []history.Message) error {
+// extract learns from messages from..to of s: the user's document first
+// (one read: switch, profile, live facts), then the messages.
+func (svc *Service) extract(ctx context.Context, s *sessions.Session, model string, from, to int) error {
 	u, err := svc.Repo.GetUser(ctx, s.UserID)
 	if err != nil {
+		return err
+	}
+	if u.Disabled {
+		return ErrNothingToLearn // memory is off: the batch passes unlearned
+	}
+	msgs, err := svc.Messages.MessageRange(ctx, s.ID, from, to)
+	if err != nil || len(msgs) == 0 {
 		return err
 	}
 	facts := u.Facts
