@@ -78,6 +78,11 @@ func (svc *Service) Compact(ctx context.Context, sessionID string, fixed int) (*
 		return nil
 	})
 	if err != nil {
+		// A conflict means another compaction saved, and cleared the lease.
+		// Any other failure would leave the lease held until it expires.
+		if sessions.ErrorCode(err) != sessions.ECONFLICT {
+			svc.releaseLease(ctx, sessionID)
+		}
 		return nil, err
 	}
 	return c, nil

@@ -1,0 +1,70 @@
+package history_test
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"testing"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/memorydb"
+	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/storetest"
+)
+
+// countingSummarizer answers every request and counts them.
+type countingSummarizer struct{ calls int }
+
+func (c *countingSummarizer) Summarize(_ context.Context, model, previous string, msgs []history.Message) (string, string, error) {
+	c.calls++
+	return fmt.Sprintf("summary %d of %d messages", c.calls, len(msgs)), model, nil
+}
+
+// failingSave fails the next saves of compaction records, as a store that
+// cannot commit would.
+type failingSave struct {
+	*memorydb.DB
+	failures int
+}
+
+func (f *failingSave) SaveCompaction(ctx context.Context, id string, c *history.Compaction, fn func(*sessions.Session, *history.Tail) error) error {
+	if f.failures > 0 {
+		f.failures--
+		return sessions.Wrap(sessions.EUNAVAILABLE, errors.New("commit failed"), "storage unavailable")
+	}
+	return f.DB.SaveCompaction(ctx, id, c, fn)
+}
+
+// TestCompactAfterFailedSave: a compaction whose record cannot be saved
+// gives its lease back, so the next turn compacts at once rather than after
+// the lease expires (which, on a frozen clock, is never).
+func TestCompactAfterFailedSave(t *testing.T) {
+	db := &failingSave{DB: memorydb.New(), failures: 1}
+	env := storetest.NewEnv(t, db)
+	sum := &countingSummarizer{}
+	env.History.Summarizer = sum
+	ctx := context.Background()
+	s := storetest.Must[*sessions.Session](t)(env.Sessions.Create(ctx, "alice", sessions.CreateInput{
+		Memory: sessions.Memory{Strategy: sessions.StrategySummaryBuffer, BudgetTokens: 300},
+	}))
+	for i := 0; i < 20; i++ {
+		role := history.RoleUser
+		if i%2 == 1 {
+			role = history.RoleAssistant
+		}
+		env.Say(t, s, role, fmt.Sprintf("message %d, with enough words in it to fill a small budget soon", i))
+	}
+	_, err := env.History.Compact(ctx, s.ID, 0)
+	storetest.WantCode(t, err, sessions.EUNAVAILABLE)
+	c, err := env.History.Compact(ctx, s.ID, 0)
+	if err != nil {
+		t.Fatalf("the compaction after a failed save: %v", err)
+	}
+	if sum.calls != 2 || c.StartSeq != 0 {
+		t.Errorf("%d summarizer calls; record covers %d..%d", sum.calls, c.StartSeq, c.EndSeq)
+	}
+	cs := storetest.Must[[]history.Compaction](t)(env.DB.ListCompactions(ctx, s.ID))
+	if len(cs) != 1 || env.Reload(t, s).Summary != c.Summary {
+		t.Errorf("%d records; summary %q", len(cs), env.Reload(t, s).Summary)
+	}
+}
