@@ -126,7 +126,20 @@ func newHarness(t *testing.T, configure ...func(*functions.Config)) *harness {
 	})
 	h.srv = httptest.NewServer(h.app.Handler())
 	t.Cleanup(h.srv.Close)
+	t.Cleanup(h.logProblems)
 	return h
+}
+
+// logProblems shows the server's warnings and errors when a test failed.
+func (h *harness) logProblems() {
+	if !h.t.Failed() {
+		return
+	}
+	for _, line := range strings.Split(h.logs.String(), "\n") {
+		if strings.Contains(line, `"level":"WARN"`) || strings.Contains(line, `"level":"ERROR"`) {
+			h.t.Log("server: " + line)
+		}
+	}
 }
 
 type user struct {

@@ -159,11 +159,13 @@ func TestLongConversation(t *testing.T) {
 			t.Fatalf("message %d has seq %d", i, m.Seq)
 		}
 	}
-	var cs []history.Compaction
-	waitFor(t, "the last compaction", func() bool {
-		cs = h.compactions(id)
-		return len(cs) > 0 && h.session(id).Summary == cs[len(cs)-1].Summary
-	})
+	// Each turn's compaction runs after its reply: wait until none is in
+	// flight, so every summary request made has had its chance to be saved.
+	h.idle()
+	cs := h.compactions(id)
+	if len(cs) == 0 || h.session(id).Summary != cs[len(cs)-1].Summary {
+		t.Fatalf("%d records; the session's summary is not the last one's", len(cs))
+	}
 	if len(cs) < 10 {
 		t.Fatalf("%d compactions in %d turns", len(cs), turns)
 	}
