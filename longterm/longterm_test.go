@@ -3,6 +3,7 @@ package longterm_test
 import (
 	"context"
 	"encoding/json"
+	"errors"
 	"fmt"
 	"math/rand/v2"
 	"strings"
@@ -39,11 +40,15 @@ type scripted struct {
 	resolve     func(user string) string
 	extractions int
 	resolutions int
+	down        bool // every call fails, as when the model does not answer
 }
 
 func (m *scripted) Complete(_ context.Context, _, system, user string) (string, error) {
 	m.mu.Lock()
 	defer m.mu.Unlock()
+	if m.down {
+		return "", errors.New("model unavailable")
+	}
 	if system == longterm.ResolveInstructions {
 		m.resolutions++
 		return m.resolve(user), nil
@@ -301,6 +306,44 @@ func TestMalformedOutputChangesNothing(t *testing.T) {
 		e.converse(t, s, 6, "again")
 		if got := e.live(t, "alice"); len(got) != 1 {
 			t.Errorf("facts after a malformed resolution: %s", contents(got))
+		}
+	})
+}
+
+// TestFailedExtractionIsRetried: a batch whose extraction failed because
+// the model did not answer is given back, and the next turn learns from it.
+func TestFailedExtractionIsRetried(t *testing.T) {
+	forBoth(t, func(t *testing.T, e *env) {
+		var seen []string
+		e.model.extract = func(user string) string {
+			seen = append(seen, user)
+			return extraction(nil, fact{"The user keeps bees.", "personal", 0.9})
+		}
+		s := e.NewSession(t, "alice")
+		for i := 0; i < 6; i++ {
+			e.Say(t, s, []history.Role{history.RoleUser, history.RoleAssistant}[i%2], fmt.Sprintf("I keep bees (%d)", i))
+		}
+		s = e.Reload(t, s)
+		e.model.down = true
+		if err := e.lt.Learn(context.Background(), s, s.Model); err == nil {
+			t.Fatal("an extraction without a model succeeded")
+		}
+		if s = e.Reload(t, s); s.LearnFrom != 0 {
+			t.Fatalf("after a failed extraction the watermark is %d, want 0", s.LearnFrom)
+		}
+		e.model.down = false
+		s = e.converse(t, s, 2, "and honey")
+		if s.LearnFrom != 8 || len(seen) != 1 || !strings.Contains(seen[0], "I keep bees (0)") || !strings.Contains(seen[0], "and honey (1)") {
+			t.Fatalf("watermark %d after %d extractions: %q", s.LearnFrom, len(seen), seen)
+		}
+		if got := contents(e.live(t, "alice")); got != "The user keeps bees." {
+			t.Errorf("facts: %s", got)
+		}
+		// Output the model got wrong is not retried: the batch is done.
+		e.model.extract = func(string) string { return "not JSON" }
+		s = e.converse(t, s, 6, "more")
+		if s.LearnFrom != 14 {
+			t.Errorf("after malformed output the watermark is %d, want 14", s.LearnFrom)
 		}
 	})
 }

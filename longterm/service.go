@@ -2,6 +2,7 @@ package longterm
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"log/slog"
 	"strings"
@@ -72,8 +73,11 @@ const maxBatch = 50
 // Learn extracts memory from the messages of s that it has not learned from
 // yet, once at least EveryK of them have accumulated. The batch is claimed by
 // moving the session's watermark in a transaction, so two instances never
-// learn from the same batch, and at most one extraction runs per K messages;
-// a claimed batch is consumed even if extraction fails (it is logged).
+// learn from the same batch, and at most one extraction runs per K messages.
+// If extraction fails (the model or storage did not answer), the batch is
+// given back unless another instance moved the watermark meanwhile, so the
+// next turn tries again with it; output the model got wrong is logged and
+// the batch counts as done, so bad output is never paid for twice.
 func (svc *Service) Learn(ctx context.Context, s *sessions.Session, model string) error {
 	from, to := s.LearnFrom, s.NextSeq-1
 	if to-from+1 < svc.Settings.EveryK {
@@ -92,14 +96,34 @@ func (svc *Service) Learn(ctx context.Context, s *sessions.Session, model string
 	if s.NoLearning {
 		return ErrNothingToLearn // the watermark moved on: nothing from here is learned later
 	}
+	claimed := from
 	if to-from+1 > maxBatch {
 		from = to - maxBatch + 1
 	}
 	for attempt := 0; ; attempt++ {
 		err = svc.extract(ctx, s, model, from, to)
 		if sessions.ErrorCode(err) != sessions.ECONFLICT || attempt == 2 {
-			return err
+			break
 		}
+	}
+	if err != nil && !errors.Is(err, ErrNothingToLearn) {
+		svc.giveBack(ctx, s.ID, claimed, to+1)
+	}
+	return err
+}
+
+// giveBack moves the watermark of session id back from claimedTo to
+// claimedFrom, if it is still where this claim left it.
+func (svc *Service) giveBack(ctx context.Context, id string, claimedFrom, claimedTo int) {
+	_, err := svc.Sessions.UpdateSession(context.WithoutCancel(ctx), id, func(cur *sessions.Session) error {
+		if cur.LearnFrom != claimedTo {
+			return ErrBatchTaken
+		}
+		cur.LearnFrom = claimedFrom
+		return nil
+	})
+	if err != nil && !errors.Is(err, ErrBatchTaken) && svc.Log != nil {
+		svc.Log.WarnContext(ctx, "long-term memory: could not give a failed batch back", "sessionId", id, "error", err.Error())
 	}
 }
 
