@@ -113,12 +113,9 @@ func contents(fs []longterm.FactView) string {
 }
 
 func forBoth(t *testing.T, f func(t *testing.T, e *env)) {
-	for name, open := range backends {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			f(t, newEnv(t, open(t)))
-		})
-	}
+	storetest.EachBackend(t, backends, func(t *testing.T, open func(*testing.T) store) {
+		f(t, newEnv(t, open(t)))
+	})
 }
 
 func TestThresholdAndProfile(t *testing.T) {

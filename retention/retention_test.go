@@ -107,30 +107,27 @@ func TestBoundaries(t *testing.T) {
 		{"SweptThenPurged", nil, sessions.CreateInput{},
 			[]step{{30 * day, "deleted"}, {60*day - time.Second, "deleted"}, {60 * day, "gone"}}},
 	}
-	for name, open := range backends {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			for _, c := range cases {
-				t.Run(c.name, func(t *testing.T) {
-					t.Parallel()
-					e := storetest.NewEnv(t, open(t))
-					s := storetest.Must[*sessions.Session](t)(e.Sessions.Create(context.Background(), "alice", c.in))
-					e.Say(t, s, history.RoleUser, "hello")
-					if c.setup != nil {
-						c.setup(t, e, s)
+	storetest.EachBackend(t, backends, func(t *testing.T, open func(*testing.T) store) {
+		for _, c := range cases {
+			t.Run(c.name, func(t *testing.T) {
+				t.Parallel()
+				e := storetest.NewEnv(t, open(t))
+				s := storetest.Must[*sessions.Session](t)(e.Sessions.Create(context.Background(), "alice", c.in))
+				e.Say(t, s, history.RoleUser, "hello")
+				if c.setup != nil {
+					c.setup(t, e, s)
+				}
+				sw := sweeper(e.DB.(store), e.Clock)
+				for _, st := range c.steps {
+					e.Clock.Set(storetest.Epoch.Add(st.at))
+					run(t, sw)
+					if got := status(t, e, s); got != st.want {
+						t.Fatalf("at +%s: %s, want %s", st.at, got, st.want)
 					}
-					sw := sweeper(e.DB.(store), e.Clock)
-					for _, st := range c.steps {
-						e.Clock.Set(storetest.Epoch.Add(st.at))
-						run(t, sw)
-						if got := status(t, e, s); got != st.want {
-							t.Fatalf("at +%s: %s, want %s", st.at, got, st.want)
-						}
-					}
-				})
-			}
-		})
-	}
+				}
+			})
+		}
+	})
 }
 
 // activityRepo lets activity happen between the sweep's query and its write.
@@ -150,59 +147,53 @@ func (r activityRepo) ExpiredSessions(ctx context.Context, st sessions.Status, n
 // TestActivityBetweenQueryAndWrite: a session that saw activity after the
 // sweep found it is left alone, as the change re-checks it.
 func TestActivityBetweenQueryAndWrite(t *testing.T) {
-	for name, open := range backends {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			e := storetest.NewEnv(t, open(t))
-			busy, idle := e.NewSession(t, "alice"), e.NewSession(t, "alice")
-			e.Clock.Advance(31 * sessions.Day)
-			repo := activityRepo{store: e.DB.(store), between: func(s *sessions.Session) {
-				if s.ID == busy.ID {
-					e.Say(t, busy, history.RoleUser, "I'm back")
-				}
-			}}
-			sw := sweeper(e.DB.(store), e.Clock)
-			sw.Repo = repo
-			r := run(t, sw)
-			if r.SoftDeleted != 1 || r.Skipped != 1 || status(t, e, busy) != "active" || status(t, e, idle) != "deleted" {
-				t.Errorf("report %+v; busy %s, idle %s", r, status(t, e, busy), status(t, e, idle))
+	storetest.EachBackend(t, backends, func(t *testing.T, open func(*testing.T) store) {
+		e := storetest.NewEnv(t, open(t))
+		busy, idle := e.NewSession(t, "alice"), e.NewSession(t, "alice")
+		e.Clock.Advance(31 * sessions.Day)
+		repo := activityRepo{store: e.DB.(store), between: func(s *sessions.Session) {
+			if s.ID == busy.ID {
+				e.Say(t, busy, history.RoleUser, "I'm back")
 			}
-		})
-	}
+		}}
+		sw := sweeper(e.DB.(store), e.Clock)
+		sw.Repo = repo
+		r := run(t, sw)
+		if r.SoftDeleted != 1 || r.Skipped != 1 || status(t, e, busy) != "active" || status(t, e, idle) != "deleted" {
+			t.Errorf("report %+v; busy %s, idle %s", r, status(t, e, busy), status(t, e, idle))
+		}
+	})
 }
 
 func TestDryRunAndCancel(t *testing.T) {
-	for name, open := range backends {
-		t.Run(name, func(t *testing.T) {
-			t.Parallel()
-			e := storetest.NewEnv(t, open(t))
-			a, d := e.NewSession(t, "alice"), e.NewSession(t, "alice")
-			storetest.Must[*sessions.Session](t)(e.Sessions.Delete(context.Background(), "alice", d.ID))
-			e.NewSession(t, "bob")
-			e.Clock.Advance(31 * sessions.Day)
-			sw := sweeper(e.DB.(store), e.Clock)
-			r, err := sw.Run(context.Background(), true)
-			if err != nil || !r.Complete || len(r.Planned) != 3 || r.SoftDeleted != 0 {
-				t.Fatalf("dry run: %+v %v", r, err)
-			}
-			if status(t, e, a) != "active" || status(t, e, d) != "deleted" {
-				t.Fatalf("a dry run changed something")
-			}
-			ctx, cancel := context.WithCancel(context.Background())
-			cancel()
-			r, err = sw.Run(ctx, false)
-			if err != nil || r.Complete {
-				t.Fatalf("cancelled run: %+v %v", r, err)
-			}
-			r = run(t, sw)
-			if r.SoftDeleted != 2 || r.Purged != 1 || status(t, e, a) != "deleted" || status(t, e, d) != "gone" {
-				t.Errorf("real run: %+v", r)
-			}
-			if r := run(t, sw); r.SoftDeleted+r.Purged != 0 {
-				t.Errorf("a second run changed more: %+v", r)
-			}
-		})
-	}
+	storetest.EachBackend(t, backends, func(t *testing.T, open func(*testing.T) store) {
+		e := storetest.NewEnv(t, open(t))
+		a, d := e.NewSession(t, "alice"), e.NewSession(t, "alice")
+		storetest.Must[*sessions.Session](t)(e.Sessions.Delete(context.Background(), "alice", d.ID))
+		e.NewSession(t, "bob")
+		e.Clock.Advance(31 * sessions.Day)
+		sw := sweeper(e.DB.(store), e.Clock)
+		r, err := sw.Run(context.Background(), true)
+		if err != nil || !r.Complete || len(r.Planned) != 3 || r.SoftDeleted != 0 {
+			t.Fatalf("dry run: %+v %v", r, err)
+		}
+		if status(t, e, a) != "active" || status(t, e, d) != "deleted" {
+			t.Fatalf("a dry run changed something")
+		}
+		ctx, cancel := context.WithCancel(context.Background())
+		cancel()
+		r, err = sw.Run(ctx, false)
+		if err != nil || r.Complete {
+			t.Fatalf("cancelled run: %+v %v", r, err)
+		}
+		r = run(t, sw)
+		if r.SoftDeleted != 2 || r.Purged != 1 || status(t, e, a) != "deleted" || status(t, e, d) != "gone" {
+			t.Errorf("real run: %+v", r)
+		}
+		if r := run(t, sw); r.SoftDeleted+r.Purged != 0 {
+			t.Errorf("a second run changed more: %+v", r)
+		}
+	})
 }
 
 // world is a seeded population of labelled sessions.

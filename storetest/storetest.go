@@ -128,4 +128,15 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("ConcurrentAppends", func(t *testing.T) { testConcurrentAppends(t, env(t)) })
 }
 
+// EachBackend runs f once per backend, as parallel subtests named after
+// them; f opens a new, empty backend with open as often as it needs one.
+func EachBackend[S any](t *testing.T, backends map[string]func(*testing.T) S, f func(t *testing.T, open func(*testing.T) S)) {
+	for name, open := range backends {
+		t.Run(name, func(t *testing.T) {
+			t.Parallel()
+			f(t, open)
+		})
+	}
+}
+
 func asTransition(err error, te **sessions.TransitionError) bool { return errors.As(err, te) }
