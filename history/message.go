@@ -62,13 +62,8 @@ type MessageMetadata struct {
 
 // UnmarshalJSON rejects unknown keys.
 func (m *MessageMetadata) UnmarshalJSON(data []byte) error {
-	type plain MessageMetadata
-	var p plain
-	if err := sessions.DecodeJSON(data, &p); err != nil {
-		return err
-	}
-	*m = MessageMetadata(p)
-	return nil
+	type plain MessageMetadata // without this method
+	return sessions.DecodeJSON(data, (*plain)(m))
 }
 
 // Draft is a message as a caller submits it; the server assigns the rest.
@@ -83,13 +78,8 @@ type Draft struct {
 
 // UnmarshalJSON rejects unknown keys.
 func (d *Draft) UnmarshalJSON(data []byte) error {
-	type plain Draft
-	var p plain
-	if err := sessions.DecodeJSON(data, &p); err != nil {
-		return err
-	}
-	*d = Draft(p)
-	return nil
+	type plain Draft // without this method
+	return sessions.DecodeJSON(data, (*plain)(d))
 }
 
 // Message is a stored message. Tokens was counted once, when it was written.

@@ -70,13 +70,8 @@ type ProfilePatch struct {
 
 // UnmarshalJSON rejects unknown keys.
 func (p *ProfilePatch) UnmarshalJSON(data []byte) error {
-	type plain ProfilePatch
-	var q plain
-	if err := sessions.DecodeJSON(data, &q); err != nil {
-		return err
-	}
-	*p = ProfilePatch(q)
-	return nil
+	type plain ProfilePatch // without this method
+	return sessions.DecodeJSON(data, (*plain)(p))
 }
 
 // UpdateProfile lets the user write their own profile.

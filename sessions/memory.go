@@ -33,13 +33,8 @@ type Memory struct {
 
 // UnmarshalJSON rejects unknown keys.
 func (m *Memory) UnmarshalJSON(data []byte) error {
-	type plain Memory
-	var p plain
-	if err := DecodeJSON(data, &p); err != nil {
-		return err
-	}
-	*m = Memory(p)
-	return nil
+	type plain Memory // without this method
+	return DecodeJSON(data, (*plain)(m))
 }
 
 // Validate checks the settings a caller chose.

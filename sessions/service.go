@@ -87,13 +87,8 @@ type CreateInput struct {
 
 // UnmarshalJSON rejects unknown keys.
 func (in *CreateInput) UnmarshalJSON(data []byte) error {
-	type plain CreateInput
-	var p plain
-	if err := DecodeJSON(data, &p); err != nil {
-		return err
-	}
-	*in = CreateInput(p)
-	return nil
+	type plain CreateInput // without this method
+	return DecodeJSON(data, (*plain)(in))
 }
 
 // Create starts an active session owned by userID.
@@ -281,15 +276,10 @@ type Update struct {
 	NoLearning *bool     `json:"noLearning,omitempty"`
 }
 
-// UnmarshalJSON rejects any field other than title and metadata.
+// UnmarshalJSON rejects any field Update does not have.
 func (u *Update) UnmarshalJSON(data []byte) error {
-	type plain Update
-	var p plain
-	if err := DecodeJSON(data, &p); err != nil {
-		return err
-	}
-	*u = Update(p)
-	return nil
+	type plain Update // without this method
+	return DecodeJSON(data, (*plain)(u))
 }
 
 // Update changes the title and/or replaces the metadata of the caller's session.

@@ -141,13 +141,8 @@ func (m Metadata) Clone() Metadata {
 // UnmarshalJSON rejects keys Metadata does not know, so a typo in a client is
 // an error rather than silently dropped data.
 func (m *Metadata) UnmarshalJSON(data []byte) error {
-	type plain Metadata
-	var p plain
-	if err := DecodeJSON(data, &p); err != nil {
-		return err
-	}
-	*m = Metadata(p)
-	return nil
+	type plain Metadata // without this method
+	return DecodeJSON(data, (*plain)(m))
 }
 
 var customKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
