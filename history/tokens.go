@@ -4,6 +4,7 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"unicode"
 
 	"github.com/pkoukk/tiktoken-go"
 	tiktokenloader "github.com/pkoukk/tiktoken-go-loader"
@@ -61,12 +62,46 @@ func EncodingFor(model string) string {
 	return tiktoken.MODEL_O200K_BASE
 }
 
-// Text counts the tokens of a string alone.
+// Text counts the tokens of a string alone, in time linear in its length.
 func (t *TikToken) Text(model, s string) int {
 	if s == "" {
 		return 0
 	}
-	return len(t.encs[EncodingFor(model)].EncodeOrdinary(s))
+	return countLinear(t.encs[EncodingFor(model)].EncodeOrdinary, s)
+}
+
+// MaxRun is the longest run of characters of one kind (white space, or
+// anything else) that reaches the tokenizer in one piece.
+//
+// tiktoken splits text into pieces (words, numbers, runs of punctuation or
+// white space) and merges each piece's bytes pair by pair, in time
+// quadratic in the piece's length: one 32 KiB "word" of letters, CJK or
+// emoji took about a second. Ordinary text has no run anywhere near MaxRun
+// bytes and is counted exactly, in one call. A longer run is cut every
+// MaxRun bytes and the parts are counted apart; near a cut the parts may
+// tokenize differently from the whole, so one token is added per cut. The
+// count is exact or slightly over (over-counting only makes a context
+// leave more room), never under, and the work per byte is bounded by
+// MaxRun whatever the text.
+const MaxRun = 128
+
+// countLinear counts s with encode, cutting runs longer than MaxRun.
+func countLinear(encode func(string) []int, s string) int {
+	n, cuts, start, runStart := 0, 0, 0, 0
+	prevSpace := false
+	for i, r := range s {
+		space := unicode.IsSpace(r)
+		switch {
+		case i == 0 || space != prevSpace:
+			runStart = i
+		case i-runStart >= MaxRun:
+			n += len(encode(s[start:i]))
+			start, runStart = i, i
+			cuts++
+		}
+		prevSpace = space
+	}
+	return n + len(encode(s[start:])) + cuts
 }
 
 // Count returns the tokens m costs in a chat request for model.
