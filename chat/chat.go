@@ -381,11 +381,54 @@ func (svc *Service) spend(ctx context.Context, userID string, r *Reply, sent *hi
 	if n == 0 { // the service did not report usage: use our own counts
 		n = sent.Tokens + reply.Tokens
 	}
+	svc.addTokens(ctx, userID, n)
+}
+
+// addTokens records n tokens against the user's daily limit. What they
+// paid for is stored already, so a failure here is logged, not returned.
+func (svc *Service) addTokens(ctx context.Context, userID string, n int) {
+	if n <= 0 {
+		return
+	}
 	err := svc.Usage.UpdateUsage(ctx, userID, func(u *Usage) error {
 		u.AddTokens(svc.now(), n)
 		return nil
 	})
 	if err != nil && svc.Log != nil {
-		svc.Log.ErrorContext(ctx, "recording token usage failed", "error", err.Error())
+		svc.Log.ErrorContext(ctx, "recording token usage failed", "code", string(sessions.ErrorCode(err)))
 	}
+}
+
+// Append stores messages the client composed itself (its own tool loop,
+// or an imported conversation) as the next messages of the caller's
+// session, under the same per-user limits as turns: the batch counts
+// against the messages a minute, is refused once the day's tokens are
+// spent, and its tokens count against the day (later turns send them to
+// the model). A retry under the same key returns the stored batch and
+// is not charged again.
+func (svc *Service) Append(ctx context.Context, userID, sessionID, key string, drafts []history.Draft) ([]history.Message, error) {
+	if err := history.Validate(key, drafts...); err != nil {
+		return nil, err
+	}
+	s, err := svc.Sessions.Get(ctx, userID, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.Usage.UpdateUsage(ctx, userID, func(u *Usage) error {
+		return u.AdmitMessages(svc.now(), svc.Limits, len(drafts))
+	}); err != nil {
+		return nil, err
+	}
+	a, err := svc.History.AppendAll(ctx, s, key, drafts...)
+	if err != nil {
+		return nil, err
+	}
+	if !a.Replayed {
+		n := 0
+		for _, m := range a.Messages {
+			n += m.Tokens
+		}
+		svc.addTokens(ctx, userID, n)
+	}
+	return a.Messages, nil
 }

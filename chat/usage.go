@@ -7,20 +7,24 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// Limits protect the model bill: each signed-in user may run at most
-// TurnsPerMinute turns in a calendar minute and spend at most TokensPerDay
-// model tokens in a UTC day. Zero means no limit.
+// Limits protect the model bill and the servers: each signed-in user may
+// run at most TurnsPerMinute turns and append at most MessagesPerMinute
+// messages of their own in a calendar minute, and spend at most
+// TokensPerDay tokens in a UTC day (the model's, and those of appended
+// messages, which later turns send to the model). Zero means no limit.
 type Limits struct {
-	TurnsPerMinute int
-	TokensPerDay   int
+	TurnsPerMinute    int
+	MessagesPerMinute int
+	TokensPerDay      int
 }
 
 // Usage is what one user has spent in the current windows. It is stored (one
 // document per user), so the limits hold across all server instances.
 type Usage struct {
 	UserID      string
-	Minute      int64 // unix minute of the turn window
-	MinuteTurns int
+	Minute         int64 // unix minute of the turn and message window
+	MinuteTurns    int
+	MinuteMessages int // appended by the client (not by turns)
 	Day         string // UTC date of the token window, YYYY-MM-DD
 	DayTokens   int
 }
@@ -34,17 +38,40 @@ type UsageRepo interface {
 // Admit counts one turn at now, or refuses it with ERATELIMITED and how long
 // to wait.
 func (u *Usage) Admit(now time.Time, l Limits) error {
+	if err := u.admitDay(now, l); err != nil {
+		return err
+	}
+	if l.TurnsPerMinute > 0 && u.MinuteTurns >= l.TurnsPerMinute {
+		return limited(u.nextMinute(now), "limit of %d turns per minute reached", l.TurnsPerMinute)
+	}
+	u.MinuteTurns++
+	return nil
+}
+
+// AdmitMessages counts n appended messages at now, or refuses them all.
+func (u *Usage) AdmitMessages(now time.Time, l Limits, n int) error {
+	if err := u.admitDay(now, l); err != nil {
+		return err
+	}
+	if l.MessagesPerMinute > 0 && u.MinuteMessages+n > l.MessagesPerMinute {
+		return limited(u.nextMinute(now), "limit of %d appended messages per minute reached", l.MessagesPerMinute)
+	}
+	u.MinuteMessages += n
+	return nil
+}
+
+// admitDay refuses once the day's tokens are spent.
+func (u *Usage) admitDay(now time.Time, l Limits) error {
 	u.roll(now)
 	if l.TokensPerDay > 0 && u.DayTokens >= l.TokensPerDay {
 		midnight := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 		return limited(midnight.Sub(now), "daily token limit of %d reached", l.TokensPerDay)
 	}
-	if l.TurnsPerMinute > 0 && u.MinuteTurns >= l.TurnsPerMinute {
-		next := time.Unix((u.Minute+1)*60, 0)
-		return limited(next.Sub(now), "limit of %d turns per minute reached", l.TurnsPerMinute)
-	}
-	u.MinuteTurns++
 	return nil
+}
+
+func (u *Usage) nextMinute(now time.Time) time.Duration {
+	return time.Unix((u.Minute+1)*60, 0).Sub(now)
 }
 
 // AddTokens records model tokens spent at now.
@@ -56,7 +83,7 @@ func (u *Usage) AddTokens(now time.Time, n int) {
 // roll starts new windows when now has left the stored ones.
 func (u *Usage) roll(now time.Time) {
 	if m := now.Unix() / 60; m != u.Minute {
-		u.Minute, u.MinuteTurns = m, 0
+		u.Minute, u.MinuteTurns, u.MinuteMessages = m, 0, 0
 	}
 	if d := now.UTC().Format(time.DateOnly); d != u.Day {
 		u.Day, u.DayTokens = d, 0
@@ -87,7 +114,7 @@ func (d UsageData) ExportUser(ctx context.Context, userID string) (any, error) {
 	if err != nil || u == nil {
 		return nil, err
 	}
-	return map[string]any{"minute": u.Minute, "turnsThisMinute": u.MinuteTurns, "day": u.Day, "tokensToday": u.DayTokens}, nil
+	return map[string]any{"minute": u.Minute, "turnsThisMinute": u.MinuteTurns, "messagesThisMinute": u.MinuteMessages, "day": u.Day, "tokensToday": u.DayTokens}, nil
 }
 
 // EraseUser deletes the user's usage.

@@ -38,3 +38,28 @@ func TestUsageWindows(t *testing.T) {
 		}
 	}
 }
+
+func TestAppendedMessagesWindow(t *testing.T) {
+	l := Limits{MessagesPerMinute: 5, TokensPerDay: 100}
+	noon := time.Date(2026, 3, 10, 12, 0, 10, 0, time.UTC)
+	var u Usage
+	if err := u.AdmitMessages(noon, l, 4); err != nil {
+		t.Fatal(err)
+	}
+	if err := u.AdmitMessages(noon, l, 2); sessions.ErrorCode(err) != sessions.ERATELIMITED || sessions.RetryAfter(err) != 50*time.Second {
+		t.Errorf("a batch over the minute's messages: %v (retry %s)", err, sessions.RetryAfter(err))
+	}
+	if err := u.AdmitMessages(noon, l, 1); err != nil || u.MinuteMessages != 5 {
+		t.Errorf("a refused batch counted: %v, %d messages", err, u.MinuteMessages)
+	}
+	if err := u.Admit(noon, Limits{TurnsPerMinute: 1}); err != nil {
+		t.Errorf("turns have their own window: %v", err)
+	}
+	if err := u.AdmitMessages(noon.Add(50*time.Second), l, 5); err != nil {
+		t.Errorf("a new minute: %v", err)
+	}
+	u.AddTokens(noon.Add(time.Minute), 100)
+	if err := u.AdmitMessages(noon.Add(2*time.Minute), l, 1); sessions.ErrorCode(err) != sessions.ERATELIMITED {
+		t.Errorf("over the day's tokens: %v", err)
+	}
+}

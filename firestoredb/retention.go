@@ -143,7 +143,7 @@ func (db *DB) GetUsage(ctx context.Context, userID string) (*chat.Usage, error) 
 	if err := snap.DataTo(&d); err != nil {
 		return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
 	}
-	return &chat.Usage{UserID: d.UserID, Minute: d.Minute, MinuteTurns: d.MinuteTurns, Day: d.Day, DayTokens: d.DayTokens}, nil
+	return &chat.Usage{UserID: d.UserID, Minute: d.Minute, MinuteTurns: d.MinuteTurns, MinuteMessages: d.MinuteMsgs, Day: d.Day, DayTokens: d.DayTokens}, nil
 }
 
 // DeleteUsage deletes a user's usage document; it returns 1 if there was one.

@@ -21,6 +21,7 @@ type usageDoc struct {
 	UserID      string `firestore:"userId"`
 	Minute      int64  `firestore:"minute"`
 	MinuteTurns int    `firestore:"minuteTurns"`
+	MinuteMsgs  int    `firestore:"minuteMessages"`
 	Day         string `firestore:"day"`
 	DayTokens   int    `firestore:"dayTokens"`
 }
@@ -49,10 +50,10 @@ func (db *DB) UpdateUsage(ctx context.Context, userID string, fn func(*chat.Usag
 				return err
 			}
 		}
-		u := chat.Usage{UserID: userID, Minute: d.Minute, MinuteTurns: d.MinuteTurns, Day: d.Day, DayTokens: d.DayTokens}
+		u := chat.Usage{UserID: userID, Minute: d.Minute, MinuteTurns: d.MinuteTurns, MinuteMessages: d.MinuteMsgs, Day: d.Day, DayTokens: d.DayTokens}
 		if err := fn(&u); err != nil {
 			return err
 		}
-		return tx.Set(ref, usageDoc{UserID: userID, Minute: u.Minute, MinuteTurns: u.MinuteTurns, Day: u.Day, DayTokens: u.DayTokens})
+		return tx.Set(ref, usageDoc{UserID: userID, Minute: u.Minute, MinuteTurns: u.MinuteTurns, MinuteMsgs: u.MinuteMessages, Day: u.Day, DayTokens: u.DayTokens})
 	})
 }

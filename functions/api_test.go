@@ -428,6 +428,44 @@ func TestRateLimits(t *testing.T) {
 		h.clock.Advance(12 * time.Hour)
 		h.do("POST", "/chat", alice.token, map[string]any{"message": "a new day"}).want(t, 200)
 	})
+	// Appends are limited like turns: messages a minute, and the day's tokens.
+	t.Run("AppendedMessages", func(t *testing.T) {
+		h := newHarness(t, func(c *functions.Config) { c.MessagesPerMinute = 5; c.TokensPerDay = 2000 })
+		alice, bob := h.signUp(), h.signUp()
+		var s sessionResp
+		h.do("POST", "/sessions", alice.token, map[string]any{}).want(t, 201).decode(t, &s)
+		batch := func(n int, content string) map[string]any {
+			msgs := make([]map[string]any, n)
+			for i := range msgs {
+				msgs[i] = map[string]any{"role": "user", "content": content}
+			}
+			return map[string]any{"messages": msgs}
+		}
+		path := "/sessions/" + s.ID + "/messages"
+		h.do("POST", path, alice.token, batch(4, "four")).want(t, 201)
+		r := h.do("POST", path, alice.token, batch(2, "two more"))
+		if r.status != 429 || r.errorCode() != "rate_limited" || r.header.Get("Retry-After") != "60" {
+			t.Fatalf("over the messages a minute: %d Retry-After %q %s", r.status, r.header.Get("Retry-After"), r.body)
+		}
+		h.do("POST", path, alice.token, batch(1, "one fits")).want(t, 201)
+		var bs sessionResp
+		h.do("POST", "/sessions", bob.token, map[string]any{}).want(t, 201).decode(t, &bs)
+		h.do("POST", "/sessions/"+bs.ID+"/messages", bob.token, batch(5, "bob is not limited by alice")).want(t, 201)
+		if n := len(h.messages(alice.token, s.ID)); n != 5 {
+			t.Fatalf("%d messages stored, want 5 (a refused batch stores nothing)", n)
+		}
+		// Appended tokens count against the day: one message of 8 KiB of
+		// digits (about 2,700 tokens) spends it.
+		h.clock.Advance(time.Minute)
+		h.do("POST", path, alice.token, batch(1, strings.Repeat("7", 8<<10))).want(t, 201)
+		r = h.do("POST", path, alice.token, batch(1, "more"))
+		if r.status != 429 || r.errorCode() != "rate_limited" {
+			t.Fatalf("over the daily tokens: %d %s", r.status, r.body)
+		}
+		if r := h.do("POST", "/chat", alice.token, map[string]any{"sessionId": s.ID, "message": "and turns too"}); r.status != 429 {
+			t.Fatalf("a turn after the day's tokens went to appends: %d %s", r.status, r.body)
+		}
+	})
 }
 
 // TestAuth: every authenticated endpoint refuses a missing, malformed or

@@ -99,7 +99,7 @@ func NewApp(cfg Config, d Deps) *App {
 		Model:        d.Model,
 		Titler:       llm.Titler{Model: d.Model},
 		Usage:        d.Store,
-		Limits:       chat.Limits{TurnsPerMinute: cfg.TurnsPerMinute, TokensPerDay: cfg.TokensPerDay},
+		Limits:       chat.Limits{TurnsPerMinute: cfg.TurnsPerMinute, MessagesPerMinute: cfg.MessagesPerMinute, TokensPerDay: cfg.TokensPerDay},
 		SystemPrompt: cfg.SystemPrompt,
 		ModelTimeout: cfg.ModelTimeout,
 		Now:          d.Now,

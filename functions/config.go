@@ -26,6 +26,7 @@ type Config struct {
 	MaxBodyBytes       int64
 	MaxSessionMessages int
 	TurnsPerMinute     int
+	MessagesPerMinute  int
 	TokensPerDay       int
 	ContextBudget      int
 	MemoryStrategy     string // MEMORY_STRATEGY
@@ -44,6 +45,7 @@ const (
 	DefaultMaxBodyBytes       = 1 << 20
 	DefaultMaxSessionMessages = 10_000
 	DefaultTurnsPerMinute     = 20
+	DefaultMessagesPerMinute  = 120
 	DefaultTokensPerDay       = 500_000
 	DefaultModelTimeout       = 60 * time.Second
 )
@@ -83,6 +85,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		MaxBodyBytes:       int64(num("MAX_BODY_BYTES", DefaultMaxBodyBytes)),
 		MaxSessionMessages: num("MAX_SESSION_MESSAGES", DefaultMaxSessionMessages),
 		TurnsPerMinute:     num("RATE_TURNS_PER_MINUTE", DefaultTurnsPerMinute),
+		MessagesPerMinute:  num("RATE_MESSAGES_PER_MINUTE", DefaultMessagesPerMinute),
 		TokensPerDay:       num("RATE_TOKENS_PER_DAY", DefaultTokensPerDay),
 		ContextBudget:      num("CONTEXT_TOKEN_BUDGET", 0),
 		MemoryStrategy:     str("MEMORY_STRATEGY", "summary_buffer"),

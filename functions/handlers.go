@@ -136,12 +136,7 @@ func (a *App) appendMessages(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	s, err := a.Sessions.Get(r.Context(), UserID(r.Context()), sessionID(r))
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	msgs, err := a.History.Append(r.Context(), s, req.ClientMessageID, req.Messages...)
+	msgs, err := a.Chat.Append(r.Context(), UserID(r.Context()), sessionID(r), req.ClientMessageID, req.Messages)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
