@@ -65,7 +65,12 @@ type Service struct {
 	Usage        UsageRepo
 	Limits       Limits
 	SystemPrompt string
-	ModelTimeout time.Duration
+	// AllowSystemMessages lets clients append messages with role system,
+	// which reach the model as instructions beside SystemPrompt. Off, only
+	// the server speaks as system: a signed-in user is not trusted to
+	// instruct the model over the operator's prompt.
+	AllowSystemMessages bool
+	ModelTimeout        time.Duration
 	Now          func() time.Time
 	Log          *slog.Logger
 
@@ -409,6 +414,13 @@ func (svc *Service) addTokens(ctx context.Context, userID string, n int) {
 func (svc *Service) Append(ctx context.Context, userID, sessionID, key string, drafts []history.Draft) ([]history.Message, error) {
 	if err := history.Validate(key, drafts...); err != nil {
 		return nil, err
+	}
+	if !svc.AllowSystemMessages {
+		for i, d := range drafts {
+			if d.Role == history.RoleSystem {
+				return nil, sessions.Errorf(sessions.EINVALID, "messages[%d].role: system messages come from the server only (the operator can allow them with CLIENT_SYSTEM_MESSAGES=on)", i)
+			}
+		}
 	}
 	s, err := svc.Sessions.Get(ctx, userID, sessionID)
 	if err != nil {

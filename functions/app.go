@@ -87,6 +87,7 @@ func NewApp(cfg Config, d Deps) *App {
 	ss := sessions.NewService(d.Store, cfg.ChatModel)
 	ss.Now = d.Now
 	ss.DefaultMemory = cfg.Memory()
+	ss.ContextWindow = history.ContextWindow
 	ss.Policy = cfg.Policy()
 	hs := history.NewService(d.Store, d.Tokens)
 	hs.Policy, hs.Now = cfg.Policy(), d.Now
@@ -94,16 +95,17 @@ func NewApp(cfg Config, d Deps) *App {
 	hs.DefaultBudget = cfg.ContextBudget
 	hs.Summarizer = llm.Summarizer{Model: d.Model}
 	cs := &chat.Service{
-		Sessions:     ss,
-		History:      hs,
-		Model:        d.Model,
-		Titler:       llm.Titler{Model: d.Model},
-		Usage:        d.Store,
-		Limits:       chat.Limits{TurnsPerMinute: cfg.TurnsPerMinute, MessagesPerMinute: cfg.MessagesPerMinute, TokensPerDay: cfg.TokensPerDay},
-		SystemPrompt: cfg.SystemPrompt,
-		ModelTimeout: cfg.ModelTimeout,
-		Now:          d.Now,
-		Log:          d.Log,
+		Sessions:            ss,
+		History:             hs,
+		Model:               d.Model,
+		Titler:              llm.Titler{Model: d.Model},
+		Usage:               d.Store,
+		Limits:              chat.Limits{TurnsPerMinute: cfg.TurnsPerMinute, MessagesPerMinute: cfg.MessagesPerMinute, TokensPerDay: cfg.TokensPerDay},
+		SystemPrompt:        cfg.SystemPrompt,
+		AllowSystemMessages: cfg.SystemMessages,
+		ModelTimeout:        cfg.ModelTimeout,
+		Now:                 d.Now,
+		Log:                 d.Log,
 	}
 	lt := &longterm.Service{Repo: d.Store, Sessions: d.Store, Messages: d.Store, Model: llm.Completer{Model: d.Model},
 		Tokens: d.Tokens, Settings: longterm.DefaultSettings(), Now: d.Now, Log: d.Log}

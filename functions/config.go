@@ -35,6 +35,7 @@ type Config struct {
 	RetentionDays      [3]int // RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS, RETENTION_DELETED_DAYS
 	SweepBudget        time.Duration
 	LongTermMemory     bool // LONG_TERM_MEMORY: on (default) or off
+	SystemMessages     bool // CLIENT_SYSTEM_MESSAGES: off (default) or on
 	LogLevel           string
 }
 
@@ -61,17 +62,34 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		}
 		return def
 	}
-	num := func(name string, def int) int {
+	onOff := func(name string, def bool) bool {
+		switch v := strings.TrimSpace(getenv(name)); v {
+		case "":
+			return def
+		case "on":
+			return true
+		case "off":
+			return false
+		default:
+			bad("%s must be on or off, not %q", name, v)
+			return def
+		}
+	}
+	// Every number is bounded, so no setting can overflow what is
+	// computed from it (budgets times percentages, seconds to durations).
+	num := func(name string, def, lo, hi int) int {
 		v := strings.TrimSpace(getenv(name))
 		if v == "" {
 			return def
 		}
 		n, err := strconv.Atoi(v)
-		if err != nil || n < 0 {
-			bad("%s must be a whole number >= 0, not %q", name, v)
+		if err != nil || n < lo || n > hi {
+			bad("%s must be a whole number from %d to %d, not %q", name, lo, hi, v)
+			return def
 		}
 		return n
 	}
+	const day, many = 24 * 60 * 60, 1_000_000_000
 	c := Config{
 		Backend:            str("STORAGE_BACKEND", "firestore"),
 		ProjectID:          str("GOOGLE_CLOUD_PROJECT", str("GCLOUD_PROJECT", "")),
@@ -82,25 +100,21 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		OpenAIBaseURL:      str("OPENAI_BASE_URL", ""),
 		ChatModel:          str("CHAT_MODEL", DefaultChatModel),
 		SystemPrompt:       str("SYSTEM_PROMPT", DefaultSystemPrompt),
-		MaxBodyBytes:       int64(num("MAX_BODY_BYTES", DefaultMaxBodyBytes)),
-		MaxSessionMessages: num("MAX_SESSION_MESSAGES", DefaultMaxSessionMessages),
-		TurnsPerMinute:     num("RATE_TURNS_PER_MINUTE", DefaultTurnsPerMinute),
-		MessagesPerMinute:  num("RATE_MESSAGES_PER_MINUTE", DefaultMessagesPerMinute),
-		TokensPerDay:       num("RATE_TOKENS_PER_DAY", DefaultTokensPerDay),
-		ContextBudget:      num("CONTEXT_TOKEN_BUDGET", 0),
+		MaxBodyBytes:       int64(num("MAX_BODY_BYTES", DefaultMaxBodyBytes, 1024, 32<<20)),
+		MaxSessionMessages: num("MAX_SESSION_MESSAGES", DefaultMaxSessionMessages, 0, many),
+		TurnsPerMinute:     num("RATE_TURNS_PER_MINUTE", DefaultTurnsPerMinute, 0, many),
+		MessagesPerMinute:  num("RATE_MESSAGES_PER_MINUTE", DefaultMessagesPerMinute, 0, many),
+		TokensPerDay:       num("RATE_TOKENS_PER_DAY", DefaultTokensPerDay, 0, many),
+		ContextBudget:      num("CONTEXT_TOKEN_BUDGET", 0, 0, sessions.MaxBudgetTokens),
 		MemoryStrategy:     str("MEMORY_STRATEGY", "summary_buffer"),
-		WindowExchanges:    num("WINDOW_EXCHANGES", 10),
-		ModelTimeout:       time.Duration(num("MODEL_TIMEOUT_SECONDS", int(DefaultModelTimeout/time.Second))) * time.Second,
+		WindowExchanges:    num("WINDOW_EXCHANGES", 10, 1, sessions.MaxWindowExchanges),
+		ModelTimeout:       time.Duration(num("MODEL_TIMEOUT_SECONDS", int(DefaultModelTimeout/time.Second), 1, 3600)) * time.Second,
 		LogLevel:           str("LOG_LEVEL", "info"),
-		RetentionDays:      [3]int{num("RETENTION_ACTIVE_DAYS", 30), num("RETENTION_ARCHIVED_DAYS", 90), num("RETENTION_DELETED_DAYS", 30)},
-		SweepBudget:        time.Duration(num("SWEEP_BUDGET_SECONDS", 480)) * time.Second,
-		LongTermMemory:     str("LONG_TERM_MEMORY", "on") != "off",
-	}
-	for _, d := range c.RetentionDays {
-		if d < 1 {
-			bad("RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS and RETENTION_DELETED_DAYS must be at least 1")
-			break
-		}
+		RetentionDays: [3]int{num("RETENTION_ACTIVE_DAYS", 30, 1, sessions.MaxRetentionDays),
+			num("RETENTION_ARCHIVED_DAYS", 90, 1, sessions.MaxRetentionDays), num("RETENTION_DELETED_DAYS", 30, 1, sessions.MaxRetentionDays)},
+		SweepBudget: time.Duration(num("SWEEP_BUDGET_SECONDS", 480, 10, day)) * time.Second,
+		LongTermMemory:     onOff("LONG_TERM_MEMORY", true),
+		SystemMessages:     onOff("CLIENT_SYSTEM_MESSAGES", false),
 	}
 	for _, o := range strings.Split(getenv("CORS_ALLOWED_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o != "" {
@@ -129,17 +143,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			}
 		}
 	}
-	if err := c.Memory().Validate(); err != nil || c.WindowExchanges == 0 {
-		bad("MEMORY_STRATEGY must be buffer, window, token_buffer or summary_buffer and WINDOW_EXCHANGES 1 to 200")
+	if err := c.Memory().Validate(); err != nil {
+		bad("MEMORY_STRATEGY must be buffer, window, token_buffer or summary_buffer")
 	}
-	if c.ContextBudget != 0 && c.ContextBudget < 256 {
-		bad("CONTEXT_TOKEN_BUDGET must be at least 256 (or 0 for 75%% of the model's window)")
-	}
-	if c.MaxBodyBytes < 1024 {
-		bad("MAX_BODY_BYTES must be at least 1024")
-	}
-	if c.ModelTimeout <= 0 {
-		bad("MODEL_TIMEOUT_SECONDS must be positive")
+	if c.ContextBudget != 0 && c.ContextBudget < sessions.MinBudgetTokens {
+		bad("CONTEXT_TOKEN_BUDGET must be at least %d (or 0 for 75%% of the model's window)", sessions.MinBudgetTokens)
 	}
 	if len(problems) > 0 {
 		return c, fmt.Errorf("configuration:\n  - %s", strings.Join(problems, "\n  - "))

@@ -79,15 +79,17 @@ type Service struct {
 	Summarizer Summarizer
 }
 
-// BudgetFor returns the context budget of s in tokens.
+// BudgetFor returns the context budget of s in tokens, never more than
+// the context window of its model.
 func (svc *Service) BudgetFor(s *sessions.Session) int {
+	window := ContextWindow(s.Model)
 	switch {
 	case s.Memory.BudgetTokens > 0:
-		return s.Memory.BudgetTokens
+		return min(s.Memory.BudgetTokens, window)
 	case svc.DefaultBudget > 0:
-		return svc.DefaultBudget
+		return min(svc.DefaultBudget, window)
 	}
-	return ContextWindow(s.Model) * 3 / 4
+	return window * 3 / 4
 }
 
 // NewService returns a service with the default policy and the system clock.

@@ -1,9 +1,6 @@
 package sessions
 
-import (
-	"errors"
-	"time"
-)
+import "time"
 
 // Action is something that moves a session through its lifecycle.
 type Action string
@@ -35,8 +32,6 @@ func (e *TransitionError) Error() string {
 	return "cannot " + string(e.Action) + " a session that is " + string(e.From)
 }
 
-// asErr is errors.As, named for use in this package's switch statements.
-func asErr(err error, target any) bool { return errors.As(err, target) }
 
 // Next returns the status action leads to from status from.
 func Next(from Status, action Action) (Status, error) {

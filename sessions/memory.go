@@ -21,6 +21,9 @@ const (
 	DefaultWindowExchanges = 10
 	MaxWindowExchanges     = 200
 	MinBudgetTokens        = 256
+	// MaxBudgetTokens bounds any budget, whatever the model; the service
+	// bounds it further by the session model's context window.
+	MaxBudgetTokens = 2_000_000
 )
 
 // Memory is what a session's model sees of its history. Zero values mean
@@ -47,10 +50,18 @@ func (m Memory) Validate() error {
 	if m.WindowExchanges < 0 || m.WindowExchanges > MaxWindowExchanges {
 		return Errorf(EINVALID, "memory.windowExchanges must be between 1 and %d", MaxWindowExchanges)
 	}
-	if m.BudgetTokens != 0 && m.BudgetTokens < MinBudgetTokens {
-		return Errorf(EINVALID, "memory.budgetTokens must be at least %d (or 0 for the default)", MinBudgetTokens)
+	return m.checkBudget(MaxBudgetTokens, "")
+}
+
+// checkBudget bounds BudgetTokens by max, the context window of model.
+func (m Memory) checkBudget(max int, model string) error {
+	if m.BudgetTokens == 0 || (m.BudgetTokens >= MinBudgetTokens && m.BudgetTokens <= max) {
+		return nil
 	}
-	return nil
+	if model != "" {
+		return Errorf(EINVALID, "memory.budgetTokens must be between %d and %d (the context window of %s), or 0 for the default", MinBudgetTokens, max, model)
+	}
+	return Errorf(EINVALID, "memory.budgetTokens must be between %d and %d, or 0 for the default", MinBudgetTokens, max)
 }
 
 // withDefaults fills what m leaves open from def.

@@ -55,6 +55,19 @@ type Service struct {
 	Now           func() time.Time
 	DefaultModel  string
 	DefaultMemory Memory // strategy and window of sessions created without their own
+	// ContextWindow returns a model's context window in tokens, which
+	// bounds a session's budget; nil bounds it by MaxBudgetTokens only.
+	ContextWindow func(model string) int
+}
+
+// checkMemory validates memory settings for a session of model.
+func (svc *Service) checkMemory(m Memory, model string) error {
+	if svc.ContextWindow != nil {
+		if err := m.checkBudget(min(svc.ContextWindow(model), MaxBudgetTokens), model); err != nil {
+			return err
+		}
+	}
+	return m.Validate()
 }
 
 // NewService returns a service with the default policy and the system clock.
@@ -103,7 +116,10 @@ func (svc *Service) Create(ctx context.Context, userID string, in CreateInput) (
 	if err := in.Metadata.Validate(); err != nil {
 		return nil, err
 	}
-	if err := in.Memory.Validate(); err != nil {
+	if in.Model == "" {
+		in.Model = svc.DefaultModel
+	}
+	if err := svc.checkMemory(in.Memory, in.Model); err != nil {
 		return nil, err
 	}
 	if in.RetentionDays < 0 || in.RetentionDays > MaxRetentionDays {
@@ -133,9 +149,6 @@ func (svc *Service) Create(ctx context.Context, userID string, in CreateInput) (
 	}
 	if title == "" {
 		s.Title, s.TitleSource = DefaultTitle, TitleDefault
-	}
-	if s.Model == "" {
-		s.Model = svc.DefaultModel
 	}
 	s.ExpiresAt = svc.Policy.ExpiresAt(s)
 	if err := svc.Repo.CreateSession(ctx, s); err != nil {
@@ -317,6 +330,11 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 	return svc.Repo.UpdateSession(ctx, id, func(s *Session) error {
 		if err := s.CheckOwner(userID); err != nil {
 			return err
+		}
+		if upd.Memory != nil {
+			if err := svc.checkMemory(*upd.Memory, s.Model); err != nil {
+				return err
+			}
 		}
 		if upd.Title != nil {
 			s.Title, s.TitleSource = title, TitleUser

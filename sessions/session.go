@@ -9,7 +9,11 @@ import (
 	"bytes"
 	"crypto/rand"
 	"encoding/json"
+	"errors"
+	"fmt"
+	"reflect"
 	"regexp"
+	"sort"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -147,6 +151,12 @@ func (m *Metadata) UnmarshalJSON(data []byte) error {
 
 var customKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
 
+// ReservedKey reports whether a caller's map key is one Firestore reserves
+// for itself: field names matching __.*__ (such as __name__).
+func ReservedKey(k string) bool {
+	return len(k) >= 4 && strings.HasPrefix(k, "__") && strings.HasSuffix(k, "__")
+}
+
 // Validate checks the sizes and shapes of metadata.
 func (m Metadata) Validate() error {
 	switch {
@@ -168,6 +178,9 @@ func (m Metadata) Validate() error {
 		if !customKeyRE.MatchString(k) {
 			return Errorf(EINVALID, "metadata.custom: key %q must match %s", k, customKeyRE)
 		}
+		if ReservedKey(k) {
+			return Errorf(EINVALID, "metadata.custom: key %q is reserved (keys may not both start and end with \"__\")", k)
+		}
 		if utf8.RuneCountInString(v) > maxCustomValueLen {
 			return Errorf(EINVALID, "metadata.custom[%q] is longer than %d characters", k, maxCustomValueLen)
 		}
@@ -175,37 +188,182 @@ func (m Metadata) Validate() error {
 	return nil
 }
 
-// DecodeJSON decodes data into v strictly: unknown keys and trailing data are
-// invalid-argument errors.
+// DecodeJSON decodes data into v strictly: unknown keys, values of the
+// wrong type and trailing data are invalid-argument errors whose message
+// names the field's path ("memory.budgetTokens: …") without echoing the
+// caller's data. A type whose UnmarshalJSON calls DecodeJSON itself is
+// decoded strictly wherever it is nested; the message is made once, by the
+// outermost call, from the whole document.
 func DecodeJSON(data []byte, v any) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
 	dec.DisallowUnknownFields()
 	if err := dec.Decode(v); err != nil {
-		return Wrap(EINVALID, err, "malformed JSON: "+jsonProblem(err))
+		var inner *decodeError
+		if errors.As(err, &inner) && inner.nested {
+			// An UnmarshalJSON of ours failed inside this document: its
+			// path is relative to itself, so find the problem again from here.
+			err = inner.cause
+		}
+		return &Error{Code: EINVALID, Message: describe(data, reflect.TypeOf(v), err),
+			Err: &decodeError{cause: err, nested: true}}
 	}
 	if dec.More() {
-		return Errorf(EINVALID, "malformed JSON: trailing data")
+		return Errorf(EINVALID, "malformed JSON: trailing data after the object")
 	}
 	return nil
 }
 
-// jsonProblem describes a decoding error without echoing the caller's data.
-func jsonProblem(err error) string {
+// decodeError marks an error of DecodeJSON, so that an enclosing call
+// describes it anew instead of prefixing the inner message again.
+type decodeError struct {
+	cause  error
+	nested bool
+}
+
+func (e *decodeError) Error() string { return e.cause.Error() }
+func (e *decodeError) Unwrap() error { return e.cause }
+
+// describe says what is wrong with data as a value of type t, naming the
+// path of the first unknown key or value of the wrong kind.
+func describe(data []byte, t reflect.Type, err error) string {
 	var syn *json.SyntaxError
-	var typ *json.UnmarshalTypeError
-	var e *Error
-	switch {
-	case asErr(err, &e):
-		return e.Message
-	case asErr(err, &syn):
-		return "syntax error"
-	case asErr(err, &typ):
-		return "field " + typ.Field + " has the wrong type"
-	case strings.HasPrefix(err.Error(), "json: unknown field "):
-		return "unknown field " + strings.TrimPrefix(err.Error(), "json: unknown field ")
-	default:
-		return "cannot decode"
+	if errors.As(err, &syn) || !json.Valid(data) {
+		return "malformed JSON: syntax error"
 	}
+	if path, problem, ok := findProblem(data, t, ""); ok {
+		if path == "" {
+			return "the body " + problem
+		}
+		return path + ": " + problem
+	}
+	return "malformed JSON: cannot decode"
+}
+
+var (
+	timeType      = reflect.TypeOf(time.Time{})
+	rawType       = reflect.TypeOf(json.RawMessage(nil))
+	unmarshalType = reflect.TypeOf((*json.Unmarshaler)(nil)).Elem()
+)
+
+// findProblem walks raw (valid JSON) against t as encoding/json would and
+// returns the path of the first value it would refuse, and why.
+func findProblem(raw []byte, t reflect.Type, path string) (string, string, bool) {
+	for t.Kind() == reflect.Pointer {
+		t = t.Elem()
+	}
+	raw = bytes.TrimSpace(raw)
+	if string(raw) == "null" || t == rawType || t.Kind() == reflect.Interface {
+		return "", "", false
+	}
+	want := func(what string) (string, string, bool) { return path, "must be " + what, true }
+	switch {
+	case t == timeType:
+		if raw[0] != '"' {
+			return want("a time in RFC 3339 format")
+		}
+		return "", "", false
+	case t.Kind() != reflect.Struct && reflect.PointerTo(t).Implements(unmarshalType):
+		return "", "", false // decodes itself; nothing of ours
+	}
+	switch t.Kind() {
+	case reflect.String:
+		if raw[0] != '"' {
+			return want("a string")
+		}
+	case reflect.Bool:
+		if raw[0] != 't' && raw[0] != 'f' {
+			return want("true or false")
+		}
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if bytes.ContainsAny(raw, ".eE") || raw[0] == '"' || raw[0] == '{' || raw[0] == '[' || raw[0] == 't' || raw[0] == 'f' {
+			return want("a whole number")
+		}
+		if json.Unmarshal(raw, reflect.New(t).Interface()) != nil {
+			return want("a whole number in range")
+		}
+	case reflect.Float32, reflect.Float64:
+		if !(raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
+			return want("a number")
+		}
+	case reflect.Slice, reflect.Array:
+		var items []json.RawMessage
+		if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
+			return want("a list")
+		}
+		for i, item := range items {
+			if p, why, ok := findProblem(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); ok {
+				return p, why, true
+			}
+		}
+	case reflect.Map:
+		var obj map[string]json.RawMessage
+		if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
+			return want("an object")
+		}
+		for _, k := range sortedKeys(obj) {
+			if p, why, ok := findProblem(obj[k], t.Elem(), join(path, k)); ok {
+				return p, why, true
+			}
+		}
+	case reflect.Struct:
+		var obj map[string]json.RawMessage
+		if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
+			return want("an object")
+		}
+		fields := jsonFields(t)
+		for _, k := range sortedKeys(obj) {
+			ft, ok := fields[strings.ToLower(k)]
+			if !ok {
+				return join(path, k), "unknown field", true
+			}
+			if p, why, ok := findProblem(obj[k], ft, join(path, k)); ok {
+				return p, why, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// jsonFields maps the lower-cased JSON names of t's fields (embedded
+// structs flattened, as encoding/json does) to their types.
+func jsonFields(t reflect.Type) map[string]reflect.Type {
+	out := map[string]reflect.Type{}
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("json"), ",")
+		switch {
+		case name == "-":
+			continue
+		case f.Anonymous && name == "" && f.Type.Kind() == reflect.Struct:
+			for k, v := range jsonFields(f.Type) {
+				out[k] = v
+			}
+			continue
+		case !f.IsExported():
+			continue
+		case name == "":
+			name = f.Name
+		}
+		out[strings.ToLower(name)] = f.Type
+	}
+	return out
+}
+
+func join(path, key string) string {
+	if path == "" {
+		return key
+	}
+	return path + "." + key
+}
+
+func sortedKeys(m map[string]json.RawMessage) []string {
+	keys := make([]string, 0, len(m))
+	for k := range m {
+		keys = append(keys, k)
+	}
+	sort.Strings(keys)
+	return keys
 }
 
 var idRE = regexp.MustCompile(`^[A-Za-z0-9_-]+$`)

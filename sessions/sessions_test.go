@@ -92,3 +92,50 @@ func TestLifecycleTable(t *testing.T) {
 		}
 	}
 }
+
+// TestDecodeMessages: one message per problem, naming the field's path
+// once, however deeply it is nested, and never echoing the caller's data.
+func TestDecodeMessages(t *testing.T) {
+	cases := []struct{ body, want string }{
+		{`{"memory":{"strategy":"window","bogus":1}}`, "memory.bogus: unknown field"},
+		{`{"metadata":{"custom":{"a":1}}}`, "metadata.custom.a: must be a string"},
+		{`{"memory":{"budgetTokens":"many"}}`, "memory.budgetTokens: must be a whole number"},
+		{`{"memory":{"budgetTokens":1e99}}`, "memory.budgetTokens: must be a whole number"},
+		{`{"memory":{"budgetTokens":92233720368547758070}}`, "memory.budgetTokens: must be a whole number in range"},
+		{`{"metadata":{"tags":["ok",7]}}`, "metadata.tags[1]: must be a string"},
+		{`{"metadata":[]}`, "metadata: must be an object"},
+		{`{"noLearning":"yes"}`, "noLearning: must be true or false"},
+		{`[1]`, "the body must be an object"},
+		{`{"title":"secret-canary"`, "malformed JSON: syntax error"},
+		{`{"title":"x"} {}`, "malformed JSON: trailing data after the object"},
+	}
+	for _, c := range cases {
+		var in CreateInput
+		err := DecodeJSON([]byte(c.body), &in)
+		if got := ErrorMessage(err); got != c.want || ErrorCode(err) != EINVALID {
+			t.Errorf("%s: %q (%s), want %q", c.body, got, ErrorCode(err), c.want)
+		}
+	}
+}
+
+func TestReservedCustomKeys(t *testing.T) {
+	for key, ok := range map[string]bool{"__name__": false, "__x__": false, "____": false, "__a": true, "a__": true, "_x_": true, "__": true} {
+		err := Metadata{Custom: map[string]string{key: "v"}}.Validate()
+		if (err == nil) != ok {
+			t.Errorf("custom key %q: %v", key, err)
+		}
+	}
+}
+
+func TestBudgetBounds(t *testing.T) {
+	svc := &Service{Repo: nil, DefaultModel: "m", ContextWindow: func(string) int { return 8192 }}
+	for budget, ok := range map[int]bool{0: true, 256: true, 8192: true, 255: false, 8193: false, -1: false, 1<<63 - 1: false} {
+		err := svc.checkMemory(Memory{BudgetTokens: budget}, "m")
+		if (err == nil) != ok {
+			t.Errorf("budget %d: %v", budget, err)
+		}
+		if err != nil && !strings.Contains(ErrorMessage(err), "memory.budgetTokens must be between 256 and 8192") {
+			t.Errorf("budget %d: message %q does not name the field and range", budget, ErrorMessage(err))
+		}
+	}
+}
