@@ -71,8 +71,8 @@ type Service struct {
 	// instruct the model over the operator's prompt.
 	AllowSystemMessages bool
 	ModelTimeout        time.Duration
-	Now          func() time.Time
-	Log          *slog.Logger
+	Now                 func() time.Time
+	Log                 *slog.Logger
 
 	systemTokens sync.Map // model → tokens of SystemPrompt, counted once
 }

@@ -21,12 +21,12 @@ type Limits struct {
 // Usage is what one user has spent in the current windows. It is stored (one
 // document per user), so the limits hold across all server instances.
 type Usage struct {
-	UserID      string
+	UserID         string
 	Minute         int64 // unix minute of the turn and message window
 	MinuteTurns    int
-	MinuteMessages int // appended by the client (not by turns)
-	Day         string // UTC date of the token window, YYYY-MM-DD
-	DayTokens   int
+	MinuteMessages int    // appended by the client (not by turns)
+	Day            string // UTC date of the token window, YYYY-MM-DD
+	DayTokens      int
 }
 
 // UsageRepo stores usage. UpdateUsage reads the user's usage (zero if none),

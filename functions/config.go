@@ -112,9 +112,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		LogLevel:           str("LOG_LEVEL", "info"),
 		RetentionDays: [3]int{num("RETENTION_ACTIVE_DAYS", 30, 1, sessions.MaxRetentionDays),
 			num("RETENTION_ARCHIVED_DAYS", 90, 1, sessions.MaxRetentionDays), num("RETENTION_DELETED_DAYS", 30, 1, sessions.MaxRetentionDays)},
-		SweepBudget: time.Duration(num("SWEEP_BUDGET_SECONDS", 480, 10, day)) * time.Second,
-		LongTermMemory:     onOff("LONG_TERM_MEMORY", true),
-		SystemMessages:     onOff("CLIENT_SYSTEM_MESSAGES", false),
+		SweepBudget:    time.Duration(num("SWEEP_BUDGET_SECONDS", 480, 10, day)) * time.Second,
+		LongTermMemory: onOff("LONG_TERM_MEMORY", true),
+		SystemMessages: onOff("CLIENT_SYSTEM_MESSAGES", false),
 	}
 	for _, o := range strings.Split(getenv("CORS_ALLOWED_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o != "" {

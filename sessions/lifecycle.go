@@ -32,7 +32,6 @@ func (e *TransitionError) Error() string {
 	return "cannot " + string(e.Action) + " a session that is " + string(e.From)
 }
 
-
 // Next returns the status action leads to from status from.
 func Next(from Status, action Action) (Status, error) {
 	if to, ok := lifecycle[action][from]; ok {
