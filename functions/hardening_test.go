@@ -3,9 +3,15 @@ package functions_test
 import (
 	"encoding/json"
 	"strings"
+	"sync/atomic"
 	"testing"
 
+	openai "github.com/sashabaranov/go-openai"
+
 	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/llm/llmtest"
+	"github.com/chatmemory/backend/longterm"
 )
 
 // errorMessage returns the message of an error body.
@@ -80,5 +86,54 @@ func TestSystemMessagesAllowed(t *testing.T) {
 	}
 	if !found {
 		t.Errorf("the appended system message did not reach the model: %+v", reqs[len(reqs)-1].Messages)
+	}
+}
+
+// TestLogsCarryNoContent: a canary in messages, in the model service's
+// error bodies and in malformed model output never reaches the logs, on
+// the paths that log most: failed turns, malformed extractions, refused
+// bodies and titles.
+func TestLogsCarryNoContent(t *testing.T) {
+	const canary = "canary-7f3a9c"
+	h := newHarness(t, func(c *functions.Config) { c.LongTermMemory = true })
+	var failing atomic.Bool
+	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
+		if failing.Load() {
+			return llmtest.Response{Status: 500, ErrorMessage: "cannot answer '" + canary + "' today"}
+		}
+		switch r.Messages[0].Content {
+		case longterm.ExtractInstructions:
+			return llmtest.Response{Content: `{"facts":[{"content":"` + canary + `","category":"` + canary + `","confidence":7}],"` + canary + `":1}`}
+		case llm.TitleInstructions:
+			return llmtest.Response{Content: canary}
+		}
+		return llmtest.Response{Content: "you said " + canary}
+	})
+	alice := h.signUp()
+	var c chatResp
+	h.do("POST", "/chat", alice.token, map[string]any{"message": "my password is " + canary}).want(t, 200).decode(t, &c)
+	for i := 0; i < 2; i++ { // six messages: an extraction, whose output is malformed
+		h.do("POST", "/chat", alice.token, map[string]any{"sessionId": c.SessionID, "message": canary, "stream": true}).want(t, 200)
+	}
+	h.idle()
+	failing.Store(true)
+	if r := h.do("POST", "/chat", alice.token, map[string]any{"sessionId": c.SessionID, "message": canary}); r.status != 502 {
+		t.Errorf("a failing model: %d %s", r.status, r.body)
+	}
+	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": c.SessionID, "message": canary, "stream": true}).want(t, 200)
+	h.do("POST", "/sessions/"+c.SessionID+"/messages", alice.token, `{"messages":[{"role":"user","content":"`+canary+`","`+canary+`":1}]}`).want(t, 400)
+	h.do("POST", "/sessions", alice.token, `{"title":"`+canary).want(t, 400)
+	h.do("PATCH", "/sessions/"+c.SessionID, alice.token, map[string]any{"metadata": map[string]any{"custom": map[string]string{"__" + canary + "__": "x"}}}).want(t, 400)
+	h.idle()
+	logs := h.logs.String()
+	if !strings.Contains(logs, `"level":"ERROR"`) || !strings.Contains(logs, "malformed extraction output ignored") {
+		t.Fatalf("the failure paths were not taken:\n%s", logs)
+	}
+	if strings.Contains(logs, canary) {
+		for _, line := range strings.Split(logs, "\n") {
+			if strings.Contains(line, canary) {
+				t.Errorf("content in the logs: %s", line)
+			}
+		}
 	}
 }

@@ -40,7 +40,7 @@ func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(st
 	if onDelta == nil {
 		resp, err := o.client.CreateChatCompletion(ctx, creq)
 		if err != nil {
-			return nil, err
+			return nil, serviceError(err)
 		}
 		if len(resp.Choices) == 0 {
 			return nil, errors.New("llm: the reply has no choices")
@@ -57,7 +57,7 @@ func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(st
 	creq.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 	stream, err := o.client.CreateChatCompletionStream(ctx, creq)
 	if err != nil {
-		return nil, err
+		return nil, serviceError(err)
 	}
 	defer stream.Close()
 	var text strings.Builder
@@ -68,7 +68,7 @@ func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(st
 			break
 		}
 		if err != nil {
-			return nil, err
+			return nil, serviceError(err)
 		}
 		if chunk.Model != "" {
 			reply.Model = chunk.Model
@@ -88,6 +88,52 @@ func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(st
 	}
 	reply.Content = text.String()
 	return reply, nil
+}
+
+// ServiceError is a failure of the model service, described by what
+// identifies it (HTTP status, the service's error type and code) and never
+// by the service's own message, which may quote the conversation: it is
+// logged, and logs carry no content.
+type ServiceError struct {
+	Status int    // HTTP status; 0 if the service was not reached
+	Type   string // the service's error type or code, if it gave one
+	cause  error  // for errors.Is (deadlines, cancellation); not printed
+}
+
+func (e *ServiceError) Error() string {
+	switch {
+	case e.Status == 0 && errors.Is(e.cause, context.DeadlineExceeded):
+		return "model service: no answer within the deadline"
+	case e.Status == 0 && errors.Is(e.cause, context.Canceled):
+		return "model service: the call was cancelled"
+	case e.Status == 0:
+		return "model service: not reachable"
+	case e.Type != "":
+		return "model service: HTTP " + strconv.Itoa(e.Status) + " (" + e.Type + ")"
+	}
+	return "model service: HTTP " + strconv.Itoa(e.Status)
+}
+
+func (e *ServiceError) Unwrap() error { return e.cause }
+
+// serviceError strips a go-openai error down to a ServiceError.
+func serviceError(err error) error {
+	se := &ServiceError{cause: err}
+	var api *openai.APIError
+	var req *openai.RequestError
+	switch {
+	case errors.As(err, &api):
+		se.Status, se.Type = api.HTTPStatusCode, api.Type
+		if c, ok := api.Code.(string); ok && se.Type == "" {
+			se.Type = c
+		}
+	case errors.As(err, &req):
+		se.Status = req.HTTPStatusCode
+	}
+	if len(se.Type) > 64 || strings.ContainsAny(se.Type, " \n") {
+		se.Type = "" // not an identifier: it could be anything
+	}
+	return se
 }
 
 // Messages converts a request to OpenAI's chat format: the system prompt

@@ -186,11 +186,11 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 	}
 	var ex extraction
 	if err := decodeModelJSON(raw, &ex); err != nil {
-		return svc.malformed(ctx, s, "extraction", err)
+		return svc.malformed(ctx, s, "extraction", "not the JSON asked for", len(raw))
 	}
 	for _, f := range ex.Facts {
 		if strings.TrimSpace(f.Content) == "" || !validCategory(f.Category) || f.Confidence < 0 || f.Confidence > 1 {
-			return svc.malformed(ctx, s, "extraction", fmt.Errorf("fact out of range: %+v", f))
+			return svc.malformed(ctx, s, "extraction", "a fact out of range", len(raw))
 		}
 	}
 	now := svc.now()
@@ -234,7 +234,7 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 			return err
 		}
 		if decisions, err = parseDecisions(raw, len(cands), byID); err != nil {
-			return svc.malformed(ctx, s, "resolution", err)
+			return svc.malformed(ctx, s, "resolution", "not the decisions asked for", len(raw))
 		}
 	}
 	var fresh []Fact
@@ -333,10 +333,12 @@ func (svc *Service) save(ctx context.Context, u *User, superseded []Fact) error 
 }
 
 // malformed logs output the model got wrong and ignores it: memory stays
-// as it was, and the batch counts as done.
-func (svc *Service) malformed(ctx context.Context, s *sessions.Session, what string, err error) error {
+// as it was, and the batch counts as done. The log says what was wrong in
+// fixed words and how long the output was, never what it said: model
+// output quotes the user.
+func (svc *Service) malformed(ctx context.Context, s *sessions.Session, what, problem string, size int) error {
 	if svc.Log != nil {
-		svc.Log.WarnContext(ctx, "long-term memory: malformed "+what+" output ignored", "sessionId", s.ID, "error", err.Error())
+		svc.Log.WarnContext(ctx, "long-term memory: malformed "+what+" output ignored", "sessionId", s.ID, "problem", problem, "outputBytes", size)
 	}
 	return nil
 }

@@ -18,10 +18,12 @@ import (
 
 // Response scripts one answer.
 type Response struct {
-	Content    string
-	Status     int           // non-zero and not 200: answer with this error status
-	Delay      time.Duration // before answering at all
-	ChunkDelay time.Duration // between streamed chunks
+	Content string
+	Status  int // non-zero and not 200: answer with this error status
+	// ErrorMessage is the error's message (with Status); empty: "scripted failure".
+	ErrorMessage string
+	Delay        time.Duration // before answering at all
+	ChunkDelay   time.Duration // between streamed chunks
 	// PromptTokens and CompletionTokens are reported as usage; zero means
 	// a rough count of words.
 	PromptTokens, CompletionTokens int
@@ -106,9 +108,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if resp.Status != 0 && resp.Status != http.StatusOK {
+		msg := resp.ErrorMessage
+		if msg == "" {
+			msg = "scripted failure"
+		}
+		body, _ := json.Marshal(map[string]any{"error": map[string]any{"message": msg, "type": "server_error", "code": fmt.Sprint(resp.Status)}})
 		w.Header().Set("Content-Type", "application/json")
 		w.WriteHeader(resp.Status)
-		fmt.Fprintf(w, `{"error":{"message":"scripted failure","type":"server_error","code":"%d"}}`, resp.Status)
+		w.Write(body)
 		return
 	}
 	usage := openai.Usage{PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens}
