@@ -38,6 +38,8 @@ func decodeContext(ssnap, tsnap *firestore.DocumentSnapshot, sessionID string) (
 
 // ReadContext reads the session and its tail in one round trip.
 func (db *DB) ReadContext(ctx context.Context, sessionID string) (*sessions.Session, *history.Tail, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	snaps, err := db.client.GetAll(ctx, []*firestore.DocumentRef{db.sessionRef(sessionID), db.tailRef(sessionID)})
 	if err != nil {
 		return nil, nil, translate(err)
@@ -92,6 +94,8 @@ func (db *DB) SaveCompaction(ctx context.Context, sessionID string, c *history.C
 }
 
 func (db *DB) ListCompactions(ctx context.Context, sessionID string) ([]history.Compaction, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	snaps, err := db.sessionRef(sessionID).Collection(CompactionsCollection).OrderBy("endSeq", firestore.Asc).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, translate(err)

@@ -7,6 +7,7 @@ package firestoredb
 import (
 	"context"
 	"errors"
+	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
@@ -34,6 +35,7 @@ const DefaultMaxAttempts = 50
 type DB struct {
 	client      *firestore.Client
 	maxAttempts int
+	timeout     time.Duration
 }
 
 // Option configures a DB.
@@ -41,6 +43,20 @@ type Option func(*DB)
 
 // MaxAttempts sets how often a contended transaction is tried.
 func MaxAttempts(n int) Option { return func(db *DB) { db.maxAttempts = n } }
+
+// Timeout bounds each operation: a read, a query page, a transaction with
+// its retries, a page of deletes. Past it the operation fails with
+// EUNAVAILABLE, so an unreachable Firestore is an answer, not a hang.
+// Zero (the default) leaves operations to the caller's context alone.
+func Timeout(d time.Duration) Option { return func(db *DB) { db.timeout = d } }
+
+// op bounds one operation by the DB's timeout.
+func (db *DB) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	if db.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, db.timeout)
+}
 
 // New wraps a Firestore client. The caller owns the client.
 func New(client *firestore.Client, opts ...Option) *DB {
@@ -53,6 +69,8 @@ func New(client *firestore.Client, opts ...Option) *DB {
 
 // Ping reads one (absent) document to check that Firestore answers.
 func (db *DB) Ping(ctx context.Context) error {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	_, err := db.client.Collection(healthCollection).Doc("ping").Get(ctx)
 	if status.Code(err) == codes.NotFound {
 		return nil
@@ -69,6 +87,8 @@ func (db *DB) messagesOf(sessionID string) *firestore.CollectionRef {
 }
 
 func (db *DB) runTx(ctx context.Context, fn func(context.Context, *firestore.Transaction) error) error {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	return translate(db.client.RunTransaction(ctx, fn, firestore.MaxAttempts(db.maxAttempts)))
 }
 

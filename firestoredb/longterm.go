@@ -79,6 +79,8 @@ func lp(p profileFieldDoc) longterm.ProfileField {
 }
 
 func (db *DB) GetUser(ctx context.Context, userID string) (*longterm.User, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	snap, err := db.memoryRef(userID).Get(ctx)
 	if status.Code(err) == codes.NotFound {
 		return &longterm.User{UserID: userID}, nil
@@ -107,6 +109,8 @@ func decodeMemoryUser(snap *firestore.DocumentSnapshot, userID string) (*longter
 }
 
 func (db *DB) ListSuperseded(ctx context.Context, userID string) ([]longterm.Fact, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	snaps, err := db.memoryRef(userID).Collection(FactsCollection).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, translate(err)
@@ -159,6 +163,8 @@ func (db *DB) EraseMemory(ctx context.Context, userID string) (int, error) {
 	if err != nil {
 		return n, err
 	}
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	if _, err := ref.Get(ctx); status.Code(err) == codes.NotFound {
 		return n, nil
 	}

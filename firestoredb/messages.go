@@ -75,6 +75,8 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 
 // FindBatch reads the batch stored under key by its deterministic ids.
 func (db *DB) FindBatch(ctx context.Context, sessionID, key string) ([]history.Message, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	msgs := db.messagesOf(sessionID)
 	snap, err := msgs.Doc(history.KeyDocID(key, 0)).Get(ctx)
 	if status.Code(err) == codes.NotFound {
@@ -139,6 +141,8 @@ func (db *DB) MessageRange(ctx context.Context, sessionID string, from, to int) 
 }
 
 func (db *DB) readMessages(ctx context.Context, q firestore.Query) ([]history.Message, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	snaps, err := q.Documents(ctx).GetAll()
 	if err != nil {
 		return nil, translate(err)

@@ -16,6 +16,8 @@ import (
 // ExpiredSessions needs the composite index (status, expiresAt) declared in
 // firestore.indexes.json: the sweep never scans the collection.
 func (db *DB) ExpiredSessions(ctx context.Context, st sessions.Status, now time.Time, after *retention.Cursor, limit int) ([]*sessions.Session, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	q := db.client.Collection(SessionsCollection).
 		Where("status", "==", string(st)).
 		Where("expiresAt", "<=", now).
@@ -30,6 +32,8 @@ func (db *DB) ExpiredSessions(ctx context.Context, st sessions.Status, now time.
 
 // PendingPurges lists the sessions whose purge was cut off.
 func (db *DB) PendingPurges(ctx context.Context, limit int) ([]string, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	refs, err := db.client.Collection(PurgesCollection).Select().Limit(limit).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, translate(err)
@@ -48,10 +52,11 @@ func (db *DB) PendingPurges(ctx context.Context, limit int) ([]string, error) {
 // overrides declared in firestore.indexes.json.
 func (db *DB) DeleteUserDocuments(ctx context.Context, userID string) (int, error) {
 	total := 0
+	sessionsOf := db.client.Collection(SessionsCollection).Where("userId", "==", userID).Select().Limit(purgePage)
 	for {
-		snaps, err := db.client.Collection(SessionsCollection).Where("userId", "==", userID).Select().Limit(purgePage).Documents(ctx).GetAll()
+		snaps, err := db.getAll(ctx, sessionsOf)
 		if err != nil {
-			return total, translate(err)
+			return total, err
 		}
 		for _, snap := range snaps {
 			n, err := db.deleteUnder(ctx, snap.Ref)
@@ -88,13 +93,21 @@ func (db *DB) DeleteUserDocuments(ctx context.Context, userID string) (int, erro
 	return total, nil
 }
 
+// getAll runs a query under the operation timeout.
+func (db *DB) getAll(ctx context.Context, q firestore.Query) ([]*firestore.DocumentSnapshot, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	snaps, err := q.Documents(ctx).GetAll()
+	return snaps, translate(err)
+}
+
 // deleteQuery deletes every document q matches, a page at a time.
 func (db *DB) deleteQuery(ctx context.Context, q firestore.Query) (int, error) {
 	total := 0
 	for {
-		snaps, err := q.Select().Limit(purgePage).Documents(ctx).GetAll()
+		snaps, err := db.getAll(ctx, q.Select().Limit(purgePage))
 		if err != nil {
-			return total, translate(err)
+			return total, err
 		}
 		n, err := db.deleteAll(ctx, snaps)
 		total += n
@@ -109,6 +122,8 @@ func (db *DB) deleteAll(ctx context.Context, snaps []*firestore.DocumentSnapshot
 	if len(snaps) == 0 {
 		return 0, nil
 	}
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	bw := db.client.BulkWriter(ctx)
 	defer bw.End()
 	jobs := make([]*firestore.BulkWriterJob, 0, len(snaps))
@@ -132,6 +147,8 @@ func (db *DB) deleteAll(ctx context.Context, snaps []*firestore.DocumentSnapshot
 
 // GetUsage returns a user's usage, or nil if there is none.
 func (db *DB) GetUsage(ctx context.Context, userID string) (*chat.Usage, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	snap, err := db.client.Collection(UsageCollection).Doc(UserDocID(userID)).Get(ctx)
 	if status.Code(err) == codes.NotFound {
 		return nil, nil
@@ -148,6 +165,8 @@ func (db *DB) GetUsage(ctx context.Context, userID string) (*chat.Usage, error) 
 
 // DeleteUsage deletes a user's usage document; it returns 1 if there was one.
 func (db *DB) DeleteUsage(ctx context.Context, userID string) (int, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	ref := db.client.Collection(UsageCollection).Doc(UserDocID(userID))
 	if _, err := ref.Get(ctx); status.Code(err) == codes.NotFound {
 		return 0, nil

@@ -12,11 +12,15 @@ import (
 )
 
 func (db *DB) CreateSession(ctx context.Context, s *sessions.Session) error {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	_, err := db.sessionRef(s.ID).Create(ctx, toSessionDoc(s))
 	return translate(err)
 }
 
 func (db *DB) GetSession(ctx context.Context, id string) (*sessions.Session, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	snap, err := db.sessionRef(id).Get(ctx)
 	if status.Code(err) == codes.NotFound {
 		return nil, sessions.NotFound(id)
@@ -62,6 +66,8 @@ func getSession(tx *firestore.Transaction, ref *firestore.DocumentRef) (*session
 // ListSessions needs the composite index (userId, status, updatedAt desc)
 // declared in firestore.indexes.json.
 func (db *DB) ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sessions.Session, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
 	query := db.client.Collection(SessionsCollection).
 		Where("userId", "==", q.UserID).
 		Where("status", "==", string(q.Status)).
@@ -132,7 +138,9 @@ func (db *DB) ResumePurge(ctx context.Context, id string) (int, error) {
 	if err != nil {
 		return n, err
 	}
-	if _, err := db.client.Collection(PurgesCollection).Doc(id).Delete(ctx); err != nil {
+	octx, cancel := db.op(ctx)
+	defer cancel()
+	if _, err := db.client.Collection(PurgesCollection).Doc(id).Delete(octx); err != nil {
 		return n, translate(err)
 	}
 	return n, nil
@@ -145,7 +153,9 @@ const purgePage = 300
 // BulkWriter (the Go client has no recursive delete). Our documents under a
 // session have no subcollections of their own, so one level is everything.
 func (db *DB) deleteUnder(ctx context.Context, ref *firestore.DocumentRef) (int, error) {
-	cols, err := ref.Collections(ctx).GetAll()
+	octx, cancel := db.op(ctx)
+	cols, err := ref.Collections(octx).GetAll()
+	cancel()
 	if err != nil {
 		return 0, translate(err)
 	}

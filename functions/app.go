@@ -54,6 +54,7 @@ type App struct {
 	Log            *slog.Logger
 	AllowedOrigins []string
 	MaxBodyBytes   int64
+	ReadTimeout    time.Duration // for a request's body; 0: none
 
 	closers []func() error
 	handler http.Handler
@@ -118,7 +119,7 @@ func NewApp(cfg Config, d Deps) *App {
 		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}, "memory": lt}}
 	return &App{
 		Sessions: ss, History: hs, Chat: cs, Memory: lt, Sweeper: sw, Privacy: pv, Auth: d.Auth, Store: d.Store, Log: d.Log,
-		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes,
+		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes, ReadTimeout: cfg.ReadTimeout,
 	}
 }
 
@@ -142,7 +143,7 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := Deps{Auth: FirebaseVerifier{Client: authClient}, Tokens: tokens, Log: log}
+	d := Deps{Auth: FirebaseVerifier{Client: authClient, Timeout: cfg.AuthTimeout}, Tokens: tokens, Log: log}
 	var closers []func() error
 	switch cfg.Backend {
 	case "memory":
@@ -154,7 +155,7 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 			return nil, fmt.Errorf("firestore: %w", err)
 		}
 		closers = append(closers, client.Close)
-		d.Store = firestoredb.New(client)
+		d.Store = firestoredb.New(client, firestoredb.Timeout(cfg.FirestoreTimeout))
 	}
 	if cfg.OfflineModel() {
 		d.Model = llm.Offline{}

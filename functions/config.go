@@ -32,6 +32,9 @@ type Config struct {
 	MemoryStrategy     string // MEMORY_STRATEGY
 	WindowExchanges    int    // WINDOW_EXCHANGES
 	ModelTimeout       time.Duration
+	FirestoreTimeout   time.Duration // FIRESTORE_TIMEOUT_SECONDS: each Firestore operation
+	AuthTimeout        time.Duration // AUTH_TIMEOUT_SECONDS: each ID-token check
+	ReadTimeout        time.Duration // READ_TIMEOUT_SECONDS: reading a request's body
 	RetentionDays      [3]int // RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS, RETENTION_DELETED_DAYS
 	SweepBudget        time.Duration
 	LongTermMemory     bool // LONG_TERM_MEMORY: on (default) or off
@@ -49,6 +52,9 @@ const (
 	DefaultMessagesPerMinute  = 120
 	DefaultTokensPerDay       = 500_000
 	DefaultModelTimeout       = 60 * time.Second
+	DefaultFirestoreTimeout   = 10 * time.Second
+	DefaultAuthTimeout        = 5 * time.Second
+	DefaultReadTimeout        = 30 * time.Second
 )
 
 // ConfigFromEnv reads the configuration with getenv (os.Getenv in
@@ -90,6 +96,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return n
 	}
 	const day, many = 24 * 60 * 60, 1_000_000_000
+	seconds := func(name string, def time.Duration, hi int) time.Duration {
+		return time.Duration(num(name, int(def/time.Second), 1, hi)) * time.Second
+	}
 	c := Config{
 		Backend:            str("STORAGE_BACKEND", "firestore"),
 		ProjectID:          str("GOOGLE_CLOUD_PROJECT", str("GCLOUD_PROJECT", "")),
@@ -108,7 +117,10 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ContextBudget:      num("CONTEXT_TOKEN_BUDGET", 0, 0, sessions.MaxBudgetTokens),
 		MemoryStrategy:     str("MEMORY_STRATEGY", "summary_buffer"),
 		WindowExchanges:    num("WINDOW_EXCHANGES", 10, 1, sessions.MaxWindowExchanges),
-		ModelTimeout:       time.Duration(num("MODEL_TIMEOUT_SECONDS", int(DefaultModelTimeout/time.Second), 1, 3600)) * time.Second,
+		ModelTimeout:       seconds("MODEL_TIMEOUT_SECONDS", DefaultModelTimeout, 3600),
+		FirestoreTimeout:   seconds("FIRESTORE_TIMEOUT_SECONDS", DefaultFirestoreTimeout, 300),
+		AuthTimeout:        seconds("AUTH_TIMEOUT_SECONDS", DefaultAuthTimeout, 60),
+		ReadTimeout:        seconds("READ_TIMEOUT_SECONDS", DefaultReadTimeout, 600),
 		LogLevel:           str("LOG_LEVEL", "info"),
 		RetentionDays: [3]int{num("RETENTION_ACTIVE_DAYS", 30, 1, sessions.MaxRetentionDays),
 			num("RETENTION_ARCHIVED_DAYS", 90, 1, sessions.MaxRetentionDays), num("RETENTION_DELETED_DAYS", 30, 1, sessions.MaxRetentionDays)},

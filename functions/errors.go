@@ -6,12 +6,16 @@ import (
 	"log/slog"
 	"net/http"
 	"strconv"
+	"time"
 
 	"github.com/chatmemory/backend/sessions"
 )
 
-// eMethod is the one code that exists only at the HTTP edge.
-const eMethod sessions.Code = "method_not_allowed"
+// Codes that exist only at the HTTP edge.
+const (
+	eMethod  sessions.Code = "method_not_allowed"
+	eTimeout sessions.Code = "request_timeout" // the body came too slowly
+)
 
 // statusOf is the one table from error code to HTTP status.
 var statusOf = map[sessions.Code]int{
@@ -26,6 +30,7 @@ var statusOf = map[sessions.Code]int{
 	sessions.EINTERNAL:        http.StatusInternalServerError,
 	sessions.EUPSTREAM:        http.StatusBadGateway,
 	sessions.EUNAVAILABLE:     http.StatusServiceUnavailable,
+	eTimeout:                  http.StatusRequestTimeout,
 }
 
 // StatusOf returns the HTTP status for err.
@@ -54,12 +59,19 @@ func bodyOf(err error) errorBody {
 	return errorBody{Error: errorDetail{Code: code, Message: sessions.ErrorMessage(err)}}
 }
 
+// unavailableRetry is the Retry-After of a 503 that says nothing better.
+const unavailableRetry = 5 * time.Second
+
 // writeError answers with err. Server-side failures are logged with their
 // cause; the caller sees only the code and the safe message.
 func (a *App) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := StatusOf(err)
 	a.logFailure(r, status, err)
-	if d := sessions.RetryAfter(err); d > 0 {
+	d := sessions.RetryAfter(err)
+	if d == 0 && status == http.StatusServiceUnavailable {
+		d = unavailableRetry
+	}
+	if d > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(d.Seconds())))
 	}
 	writeJSON(w, status, bodyOf(err))

@@ -1,17 +1,36 @@
 package functions_test
 
 import (
+	"bufio"
+	"bytes"
+	"context"
 	"encoding/json"
+	"fmt"
+	"io"
+	"log/slog"
+	"net"
+	"net/http"
 	"strings"
+	"sync"
 	"sync/atomic"
 	"testing"
+	"time"
 
+	"cloud.google.com/go/firestore"
+	firebase "firebase.google.com/go/v4"
 	openai "github.com/sashabaranov/go-openai"
+	"google.golang.org/api/option"
+	"google.golang.org/grpc"
+	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/chatmemory/backend/emulator/emulatortest"
+	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/memorydb"
+	"github.com/chatmemory/backend/storetest"
 )
 
 // errorMessage returns the message of an error body.
@@ -135,5 +154,176 @@ func TestLogsCarryNoContent(t *testing.T) {
 				t.Errorf("content in the logs: %s", line)
 			}
 		}
+	}
+}
+
+// blackHole accepts connections and never answers: a dependency that hangs.
+func blackHole(t *testing.T) string {
+	t.Helper()
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		t.Fatal(err)
+	}
+	var mu sync.Mutex
+	var conns []net.Conn
+	go func() {
+		for {
+			c, err := ln.Accept()
+			if err != nil {
+				return
+			}
+			mu.Lock()
+			conns = append(conns, c)
+			mu.Unlock()
+		}
+	}()
+	t.Cleanup(func() {
+		ln.Close()
+		mu.Lock()
+		defer mu.Unlock()
+		for _, c := range conns {
+			c.Close()
+		}
+	})
+	return ln.Addr().String()
+}
+
+// TestFirestoreDeadline: with Firestore hanging, every endpoint answers 503
+// with Retry-After within the configured deadline instead of hanging.
+func TestFirestoreDeadline(t *testing.T) {
+	t.Parallel()
+	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
+	conn, err := grpc.NewClient(blackHole(t), grpc.WithTransportCredentials(insecure.NewCredentials()))
+	if err != nil {
+		t.Fatal(err)
+	}
+	client, err := firestore.NewClient(context.Background(), "hanging", option.WithGRPCConn(conn), option.WithoutAuthentication())
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer client.Close()
+	fb, err := firebase.NewApp(context.Background(), &firebase.Config{ProjectID: authProject()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := fb.Auth(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const deadline = time.Second
+	app := functions.NewApp(testConfig(), functions.Deps{
+		Store: firestoredb.New(client, firestoredb.Timeout(deadline)), Model: llm.Offline{}, Tokens: storetest.Tokens(t),
+		Auth: functions.FirebaseVerifier{Client: ac}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	srv := httptestServer(t, app)
+	alice := signUp(t, fmt.Sprintf("deadline-%d@example.com", time.Now().UnixNano()))
+	for _, ep := range []struct {
+		method, path string
+		body         any
+	}{
+		{"GET", "/sessions", nil},
+		{"POST", "/sessions", map[string]any{}},
+		{"GET", "/sessions/s1/messages", nil},
+		{"POST", "/sessions/s1/messages", map[string]any{"messages": []map[string]any{{"role": "user", "content": "hi"}}}},
+		{"POST", "/chat", map[string]any{"message": "hi"}},
+		{"POST", "/chat", map[string]any{"message": "hi", "stream": true}},
+		{"GET", "/account/export", nil},
+		{"DELETE", "/account/data", nil},
+		{"GET", "/memory", nil},
+	} {
+		start := time.Now()
+		r := doRequest(t, srv, ep.method, ep.path, alice.token, ep.body, nil)
+		took := time.Since(start)
+		if r.status != 503 || r.header.Get("Retry-After") == "" || r.errorCode() != "unavailable" {
+			t.Errorf("%s %s: %d Retry-After %q %s", ep.method, ep.path, r.status, r.header.Get("Retry-After"), r.body)
+		}
+		// One operation times out; an endpoint may try a second (a turn
+		// creates its session, then fails): a few deadlines, not a hang.
+		if took > 4*deadline {
+			t.Errorf("%s %s took %s with a deadline of %s", ep.method, ep.path, took, deadline)
+		}
+	}
+}
+
+// TestAuthDeadline: with the Auth service hanging, a request is a 503 with
+// Retry-After within the configured deadline. Not parallel: the Auth
+// client reads its emulator's address from the environment.
+func TestAuthDeadline(t *testing.T) {
+	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
+	t.Setenv("FIREBASE_AUTH_EMULATOR_HOST", blackHole(t))
+	fb, err := firebase.NewApp(context.Background(), &firebase.Config{ProjectID: authProject()})
+	if err != nil {
+		t.Fatal(err)
+	}
+	ac, err := fb.Auth(context.Background())
+	if err != nil {
+		t.Fatal(err)
+	}
+	const deadline = time.Second
+	app := functions.NewApp(testConfig(), functions.Deps{
+		Store: memorydb.New(), Model: llm.Offline{}, Tokens: storetest.Tokens(t),
+		Auth: functions.FirebaseVerifier{Client: ac, Timeout: deadline}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
+	})
+	srv := httptestServer(t, app)
+	now := time.Now()
+	start := time.Now()
+	r := doRequest(t, srv, "GET", "/sessions", forgeToken(authProject(), "someone", now, now.Add(time.Hour)), nil, nil)
+	if took := time.Since(start); took > 3*deadline {
+		t.Errorf("the request took %s with a deadline of %s", took, deadline)
+	}
+	if r.status != 503 || r.header.Get("Retry-After") == "" || r.errorCode() != "unavailable" {
+		t.Errorf("auth hanging: %d Retry-After %q %s", r.status, r.header.Get("Retry-After"), r.body)
+	}
+}
+
+// TestSlowBody: a body that trickles in is cut off at the read timeout with
+// 408, and a streamed reply that lasts longer than it is not cut.
+func TestSlowBody(t *testing.T) {
+	h := newHarness(t, func(c *functions.Config) { c.ReadTimeout = time.Second })
+	alice := h.signUp()
+	conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	defer conn.Close()
+	body := `{"message":"one byte at a time"}`
+	fmt.Fprintf(conn, "POST /chat HTTP/1.1\r\nHost: x\r\nAuthorization: Bearer %s\r\nContent-Type: application/json\r\nContent-Length: %d\r\n\r\n", alice.token, len(body))
+	start := time.Now()
+	done := make(chan string, 1)
+	go func() {
+		resp, err := http.ReadResponse(bufio.NewReader(conn), nil)
+		if err != nil {
+			done <- "no response: " + err.Error()
+			return
+		}
+		resp.Body.Close()
+		done <- resp.Status
+	}()
+	var status string
+	for i := 0; status == "" && i < len(body); i++ {
+		select {
+		case status = <-done:
+		case <-time.After(700 * time.Millisecond):
+			conn.Write([]byte{body[i]})
+		}
+	}
+	if status == "" {
+		status = <-done
+	}
+	if !strings.HasPrefix(status, "408") || time.Since(start) > 4*time.Second {
+		t.Errorf("slow body: %q after %s", status, time.Since(start))
+	}
+	// A reply streamed for longer than the read timeout arrives whole.
+	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
+		return llmtest.Response{Content: "slow but complete reply", ChunkDelay: 400 * time.Millisecond}
+	})
+	r := doRequest(t, h.srv.URL, "POST", "/chat", alice.token, map[string]any{"message": "take your time", "stream": true}, nil)
+	events := readEvents(t, bytes.NewReader(r.body), nil)
+	if len(events) == 0 || events[len(events)-1].name != "done" {
+		t.Errorf("a long stream was cut: %v", events)
+	}
+	srv := functions.NewServer("127.0.0.1:0", http.NotFoundHandler())
+	if srv.ReadHeaderTimeout == 0 || srv.IdleTimeout == 0 || srv.ReadTimeout != 0 {
+		t.Errorf("local server timeouts: header %s idle %s read %s", srv.ReadHeaderTimeout, srv.IdleTimeout, srv.ReadTimeout)
 	}
 }

@@ -7,6 +7,7 @@ import (
 	"errors"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
 	"slices"
 	"strconv"
@@ -191,15 +192,44 @@ func (a *App) cors(next http.Handler) http.Handler {
 	})
 }
 
+// limitBody caps a request's body in size and, with ReadTimeout, in time:
+// the connection's read deadline covers the body only and is lifted once
+// it has been read, so a streamed reply is never cut by it.
 func (a *App) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		if r.ContentLength > a.MaxBodyBytes {
 			a.writeError(w, r, tooLarge(a.MaxBodyBytes))
 			return
 		}
-		r.Body = http.MaxBytesReader(w, r.Body, a.MaxBodyBytes)
+		body := http.MaxBytesReader(w, r.Body, a.MaxBodyBytes)
+		if a.ReadTimeout > 0 && r.Body != http.NoBody {
+			rc := http.NewResponseController(w)
+			if rc.SetReadDeadline(time.Now().Add(a.ReadTimeout)) == nil {
+				body = &deadlineBody{ReadCloser: body, lift: func() { rc.SetReadDeadline(time.Time{}) }}
+			}
+		}
+		r.Body = body
 		next.ServeHTTP(w, r)
 	})
+}
+
+// deadlineBody lifts the read deadline when the body has been read.
+type deadlineBody struct {
+	io.ReadCloser
+	lift   func()
+	lifted bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.lifted {
+		b.lifted = true
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			b.lift()
+		}
+	}
+	return n, err
 }
 
 func tooLarge(n int64) error {
@@ -210,9 +240,12 @@ func tooLarge(n int64) error {
 func (a *App) decode(r *http.Request, v any) error {
 	data, err := io.ReadAll(r.Body)
 	var mbe *http.MaxBytesError
+	var ne net.Error
 	switch {
 	case errors.As(err, &mbe):
 		return tooLarge(mbe.Limit)
+	case errors.As(err, &ne) && ne.Timeout():
+		return sessions.Errorf(eTimeout, "the request body did not arrive within %s", a.ReadTimeout)
 	case err != nil:
 		return sessions.Wrap(sessions.EINVALID, err, "could not read the request body")
 	case len(strings.TrimSpace(string(data))) == 0:
@@ -232,6 +265,14 @@ func queryInt(r *http.Request, name string) (int, error) {
 		return 0, sessions.Errorf(sessions.EINVALID, "%s must be a whole number", name)
 	}
 	return n, nil
+}
+
+// NewServer is the HTTP server of local runs: headers must arrive within
+// 10 seconds and idle connections close after two minutes; the App bounds
+// each request's body by its ReadTimeout. (There is no whole-request read
+// timeout: it would cut streamed replies.)
+func NewServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 }
 
 func (a *App) healthz(w http.ResponseWriter, r *http.Request) {

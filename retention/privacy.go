@@ -53,9 +53,16 @@ func (p *Privacy) Export(ctx context.Context, userID string, w io.Writer) error 
 	enc := json.NewEncoder(w)
 	enc.SetEscapeHTML(false)
 	put := func(s string) error { _, err := io.WriteString(w, s); return err }
-	head, _ := json.Marshal(map[string]any{"userId": userID, "exportedAt": sessions.Clock(p.Now)})
-	if err := put(string(head[:len(head)-1]) + `,"sessions":[`); err != nil {
-		return err
+	// Nothing is written until the first read has answered, so an export
+	// that cannot start is an error the caller can still report as one.
+	opened := false
+	open := func() error {
+		if opened {
+			return nil
+		}
+		opened = true
+		head, _ := json.Marshal(map[string]any{"userId": userID, "exportedAt": sessions.Clock(p.Now)})
+		return put(string(head[:len(head)-1]) + `,"sessions":[`)
 	}
 	first := true
 	for _, st := range statuses {
@@ -63,6 +70,9 @@ func (p *Privacy) Export(ctx context.Context, userID string, w io.Writer) error 
 		for {
 			page, err := p.Repo.ListSessions(ctx, q)
 			if err != nil {
+				return err
+			}
+			if err := open(); err != nil {
 				return err
 			}
 			for _, s := range page {

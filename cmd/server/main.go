@@ -48,7 +48,7 @@ func main() {
 	if *web != "" {
 		handler = withWebApp(handler, *web, cfg)
 	}
-	srv := &http.Server{Addr: *addr, Handler: handler, ReadHeaderTimeout: 10 * time.Second}
+	srv := functions.NewServer(*addr, handler)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.ListenAndServe() }()
 	banner(cfg, *addr, *web != "")
