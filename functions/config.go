@@ -35,7 +35,7 @@ type Config struct {
 	FirestoreTimeout   time.Duration // FIRESTORE_TIMEOUT_SECONDS: each Firestore operation
 	AuthTimeout        time.Duration // AUTH_TIMEOUT_SECONDS: each ID-token check
 	ReadTimeout        time.Duration // READ_TIMEOUT_SECONDS: reading a request's body
-	RetentionDays      [3]int // RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS, RETENTION_DELETED_DAYS
+	RetentionDays      [3]int        // RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS, RETENTION_DELETED_DAYS
 	SweepBudget        time.Duration
 	LongTermMemory     bool // LONG_TERM_MEMORY: on (default) or off
 	SystemMessages     bool // CLIENT_SYSTEM_MESSAGES: off (default) or on
