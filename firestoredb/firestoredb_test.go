@@ -105,13 +105,13 @@ func TestResumePurge(t *testing.T) {
 	if _, err := client.Collection(firestoredb.SessionsCollection).Doc(s.ID).Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := storetest.Must[int](t)(db.ResumePurge(ctx, s.ID)); n != 6 {
+	if n := storetest.Must[int](t)(db.ResumePurge(ctx, s.ID, nil)); n != 6 {
 		t.Errorf("resume deleted %d documents, want 6", n)
 	}
 	if n := countUnder(t, client, s.ID); n != 0 {
 		t.Errorf("%d documents left", n)
 	}
-	if n := storetest.Must[int](t)(db.ResumePurge(ctx, s.ID)); n != 0 {
+	if n := storetest.Must[int](t)(db.ResumePurge(ctx, s.ID, nil)); n != 0 {
 		t.Errorf("a second resume deleted %d documents", n)
 	}
 }

@@ -22,6 +22,7 @@ const (
 type profileFieldDoc struct {
 	Text      string     `firestore:"text"`
 	UpdatedAt *time.Time `firestore:"updatedAt"`
+	SessionID string     `firestore:"sessionId,omitempty"`
 }
 
 // memoryUserDoc is users/{uid}: the live facts live in it (at most the
@@ -41,30 +42,49 @@ type memoryUserDoc struct {
 }
 
 type factDoc struct {
-	ID              string     `firestore:"id"`
-	UserID          string     `firestore:"userId"`
-	Content         string     `firestore:"content"`
-	Category        string     `firestore:"category"`
-	Confidence      float64    `firestore:"confidence"`
-	SessionID       string     `firestore:"sessionId"`
-	StartSeq        int        `firestore:"startSeq"`
-	EndSeq          int        `firestore:"endSeq"`
+	ID         string      `firestore:"id"`
+	UserID     string      `firestore:"userId"`
+	Content    string      `firestore:"content"`
+	Category   string      `firestore:"category"`
+	Confidence float64     `firestore:"confidence"`
+	Sources    []sourceDoc `firestore:"sources"`
+	// The one source of facts stored before facts had several; read only.
+	SessionID       string     `firestore:"sessionId,omitempty"`
+	StartSeq        int        `firestore:"startSeq,omitempty"`
+	EndSeq          int        `firestore:"endSeq,omitempty"`
 	CreatedAt       time.Time  `firestore:"createdAt"`
 	LastConfirmedAt time.Time  `firestore:"lastConfirmedAt"`
 	InvalidAt       *time.Time `firestore:"invalidAt"`
 	SupersededBy    string     `firestore:"supersededBy,omitempty"`
 }
 
+type sourceDoc struct {
+	SessionID string `firestore:"sessionId"`
+	StartSeq  int    `firestore:"startSeq"`
+	EndSeq    int    `firestore:"endSeq"`
+}
+
 func toFactDoc(userID string, f longterm.Fact) factDoc {
-	return factDoc{ID: f.ID, UserID: userID, Content: f.Content, Category: string(f.Category), Confidence: f.Confidence,
-		SessionID: f.SessionID, StartSeq: f.StartSeq, EndSeq: f.EndSeq, CreatedAt: f.CreatedAt,
+	d := factDoc{ID: f.ID, UserID: userID, Content: f.Content, Category: string(f.Category), Confidence: f.Confidence,
+		Sources: make([]sourceDoc, len(f.Sources)), CreatedAt: f.CreatedAt,
 		LastConfirmedAt: f.LastConfirmedAt, InvalidAt: f.InvalidAt, SupersededBy: f.SupersededBy}
+	for i, s := range f.Sources {
+		d.Sources[i] = sourceDoc(s)
+	}
+	return d
 }
 
 func fromFactDoc(d factDoc) longterm.Fact {
-	return longterm.Fact{ID: d.ID, UserID: d.UserID, Content: d.Content, Category: longterm.Category(d.Category),
-		Confidence: d.Confidence, SessionID: d.SessionID, StartSeq: d.StartSeq, EndSeq: d.EndSeq, CreatedAt: d.CreatedAt.UTC(),
+	f := longterm.Fact{ID: d.ID, UserID: d.UserID, Content: d.Content, Category: longterm.Category(d.Category),
+		Confidence: d.Confidence, CreatedAt: d.CreatedAt.UTC(),
 		LastConfirmedAt: d.LastConfirmedAt.UTC(), InvalidAt: utc(d.InvalidAt), SupersededBy: d.SupersededBy}
+	for _, s := range d.Sources {
+		f.Sources = append(f.Sources, longterm.Source(s))
+	}
+	if len(f.Sources) == 0 && d.SessionID != "" {
+		f.Sources = []longterm.Source{{SessionID: d.SessionID, StartSeq: d.StartSeq, EndSeq: d.EndSeq}}
+	}
+	return f
 }
 
 func (db *DB) memoryRef(userID string) *firestore.DocumentRef {
@@ -72,10 +92,10 @@ func (db *DB) memoryRef(userID string) *firestore.DocumentRef {
 }
 
 func pf(p longterm.ProfileField) profileFieldDoc {
-	return profileFieldDoc{Text: p.Text, UpdatedAt: p.UpdatedAt}
+	return profileFieldDoc{Text: p.Text, UpdatedAt: p.UpdatedAt, SessionID: p.SessionID}
 }
 func lp(p profileFieldDoc) longterm.ProfileField {
-	return longterm.ProfileField{Text: p.Text, UpdatedAt: utc(p.UpdatedAt)}
+	return longterm.ProfileField{Text: p.Text, UpdatedAt: utc(p.UpdatedAt), SessionID: p.SessionID}
 }
 
 func (db *DB) GetUser(ctx context.Context, userID string) (*longterm.User, error) {
@@ -126,10 +146,31 @@ func (db *DB) ListSuperseded(ctx context.Context, userID string) ([]longterm.Fac
 	return out, nil
 }
 
-func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *longterm.User, superseded []longterm.Fact) error {
+// SaveMemory reads the source sessions in its transaction: a purge, which
+// deletes the session document in a transaction of its own, either comes
+// after the save (and forgets what it saved) or makes it fail.
+func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *longterm.User, c longterm.Change) error {
 	ref := db.memoryRef(userID)
 	facts := ref.Collection(FactsCollection)
 	return db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if len(c.Sources) > 0 {
+			refs := make([]*firestore.DocumentRef, len(c.Sources))
+			for i, id := range c.Sources {
+				refs[i] = db.sessionRef(id)
+			}
+			snaps, err := tx.GetAll(refs)
+			if err != nil {
+				return err
+			}
+			for _, s := range snaps {
+				if !s.Exists() {
+					return longterm.ErrSourceGone
+				}
+				if owner, _ := s.DataAt("userId"); owner != userID {
+					return longterm.ErrSourceGone
+				}
+			}
+		}
 		snap, err := tx.Get(ref)
 		if err != nil && status.Code(err) != codes.NotFound {
 			return err
@@ -142,8 +183,13 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 		if cur != version {
 			return sessions.Errorf(sessions.ECONFLICT, "memory changed meanwhile")
 		}
-		for _, f := range superseded {
+		for _, f := range c.File {
 			if err := tx.Set(facts.Doc(f.ID), toFactDoc(userID, f)); err != nil {
+				return err
+			}
+		}
+		for _, id := range c.Drop {
+			if err := tx.Delete(facts.Doc(id)); err != nil {
 				return err
 			}
 		}

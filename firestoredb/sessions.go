@@ -104,10 +104,12 @@ type purgeMarker struct {
 
 // PurgeSession deletes the session document in a transaction that first
 // runs check, and leaves a marker in the same transaction. From then on no
-// append can land (appends read the session), and the session cannot be
-// restored. Then it deletes every document under the session, and last the
-// marker: a purge cut off half-way is finished by ResumePurge.
-func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error) (int, error) {
+// append can land (appends read the session), nothing derived from it can
+// be saved (long-term memory's saves read it too), and the session cannot
+// be restored. Then it deletes every document under the session, calls
+// forget, and last deletes the marker: a purge cut off half-way is
+// finished by ResumePurge.
+func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error, forget sessions.Forget) (int, error) {
 	ref := db.sessionRef(id)
 	marker := db.client.Collection(PurgesCollection).Doc(id)
 	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
@@ -126,21 +128,37 @@ func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.
 	if err != nil {
 		return 0, err
 	}
-	n, err := db.ResumePurge(ctx, id)
+	n, err := db.ResumePurge(ctx, id, forget)
 	return n + 1, err
 }
 
 // ResumePurge deletes everything still under a session whose document is
-// gone, then its purge marker. It is idempotent and returns how many
-// documents it deleted.
-func (db *DB) ResumePurge(ctx context.Context, id string) (int, error) {
+// gone, calls forget with the owner the marker names, then deletes the
+// purge marker. It is idempotent and returns how many documents it deleted.
+func (db *DB) ResumePurge(ctx context.Context, id string, forget sessions.Forget) (int, error) {
 	n, err := db.deleteUnder(ctx, db.sessionRef(id))
 	if err != nil {
 		return n, err
 	}
+	marker := db.client.Collection(PurgesCollection).Doc(id)
 	octx, cancel := db.op(ctx)
 	defer cancel()
-	if _, err := db.client.Collection(PurgesCollection).Doc(id).Delete(octx); err != nil {
+	if forget != nil {
+		snap, err := marker.Get(octx)
+		if err != nil && status.Code(err) != codes.NotFound {
+			return n, translate(err)
+		}
+		if err == nil {
+			var m purgeMarker
+			if err := snap.DataTo(&m); err != nil {
+				return n, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+			}
+			if err := forget(ctx, m.UserID, id); err != nil {
+				return n, err
+			}
+		}
+	}
+	if _, err := marker.Delete(octx); err != nil {
 		return n, translate(err)
 	}
 	return n, nil

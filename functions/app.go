@@ -113,8 +113,11 @@ func NewApp(cfg Config, d Deps) *App {
 	if cfg.LongTermMemory {
 		cs.Memory = lt
 	}
+	// Whatever was learned from a purged session goes with it, whether or
+	// not learning is on now.
+	ss.Forget = lt.ForgetSession
 	sw := retention.NewSweeper(d.Store)
-	sw.Policy, sw.Budget, sw.Log, sw.Now = cfg.Policy(), cfg.SweepBudget, d.Log, d.Now
+	sw.Policy, sw.Budget, sw.Log, sw.Now, sw.Forget = cfg.Policy(), cfg.SweepBudget, d.Log, d.Now, lt.ForgetSession
 	pv := &retention.Privacy{Repo: d.Store, Now: d.Now,
 		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}, "memory": lt}}
 	return &App{

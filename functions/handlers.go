@@ -185,6 +185,10 @@ func (a *App) chat(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	info(r.Context()).sessionID = res.Session.ID
+	// The handler goes on after the answer (titles, summaries, learning):
+	// an HTTP/1.1 client must not queue its next request behind that work
+	// on this connection.
+	w.Header().Set("Connection", "close")
 	writeJSON(w, http.StatusOK, chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed})
 	// The client has its answer; titles and summaries do not delay it.
 	a.Chat.AfterTurn(r.Context(), res)

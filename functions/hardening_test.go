@@ -327,3 +327,74 @@ func TestSlowBody(t *testing.T) {
 		t.Errorf("local server timeouts: header %s idle %s read %s", srv.ReadHeaderTimeout, srv.IdleTimeout, srv.ReadTimeout)
 	}
 }
+
+// TestErasureFencesLearning: an extraction still running when the user
+// erases their data adds nothing afterwards, however slowly it ends; and
+// what was learned from a session goes when the sweep purges it.
+func TestErasureFencesLearning(t *testing.T) {
+	h := newHarness(t, func(c *functions.Config) { c.LongTermMemory = true })
+	started, release := make(chan struct{}, 4), make(chan struct{})
+	var slow atomic.Bool
+	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
+		if r.Messages[0].Content == longterm.ExtractInstructions {
+			if slow.Load() {
+				started <- struct{}{}
+				<-release
+			}
+			return llmtest.Response{Content: `{"profile":{"work":"Keeps bees.","personal":null,"focus":null},"facts":[{"content":"The user keeps bees.","category":"personal","confidence":0.9}]}`}
+		}
+		return llmtest.Echo(r)
+	})
+	alice, carol := h.signUp(), h.signUp()
+	chat3 := func(u user) string {
+		var c chatResp
+		h.do("POST", "/chat", u.token, map[string]any{"message": "I keep bees."}).want(t, 200).decode(t, &c)
+		for i := 0; i < 2; i++ {
+			h.do("POST", "/chat", u.token, map[string]any{"sessionId": c.SessionID, "message": fmt.Sprint("bees ", i)}).want(t, 200)
+		}
+		return c.SessionID
+	}
+	// Learned, then purged by the sweep 30 days after deletion: forgotten.
+	id := chat3(alice)
+	h.idle()
+	var export struct {
+		Memory struct {
+			Facts []struct {
+				Content string `json:"content"`
+				Sources []struct {
+					SessionID string `json:"sessionId"`
+				} `json:"sources"`
+			} `json:"facts"`
+		} `json:"memory"`
+	}
+	h.do("GET", "/account/export", alice.token, nil).want(t, 200).decode(t, &export)
+	if f := export.Memory.Facts; len(f) != 1 || len(f[0].Sources) != 1 || f[0].Sources[0].SessionID != id {
+		t.Fatalf("export's facts and their sources: %+v", f)
+	}
+	h.do("DELETE", "/sessions/"+id, alice.token, nil).want(t, 200)
+	h.clock.Advance(31 * 24 * time.Hour)
+	if r, err := h.app.Sweeper.Run(context.Background(), false); err != nil || r.Purged != 1 {
+		t.Fatalf("sweep: %+v %v", r, err)
+	}
+	var v longterm.View
+	h.do("GET", "/memory", alice.token, nil).want(t, 200).decode(t, &v)
+	if len(v.Facts) != 0 || v.Profile.Work.Text != "" {
+		t.Fatalf("memory learned from a purged session: %+v", v)
+	}
+	// Erased while the first extraction of a new user runs: nothing
+	// appears afterwards.
+	slow.Store(true)
+	chat3(carol)
+	<-started
+	h.do("DELETE", "/account/data", carol.token, nil).want(t, 200)
+	close(release)
+	h.idle()
+	h.do("GET", "/memory", carol.token, nil).want(t, 200).decode(t, &v)
+	if len(v.Facts) != 0 || v.Profile.Work.Text != "" {
+		t.Errorf("memory after erasure: %+v", v)
+	}
+	body := string(h.do("GET", "/account/export", carol.token, nil).want(t, 200).body)
+	if strings.Contains(body, "bees") {
+		t.Errorf("the export shows data derived from erased sessions: %s", body)
+	}
+}

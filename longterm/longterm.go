@@ -33,20 +33,63 @@ func validCategory(c Category) bool {
 	return false
 }
 
-// Fact is one thing learned about a user.
+// Source is where a fact was learned or confirmed: messages
+// StartSeq..EndSeq of a session.
+type Source struct {
+	SessionID string `json:"sessionId"`
+	StartSeq  int    `json:"startSeq"`
+	EndSeq    int    `json:"endSeq"`
+}
+
+// MaxSources bounds the sessions one fact remembers as its sources (the
+// most recent are kept).
+const MaxSources = 20
+
+// Fact is one thing learned about a user. It lives as long as one of its
+// sources does: when the last session it was learned or confirmed in is
+// purged, the fact goes too.
 type Fact struct {
 	ID              string     `json:"id"`
 	UserID          string     `json:"-"`
 	Content         string     `json:"content"`
 	Category        Category   `json:"category"`
 	Confidence      float64    `json:"confidence"`
-	SessionID       string     `json:"sessionId"`
-	StartSeq        int        `json:"startSeq"`
-	EndSeq          int        `json:"endSeq"`
+	Sources         []Source   `json:"sources"`
 	CreatedAt       time.Time  `json:"createdAt"`
 	LastConfirmedAt time.Time  `json:"lastConfirmedAt"`
 	InvalidAt       *time.Time `json:"invalidAt,omitempty"`
 	SupersededBy    string     `json:"supersededBy,omitempty"`
+}
+
+// confirm records that src confirmed the fact: a session already among its
+// sources has its range extended, a new one is added (the oldest dropped
+// past MaxSources).
+func (f *Fact) confirm(src Source) {
+	for i := range f.Sources {
+		if f.Sources[i].SessionID == src.SessionID {
+			f.Sources[i].StartSeq = min(f.Sources[i].StartSeq, src.StartSeq)
+			f.Sources[i].EndSeq = max(f.Sources[i].EndSeq, src.EndSeq)
+			return
+		}
+	}
+	f.Sources = append(f.Sources, src)
+	if len(f.Sources) > MaxSources {
+		f.Sources = append([]Source(nil), f.Sources[len(f.Sources)-MaxSources:]...)
+	}
+}
+
+// dropSource removes session id from the fact's sources and reports
+// whether any source is left.
+func (f *Fact) dropSource(id string) (changed, left bool) {
+	kept := f.Sources[:0:0]
+	for _, s := range f.Sources {
+		if s.SessionID != id {
+			kept = append(kept, s)
+		}
+	}
+	changed = len(kept) != len(f.Sources)
+	f.Sources = kept
+	return changed, len(kept) > 0
 }
 
 // Live reports whether the fact may be shown to the model.
@@ -64,6 +107,9 @@ func (f *Fact) Effective(now time.Time, decayPerWeek float64) float64 {
 type ProfileField struct {
 	Text      string     `json:"text"`
 	UpdatedAt *time.Time `json:"updatedAt"`
+	// SessionID is the session the text was learned from; empty when the
+	// user wrote it. It goes when that session is purged.
+	SessionID string `json:"sessionId,omitempty"`
 }
 
 // Profile is a short picture of the user.
@@ -225,4 +271,7 @@ func clip(s string, n int) string {
 var (
 	ErrNothingToLearn = &sessions.Error{Code: sessions.EPRECONDITION, Message: "nothing to learn"}
 	ErrBatchTaken     = &sessions.Error{Code: sessions.EPRECONDITION, Message: "another instance took this batch"}
+	// ErrSourceGone is the answer of a save whose source session was
+	// purged (or erased) meanwhile: what was learned from it is dropped.
+	ErrSourceGone = &sessions.Error{Code: sessions.EPRECONDITION, Message: "the session learned from is gone"}
 )

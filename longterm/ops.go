@@ -2,6 +2,7 @@ package longterm
 
 import (
 	"context"
+	"errors"
 
 	"github.com/chatmemory/backend/sessions"
 )
@@ -34,18 +35,25 @@ func (svc *Service) Get(ctx context.Context, userID string) (*View, error) {
 	return v, nil
 }
 
+// errUnchanged tells change that fn changed nothing: nothing is saved.
+var errUnchanged = errors.New("longterm: unchanged")
+
 // change applies fn to the user's memory and saves it with a fresh block,
 // retrying when another change landed meanwhile.
-func (svc *Service) change(ctx context.Context, userID string, fn func(u *User) error) error {
+func (svc *Service) change(ctx context.Context, userID string, fn func(u *User) (Change, error)) error {
 	for attempt := 0; ; attempt++ {
 		u, err := svc.Repo.GetUser(ctx, userID)
 		if err != nil {
 			return err
 		}
-		if err := fn(u); err != nil {
+		c, err := fn(u)
+		if errors.Is(err, errUnchanged) {
+			return nil
+		}
+		if err != nil {
 			return err
 		}
-		err = svc.save(ctx, u, nil)
+		err = svc.save(ctx, u, c)
 		if sessions.ErrorCode(err) != sessions.ECONFLICT || attempt == 2 {
 			return err
 		}
@@ -55,9 +63,9 @@ func (svc *Service) change(ctx context.Context, userID string, fn func(u *User) 
 // SetEnabled turns the user's memory on or off. Off, nothing is learned and
 // nothing is shown to the model; what was learned stays until forgotten.
 func (svc *Service) SetEnabled(ctx context.Context, userID string, on bool) error {
-	return svc.change(ctx, userID, func(u *User) error {
+	return svc.change(ctx, userID, func(u *User) (Change, error) {
 		u.Disabled = !on
-		return nil
+		return Change{}, nil
 	})
 }
 
@@ -85,16 +93,16 @@ func (svc *Service) UpdateProfile(ctx context.Context, userID string, p ProfileP
 		}
 	}
 	now := svc.now()
-	err := svc.change(ctx, userID, func(u *User) error {
+	err := svc.change(ctx, userID, func(u *User) (Change, error) {
 		for _, upd := range []struct {
 			v *string
 			f *ProfileField
 		}{{p.Work, &u.Profile.Work}, {p.Personal, &u.Profile.Personal}, {p.Focus, &u.Profile.Focus}} {
-			if upd.v != nil {
-				upd.f.Text, upd.f.UpdatedAt = clip(*upd.v, svc.Settings.MaxContent), &now
+			if upd.v != nil { // the user's own words: no session is their source
+				upd.f.Text, upd.f.UpdatedAt, upd.f.SessionID = clip(*upd.v, svc.Settings.MaxContent), &now, ""
 			}
 		}
-		return nil
+		return Change{}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -107,14 +115,57 @@ func (svc *Service) Forget(ctx context.Context, userID, factID string) error {
 	if !sessions.ValidID(factID) {
 		return sessions.Errorf(sessions.EINVALID, "malformed fact id")
 	}
-	return svc.change(ctx, userID, func(u *User) error {
+	return svc.change(ctx, userID, func(u *User) (Change, error) {
 		for i, f := range u.Facts {
 			if f.ID == factID {
 				u.Facts = append(u.Facts[:i:i], u.Facts[i+1:]...)
-				return nil
+				return Change{}, nil
 			}
 		}
-		return sessions.Errorf(sessions.ENOTFOUND, "fact %q not found", factID)
+		return Change{}, sessions.Errorf(sessions.ENOTFOUND, "fact %q not found", factID)
+	})
+}
+
+// ForgetSession removes what was learned from a purged session: the
+// session leaves the sources of every fact, live or superseded; a fact
+// with no source left is deleted; a profile part learned from it is
+// cleared. A fact also confirmed in another session stays, with that
+// session as its source. It is a sessions.Forget, run by every purge.
+func (svc *Service) ForgetSession(ctx context.Context, userID, sessionID string) error {
+	old, err := svc.Repo.ListSuperseded(ctx, userID)
+	if err != nil {
+		return err
+	}
+	var c Change
+	for _, f := range old {
+		switch changed, left := f.dropSource(sessionID); {
+		case !left:
+			c.Drop = append(c.Drop, f.ID)
+		case changed:
+			c.File = append(c.File, f)
+		}
+	}
+	return svc.change(ctx, userID, func(u *User) (Change, error) {
+		changed := len(c.File) > 0 || len(c.Drop) > 0
+		kept := u.Facts[:0:0]
+		for _, f := range u.Facts {
+			dropped, left := f.dropSource(sessionID)
+			changed = changed || dropped
+			if left {
+				kept = append(kept, f)
+			}
+		}
+		u.Facts = kept
+		for _, pf := range u.Profile.fields() {
+			if pf.f.SessionID == sessionID {
+				*pf.f = ProfileField{}
+				changed = true
+			}
+		}
+		if !changed {
+			return c, errUnchanged
+		}
+		return c, nil
 	})
 }
 

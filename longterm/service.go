@@ -25,12 +25,20 @@ type Repo interface {
 	GetUser(ctx context.Context, userID string) (*User, error)
 	// ListSuperseded returns the user's superseded facts.
 	ListSuperseded(ctx context.Context, userID string) ([]Fact, error)
-	// SaveMemory writes u (live facts included, Version bumped) and files
-	// the superseded facts, atomically, if the stored version is still
-	// version; else ECONFLICT.
-	SaveMemory(ctx context.Context, userID string, version int64, u *User, superseded []Fact) error
+	// SaveMemory writes u (live facts included, Version bumped) with the
+	// change to the superseded facts, atomically, if the stored version is
+	// still version (else ECONFLICT) and every session in c.Sources still
+	// exists and belongs to userID (else ErrSourceGone).
+	SaveMemory(ctx context.Context, userID string, version int64, u *User, c Change) error
 	// EraseMemory deletes the user's memory document and every fact.
 	EraseMemory(ctx context.Context, userID string) (int, error)
+}
+
+// Change is what a save does besides writing the user's document.
+type Change struct {
+	File    []Fact   // superseded facts to file (or refile, changed)
+	Drop    []string // ids of superseded facts to delete
+	Sources []string // the sessions what is saved was learned from: the fence
 }
 
 // SessionRepo moves a session's learning watermark.
@@ -106,7 +114,7 @@ func (svc *Service) Learn(ctx context.Context, s *sessions.Session, model string
 			break
 		}
 	}
-	if err != nil && !errors.Is(err, ErrNothingToLearn) {
+	if err != nil && !errors.Is(err, ErrNothingToLearn) && !errors.Is(err, ErrSourceGone) {
 		svc.giveBack(ctx, s.ID, claimed, to+1)
 	}
 	return err
@@ -194,6 +202,7 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 		}
 	}
 	now := svc.now()
+	src := Source{SessionID: s.ID, StartSeq: msgs[0].Seq, EndSeq: msgs[len(msgs)-1].Seq}
 	byID := map[string]*Fact{}
 	for i := range facts {
 		byID[facts[i].ID] = &facts[i]
@@ -208,7 +217,7 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 			continue
 		}
 		c := cand{fact: Fact{ID: sessions.NewID(), UserID: s.UserID, Content: clip(f.Content, svc.Settings.MaxContent), Category: f.Category,
-			Confidence: f.Confidence, SessionID: s.ID, StartSeq: msgs[0].Seq, EndSeq: msgs[len(msgs)-1].Seq, CreatedAt: now, LastConfirmedAt: now}}
+			Confidence: f.Confidence, Sources: []Source{src}, CreatedAt: now, LastConfirmedAt: now}}
 		for i := range facts {
 			if Similarity(c.fact.Content, facts[i].Content) >= svc.Settings.Similar {
 				c.similar = append(c.similar, &facts[i])
@@ -248,6 +257,7 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 			old := byID[d.existing]
 			old.Confidence = max(old.Confidence, c.fact.Confidence)
 			old.LastConfirmedAt = now
+			old.confirm(src)
 		case "contradicts":
 			old := byID[d.existing]
 			old.InvalidAt, old.SupersededBy = &now, c.fact.ID
@@ -262,7 +272,7 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 			f *ProfileField
 		}{{p.Work, &u.Profile.Work}, {p.Personal, &u.Profile.Personal}, {p.Focus, &u.Profile.Focus}} {
 			if upd.v != nil && strings.TrimSpace(*upd.v) != "" {
-				upd.f.Text, upd.f.UpdatedAt = clip(*upd.v, svc.Settings.MaxContent), &now
+				upd.f.Text, upd.f.UpdatedAt, upd.f.SessionID = clip(*upd.v, svc.Settings.MaxContent), &now, s.ID
 			}
 		}
 	}
@@ -275,7 +285,7 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 		}
 	}
 	u.Facts = svc.evict(live, now)
-	return svc.save(ctx, u, superseded)
+	return svc.save(ctx, u, Change{File: superseded, Sources: []string{s.ID}})
 }
 
 type decision struct {
@@ -324,12 +334,12 @@ func (svc *Service) evict(live []Fact, now time.Time) []Fact {
 }
 
 // save recomputes the block and stores the change if nobody changed the
-// user's memory meanwhile.
-func (svc *Service) save(ctx context.Context, u *User, superseded []Fact) error {
+// user's memory meanwhile and its sources are still there.
+func (svc *Service) save(ctx context.Context, u *User, c Change) error {
 	now := svc.now()
 	u.Block, u.BlockTokens = BuildBlock(u, u.Facts, now, svc.Settings, svc.Tokens)
 	u.UpdatedAt = now
-	return svc.Repo.SaveMemory(ctx, u.UserID, u.Version, u, superseded)
+	return svc.Repo.SaveMemory(ctx, u.UserID, u.Version, u, c)
 }
 
 // malformed logs output the model got wrong and ignores it: memory stays

@@ -108,17 +108,23 @@ func before(s *sessions.Session, c *sessions.Cursor) bool {
 	return s.ID < c.ID
 }
 
-func (db *DB) PurgeSession(_ context.Context, id string, check func(*sessions.Session) error) (int, error) {
+func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error, forget sessions.Forget) (int, error) {
 	db.mu.Lock()
-	defer db.mu.Unlock()
 	s, ok := db.sessions[id]
 	if !ok {
+		db.mu.Unlock()
 		return 0, sessions.NotFound(id)
 	}
 	if err := check(s.Clone()); err != nil {
+		db.mu.Unlock()
 		return 0, err
 	}
-	return db.purgeLocked(id), nil
+	n := db.purgeLocked(id)
+	db.mu.Unlock()
+	if forget != nil { // outside the lock: it uses this store
+		return n, forget(ctx, s.UserID, id)
+	}
+	return n, nil
 }
 
 // purgeLocked removes a session and all under it; db.mu is held.
@@ -356,7 +362,7 @@ func (db *DB) ExpiredSessions(_ context.Context, st sessions.Status, now time.Ti
 func (db *DB) PendingPurges(context.Context, int) ([]string, error) { return nil, nil }
 
 // ResumePurge has nothing to finish.
-func (db *DB) ResumePurge(context.Context, string) (int, error) { return 0, nil }
+func (db *DB) ResumePurge(context.Context, string, sessions.Forget) (int, error) { return 0, nil }
 
 // DeleteUserDocuments deletes whatever still belongs to userID.
 func (db *DB) DeleteUserDocuments(_ context.Context, userID string) (int, error) {
@@ -417,22 +423,30 @@ func (db *DB) ListSuperseded(_ context.Context, userID string) ([]longterm.Fact,
 	return out, nil
 }
 
-func (db *DB) SaveMemory(_ context.Context, userID string, version int64, u *longterm.User, superseded []longterm.Fact) error {
+func (db *DB) SaveMemory(_ context.Context, userID string, version int64, u *longterm.User, c longterm.Change) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	for _, id := range c.Sources {
+		if s, ok := db.sessions[id]; !ok || s.UserID != userID {
+			return longterm.ErrSourceGone
+		}
+	}
 	if db.users[userID].Version != version {
 		return sessions.Errorf(sessions.ECONFLICT, "memory changed meanwhile")
 	}
 	if db.facts[userID] == nil {
 		db.facts[userID] = map[string]longterm.Fact{}
 	}
-	for _, f := range superseded {
+	for _, f := range c.File {
 		db.facts[userID][f.ID] = f
 	}
-	c := *u
-	c.UserID, c.Version = userID, version+1
-	c.Facts = append([]longterm.Fact(nil), u.Facts...)
-	db.users[userID] = c
+	for _, id := range c.Drop {
+		delete(db.facts[userID], id)
+	}
+	saved := *u
+	saved.UserID, saved.Version = userID, version+1
+	saved.Facts = append([]longterm.Fact(nil), u.Facts...)
+	db.users[userID] = saved
 	return nil
 }
 

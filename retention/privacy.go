@@ -17,7 +17,7 @@ type PrivacyRepo interface {
 	ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sessions.Session, error)
 	ListMessages(ctx context.Context, q history.ListQuery) ([]history.Message, error)
 	ListCompactions(ctx context.Context, sessionID string) ([]history.Compaction, error)
-	PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error) (int, error)
+	PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error, forget sessions.Forget) (int, error)
 	// DeleteUserDocuments deletes, in pages, every document still carrying
 	// userID (what an interrupted purge left behind), and returns how many.
 	DeleteUserDocuments(ctx context.Context, userID string) (int, error)
@@ -190,7 +190,9 @@ func (p *Privacy) Erase(ctx context.Context, userID string) (*Erasure, error) {
 				return e, err
 			}
 			for _, s := range page {
-				n, err := p.Repo.PurgeSession(ctx, s.ID, func(s *sessions.Session) error { return s.CheckOwner(userID) })
+				// Nothing to forget session by session: the user's other
+				// data goes whole below, after every session is gone.
+				n, err := p.Repo.PurgeSession(ctx, s.ID, func(s *sessions.Session) error { return s.CheckOwner(userID) }, nil)
 				if sessions.ErrorCode(err) == sessions.ENOTFOUND {
 					continue // a concurrent erasure got there first
 				}

@@ -19,11 +19,12 @@ type Repo interface {
 	// ExpiresAt is at or before now, by ExpiresAt then ID, after cursor.
 	ExpiredSessions(ctx context.Context, status sessions.Status, now time.Time, after *Cursor, limit int) ([]*sessions.Session, error)
 	UpdateSession(ctx context.Context, id string, fn func(*sessions.Session) error) (*sessions.Session, error)
-	PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error) (int, error)
+	PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error, forget sessions.Forget) (int, error)
 	// PendingPurges returns the ids of sessions whose purge was cut off.
 	PendingPurges(ctx context.Context, limit int) ([]string, error)
-	// ResumePurge finishes such a purge and returns the documents deleted.
-	ResumePurge(ctx context.Context, id string) (int, error)
+	// ResumePurge finishes such a purge, forget included, and returns the
+	// documents deleted.
+	ResumePurge(ctx context.Context, id string, forget sessions.Forget) (int, error)
 }
 
 // Cursor is the position after which an expired-session page starts.
@@ -44,6 +45,8 @@ type Sweeper struct {
 	Log      *slog.Logger
 	// Elapsed measures the run against Budget (real time).
 	Elapsed func(start time.Time) time.Duration
+	// Forget removes what was derived from each purged session.
+	Forget sessions.Forget
 }
 
 // Report is what one run did (or, dry, would do).
@@ -141,7 +144,7 @@ func (sw *Sweeper) resumePurges(ctx context.Context, r *Report, dryRun bool, out
 			if out() {
 				return errOutOfTime
 			}
-			n, err := sw.Repo.ResumePurge(ctx, id)
+			n, err := sw.Repo.ResumePurge(ctx, id, sw.Forget)
 			if err != nil {
 				return err
 			}
@@ -207,7 +210,7 @@ func (sw *Sweeper) apply(ctx context.Context, r *Report, now time.Time, id strin
 				return err
 			}
 			return s.Apply(sessions.ActionPurge, now, sw.Policy)
-		})
+		}, sw.Forget)
 		if err == nil {
 			r.Purged++
 			r.DocumentsDeleted += n

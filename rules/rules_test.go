@@ -196,7 +196,7 @@ func seed(t *testing.T, db *firestoredb.DB, alice, bob user) seeded {
 		{ID: "f1", Content: "The user baked pies.", Category: longterm.CategoryPersonal, Confidence: 0.9, CreatedAt: now, LastConfirmedAt: now, InvalidAt: &now, SupersededBy: "f2"},
 		{ID: "f0", Content: "The user baked cakes.", Category: longterm.CategoryPersonal, Confidence: 0.9, CreatedAt: now, LastConfirmedAt: now, InvalidAt: &now, SupersededBy: "f1"},
 	}
-	if err := db.SaveMemory(ctx, alice.uid, 0, u, old); err != nil {
+	if err := db.SaveMemory(ctx, alice.uid, 0, u, longterm.Change{File: old}); err != nil {
 		t.Fatal(err)
 	}
 	s.memory, s.fact = firestoredb.UsersCollection+"/"+firestoredb.UserDocID(alice.uid), "f1"

@@ -22,10 +22,18 @@ type Repo interface {
 	// by UpdatedAt descending, then ID descending, after q.After if set.
 	ListSessions(ctx context.Context, q ListQuery) ([]*Session, error)
 	// PurgeSession removes the session and every document under it once
-	// check, run atomically with the removal of the session, accepts it.
-	// It returns how many documents it deleted.
-	PurgeSession(ctx context.Context, id string, check func(*Session) error) (int, error)
+	// check, run atomically with the removal of the session, accepts it,
+	// then calls forget (if set) before the purge counts as done: a purge
+	// cut off before forget returned is resumed with it. It returns how
+	// many documents it deleted.
+	PurgeSession(ctx context.Context, id string, check func(*Session) error, forget Forget) (int, error)
 }
+
+// Forget removes what was derived from a purged session and lives outside
+// it (what long-term memory learned from it). It is called once the
+// session's document is gone, so nothing derived from it can be stored
+// any more, and may be called again for the same session.
+type Forget func(ctx context.Context, userID, sessionID string) error
 
 // ListQuery is one page of a user's sessions in one status.
 type ListQuery struct {
@@ -55,6 +63,8 @@ type Service struct {
 	Now           func() time.Time
 	DefaultModel  string
 	DefaultMemory Memory // strategy and window of sessions created without their own
+	// Forget is called for each purged session (nil: nothing to forget).
+	Forget Forget
 	// ContextWindow returns a model's context window in tokens, which
 	// bounds a session's budget; nil bounds it by MaxBudgetTokens only.
 	ContextWindow func(model string) int
@@ -415,7 +425,7 @@ func (svc *Service) Purge(ctx context.Context, userID, id string) (int, error) {
 			return err
 		}
 		return s.Apply(ActionPurge, now, svc.Policy)
-	})
+	}, svc.Forget)
 }
 
 func checkUser(userID string) error {

@@ -140,3 +140,13 @@ func EachBackend[S any](t *testing.T, backends map[string]func(*testing.T) S, f 
 }
 
 func asTransition(err error, te **sessions.TransitionError) bool { return errors.As(err, te) }
+
+// Purge soft-deletes s (if it is not already) and purges it as its owner.
+func (e *Env) Purge(tb testing.TB, user string, s *sessions.Session) {
+	tb.Helper()
+	ctx := context.Background()
+	if cur := e.Reload(tb, s); cur.Status != sessions.StatusDeleted {
+		Must[*sessions.Session](tb)(e.Sessions.Delete(ctx, user, s.ID))
+	}
+	Must[int](tb)(e.Sessions.Purge(ctx, user, s.ID))
+}
