@@ -274,15 +274,19 @@ func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Pre
 const MaxTitleChars = 60
 
 // AfterTurn does what must not delay the reply: it names the session after
-// its first exchange (unless its user named it) and folds old messages into
-// the summary when the session needs it. Failures are logged; the next turn
-// tries again.
+// its first exchange (unless its user named it), learns long-term memory
+// and folds old messages into the summary when the session needs it, and
+// charges the model tokens of all that to the user (through a Metered
+// model). Failures are logged; the next turn tries again.
 func (svc *Service) AfterTurn(ctx context.Context, res *TurnResult) {
 	if res == nil || res.Replayed {
 		return
 	}
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
+	ctx, meter := WithMeter(ctx)
+	// This work's model tokens count against the user's day like the turn's.
+	defer func() { svc.addTokens(ctx, res.Session.UserID, meter.Tokens()) }()
 	s := res.Session
 	if s.TitleSource == sessions.TitleDefault && svc.Titler != nil {
 		if err := svc.title(ctx, s, res); err != nil {

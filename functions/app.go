@@ -94,12 +94,14 @@ func NewApp(cfg Config, d Deps) *App {
 	hs.Policy, hs.Now = cfg.Policy(), d.Now
 	hs.MaxMessages = cfg.MaxSessionMessages
 	hs.DefaultBudget = cfg.ContextBudget
-	hs.Summarizer = llm.Summarizer{Model: d.Model}
+	// Work the model does besides replies is charged to the user too.
+	background := chat.Metered(d.Model, d.Tokens)
+	hs.Summarizer = llm.Summarizer{Model: background}
 	cs := &chat.Service{
 		Sessions:            ss,
 		History:             hs,
 		Model:               d.Model,
-		Titler:              llm.Titler{Model: d.Model},
+		Titler:              llm.Titler{Model: background},
 		Usage:               d.Store,
 		Limits:              chat.Limits{TurnsPerMinute: cfg.TurnsPerMinute, MessagesPerMinute: cfg.MessagesPerMinute, TokensPerDay: cfg.TokensPerDay},
 		SystemPrompt:        cfg.SystemPrompt,
@@ -108,7 +110,7 @@ func NewApp(cfg Config, d Deps) *App {
 		Now:                 d.Now,
 		Log:                 d.Log,
 	}
-	lt := &longterm.Service{Repo: d.Store, Sessions: d.Store, Messages: d.Store, Model: llm.Completer{Model: d.Model},
+	lt := &longterm.Service{Repo: d.Store, Sessions: d.Store, Messages: d.Store, Model: llm.Completer{Model: background},
 		Tokens: d.Tokens, Settings: longterm.DefaultSettings(), Now: d.Now, Log: d.Log}
 	if cfg.LongTermMemory {
 		cs.Memory = lt

@@ -26,6 +26,7 @@ import (
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/longterm"
@@ -396,5 +397,55 @@ func TestErasureFencesLearning(t *testing.T) {
 	body := string(h.do("GET", "/account/export", carol.token, nil).want(t, 200).body)
 	if strings.Contains(body, "bees") {
 		t.Errorf("the export shows data derived from erased sessions: %s", body)
+	}
+}
+
+// TestBackgroundTokensAreCharged: the model tokens of titles, summaries and
+// extractions count against the user's day like the replies' tokens.
+func TestBackgroundTokensAreCharged(t *testing.T) {
+	h := newHarness(t, func(c *functions.Config) { c.LongTermMemory = true })
+	var mu sync.Mutex
+	charged := 0
+	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
+		resp := llmtest.Echo(r)
+		switch r.Messages[0].Content {
+		case longterm.ExtractInstructions:
+			resp = llmtest.Response{Content: `{"profile":null,"facts":[]}`}
+		case llm.TitleInstructions:
+			resp = llmtest.Response{Content: "Bees"}
+		case history.SummaryInstructions:
+			resp = llmtest.Response{Content: "They talked about bees."}
+		}
+		resp.PromptTokens, resp.CompletionTokens = 1000, 7
+		mu.Lock()
+		charged += 1007
+		mu.Unlock()
+		return resp
+	})
+	alice := h.signUp()
+	var s sessionResp // a small budget: summaries come soon
+	h.do("POST", "/sessions", alice.token, map[string]any{"memory": map[string]any{"budgetTokens": 400}}).want(t, 201).decode(t, &s)
+	for i := 0; i < 8; i++ {
+		h.do("POST", "/chat", alice.token, map[string]any{"sessionId": s.ID, "message": fmt.Sprintf("tell me about bees, part %d of many, with some words to fill the budget", i)}).want(t, 200)
+	}
+	h.idle()
+	kinds := map[string]int{}
+	for _, r := range h.model.Requests() {
+		kinds[r.Messages[0].Content]++
+	}
+	if kinds[llm.TitleInstructions] == 0 || kinds[longterm.ExtractInstructions] == 0 || kinds[history.SummaryInstructions] == 0 {
+		t.Fatalf("not every kind of background work ran: %d titles, %d extractions, %d summaries",
+			kinds[llm.TitleInstructions], kinds[longterm.ExtractInstructions], kinds[history.SummaryInstructions])
+	}
+	var export struct {
+		Usage struct {
+			TokensToday int `json:"tokensToday"`
+		} `json:"usage"`
+	}
+	h.do("GET", "/account/export", alice.token, nil).want(t, 200).decode(t, &export)
+	mu.Lock()
+	defer mu.Unlock()
+	if export.Usage.TokensToday != charged {
+		t.Errorf("charged %d tokens today, the model reported %d over %d calls", export.Usage.TokensToday, charged, len(h.model.Requests()))
 	}
 }
