@@ -6,7 +6,7 @@
 GO ?= go
 GOTEST ?= $(GO) test -race -count=1 -timeout 20m ./...
 
-.PHONY: test dev emulators bench vet deps
+.PHONY: test dev emulators bench vet deps fuzz tidy-check
 
 node_modules/.bin/firebase: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -15,7 +15,7 @@ node_modules/.bin/firebase: package.json package-lock.json
 deps: node_modules/.bin/firebase
 	$(GO) mod download
 
-test: deps
+test: deps tidy-check
 	$(GO) run ./cmd/emulators -- sh -c '$(GOTEST) && npm run --silent test:web' 
 
 emulators: deps
@@ -24,6 +24,19 @@ emulators: deps
 dev: deps
 	npm run --silent build:web
 	$(GO) run ./cmd/emulators -- $(GO) run ./cmd/server -web web
+
+# go.mod and go.sum are exactly what the code needs.
+tidy-check:
+	@$(GO) mod tidy -diff || (echo "go.mod/go.sum are not tidy: run go mod tidy" && exit 1)
+
+# Fuzz each target for FUZZTIME (make test runs only their seed corpora).
+FUZZTIME ?= 1m
+fuzz:
+	$(GO) test ./sessions -run '^$$' -fuzz FuzzDecodeRequest -fuzztime $(FUZZTIME)
+	$(GO) test ./sessions -run '^$$' -fuzz FuzzPageToken -fuzztime $(FUZZTIME)
+	$(GO) test ./history -run '^$$' -fuzz FuzzTokenCount -fuzztime $(FUZZTIME)
+	$(GO) test ./history -run '^$$' -fuzz FuzzDrafts -fuzztime $(FUZZTIME)
+	$(GO) test ./functions -run '^$$' -fuzz FuzzConfigFromEnv -fuzztime $(FUZZTIME)
 
 vet:
 	$(GO) vet ./...

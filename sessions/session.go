@@ -351,6 +351,9 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 }
 
 func join(path, key string) string {
+	if len(key) > 64 { // a message names a field; it does not replay the body
+		key = strings.ToValidUTF8(key[:64], "") + "…"
+	}
 	if path == "" {
 		return key
 	}
