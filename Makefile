@@ -1,7 +1,9 @@
 # make test  – starts the emulators if they are not running, runs every test (Go, then the
 #              web app in Chromium), stops what it started.
 # make dev   – starts the emulators and the local server with the web app, ready to chat (Ctrl-C stops all).
-# make bench – the per-turn cost benchmark against the emulators (a few minutes; writes docs/bench).
+# make bench – token counting of pathological vs ordinary text, then the per-turn cost benchmark
+#              against the emulators (a few minutes; writes docs/bench).
+# make fuzz  – each fuzz test for FUZZTIME (default 1m); make test runs only their seeds.
 
 GO ?= go
 GOTEST ?= $(GO) test -race -count=1 -timeout 20m ./...
@@ -45,4 +47,5 @@ vet:
 # The full benchmark (a few minutes): tables, bench.json and the chart in docs/bench.
 BENCH_OUT ?= docs/bench
 bench: deps
+	$(GO) test -run '^$$' -bench Text -benchtime 20x ./history
 	$(GO) run ./cmd/emulators -- $(GO) run ./cmd/bench -out $(BENCH_OUT)
