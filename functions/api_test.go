@@ -420,6 +420,7 @@ func TestRateLimits(t *testing.T) {
 		})
 		alice := h.signUp()
 		h.do("POST", "/chat", alice.token, map[string]any{"message": "spend"}).want(t, 200)
+		h.idle() // the title's tokens are charged after the answer, still today
 		r := h.do("POST", "/chat", alice.token, map[string]any{"message": "more"})
 		wait, _ := strconv.Atoi(r.header.Get("Retry-After"))
 		if r.status != 429 || wait != 12*3600 { // the clock stands at noon UTC
@@ -476,6 +477,7 @@ func TestAuth(t *testing.T) {
 	var chat chatResp
 	h.do("POST", "/chat", alice.token, map[string]any{"message": "private"}).want(t, 200).decode(t, &chat)
 	id := chat.SessionID
+	h.idle() // the title is set after the answer
 	before := h.do("GET", "/sessions/"+id, alice.token, nil).want(t, 200).body
 	beforeMsgs := h.do("GET", "/sessions/"+id+"/messages", alice.token, nil).want(t, 200).body
 
