@@ -3,12 +3,13 @@
 # make dev   – starts the emulators and the local server with the web app, ready to chat (Ctrl-C stops all).
 # make bench – token counting of pathological vs ordinary text, then the per-turn cost benchmark
 #              against the emulators (a few minutes; writes docs/bench).
+# make bench-retention – the retention sweep over thousands of sessions (a few minutes; writes docs/bench).
 # make fuzz  – each fuzz test for FUZZTIME (default 1m); make test runs only their seeds.
 
 GO ?= go
 GOTEST ?= $(GO) test -race -count=1 -timeout 20m ./...
 
-.PHONY: test dev emulators bench vet deps fuzz tidy-check
+.PHONY: test dev emulators bench bench-retention vet deps fuzz tidy-check
 
 node_modules/.bin/firebase: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -43,6 +44,10 @@ fuzz:
 vet:
 	$(GO) vet ./...
 	@test -z "$$(gofmt -l .)" || (gofmt -l . && exit 1)
+
+# The retention sweep at scale (a few minutes): seeds, sweeps, verifies, and measures a raw BulkWriter.
+bench-retention: deps
+	$(GO) run ./cmd/emulators -- $(GO) run ./cmd/bench -retention -out $(BENCH_OUT)
 
 # The full benchmark (a few minutes): tables, bench.json and the chart in docs/bench.
 BENCH_OUT ?= docs/bench

@@ -36,6 +36,8 @@ type DB struct {
 	client      *firestore.Client
 	maxAttempts int
 	timeout     time.Duration
+	purgeLease  time.Duration    // 0: DefaultPurgeLease
+	now         func() time.Time // the clock of purge leases; nil: time.Now
 }
 
 // Option configures a DB.

@@ -2,7 +2,6 @@ package firestoredb
 
 import (
 	"context"
-	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
@@ -95,73 +94,6 @@ func readSessions(ctx context.Context, q firestore.Query) ([]*sessions.Session, 
 		out = append(out, s)
 	}
 	return out, nil
-}
-
-type purgeMarker struct {
-	UserID    string    `firestore:"userId"`
-	CreatedAt time.Time `firestore:"createdAt"`
-}
-
-// PurgeSession deletes the session document in a transaction that first
-// runs check, and leaves a marker in the same transaction. From then on no
-// append can land (appends read the session), nothing derived from it can
-// be saved (long-term memory's saves read it too), and the session cannot
-// be restored. Then it deletes every document under the session, calls
-// forget, and last deletes the marker: a purge cut off half-way is
-// finished by ResumePurge.
-func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error, forget sessions.Forget) (int, error) {
-	ref := db.sessionRef(id)
-	marker := db.client.Collection(PurgesCollection).Doc(id)
-	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		s, err := getSession(tx, ref)
-		if err != nil {
-			return err
-		}
-		if err := check(s); err != nil {
-			return err
-		}
-		if err := tx.Set(marker, purgeMarker{UserID: s.UserID, CreatedAt: time.Now().UTC()}); err != nil {
-			return err
-		}
-		return tx.Delete(ref)
-	})
-	if err != nil {
-		return 0, err
-	}
-	n, err := db.ResumePurge(ctx, id, forget)
-	return n + 1, err
-}
-
-// ResumePurge deletes everything still under a session whose document is
-// gone, calls forget with the owner the marker names, then deletes the
-// purge marker. It is idempotent and returns how many documents it deleted.
-func (db *DB) ResumePurge(ctx context.Context, id string, forget sessions.Forget) (int, error) {
-	n, err := db.deleteUnder(ctx, db.sessionRef(id))
-	if err != nil {
-		return n, err
-	}
-	marker := db.client.Collection(PurgesCollection).Doc(id)
-	octx, cancel := db.op(ctx)
-	defer cancel()
-	if forget != nil {
-		snap, err := marker.Get(octx)
-		if err != nil && status.Code(err) != codes.NotFound {
-			return n, translate(err)
-		}
-		if err == nil {
-			var m purgeMarker
-			if err := snap.DataTo(&m); err != nil {
-				return n, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
-			}
-			if err := forget(ctx, m.UserID, id); err != nil {
-				return n, err
-			}
-		}
-	}
-	if _, err := marker.Delete(octx); err != nil {
-		return n, translate(err)
-	}
-	return n, nil
 }
 
 // purgePage is how many documents are listed and deleted at a time.

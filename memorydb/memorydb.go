@@ -5,6 +5,7 @@ package memorydb
 
 import (
 	"context"
+	"math"
 	"sort"
 	"sync"
 	"time"
@@ -27,6 +28,11 @@ type DB struct {
 	compact  map[string][]history.Compaction
 	users    map[string]longterm.User
 	facts    map[string]map[string]longterm.Fact // superseded, by user, then id
+	backlog  struct {
+		n  int
+		at time.Time
+		ok bool
+	}
 }
 
 // New returns an empty store.
@@ -358,11 +364,45 @@ func (db *DB) ExpiredSessions(_ context.Context, st sessions.Status, now time.Ti
 	return out, nil
 }
 
-// PendingPurges is always empty: a purge here is one atomic step.
-func (db *DB) PendingPurges(context.Context, int) ([]string, error) { return nil, nil }
+// CountExpired counts what ExpiredSessions would list.
+func (db *DB) CountExpired(ctx context.Context, st sessions.Status, now time.Time) (int, error) {
+	all, err := db.ExpiredSessions(ctx, st, now, nil, math.MaxInt)
+	return len(all), err
+}
 
-// ResumePurge has nothing to finish.
-func (db *DB) ResumePurge(context.Context, string, sessions.Forget) (int, error) { return 0, nil }
+// PurgeSessions purges each session in turn.
+func (db *DB) PurgeSessions(ctx context.Context, ids []string, check func(*sessions.Session) error, forget sessions.Forget) []retention.Purged {
+	out := make([]retention.Purged, len(ids))
+	for i, id := range ids {
+		n, err := db.PurgeSession(ctx, id, check, forget)
+		out[i] = retention.Purged{SessionID: id, Documents: n, Err: err}
+	}
+	return out
+}
+
+// PendingPurges is always empty: a purge here is one atomic step.
+func (db *DB) PendingPurges(context.Context, string, int) ([]string, error) { return nil, nil }
+
+// CountPendingPurges is always 0.
+func (db *DB) CountPendingPurges(context.Context) (int, error) { return 0, nil }
+
+// ResumePurges has nothing to finish.
+func (db *DB) ResumePurges(context.Context, []string, sessions.Forget) []retention.Purged { return nil }
+
+// LastBacklog returns what SaveBacklog recorded.
+func (db *DB) LastBacklog(context.Context) (int, time.Time, bool, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.backlog.n, db.backlog.at, db.backlog.ok, nil
+}
+
+// SaveBacklog records a sweep's backlog.
+func (db *DB) SaveBacklog(_ context.Context, n int, at time.Time) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.backlog.n, db.backlog.at, db.backlog.ok = n, at, true
+	return nil
+}
 
 // DeleteUserDocuments deletes whatever still belongs to userID.
 func (db *DB) DeleteUserDocuments(_ context.Context, userID string) (int, error) {

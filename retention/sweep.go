@@ -8,6 +8,9 @@ import (
 	"context"
 	"errors"
 	"log/slog"
+	"math"
+	"strconv"
+	"sync"
 	"time"
 
 	"github.com/chatmemory/backend/sessions"
@@ -18,13 +21,32 @@ type Repo interface {
 	// ExpiredSessions returns up to limit sessions in status whose
 	// ExpiresAt is at or before now, by ExpiresAt then ID, after cursor.
 	ExpiredSessions(ctx context.Context, status sessions.Status, now time.Time, after *Cursor, limit int) ([]*sessions.Session, error)
+	// CountExpired counts the sessions ExpiredSessions would list (an
+	// aggregation, not a scan).
+	CountExpired(ctx context.Context, status sessions.Status, now time.Time) (int, error)
 	UpdateSession(ctx context.Context, id string, fn func(*sessions.Session) error) (*sessions.Session, error)
-	PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error, forget sessions.Forget) (int, error)
-	// PendingPurges returns the ids of sessions whose purge was cut off.
-	PendingPurges(ctx context.Context, limit int) ([]string, error)
-	// ResumePurge finishes such a purge, forget included, and returns the
-	// documents deleted.
-	ResumePurge(ctx context.Context, id string, forget sessions.Forget) (int, error)
+	// PurgeSessions purges each session as sessions.Repo.PurgeSession
+	// does, many at a time, and reports each one's outcome.
+	PurgeSessions(ctx context.Context, ids []string, check func(*sessions.Session) error, forget sessions.Forget) []Purged
+	// PendingPurges returns up to limit ids of sessions whose purge was
+	// cut off, by id, after the id after ("" for the first page).
+	PendingPurges(ctx context.Context, after string, limit int) ([]string, error)
+	// CountPendingPurges counts them.
+	CountPendingPurges(ctx context.Context) (int, error)
+	// ResumePurges finishes such purges, forget included, many at a time;
+	// a purge another sweep is running is left to it (EPRECONDITION).
+	ResumePurges(ctx context.Context, ids []string, forget sessions.Forget) []Purged
+	// LastBacklog returns the backlog the previous run left (ok false if
+	// there was none); SaveBacklog records this run's.
+	LastBacklog(ctx context.Context) (n int, at time.Time, ok bool, err error)
+	SaveBacklog(ctx context.Context, n int, at time.Time) error
+}
+
+// Purged is the outcome of one purge: the documents it deleted, or why not.
+type Purged struct {
+	SessionID string
+	Documents int
+	Err       error
 }
 
 // Cursor is the position after which an expired-session page starts.
@@ -51,24 +73,49 @@ type Sweeper struct {
 
 // Report is what one run did (or, dry, would do).
 type Report struct {
-	DryRun           bool     `json:"dryRun"`
-	SoftDeleted      int      `json:"sessionsSoftDeleted"`
-	Purged           int      `json:"sessionsPurged"`
-	ResumedPurges    int      `json:"purgesResumed"`
-	DocumentsDeleted int      `json:"documentsDeleted"`
-	Skipped          int      `json:"skipped"` // active again, or handled by a concurrent sweep
-	Failed           int      `json:"failed"`
-	Complete         bool     `json:"complete"`
-	DurationMs       int64    `json:"durationMs"`
-	Planned          []Action `json:"planned,omitempty"` // dry runs: what would change
+	DryRun           bool    `json:"dryRun"`
+	SoftDeleted      int     `json:"sessionsSoftDeleted"`
+	Purged           int     `json:"sessionsPurged"`
+	ResumedPurges    int     `json:"purgesResumed"`
+	DocumentsDeleted int     `json:"documentsDeleted"`
+	Skipped          int     `json:"skipped"`    // active again, or handled by a concurrent sweep
+	PurgesBusy       int     `json:"purgesBusy"` // cut-off purges another sweep holds
+	Failed           int     `json:"failed"`
+	Complete         bool    `json:"complete"`
+	DurationMs       int64   `json:"durationMs"`
+	DocumentsPerSec  float64 `json:"documentsPerSecond"`
+	SessionsPerSec   float64 `json:"sessionsPerSecond"` // soft-deleted and purged
+	// Time spent on each kind of work (the kinds take turns).
+	PurgeMs      int64 `json:"purgeMs"`
+	SoftDeleteMs int64 `json:"softDeleteMs"`
+	// Backlog is what is still due after the run: sessions to soft-delete,
+	// sessions to purge and cut-off purges, counted by aggregation queries.
+	Backlog *Backlog `json:"backlog,omitempty"`
+	// BacklogChange is Backlog's total minus the previous run's: above 0,
+	// the sweep is falling behind.
+	BacklogChange *int     `json:"backlogChange,omitempty"`
+	Planned       []Action `json:"planned,omitempty"` // dry runs: what would change
 }
+
+// Backlog is what is due and not done.
+type Backlog struct {
+	ToSoftDelete  int `json:"toSoftDelete"`
+	ToPurge       int `json:"toPurge"`
+	PurgesPending int `json:"purgesPending"`
+}
+
+// Total is the backlog in sessions.
+func (b Backlog) Total() int { return b.ToSoftDelete + b.ToPurge + b.PurgesPending }
 
 // Action is one change a dry run would make.
 type Action struct {
 	SessionID string          `json:"sessionId"`
 	From      sessions.Status `json:"from"`
 	To        sessions.Status `json:"to"`
-	ExpiresAt time.Time       `json:"expiresAt"`
+	// Since is when the session entered its status (its last activity,
+	// for an active one); ExpiresAt is when the action became due.
+	Since     time.Time `json:"since"`
+	ExpiresAt time.Time `json:"expiresAt"`
 }
 
 // NewSweeper returns a sweeper with the default policy, the system clock,
@@ -83,11 +130,27 @@ var errSkip = errors.New("retention: no longer due")
 // stopMargin is the share of the budget kept back to stop cleanly.
 const stopMargin = 10
 
-// Run sweeps once. It is idempotent: a session already handled (by an
-// earlier or a concurrent run) is skipped, and a session that saw activity
-// between the query and the write is left alone, as each change re-checks
-// the session inside its transaction. A cancelled context or a spent budget
-// ends the run cleanly with Complete false.
+// softDeleteWorkers is how many soft-deletes run at once (each is a
+// transaction on its own session, so they do not contend).
+const softDeleteWorkers = 16
+
+// work is one kind of due work: sessions in a status, and what to do.
+type work struct {
+	status sessions.Status
+	action sessions.Action
+	cursor *Cursor
+	done   bool
+}
+
+// Run sweeps once. Cut-off purges are finished first; then the three kinds
+// of work (purges of sessions past their recovery window, soft-deletes of
+// idle and of long-archived sessions) take turns a page at a time, so
+// every kind progresses in every run however large another's backlog. It
+// is idempotent: a session already handled (by an earlier or a concurrent
+// run) is skipped, and a session that saw activity between the query and
+// the write is left alone, as each change re-checks the session inside its
+// transaction. A cancelled context or a spent budget ends the run cleanly
+// with Complete false.
 func (sw *Sweeper) Run(ctx context.Context, dryRun bool) (*Report, error) {
 	start := time.Now()
 	elapsed := sw.Elapsed
@@ -99,24 +162,38 @@ func (sw *Sweeper) Run(ctx context.Context, dryRun bool) (*Report, error) {
 	out := func() bool { return ctx.Err() != nil || (sw.Budget > 0 && elapsed(start) >= budget) }
 	now := sessions.Clock(sw.Now)
 	err := sw.resumePurges(ctx, r, dryRun, out)
-	for _, step := range []struct {
-		from   sessions.Status
-		action sessions.Action
-	}{
-		{sessions.StatusActive, sessions.ActionDelete},
-		{sessions.StatusArchived, sessions.ActionDelete},
-		{sessions.StatusDeleted, sessions.ActionPurge},
-	} {
-		if err != nil {
-			break
-		}
-		err = sw.sweepStatus(ctx, r, now, step.from, step.action, dryRun, out)
+	kinds := []*work{
+		{status: sessions.StatusDeleted, action: sessions.ActionPurge},
+		{status: sessions.StatusActive, action: sessions.ActionDelete},
+		{status: sessions.StatusArchived, action: sessions.ActionDelete},
 	}
-	r.DurationMs = time.Since(start).Milliseconds()
+	for left := len(kinds); err == nil && left > 0; {
+		left = 0
+		for _, k := range kinds {
+			if k.done {
+				continue
+			}
+			if err = sw.page(ctx, r, now, k, dryRun, out); err != nil {
+				break
+			}
+			if !k.done {
+				left++
+			}
+		}
+	}
+	took := time.Since(start)
+	r.DurationMs = took.Milliseconds()
+	if s := took.Seconds(); s > 0 {
+		r.DocumentsPerSec = float64(r.DocumentsDeleted) / s
+		r.SessionsPerSec = float64(r.SoftDeleted+r.Purged+r.ResumedPurges) / s
+	}
 	if errors.Is(err, errOutOfTime) || (err != nil && ctx.Err() != nil) {
 		err = nil
 	} else if err == nil {
 		r.Complete = true
+	}
+	if !dryRun {
+		sw.measureBacklog(context.WithoutCancel(ctx), r, now)
 	}
 	sw.log(ctx, r, err)
 	return r, err
@@ -135,102 +212,194 @@ func (sw *Sweeper) resumePurges(ctx context.Context, r *Report, dryRun bool, out
 	if dryRun {
 		return nil
 	}
-	for {
-		ids, err := sw.Repo.PendingPurges(ctx, sw.pageSize())
-		if err != nil {
-			return err
-		}
-		for _, id := range ids {
-			if out() {
-				return errOutOfTime
-			}
-			n, err := sw.Repo.ResumePurge(ctx, id, sw.Forget)
-			if err != nil {
-				return err
-			}
-			r.ResumedPurges++
-			r.DocumentsDeleted += n
-		}
-		if len(ids) < sw.pageSize() {
-			return nil
-		}
-	}
-}
-
-// sweepStatus applies action to every session in status that is due at now.
-func (sw *Sweeper) sweepStatus(ctx context.Context, r *Report, now time.Time, status sessions.Status, action sessions.Action, dryRun bool, out func() bool) error {
-	var cur *Cursor
+	after := ""
 	for {
 		if out() {
 			return errOutOfTime
 		}
-		page, err := sw.Repo.ExpiredSessions(ctx, status, now, cur, sw.pageSize())
-		if err != nil {
+		ids, err := sw.Repo.PendingPurges(ctx, after, sw.pageSize())
+		if err != nil || len(ids) == 0 {
 			return err
 		}
-		for _, s := range page {
-			if out() {
-				return errOutOfTime
-			}
-			if dryRun {
-				to, _ := sessions.Next(s.Status, action)
-				r.Planned = append(r.Planned, Action{SessionID: s.ID, From: s.Status, To: to, ExpiresAt: s.ExpiresAt})
-				continue
-			}
-			if err := sw.apply(ctx, r, now, s.ID, status, action); err != nil {
-				if ctx.Err() != nil {
-					return err
-				}
+		after = ids[len(ids)-1]
+		t0 := time.Now()
+		purged := sw.Repo.ResumePurges(ctx, ids, sw.Forget)
+		r.PurgeMs += time.Since(t0).Milliseconds()
+		for _, p := range purged {
+			r.DocumentsDeleted += p.Documents // what was deleted, even by a purge that then failed
+			switch code := sessions.ErrorCode(p.Err); {
+			case p.Err == nil:
+				r.ResumedPurges++
+			case code == sessions.ENOTFOUND: // finished meanwhile
+				r.Skipped++
+			case code == sessions.EPRECONDITION:
+				r.PurgesBusy++
+			case ctx.Err() != nil:
+			default:
 				r.Failed++
-				sw.logSession(ctx, s.ID, err)
+				sw.logSession(ctx, p.SessionID, p.Err)
 			}
 		}
-		if len(page) < sw.pageSize() {
-			return nil
+		if err := ctx.Err(); err != nil {
+			return err
 		}
-		last := page[len(page)-1]
-		cur = &Cursor{ExpiresAt: last.ExpiresAt, ID: last.ID}
 	}
 }
 
-// due is the check made inside each change's transaction.
-func due(s *sessions.Session, status sessions.Status, now time.Time) error {
+// page handles one page of k's due sessions at now.
+func (sw *Sweeper) page(ctx context.Context, r *Report, now time.Time, k *work, dryRun bool, out func() bool) error {
+	if out() {
+		return errOutOfTime
+	}
+	page, err := sw.Repo.ExpiredSessions(ctx, k.status, now, k.cursor, sw.pageSize())
+	if err != nil {
+		return err
+	}
+	if len(page) < sw.pageSize() {
+		k.done = true
+	} else {
+		last := page[len(page)-1]
+		k.cursor = &Cursor{ExpiresAt: last.ExpiresAt, ID: last.ID}
+	}
+	// What fits the budget, checked session by session.
+	var due []*sessions.Session
+	for _, s := range page {
+		if out() {
+			k.done = false
+			break
+		}
+		due = append(due, s)
+	}
+	switch {
+	case dryRun:
+		for _, s := range due {
+			to, _ := sessions.Next(s.Status, k.action)
+			r.Planned = append(r.Planned, Action{SessionID: s.ID, From: s.Status, To: to, Since: since(s), ExpiresAt: s.ExpiresAt})
+		}
+	case k.action == sessions.ActionPurge:
+		defer func(t time.Time) { r.PurgeMs += time.Since(t).Milliseconds() }(time.Now())
+		ids := make([]string, len(due))
+		for i, s := range due {
+			ids[i] = s.ID
+		}
+		check := func(s *sessions.Session) error {
+			if err := isDue(s, k.status, now); err != nil {
+				return err
+			}
+			return s.Apply(sessions.ActionPurge, now, sw.Policy)
+		}
+		var fatal error // every outcome is counted before the run ends
+		for _, p := range sw.Repo.PurgeSessions(ctx, ids, check, sw.Forget) {
+			r.DocumentsDeleted += p.Documents
+			if err := sw.tally(ctx, r, p.SessionID, p.Err, &r.Purged); err != nil && fatal == nil {
+				fatal = err
+			}
+		}
+		if fatal != nil {
+			return fatal
+		}
+	default:
+		defer func(t time.Time) { r.SoftDeleteMs += time.Since(t).Milliseconds() }(time.Now())
+		errs := make([]error, len(due))
+		var wg sync.WaitGroup
+		sem := make(chan struct{}, softDeleteWorkers)
+		for i, s := range due {
+			wg.Add(1)
+			sem <- struct{}{}
+			go func() {
+				defer func() { <-sem; wg.Done() }()
+				_, errs[i] = sw.Repo.UpdateSession(ctx, s.ID, func(s *sessions.Session) error {
+					if err := isDue(s, k.status, now); err != nil {
+						return err
+					}
+					return s.Apply(k.action, now, sw.Policy)
+				})
+			}()
+		}
+		wg.Wait()
+		var fatal error
+		for i, s := range due {
+			if err := sw.tally(ctx, r, s.ID, errs[i], &r.SoftDeleted); err != nil && fatal == nil {
+				fatal = err
+			}
+		}
+		if fatal != nil {
+			return fatal
+		}
+	}
+	if len(due) < len(page) {
+		return errOutOfTime
+	}
+	return nil
+}
+
+// tally counts one change's outcome; it returns an error only when the
+// run must end (its context is done).
+func (sw *Sweeper) tally(ctx context.Context, r *Report, id string, err error, done *int) error {
+	switch {
+	case err == nil:
+		*done++
+	case errors.Is(err, errSkip) || sessions.ErrorCode(err) == sessions.ENOTFOUND:
+		r.Skipped++
+	case ctx.Err() != nil:
+		return err
+	default:
+		r.Failed++
+		sw.logSession(ctx, id, err)
+	}
+	return nil
+}
+
+// since is when s entered its status (its last activity, if active).
+func since(s *sessions.Session) time.Time {
+	switch {
+	case s.Status == sessions.StatusArchived && s.ArchivedAt != nil:
+		return *s.ArchivedAt
+	case s.Status == sessions.StatusDeleted && s.DeletedAt != nil:
+		return *s.DeletedAt
+	}
+	return s.LastActivityAt
+}
+
+// isDue is the check made inside each change's transaction.
+func isDue(s *sessions.Session, status sessions.Status, now time.Time) error {
 	if s.Status != status || s.ExpiresAt.After(now) {
 		return errSkip
 	}
 	return nil
 }
 
-func (sw *Sweeper) apply(ctx context.Context, r *Report, now time.Time, id string, status sessions.Status, action sessions.Action) error {
-	var err error
-	if action == sessions.ActionPurge {
-		var n int
-		n, err = sw.Repo.PurgeSession(ctx, id, func(s *sessions.Session) error {
-			if err := due(s, status, now); err != nil {
-				return err
-			}
-			return s.Apply(sessions.ActionPurge, now, sw.Policy)
-		}, sw.Forget)
-		if err == nil {
-			r.Purged++
-			r.DocumentsDeleted += n
-		}
-	} else {
-		_, err = sw.Repo.UpdateSession(ctx, id, func(s *sessions.Session) error {
-			if err := due(s, status, now); err != nil {
-				return err
-			}
-			return s.Apply(action, now, sw.Policy)
-		})
-		if err == nil {
-			r.SoftDeleted++
-		}
+// measureBacklog counts what is still due after the run and compares it
+// with the previous run's backlog. A failure to count is logged: the run's
+// work is done either way.
+func (sw *Sweeper) measureBacklog(ctx context.Context, r *Report, now time.Time) {
+	var b Backlog
+	var errs []error
+	for _, c := range []struct {
+		status sessions.Status
+		n      *int
+	}{{sessions.StatusActive, &b.ToSoftDelete}, {sessions.StatusArchived, &b.ToSoftDelete}, {sessions.StatusDeleted, &b.ToPurge}} {
+		n, err := sw.Repo.CountExpired(ctx, c.status, now)
+		*c.n += n
+		errs = append(errs, err)
 	}
-	if errors.Is(err, errSkip) || sessions.ErrorCode(err) == sessions.ENOTFOUND {
-		r.Skipped++
-		return nil
+	pending, err := sw.Repo.CountPendingPurges(ctx)
+	b.PurgesPending = pending
+	errs = append(errs, err)
+	if err := errors.Join(errs...); err != nil {
+		if sw.Log != nil {
+			sw.Log.WarnContext(ctx, "retention: could not count the backlog", "error", err.Error())
+		}
+		return
 	}
-	return err
+	r.Backlog = &b
+	if prev, _, ok, err := sw.Repo.LastBacklog(ctx); err == nil && ok {
+		change := b.Total() - prev
+		r.BacklogChange = &change
+	}
+	if err := sw.Repo.SaveBacklog(ctx, b.Total(), now); err != nil && sw.Log != nil {
+		sw.Log.WarnContext(ctx, "retention: could not record the backlog", "error", err.Error())
+	}
 }
 
 func (sw *Sweeper) log(ctx context.Context, r *Report, err error) {
@@ -239,16 +408,35 @@ func (sw *Sweeper) log(ctx context.Context, r *Report, err error) {
 	}
 	attrs := []any{"dryRun", r.DryRun, "sessionsSoftDeleted", r.SoftDeleted, "sessionsPurged", r.Purged,
 		"purgesResumed", r.ResumedPurges, "documentsDeleted", r.DocumentsDeleted, "skipped", r.Skipped,
-		"failed", r.Failed, "complete", r.Complete, "durationMs", r.DurationMs}
+		"purgesBusy", r.PurgesBusy, "failed", r.Failed, "complete", r.Complete, "durationMs", r.DurationMs,
+		"documentsPerSecond", round1(r.DocumentsPerSec), "sessionsPerSecond", round1(r.SessionsPerSec)}
+	if r.Backlog != nil {
+		attrs = append(attrs, "backlogToSoftDelete", r.Backlog.ToSoftDelete, "backlogToPurge", r.Backlog.ToPurge,
+			"backlogPurgesPending", r.Backlog.PurgesPending)
+	}
+	if r.BacklogChange != nil {
+		attrs = append(attrs, "backlogChange", *r.BacklogChange)
+	}
 	if r.DryRun {
 		attrs = append(attrs, "planned", len(r.Planned))
 	}
-	if err != nil {
+	switch {
+	case err != nil:
 		sw.Log.ErrorContext(ctx, "retention sweep failed", append(attrs, "error", err.Error())...)
-		return
+	case !r.DryRun && r.Backlog != nil && r.Backlog.Total() > 0:
+		// Behind: say by how much, and how many runs at this rate it takes.
+		runs := "unknown"
+		if perRun := r.SoftDeleted + r.Purged + r.ResumedPurges; perRun > 0 {
+			runs = strconv.Itoa((r.Backlog.Total() + perRun - 1) / perRun)
+		}
+		sw.Log.WarnContext(ctx, "retention sweep did not finish its backlog", append(attrs,
+			"behindSessions", r.Backlog.Total(), "runsToCatchUpAtThisRate", runs)...)
+	default:
+		sw.Log.InfoContext(ctx, "retention sweep", attrs...)
 	}
-	sw.Log.InfoContext(ctx, "retention sweep", attrs...)
 }
+
+func round1(f float64) float64 { return math.Round(f*10) / 10 }
 
 func (sw *Sweeper) logSession(ctx context.Context, id string, err error) {
 	if sw.Log != nil {

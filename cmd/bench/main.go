@@ -8,9 +8,12 @@ package main
 
 import (
 	"context"
+	"encoding/json"
 	"flag"
 	"fmt"
 	"os"
+	"path/filepath"
+	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -20,11 +23,15 @@ import (
 
 func main() {
 	tiny := flag.Bool("tiny", false, "a few turns, to check the harness")
+	ret := flag.Bool("retention", false, "benchmark the retention sweep instead of turns")
 	out := flag.String("out", "bench-out", "where to write bench.json, bench.md and bench.png")
 	flag.Parse()
 	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
 		fmt.Fprintln(os.Stderr, "bench: FIRESTORE_EMULATOR_HOST is not set; run `make bench`")
 		os.Exit(2)
+	}
+	if *ret {
+		os.Exit(retention(*tiny, *out))
 	}
 	cfg := bench.Full()
 	if *tiny {
@@ -49,4 +56,38 @@ func main() {
 	}
 	rep.WriteTable(os.Stdout)
 	fmt.Fprintf(os.Stderr, "bench: wrote %s/bench.json, bench.md and bench.png\n", *out)
+}
+
+// retention runs the retention benchmark and writes retention.json and
+// retention.md to out.
+func retention(tiny bool, out string) int {
+	cfg := bench.RetentionFull()
+	if tiny {
+		cfg = bench.RetentionTiny()
+	}
+	rep, err := bench.RunRetention(context.Background(), cfg, func(f string, a ...any) {
+		fmt.Fprintf(os.Stderr, "bench: "+f+"\n", a...)
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	if err := os.MkdirAll(out, 0o755); err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	data, _ := json.MarshalIndent(rep, "", "  ")
+	var table strings.Builder
+	rep.WriteRetentionTable(&table)
+	for name, body := range map[string][]byte{"retention.json": data, "retention.md": []byte(table.String())} {
+		if err := os.WriteFile(filepath.Join(out, name), body, 0o644); err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+	}
+	fmt.Print(table.String())
+	if !rep.Verified {
+		return 1
+	}
+	return 0
 }

@@ -48,7 +48,7 @@ func main() {
 	report, err := app.Sweeper.Run(ctx, *dry)
 	if *dry {
 		for _, a := range report.Planned {
-			fmt.Printf("would %-7s %s (%s since %s)\n", verb(a.To), a.SessionID, a.From, a.ExpiresAt.Format(time.RFC3339))
+			fmt.Printf("would %-7s %s (%s since %s, due %s)\n", verb(a.To), a.SessionID, sinceWord(a.From), a.Since.Format(time.RFC3339), a.ExpiresAt.Format(time.RFC3339))
 		}
 	}
 	report.Planned = nil
@@ -58,6 +58,15 @@ func main() {
 		fmt.Fprintln(os.Stderr, "sweep:", err)
 		os.Exit(1)
 	}
+}
+
+// sinceWord says what the date of a status is: an active session is due
+// from its last activity.
+func sinceWord(from any) string {
+	if fmt.Sprint(from) == "active" {
+		return "idle"
+	}
+	return fmt.Sprint(from)
 }
 
 func verb(to any) string {

@@ -1,0 +1,307 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"sync"
+	"sync/atomic"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	firestorepb "cloud.google.com/go/firestore/apiv1/firestorepb"
+
+	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/retention"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// RetentionConfig sizes a retention run: PerKind sessions of each kind
+// (idle active, long archived, deleted past their recovery window, and
+// fresh ones that must stay), each with Messages messages, seeded through
+// the backend's own services so they are stored exactly as it stores them.
+type RetentionConfig struct {
+	PerKind  int
+	Messages int
+	RawDocs  int           // documents written and deleted for the raw BulkWriter rate
+	Budget   time.Duration // the sweep's budget, as SWEEP_BUDGET_SECONDS
+}
+
+// RetentionFull is `make bench-retention`: a few minutes here.
+func RetentionFull() RetentionConfig {
+	return RetentionConfig{PerKind: 2000, Messages: 10, RawDocs: 6000, Budget: 8 * time.Minute}
+}
+
+// RetentionTiny proves the harness works, in seconds.
+func RetentionTiny() RetentionConfig {
+	return RetentionConfig{PerKind: 12, Messages: 3, RawDocs: 100, Budget: time.Minute}
+}
+
+// FunctionSeconds is the longest a Cloud Function (2nd gen, event-driven)
+// may run: what one scheduled sweep has.
+const FunctionSeconds = 540
+
+// RetentionReport is one retention run.
+type RetentionReport struct {
+	Config          RetentionConfig   `json:"config"`
+	SeedSeconds     float64           `json:"seedSeconds"`
+	Sweep           *retention.Report `json:"sweep"`
+	Sessions        float64           `json:"sessionsPerSecond"`         // soft-deleted and purged, over the whole run
+	SoftDeletes     float64           `json:"softDeletesPerSecond"`      // over the time spent on them
+	Purges          float64           `json:"purgesPerSecond"`           // over the time spent on them
+	PurgeDocs       float64           `json:"purgeDocumentsPerSecond"`   // over the time spent on purges
+	RawWrites       float64           `json:"rawBulkWriterWritesPerSec"` // the same emulator, the same run
+	RawDeletes      float64           `json:"rawBulkWriterDeletesPerSec"`
+	DailyCapacity   int               `json:"projectedExpirationsPerRun"` // one 540 s function at the whole-run rate
+	Verified        bool              `json:"verified"`
+	Problems        []string          `json:"problems,omitempty"`
+	UsableSeconds   float64           `json:"usableSecondsPerRun"`
+	DocumentsPerRun int               `json:"documentsDeleted"`
+}
+
+// RunRetention seeds a fresh emulator project, sweeps it once, verifies the
+// end state by queries and measures a raw BulkWriter beside it.
+func RunRetention(ctx context.Context, cfg RetentionConfig, log func(string, ...any)) (*RetentionReport, error) {
+	client, err := firestore.NewClient(ctx, fmt.Sprintf("bench-retention-%d", time.Now().UnixNano()))
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	tok, err := history.NewTikToken()
+	if err != nil {
+		return nil, err
+	}
+	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	fcfg := functions.Config{ChatModel: "gpt-4o-mini", MaxSessionMessages: 1 << 20, MemoryStrategy: "summary_buffer",
+		WindowExchanges: 10, ModelTimeout: time.Minute, SweepBudget: cfg.Budget}
+	app := functions.NewApp(fcfg, functions.Deps{Store: firestoredb.New(client), Model: llm.Offline{}, Tokens: tok,
+		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock.Now})
+	rep := &RetentionReport{Config: cfg}
+
+	// Seed: at day 0 the sessions that will be due (deleted and archived
+	// ones then too); at day 95 the ones that must stay; sweep at day 100.
+	start := time.Now()
+	log("retention: seeding %d sessions of each kind with %d messages", cfg.PerKind, cfg.Messages)
+	seed := func(kind string) error {
+		return parallel(ctx, cfg.PerKind, 32, func(i int) error {
+			user := fmt.Sprintf("user%03d", i%200)
+			s, err := app.Sessions.Create(ctx, user, sessions.CreateInput{Metadata: sessions.Metadata{Topic: kind}})
+			if err != nil {
+				return err
+			}
+			drafts := make([]history.Draft, cfg.Messages)
+			for j := range drafts {
+				drafts[j] = history.Draft{Role: []history.Role{history.RoleUser, history.RoleAssistant}[j%2],
+					Content: fmt.Sprintf("%s session %d, message %d: a sentence or two of ordinary conversation.", kind, i, j)}
+			}
+			if len(drafts) > 0 {
+				if _, err := app.History.Append(ctx, s, "", drafts...); err != nil {
+					return err
+				}
+			}
+			switch kind {
+			case "deleted":
+				_, err = app.Sessions.Delete(ctx, user, s.ID)
+			case "archived":
+				_, err = app.Sessions.Archive(ctx, user, s.ID)
+			}
+			return err
+		})
+	}
+	for _, kind := range []string{"idle", "archived", "deleted"} {
+		if err := seed(kind); err != nil {
+			return nil, err
+		}
+	}
+	clock.Set(clock.Now().Add(95 * sessions.Day))
+	if err := seed("fresh"); err != nil {
+		return nil, err
+	}
+	clock.Set(clock.Now().Add(5 * sessions.Day))
+	rep.SeedSeconds = time.Since(start).Seconds()
+
+	log("retention: sweeping (budget %s)", cfg.Budget)
+	r, err := app.Sweeper.Run(ctx, false)
+	if err != nil {
+		return nil, err
+	}
+	rep.Sweep = r
+	secs := float64(r.DurationMs) / 1000
+	rep.Sessions = float64(r.SoftDeleted+r.Purged) / secs
+	rep.SoftDeletes = float64(r.SoftDeleted) / (float64(r.SoftDeleteMs) / 1000)
+	rep.Purges = float64(r.Purged) / (float64(r.PurgeMs) / 1000)
+	rep.PurgeDocs = float64(r.DocumentsDeleted) / (float64(r.PurgeMs) / 1000)
+	rep.DocumentsPerRun = r.DocumentsDeleted
+	// One scheduled run: a 540 s function whose sweep stops at 90% of its
+	// budget; with the default budget (480 s) that is 432 s of work.
+	rep.UsableSeconds = 480 * 0.9
+	rep.DailyCapacity = int(rep.Sessions * rep.UsableSeconds)
+
+	log("retention: verifying the end state")
+	rep.Problems = verifyRetention(ctx, client, cfg)
+	rep.Verified = len(rep.Problems) == 0
+
+	log("retention: measuring a raw BulkWriter on the same emulator")
+	rep.RawWrites, rep.RawDeletes, err = rawBulkWriter(ctx, client, cfg.RawDocs)
+	if err != nil {
+		return nil, err
+	}
+	return rep, nil
+}
+
+// verifyRetention checks by queries that every due session is gone or
+// soft-deleted as it should be, nothing else changed, and nothing is left
+// behind.
+func verifyRetention(ctx context.Context, client *firestore.Client, cfg RetentionConfig) []string {
+	var problems []string
+	count := func(q firestore.Query) int {
+		res, err := q.NewAggregationQuery().WithCount("n").Get(ctx)
+		if err != nil {
+			problems = append(problems, err.Error())
+			return -1
+		}
+		return countOf(res["n"])
+	}
+	sessionsCol := client.Collection(firestoredb.SessionsCollection)
+	want := map[string][2]any{ // topic → status, count
+		"idle":     {"deleted", cfg.PerKind},
+		"archived": {"deleted", cfg.PerKind},
+		"deleted":  {"", 0},
+		"fresh":    {"active", cfg.PerKind},
+	}
+	for topic, w := range want {
+		all := count(sessionsCol.Where("metadata.topic", "==", topic))
+		if all != w[1].(int) {
+			problems = append(problems, fmt.Sprintf("%d %s sessions left, want %d", all, topic, w[1]))
+		}
+		if w[0] != "" {
+			if n := count(sessionsCol.Where("metadata.topic", "==", topic).Where("status", "==", w[0])); n != w[1].(int) {
+				problems = append(problems, fmt.Sprintf("%d %s sessions are %s, want %d", n, topic, w[0], w[1]))
+			}
+		}
+	}
+	if n := count(client.Collection(firestoredb.PurgesCollection).Query); n != 0 {
+		problems = append(problems, fmt.Sprintf("%d purge markers left", n))
+	}
+	// Every message left belongs to a session that stays.
+	if n, want := count(client.CollectionGroup(firestoredb.MessagesCollection).Query), 3*cfg.PerKind*cfg.Messages; n != want {
+		problems = append(problems, fmt.Sprintf("%d messages left, want %d", n, want))
+	}
+	if n, want := count(client.CollectionGroup(firestoredb.ContextCollection).Query), 3*cfg.PerKind; cfg.Messages > 0 && n != want {
+		problems = append(problems, fmt.Sprintf("%d context documents left, want %d", n, want))
+	}
+	return problems
+}
+
+// rawBulkWriter writes n small documents with one BulkWriter, then deletes
+// them, and returns both rates in documents per second.
+func rawBulkWriter(ctx context.Context, client *firestore.Client, n int) (float64, float64, error) {
+	col := client.Collection("bench_raw")
+	timed := func(op func(bw *firestore.BulkWriter, ref *firestore.DocumentRef) (*firestore.BulkWriterJob, error)) (float64, error) {
+		start := time.Now()
+		bw := client.BulkWriter(ctx)
+		jobs := make([]*firestore.BulkWriterJob, 0, n)
+		for i := 0; i < n; i++ {
+			job, err := op(bw, col.Doc(fmt.Sprintf("d%06d", i)))
+			if err != nil {
+				return 0, err
+			}
+			jobs = append(jobs, job)
+		}
+		bw.End()
+		for _, j := range jobs {
+			if _, err := j.Results(); err != nil {
+				return 0, err
+			}
+		}
+		return float64(n) / time.Since(start).Seconds(), nil
+	}
+	w, err := timed(func(bw *firestore.BulkWriter, ref *firestore.DocumentRef) (*firestore.BulkWriterJob, error) {
+		return bw.Set(ref, map[string]any{"userId": "raw", "seq": 1, "content": "a sentence or two of ordinary conversation."})
+	})
+	if err != nil {
+		return 0, 0, err
+	}
+	d, err := timed(func(bw *firestore.BulkWriter, ref *firestore.DocumentRef) (*firestore.BulkWriterJob, error) {
+		return bw.Delete(ref)
+	})
+	return w, d, err
+}
+
+// parallel runs fn(0..n-1) on workers goroutines and returns the first error.
+func parallel(ctx context.Context, n, workers int, fn func(int) error) error {
+	var next atomic.Int64
+	var first error
+	var once sync.Once
+	var wg sync.WaitGroup
+	for w := 0; w < workers; w++ {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			for {
+				i := int(next.Add(1)) - 1
+				if i >= n || ctx.Err() != nil {
+					return
+				}
+				if err := fn(i); err != nil {
+					once.Do(func() { first = err })
+					return
+				}
+			}
+		}()
+	}
+	wg.Wait()
+	return first
+}
+
+type fakeClock struct {
+	mu sync.Mutex
+	t  time.Time
+}
+
+func (c *fakeClock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return c.t
+}
+
+func (c *fakeClock) Set(t time.Time) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	c.t = t
+}
+
+// WriteRetentionTable prints the run as README shows it.
+func (r *RetentionReport) WriteRetentionTable(w io.Writer) {
+	s := r.Sweep
+	fmt.Fprintf(w, "| seeded | soft-deleted | purged | documents deleted | run | complete | verified |\n|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| %d × 4 kinds, %d messages each | %d | %d | %d | %.1f s | %v | %v |\n\n",
+		r.Config.PerKind, r.Config.Messages, s.SoftDeleted, s.Purged, s.DocumentsDeleted, float64(s.DurationMs)/1000, s.Complete, r.Verified)
+	fmt.Fprintf(w, "| rate | per second |\n|---|---|\n")
+	fmt.Fprintf(w, "| sessions (soft-deleted + purged), whole run | %.0f |\n", r.Sessions)
+	fmt.Fprintf(w, "| soft-deletes | %.0f |\n", r.SoftDeletes)
+	fmt.Fprintf(w, "| purges | %.0f |\n", r.Purges)
+	fmt.Fprintf(w, "| documents deleted by purges | %.0f |\n", r.PurgeDocs)
+	fmt.Fprintf(w, "| raw BulkWriter deletes, same emulator, same run | %.0f |\n", r.RawDeletes)
+	fmt.Fprintf(w, "| raw BulkWriter writes, same emulator, same run | %.0f |\n\n", r.RawWrites)
+	fmt.Fprintf(w, "Purges delete at %.0f%% of the raw BulkWriter delete rate. One scheduled run (%.0f s of work in a %d s function) handles about %d expirations at this run's rate.\n",
+		100*r.PurgeDocs/r.RawDeletes, r.UsableSeconds, FunctionSeconds, r.DailyCapacity)
+	for _, p := range r.Problems {
+		fmt.Fprintf(w, "\nPROBLEM: %s\n", p)
+	}
+}
+
+// countOf reads a count aggregation's value.
+func countOf(v any) int {
+	switch n := v.(type) {
+	case *firestorepb.Value:
+		return int(n.GetIntegerValue())
+	case int64:
+		return int(n)
+	}
+	return -1
+}
