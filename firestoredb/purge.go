@@ -30,7 +30,8 @@ type purgeMarker struct {
 
 // sessionCollections are the subcollections of a session document: a
 // purge deletes them by name, without listing them (one round trip less
-// per session, and the slowest).
+// per session, and the slowest). A subcollection added to sessions must be
+// added here, or purges leave it behind.
 var sessionCollections = []string{MessagesCollection, ContextCollection, CompactionsCollection}
 
 // Defaults of the purge machinery.
@@ -58,30 +59,40 @@ func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.
 	return p.Documents, p.Err
 }
 
-// PurgeSessions purges many sessions at once: each is marked and deleted
-// in a transaction of its own that first runs check, then everything under
-// them goes through one shared BulkWriter, then forget runs for each.
+// PurgeSessions purges many sessions at once, in three steps over all of
+// them: each is marked and its document deleted in a transaction of its
+// own that first runs check (purgeWorkers at a time); then everything
+// under the marked ones is queried by name and deleted through one shared
+// BulkWriter, which batches deletes across sessions; then forget runs for
+// each and the markers go.
 func (db *DB) PurgeSessions(ctx context.Context, ids []string, check func(*sessions.Session) error, forget sessions.Forget) []retention.Purged {
-	return db.eachPurge(ctx, ids, func(ctx context.Context, bw *firestore.BulkWriter, id string) (int, error) {
-		userID, err := db.markPurge(ctx, id, check)
-		if err != nil {
-			return 0, err
+	out := make([]retention.Purged, len(ids))
+	marked := make([]*sessions.Session, len(ids))
+	inParallel(len(ids), func(i int) {
+		out[i].SessionID = ids[i]
+		marked[i], out[i].Err = db.markPurge(ctx, ids[i], check)
+		if out[i].Err == nil {
+			out[i].Documents = 1 // the session document
 		}
-		n, err := db.finishPurge(ctx, bw, id, userID, forget)
-		return n + 1, err
 	})
+	db.finishPurges(ctx, out, marked, forget)
+	return out
 }
 
 // ResumePurges finishes purges that were cut off, each unless another
 // sweep holds its lease (then its error is a precondition error).
 func (db *DB) ResumePurges(ctx context.Context, ids []string, forget sessions.Forget) []retention.Purged {
-	return db.eachPurge(ctx, ids, func(ctx context.Context, bw *firestore.BulkWriter, id string) (int, error) {
-		userID, err := db.claimPurge(ctx, id)
-		if err != nil {
-			return 0, err
-		}
-		return db.finishPurge(ctx, bw, id, userID, forget)
+	out := make([]retention.Purged, len(ids))
+	claimed := make([]*sessions.Session, len(ids))
+	inParallel(len(ids), func(i int) {
+		out[i].SessionID = ids[i]
+		var owner string
+		owner, out[i].Err = db.claimPurge(ctx, ids[i])
+		// What the session held is not known any more: look for everything.
+		claimed[i] = &sessions.Session{ID: ids[i], UserID: owner, NextSeq: -1}
 	})
+	db.finishPurges(ctx, out, claimed, forget)
+	return out
 }
 
 // ResumePurge finishes one purge that was cut off (see ResumePurges); a
@@ -94,25 +105,123 @@ func (db *DB) ResumePurge(ctx context.Context, id string, forget sessions.Forget
 	return p.Documents, p.Err
 }
 
-// eachPurge runs purge for every id, purgeWorkers at a time, sharing one
-// BulkWriter.
-func (db *DB) eachPurge(ctx context.Context, ids []string, purge func(context.Context, *firestore.BulkWriter, string) (int, error)) []retention.Purged {
-	out := make([]retention.Purged, len(ids))
-	bw := db.client.BulkWriter(ctx)
-	defer bw.End()
+// inParallel runs fn(0..n-1), purgeWorkers at a time.
+func inParallel(n int, fn func(i int)) {
 	sem := make(chan struct{}, purgeWorkers)
 	var wg sync.WaitGroup
-	for i, id := range ids {
+	for i := 0; i < n; i++ {
 		wg.Add(1)
 		sem <- struct{}{}
 		go func() {
 			defer func() { <-sem; wg.Done() }()
-			n, err := purge(ctx, bw, id)
-			out[i] = retention.Purged{SessionID: id, Documents: n, Err: translate(err)}
+			fn(i)
 		}()
 	}
 	wg.Wait()
-	return out
+}
+
+// finishPurges deletes everything under each marked session (those in out
+// without an error) through one BulkWriter, calls forget for each, and
+// deletes their markers, adding to each outcome. gone holds each session
+// as it was last stored, or, with NextSeq -1, only its id and owner.
+func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []*sessions.Session, forget sessions.Forget) {
+	bw := db.client.BulkWriter(ctx)
+	defer bw.End()
+	jobs := make([][]*firestore.BulkWriterJob, len(out))
+	inParallel(len(out), func(i int) {
+		if out[i].Err == nil {
+			jobs[i], out[i].Err = db.deleteUnderSession(ctx, bw, gone[i], &out[i].Documents)
+		}
+	})
+	bw.Flush() // what is left of the last batches
+	wait := func(i int) {
+		for _, job := range jobs[i] {
+			if _, err := job.Results(); err != nil {
+				out[i].Err = errors.Join(out[i].Err, err)
+			} else {
+				out[i].Documents++
+			}
+		}
+		jobs[i] = nil
+	}
+	inParallel(len(out), func(i int) {
+		wait(i)
+		if out[i].Err != nil {
+			return
+		}
+		if forget != nil {
+			if out[i].Err = forget(ctx, gone[i].UserID, out[i].SessionID); out[i].Err != nil {
+				return
+			}
+		}
+		job, err := bw.Delete(db.markerRef(out[i].SessionID))
+		if err != nil {
+			out[i].Err = err
+			return
+		}
+		jobs[i] = []*firestore.BulkWriterJob{job}
+	})
+	bw.Flush()
+	for i := range out {
+		for _, job := range jobs[i] {
+			if _, err := job.Results(); err != nil {
+				out[i].Err = err
+			}
+		}
+		out[i].Err = translate(out[i].Err)
+	}
+}
+
+// deleteUnderSession queues the deletion of every document under session
+// s in bw and returns the jobs not yet waited for. What the session
+// document says saves queries: the context document has a fixed id, and
+// there are messages only if NextSeq > 0 (both are written in the same
+// transaction as NextSeq). A full page (a long session) is waited for
+// before the next query, which would otherwise see the same documents
+// again; those count into done.
+func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, s *sessions.Session, done *int) ([]*firestore.BulkWriterJob, error) {
+	var pending []*firestore.BulkWriterJob
+	known := s.NextSeq >= 0
+	if known && s.NextSeq > 0 {
+		job, err := bw.Delete(db.tailRef(s.ID))
+		if err != nil {
+			return nil, err
+		}
+		pending = append(pending, job)
+	}
+	for _, name := range sessionCollections {
+		switch {
+		case !known:
+		case name == ContextCollection, name == MessagesCollection && s.NextSeq == 0:
+			continue
+		}
+		q := db.sessionRef(s.ID).Collection(name).Select().Limit(purgePage)
+		for {
+			snaps, err := db.getAll(ctx, q)
+			if err != nil {
+				return pending, err
+			}
+			var page []*firestore.BulkWriterJob
+			for _, snap := range snaps {
+				job, err := bw.Delete(snap.Ref)
+				if err != nil {
+					return append(pending, page...), err
+				}
+				page = append(page, job)
+			}
+			if len(snaps) < purgePage {
+				pending = append(pending, page...)
+				break
+			}
+			for _, job := range page {
+				if _, err := job.Results(); err != nil {
+					return pending, err
+				}
+				*done++
+			}
+		}
+	}
+	return pending, nil
 }
 
 func (db *DB) leaseClock() time.Time {
@@ -134,10 +243,10 @@ func (db *DB) markerRef(id string) *firestore.DocumentRef {
 }
 
 // markPurge checks the session, deletes its document and leaves a marker
-// with a lease, atomically; it returns the owner.
-func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Session) error) (string, error) {
+// with a lease, atomically; it returns the session as it was.
+func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Session) error) (*sessions.Session, error) {
 	ref := db.sessionRef(id)
-	var userID string
+	var gone *sessions.Session
 	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		s, err := getSession(tx, ref)
 		if err != nil {
@@ -147,13 +256,13 @@ func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Ses
 			return err
 		}
 		now := db.leaseClock()
-		userID = s.UserID
+		gone = s
 		if err := tx.Set(db.markerRef(id), purgeMarker{UserID: s.UserID, CreatedAt: now, LeaseUntil: now.Add(db.lease())}); err != nil {
 			return err
 		}
 		return tx.Delete(ref)
 	})
-	return userID, err
+	return gone, err
 }
 
 // claimPurge takes the lease of a cut-off purge; errPurgeBusy if another
@@ -188,60 +297,4 @@ func (db *DB) claimPurge(ctx context.Context, id string) (string, error) {
 		return "", sessions.NotFound(id) // the marker of a live session was dropped
 	}
 	return userID, err
-}
-
-// finishPurge deletes everything under a marked session through bw, calls
-// forget, and deletes the marker. It returns the documents deleted under
-// the session.
-func (db *DB) finishPurge(ctx context.Context, bw *firestore.BulkWriter, id, userID string, forget sessions.Forget) (int, error) {
-	total := 0
-	for _, name := range sessionCollections {
-		q := db.sessionRef(id).Collection(name).Select().Limit(purgePage)
-		for {
-			snaps, err := db.getAll(ctx, q)
-			if err != nil {
-				return total, err
-			}
-			n, err := bulkDelete(bw, snaps)
-			total += n
-			if err != nil {
-				return total, err
-			}
-			if len(snaps) < purgePage {
-				break
-			}
-		}
-	}
-	if forget != nil {
-		if err := forget(ctx, userID, id); err != nil {
-			return total, err
-		}
-	}
-	job, err := bw.Delete(db.markerRef(id))
-	if err == nil {
-		_, err = job.Results()
-	}
-	return total, err
-}
-
-// bulkDelete deletes snaps' documents through bw and waits for them.
-func bulkDelete(bw *firestore.BulkWriter, snaps []*firestore.DocumentSnapshot) (int, error) {
-	jobs := make([]*firestore.BulkWriterJob, 0, len(snaps))
-	for _, snap := range snaps {
-		job, err := bw.Delete(snap.Ref)
-		if err != nil {
-			return 0, err
-		}
-		jobs = append(jobs, job)
-	}
-	n := 0
-	var errs []error
-	for _, job := range jobs {
-		if _, err := job.Results(); err != nil {
-			errs = append(errs, err)
-			continue
-		}
-		n++
-	}
-	return n, errors.Join(errs...)
 }

@@ -132,6 +132,13 @@ func (svc *Service) Forget(ctx context.Context, userID, factID string) error {
 // cleared. A fact also confirmed in another session stays, with that
 // session as its source. It is a sessions.Forget, run by every purge.
 func (svc *Service) ForgetSession(ctx context.Context, userID, sessionID string) error {
+	u, err := svc.Repo.GetUser(ctx, userID)
+	if err != nil {
+		return err
+	}
+	if u.Version == 0 {
+		return nil // the user has no memory (every save writes the document)
+	}
 	old, err := svc.Repo.ListSuperseded(ctx, userID)
 	if err != nil {
 		return err

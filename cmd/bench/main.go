@@ -24,6 +24,7 @@ import (
 func main() {
 	tiny := flag.Bool("tiny", false, "a few turns, to check the harness")
 	ret := flag.Bool("retention", false, "benchmark the retention sweep instead of turns")
+	perKind := flag.Int("per-kind", 0, "with -retention: sessions of each kind (default 2000)")
 	out := flag.String("out", "bench-out", "where to write bench.json, bench.md and bench.png")
 	flag.Parse()
 	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
@@ -31,7 +32,7 @@ func main() {
 		os.Exit(2)
 	}
 	if *ret {
-		os.Exit(retention(*tiny, *out))
+		os.Exit(retention(*tiny, *perKind, *out))
 	}
 	cfg := bench.Full()
 	if *tiny {
@@ -60,10 +61,13 @@ func main() {
 
 // retention runs the retention benchmark and writes retention.json and
 // retention.md to out.
-func retention(tiny bool, out string) int {
+func retention(tiny bool, perKind int, out string) int {
 	cfg := bench.RetentionFull()
 	if tiny {
 		cfg = bench.RetentionTiny()
+	}
+	if perKind > 0 {
+		cfg.PerKind = perKind
 	}
 	rep, err := bench.RunRetention(context.Background(), cfg, func(f string, a ...any) {
 		fmt.Fprintf(os.Stderr, "bench: "+f+"\n", a...)
