@@ -7,7 +7,6 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"log/slog"
 	"net/http"
 	"strconv"
 	"strings"
@@ -15,17 +14,11 @@ import (
 	"testing"
 	"time"
 
-	"cloud.google.com/go/firestore"
 	openai "github.com/sashabaranov/go-openai"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/functions"
-	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
-	"github.com/chatmemory/backend/storetest"
 )
 
 func TestSessionEndpoints(t *testing.T) {
@@ -671,22 +664,7 @@ func TestLogs(t *testing.T) {
 // TestHealthzUnavailable: with Firestore unreachable, /healthz says so.
 func TestHealthzUnavailable(t *testing.T) {
 	t.Parallel()
-	// A connection of our own to a closed port (FIRESTORE_EMULATOR_HOST
-	// would override an endpoint option, not a connection).
-	conn, err := grpc.NewClient("127.0.0.1:1", grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := firestore.NewClient(context.Background(), "unreachable", option.WithGRPCConn(conn), option.WithoutAuthentication())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	app := functions.NewApp(testConfig(), functions.Deps{
-		Store: firestoredb.New(client), Model: llm.Offline{}, Tokens: storetest.Tokens(t),
-		Auth: functions.FirebaseVerifier{}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	srv := httptestServer(t, app)
+	srv := serveWith(t, firestoredb.New(firestoreAt(t, "127.0.0.1:1")), functions.FirebaseVerifier{}) // a closed port
 	r := doRequest(t, srv, "GET", "/healthz", "", nil, nil)
 	if r.status != 503 || !strings.Contains(string(r.body), "unavailable") {
 		t.Errorf("healthz: %d %s", r.status, r.body)

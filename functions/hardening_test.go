@@ -6,8 +6,6 @@ import (
 	"context"
 	"encoding/json"
 	"fmt"
-	"io"
-	"log/slog"
 	"net"
 	"net/http"
 	"strings"
@@ -16,12 +14,7 @@ import (
 	"testing"
 	"time"
 
-	"cloud.google.com/go/firestore"
-	firebase "firebase.google.com/go/v4"
 	openai "github.com/sashabaranov/go-openai"
-	"google.golang.org/api/option"
-	"google.golang.org/grpc"
-	"google.golang.org/grpc/credentials/insecure"
 
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
@@ -31,7 +24,6 @@ import (
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/memorydb"
-	"github.com/chatmemory/backend/storetest"
 )
 
 // errorMessage returns the message of an error body.
@@ -194,29 +186,9 @@ func blackHole(t *testing.T) string {
 func TestFirestoreDeadline(t *testing.T) {
 	t.Parallel()
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
-	conn, err := grpc.NewClient(blackHole(t), grpc.WithTransportCredentials(insecure.NewCredentials()))
-	if err != nil {
-		t.Fatal(err)
-	}
-	client, err := firestore.NewClient(context.Background(), "hanging", option.WithGRPCConn(conn), option.WithoutAuthentication())
-	if err != nil {
-		t.Fatal(err)
-	}
-	defer client.Close()
-	fb, err := firebase.NewApp(context.Background(), &firebase.Config{ProjectID: authProject()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac, err := fb.Auth(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	const deadline = time.Second
-	app := functions.NewApp(testConfig(), functions.Deps{
-		Store: firestoredb.New(client, firestoredb.Timeout(deadline)), Model: llm.Offline{}, Tokens: storetest.Tokens(t),
-		Auth: functions.FirebaseVerifier{Client: ac}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	srv := httptestServer(t, app)
+	client := firestoreAt(t, blackHole(t))
+	srv := serveWith(t, firestoredb.New(client, firestoredb.Timeout(deadline)), functions.FirebaseVerifier{Client: newAuthClient(t)})
 	alice := signUp(t, fmt.Sprintf("deadline-%d@example.com", time.Now().UnixNano()))
 	for _, ep := range []struct {
 		method, path string
@@ -252,20 +224,8 @@ func TestFirestoreDeadline(t *testing.T) {
 func TestAuthDeadline(t *testing.T) {
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
 	t.Setenv("FIREBASE_AUTH_EMULATOR_HOST", blackHole(t))
-	fb, err := firebase.NewApp(context.Background(), &firebase.Config{ProjectID: authProject()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac, err := fb.Auth(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
 	const deadline = time.Second
-	app := functions.NewApp(testConfig(), functions.Deps{
-		Store: memorydb.New(), Model: llm.Offline{}, Tokens: storetest.Tokens(t),
-		Auth: functions.FirebaseVerifier{Client: ac, Timeout: deadline}, Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
-	})
-	srv := httptestServer(t, app)
+	srv := serveWith(t, memorydb.New(), functions.FirebaseVerifier{Client: newAuthClient(t), Timeout: deadline})
 	now := time.Now()
 	start := time.Now()
 	r := doRequest(t, srv, "GET", "/sessions", forgeToken(authProject(), "someone", now, now.Add(time.Hour)), nil, nil)

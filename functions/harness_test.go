@@ -18,7 +18,6 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
-	firebase "firebase.google.com/go/v4"
 	"firebase.google.com/go/v4/auth"
 
 	"github.com/chatmemory/backend/emulator"
@@ -107,14 +106,7 @@ func newHarness(t *testing.T, configure ...func(*functions.Config)) *harness {
 	for _, c := range configure {
 		c(&cfg)
 	}
-	fb, err := firebase.NewApp(context.Background(), &firebase.Config{ProjectID: authProject()})
-	if err != nil {
-		t.Fatal(err)
-	}
-	ac, err := fb.Auth(context.Background())
-	if err != nil {
-		t.Fatal(err)
-	}
+	ac := newAuthClient(t)
 	h := &harness{t: t, counter: counter, firestore: client, model: llmtest.New(t), clock: storetest.NewClock(clockStart), auth: ac, logs: &syncBuffer{}}
 	h.app = functions.NewApp(cfg, functions.Deps{
 		Store:  firestoredb.New(client),
