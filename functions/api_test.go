@@ -664,7 +664,7 @@ func TestLogs(t *testing.T) {
 // TestHealthzUnavailable: with Firestore unreachable, /healthz says so.
 func TestHealthzUnavailable(t *testing.T) {
 	t.Parallel()
-	srv := serveWith(t, firestoredb.New(firestoreAt(t, "127.0.0.1:1")), functions.FirebaseVerifier{}) // a closed port
+	srv := serveWith(t, firestoredb.New(firestoreAt(t, "127.0.0.1:1")), &functions.FirebaseVerifier{}) // a closed port
 	r := doRequest(t, srv, "GET", "/healthz", "", nil, nil)
 	if r.status != 503 || !strings.Contains(string(r.body), "unavailable") {
 		t.Errorf("healthz: %d %s", r.status, r.body)

@@ -148,7 +148,7 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := Deps{Auth: FirebaseVerifier{Client: authClient, Timeout: cfg.AuthTimeout}, Tokens: tokens, Log: log}
+	d := Deps{Auth: &FirebaseVerifier{Client: authClient, Timeout: cfg.AuthTimeout, RevocationTTL: cfg.RevocationTTL}, Tokens: tokens, Log: log}
 	var closers []func() error
 	switch cfg.Backend {
 	case "memory":

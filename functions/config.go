@@ -34,6 +34,7 @@ type Config struct {
 	ModelTimeout       time.Duration
 	FirestoreTimeout   time.Duration // FIRESTORE_TIMEOUT_SECONDS: each Firestore operation
 	AuthTimeout        time.Duration // AUTH_TIMEOUT_SECONDS: each ID-token check
+	RevocationTTL      time.Duration // REVOCATION_CHECK_SECONDS: how long an account's revocation state is trusted
 	ReadTimeout        time.Duration // READ_TIMEOUT_SECONDS: reading a request's body
 	RetentionDays      [3]int        // RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS, RETENTION_DELETED_DAYS
 	SweepBudget        time.Duration
@@ -54,6 +55,7 @@ const (
 	DefaultModelTimeout       = 60 * time.Second
 	DefaultFirestoreTimeout   = 10 * time.Second
 	DefaultAuthTimeout        = 5 * time.Second
+	DefaultRevocationTTL      = 5 * time.Minute
 	DefaultReadTimeout        = 30 * time.Second
 )
 
@@ -120,6 +122,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		ModelTimeout:       seconds("MODEL_TIMEOUT_SECONDS", DefaultModelTimeout, 3600),
 		FirestoreTimeout:   seconds("FIRESTORE_TIMEOUT_SECONDS", DefaultFirestoreTimeout, 300),
 		AuthTimeout:        seconds("AUTH_TIMEOUT_SECONDS", DefaultAuthTimeout, 60),
+		RevocationTTL:      time.Duration(num("REVOCATION_CHECK_SECONDS", int(DefaultRevocationTTL/time.Second), 0, day)) * time.Second,
 		ReadTimeout:        seconds("READ_TIMEOUT_SECONDS", DefaultReadTimeout, 600),
 		LogLevel:           str("LOG_LEVEL", "info"),
 		RetentionDays: [3]int{num("RETENTION_ACTIVE_DAYS", 30, 1, sessions.MaxRetentionDays),

@@ -188,7 +188,7 @@ func TestFirestoreDeadline(t *testing.T) {
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
 	const deadline = time.Second
 	client := firestoreAt(t, blackHole(t))
-	srv := serveWith(t, firestoredb.New(client, firestoredb.Timeout(deadline)), functions.FirebaseVerifier{Client: newAuthClient(t)})
+	srv := serveWith(t, firestoredb.New(client, firestoredb.Timeout(deadline)), &functions.FirebaseVerifier{Client: newAuthClient(t)})
 	alice := signUp(t, fmt.Sprintf("deadline-%d@example.com", time.Now().UnixNano()))
 	for _, ep := range []struct {
 		method, path string
@@ -225,7 +225,7 @@ func TestAuthDeadline(t *testing.T) {
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
 	t.Setenv("FIREBASE_AUTH_EMULATOR_HOST", blackHole(t))
 	const deadline = time.Second
-	srv := serveWith(t, memorydb.New(), functions.FirebaseVerifier{Client: newAuthClient(t), Timeout: deadline})
+	srv := serveWith(t, memorydb.New(), &functions.FirebaseVerifier{Client: newAuthClient(t), Timeout: deadline})
 	now := time.Now()
 	start := time.Now()
 	r := doRequest(t, srv, "GET", "/sessions", forgeToken(authProject(), "someone", now, now.Add(time.Hour)), nil, nil)

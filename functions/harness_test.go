@@ -110,7 +110,7 @@ func newHarness(t *testing.T, configure ...func(*functions.Config)) *harness {
 	h := &harness{t: t, counter: counter, firestore: client, model: llmtest.New(t), clock: storetest.NewClock(clockStart), auth: ac, logs: &syncBuffer{}}
 	h.app = functions.NewApp(cfg, functions.Deps{
 		Store:  firestoredb.New(client),
-		Auth:   functions.FirebaseVerifier{Client: ac},
+		Auth:   &functions.FirebaseVerifier{Client: ac},
 		Model:  llm.NewOpenAI("test-key", h.model.BaseURL(), nil),
 		Tokens: storetest.Tokens(t),
 		Log:    slog.New(slog.NewJSONHandler(h.logs, nil)),
