@@ -163,20 +163,6 @@ func decodeMessage(snap *firestore.DocumentSnapshot) (history.Message, int, erro
 	return m, d.BatchSize, nil
 }
 
-// tailDoc is chat_sessions/{sid}/context/tail: the latest messages and the
-// summary in use (see history.Tail).
-type tailDoc struct {
-	UserID          string         `firestore:"userId"`
-	Messages        []tailMsgDoc   `firestore:"messages"`
-	Compaction      *compactionDoc `firestore:"compaction"`
-	CompactingUntil time.Time      `firestore:"compactingUntil"`
-}
-
-type tailMsgDoc struct {
-	ID string `firestore:"id"`
-	msgFields
-}
-
 // compactionDoc is chat_sessions/{sid}/compactions/{id}, and the copy of
 // the one in use inside the tail.
 type compactionDoc struct {
@@ -219,31 +205,4 @@ func fromCompactionDoc(id string, d *compactionDoc) *history.Compaction {
 	}
 	return &history.Compaction{ID: id, StartSeq: d.StartSeq, EndSeq: d.EndSeq, Summary: d.Summary,
 		Tokens: d.Tokens, Model: d.Model, CreatedAt: d.CreatedAt.UTC()}
-}
-
-func toTailDoc(userID string, t *history.Tail) *tailDoc {
-	d := &tailDoc{UserID: userID, Messages: make([]tailMsgDoc, 0, len(t.Messages)),
-		Compaction: toCompactionDoc(userID, t.Compaction), CompactingUntil: t.CompactingUntil}
-	for i := range t.Messages {
-		d.Messages = append(d.Messages, tailMsgDoc{ID: t.Messages[i].ID, msgFields: toMsgFields(&t.Messages[i])})
-	}
-	return d
-}
-
-func decodeTail(snap *firestore.DocumentSnapshot, sessionID string) (*history.Tail, error) {
-	if !snap.Exists() {
-		return &history.Tail{}, nil
-	}
-	var d tailDoc
-	if err := snap.DataTo(&d); err != nil {
-		return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
-	}
-	t := &history.Tail{CompactingUntil: d.CompactingUntil.UTC()}
-	if d.Compaction != nil {
-		t.Compaction = fromCompactionDoc(history.CompactionID(d.Compaction.EndSeq), d.Compaction)
-	}
-	for i := range d.Messages {
-		t.Messages = append(t.Messages, d.Messages[i].message(d.Messages[i].ID, sessionID))
-	}
-	return t, nil
 }

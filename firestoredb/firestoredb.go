@@ -7,6 +7,9 @@ package firestoredb
 import (
 	"context"
 	"errors"
+	"math/rand/v2"
+	"reflect"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -119,4 +122,91 @@ func translate(err error) error {
 	default:
 		return sessions.Wrap(sessions.EINTERNAL, err, "internal error")
 	}
+}
+
+// optimistic commits the batch attempt returns, reading again and retrying
+// when the commit finds that what attempt read has changed meanwhile (a
+// precondition failed, or a document to create exists). Each attempt is
+// one batched read and one commit: no transaction, so no BeginTransaction
+// round trip and no locks held while the caller plans. A nil batch writes
+// nothing. It returns the commit's results.
+func (db *DB) optimistic(ctx context.Context, attempt func(ctx context.Context) (*firestore.WriteBatch, error)) ([]*firestore.WriteResult, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	for i := 0; ; i++ {
+		b, err := attempt(ctx)
+		if err != nil || b == nil {
+			return nil, translate(err)
+		}
+		res, err := b.Commit(ctx)
+		if err == nil {
+			return res, nil
+		}
+		if !stale(err) {
+			return nil, translate(err)
+		}
+		if i+1 >= db.maxAttempts {
+			return nil, sessions.Wrap(sessions.EUNAVAILABLE, err, "too many concurrent writes; try again")
+		}
+		if err := backoff(ctx, i); err != nil {
+			return nil, translate(err)
+		}
+	}
+}
+
+// stale reports a commit refused because what it was planned on changed.
+func stale(err error) bool {
+	switch status.Code(err) {
+	case codes.FailedPrecondition, codes.AlreadyExists, codes.Aborted, codes.NotFound:
+		return true
+	}
+	return false
+}
+
+// backoff waits a random while, longer after each failed attempt, so that
+// writers racing for one document spread out.
+func backoff(ctx context.Context, attempt int) error {
+	ceiling := time.Millisecond << min(attempt, 7)
+	t := time.NewTimer(time.Duration(rand.Int64N(int64(ceiling) + 1)))
+	defer t.Stop()
+	select {
+	case <-t.C:
+		return nil
+	case <-ctx.Done():
+		return ctx.Err()
+	}
+}
+
+func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
+
+// fieldUpdates lists every top-level field of a document struct (by its
+// firestore tags) as an update: Update with these replaces the document's
+// fields as Set would, but can carry a precondition, which Set cannot.
+func fieldUpdates(doc any) []firestore.Update {
+	return structUpdates(reflect.Indirect(reflect.ValueOf(doc)))
+}
+
+func structUpdates(v reflect.Value) []firestore.Update {
+	t := v.Type()
+	var out []firestore.Update
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, opts, _ := strings.Cut(f.Tag.Get("firestore"), ",")
+		if (!f.IsExported() && !f.Anonymous) || name == "-" {
+			continue
+		}
+		if f.Anonymous && name == "" {
+			out = append(out, structUpdates(v.Field(i))...)
+			continue
+		}
+		if name == "" {
+			name = f.Name
+		}
+		var value any = firestore.Delete
+		if !strings.Contains(opts, "omitempty") || !v.Field(i).IsZero() {
+			value = v.Field(i).Interface()
+		}
+		out = append(out, firestore.Update{FieldPath: firestore.FieldPath{name}, Value: value})
+	}
+	return out
 }

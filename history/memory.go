@@ -2,6 +2,7 @@ package history
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/chatmemory/backend/sessions"
@@ -20,8 +21,10 @@ type Tail struct {
 	CompactingUntil time.Time
 }
 
-// MaxTailBytes caps the text a tail holds, far below Firestore's 1 MiB.
-const MaxTailBytes = 700 << 10
+// MaxTailBytes caps what a tail holds, by StoredBytes. A store keeps the
+// tail in bounded pages and writes only the pages an append changes; this
+// cap bounds how many pages a tail spans.
+const MaxTailBytes = 400 << 10
 
 // Compaction is a summary record: Summary covers every message up to EndSeq
 // (it was made from the previous summary and messages StartSeq..EndSeq).
@@ -48,10 +51,14 @@ func (t *Tail) Complete(s *sessions.Session) bool {
 	return t.Messages[0].Seq == 0
 }
 
-func msgBytes(m *Message) int {
-	n := 64 + len(m.Content) + len(m.Name) + len(m.ToolCallID)
+// StoredBytes bounds from above what a message takes in a tail as a store
+// keeps it: its text plus a generous allowance for field names, numbers
+// and times (Firestore's storage-size rules give 90 to 250 bytes for the
+// fields of a short message; its size function is tested against this).
+func StoredBytes(m *Message) int {
+	n := 256 + len(m.Role) + len(m.Content) + len(m.Name) + len(m.ToolCallID)
 	for _, c := range m.ToolCalls {
-		n += 32 + len(c.ID) + len(c.Function.Name) + len(c.Function.Arguments)
+		n += 64 + len(c.ID) + len(c.Type) + len(c.Function.Name) + len(c.Function.Arguments)
 	}
 	return n
 }
@@ -66,16 +73,16 @@ func (t *Tail) add(msgs []Message, keep int) {
 	tokens, bytes := 0, 0
 	for i := range t.Messages {
 		tokens += t.Messages[i].Tokens
-		bytes += msgBytes(&t.Messages[i])
+		bytes += StoredBytes(&t.Messages[i])
 	}
 	drop := 0
 	for drop < len(t.Messages)-1 && (tokens > keep || bytes > MaxTailBytes) {
 		tokens -= t.Messages[drop].Tokens
-		bytes -= msgBytes(&t.Messages[drop])
+		bytes -= StoredBytes(&t.Messages[drop])
 		drop++
 		for drop < len(t.Messages)-1 && t.Messages[drop].Role == RoleTool {
 			tokens -= t.Messages[drop].Tokens
-			bytes -= msgBytes(&t.Messages[drop])
+			bytes -= StoredBytes(&t.Messages[drop])
 			drop++
 		}
 	}
@@ -241,4 +248,11 @@ func PlanCompaction(s *sessions.Session, t *Tail, budget, fixed int) (Compaction
 	}
 	p.EndSeq = end
 	return p, true
+}
+
+// Clone returns a copy of t that can be changed without changing t.
+func (t *Tail) Clone() *Tail {
+	c := *t
+	c.Messages = slices.Clone(t.Messages)
+	return &c
 }

@@ -112,7 +112,7 @@ func TestTailAdd(t *testing.T) {
 	tl.add(seqd(big...), 1<<30)
 	if b := 0; true {
 		for i := range tl.Messages {
-			b += msgBytes(&tl.Messages[i])
+			b += StoredBytes(&tl.Messages[i])
 		}
 		if b > MaxTailBytes || len(tl.Messages) == 30 {
 			t.Errorf("tail holds %d bytes in %d messages", b, len(tl.Messages))
