@@ -10,6 +10,7 @@ import (
 	"encoding/hex"
 	"errors"
 	"log/slog"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"time"
@@ -58,6 +59,7 @@ type Memory interface {
 // Service runs chat turns.
 type Service struct {
 	Memory       Memory // nil: no long-term memory
+	Turns        TurnStore
 	Sessions     *sessions.Service
 	History      *history.Service
 	Model        Model
@@ -103,85 +105,224 @@ type TurnResult struct {
 	memoryTokens int // of the memory block the turn sent
 }
 
-// replySuffix keys the reply of a turn from the key of its user message.
-const replySuffix = ":reply"
-
-// Turn runs one chat turn. The user's message is stored before the model is
-// called, so a failed model call loses nothing: retrying with the same
-// ClientMessageID does not store the message twice and produces the reply.
-// Once the model has been called, a client going away does not stop the
-// reply from being stored.
+// Turn runs one chat turn as one planned unit: one batched read and one
+// commit before the model, one commit after it (see TurnStore).
+//
+// The user's message is stored before the model is called, and the turn
+// is detached from the caller as soon as its request is read, so whenever
+// the client goes away its message is kept and answered. With a
+// ClientMessageID the turn is idempotent as Stripe's requests are: the
+// first request claims the key in the commit that stores the message, so
+// of concurrent duplicates exactly one calls the model; the others get the
+// stored turn once it is complete, or ECONFLICT with a Retry-After while
+// it is in progress; the same key with another message is ECONFLICT on
+// every path. A retry after the model failed (or after the instance
+// running the turn died and its lease ran out) takes the turn over and
+// calls the model again, without storing the message twice.
 func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, error) {
 	draft := history.Draft{Role: history.RoleUser, Content: req.Message}
 	if err := history.Validate(req.ClientMessageID, draft); err != nil {
 		return nil, err
 	}
-	s, err := svc.session(ctx, req)
+	ctx = context.WithoutCancel(ctx)
+	now := svc.now()
+	q := TurnQuery{UserID: req.UserID, SessionID: req.SessionID, Key: req.ClientMessageID, Day: Day(now),
+		Slots: svc.Limits.TurnsPerMinute, Memory: svc.Memory != nil}
+	if q.SessionID == "" {
+		q.SessionID, q.New = svc.newSessionID(req), true
+	} else if err := sessions.CheckID(q.SessionID); err != nil {
+		return nil, err
+	}
+	var c claim
+	st, err := svc.Turns.RunTurn(ctx, q, nil, func(st *TurnState) (*TurnWrite, error) {
+		return svc.claim(st, q, draft, now, &c)
+	})
 	if err != nil {
 		return nil, err
 	}
-	if err := s.CheckWritable(); err != nil {
-		return nil, err
+	if c.replay != nil {
+		return c.replay, nil
 	}
-	key, replyKey := req.ClientMessageID, ""
-	if key != "" {
-		replyKey = key + replySuffix
-		if res, err := svc.replay(ctx, s, key, replyKey); res != nil || err != nil {
-			return res, err
+	if req.OnStart != nil {
+		req.OnStart(st.Session, c.user)
+	}
+	mem := memoryBlock{}
+	if st.Memory.Text != "" {
+		mem = memoryBlock{text: st.Memory.Text, tokens: st.Memory.Tokens + systemMessageTokens}
+	}
+	built, err := svc.build(st.Session, st.Tail, mem)
+	if err == nil && !contains(built.Messages, c.user.Seq) {
+		err = sessions.Errorf(sessions.EINVALID, "the message does not fit the model's context budget of %d tokens", built.Budget)
+	}
+	var reply *Reply
+	start := svc.now()
+	if err == nil {
+		mctx, cancel := context.WithTimeout(ctx, svc.ModelTimeout)
+		reply, err = svc.Model.Generate(mctx, svc.request(st.Session, built, mem), req.OnDelta)
+		cancel()
+		if err == nil && reply.Content == "" {
+			err = errEmptyReply
+		}
+		if err != nil {
+			err = sessions.Wrap(sessions.EUPSTREAM, err, "the model did not answer; your message is saved, retry with the same clientMessageId")
 		}
 	}
-	if err := svc.Usage.UpdateUsage(ctx, req.UserID, func(u *Usage) error {
-		return u.Admit(svc.now(), svc.Limits)
-	}); err != nil {
-		return nil, err
-	}
-	stored, err := svc.History.AppendAll(ctx, s, key, draft)
 	if err != nil {
+		svc.release(ctx, q, st, c.lease)
 		return nil, err
-	}
-	user := stored.Messages[0]
-	if req.OnStart != nil {
-		req.OnStart(s, user)
-	}
-
-	// From here on the turn completes even if the caller goes away.
-	ctx = context.WithoutCancel(ctx)
-	mem := svc.memory(ctx, req.UserID)
-	built, err := svc.build(stored.Session, stored.Tail, mem)
-	if err != nil {
-		return nil, err
-	}
-	if !contains(built.Messages, user.Seq) {
-		return nil, sessions.Errorf(sessions.EINVALID, "the message does not fit the model's context budget of %d tokens", built.Budget)
-	}
-	mctx, cancel := context.WithTimeout(ctx, svc.ModelTimeout)
-	defer cancel()
-	start := svc.now()
-	reply, err := svc.Model.Generate(mctx, svc.request(stored.Session, built, mem), req.OnDelta)
-	if err == nil && reply.Content == "" {
-		err = errEmptyReply
-	}
-	if err != nil {
-		return nil, sessions.Wrap(sessions.EUPSTREAM, err, "the model did not answer; your message is saved, retry with the same clientMessageId")
 	}
 	answer := history.Draft{Role: history.RoleAssistant, Content: reply.Content, Metadata: history.MessageMetadata{
 		Model:        reply.Model,
 		DurationMs:   svc.now().Sub(start).Milliseconds(),
 		FinishReason: reply.FinishReason,
 	}}
-	out, err := svc.History.AppendAll(ctx, s, replyKey, answer)
-	if sessions.ErrorCode(err) == sessions.ECONFLICT {
-		// A concurrent retry of this turn stored its reply first: use that.
-		var found []history.Message
-		if found, err = svc.History.Find(ctx, s, replyKey); err == nil {
-			return &TurnResult{Session: stored.Session, Tail: stored.Tail, Context: built, User: user, Reply: found[0], Replayed: true}, nil
-		}
-	}
+	spent := reply.PromptTokens + reply.CompletionTokens
+	var out history.Message
+	done, err := svc.Turns.RunTurn(ctx, q, st, func(st *TurnState) (*TurnWrite, error) {
+		return svc.finish(st, q, answer, spent, built, &out)
+	})
 	if err != nil {
 		return nil, err
 	}
-	svc.spend(ctx, req.UserID, reply, built, out.Messages[0])
-	return &TurnResult{Session: out.Session, Tail: out.Tail, Context: built, User: user, Reply: out.Messages[0], memoryTokens: mem.tokens}, nil
+	return &TurnResult{Session: done.Session, Tail: done.Tail, Context: built, User: c.user, Reply: out, memoryTokens: mem.tokens}, nil
+}
+
+// claim is what claiming a turn decided.
+type claim struct {
+	user   history.Message
+	lease  time.Time
+	replay *TurnResult // the turn was complete already
+}
+
+// leaseMargin is how much longer than the model may take a turn holds its
+// key: past it, a retry may take the turn over.
+const leaseMargin = 15 * time.Second
+
+// claim plans the commit that claims a turn on the state read: it checks
+// the session and the key, admits the turn under the user's limits, and
+// appends the user's message (or, taking a failed turn over, moves its
+// lease).
+func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now time.Time, c *claim) (*TurnWrite, error) {
+	*c = claim{lease: now.Add(svc.ModelTimeout + leaseMargin)}
+	s := st.Session
+	if s == nil {
+		if !q.New {
+			return nil, sessions.NotFound(q.SessionID)
+		}
+		var err error
+		if s, err = svc.Sessions.New(q.UserID, sessions.CreateInput{ID: q.SessionID}); err != nil {
+			return nil, err
+		}
+	} else {
+		s = s.Clone()
+		if err := s.CheckOwner(q.UserID); err != nil {
+			return nil, err
+		}
+	}
+	if st.Asked != nil {
+		if !st.Asked.SameContent(&draft) {
+			return nil, sessions.Errorf(sessions.ECONFLICT, "clientMessageId %q was already used for another message", q.Key)
+		}
+		if st.Answer != nil {
+			c.replay = &TurnResult{Session: s, User: *st.Asked, Reply: *st.Answer, Replayed: true}
+			return nil, nil
+		}
+		if st.Asked.ReplyBy.After(now) {
+			e := sessions.Errorf(sessions.ECONFLICT, "the turn with clientMessageId %q is in progress; retry to get its reply", q.Key)
+			e.RetryAfter = min(st.Asked.ReplyBy.Sub(now), 5*time.Second).Round(time.Second)
+			if e.RetryAfter < time.Second {
+				e.RetryAfter = time.Second
+			}
+			return nil, e
+		}
+	}
+	if err := s.CheckWritable(); err != nil {
+		return nil, err
+	}
+	slot, err := AdmitTurn(now, svc.Limits, st.DayTokens, st.Slots, rand.IntN)
+	if err != nil {
+		return nil, err
+	}
+	w := &TurnWrite{Session: s, Slot: slot, Minute: now.Unix() / 60}
+	if st.Asked != nil { // take the turn over: its message is stored already
+		c.user = *st.Asked
+		w.Lease = &c.lease
+		return w, nil
+	}
+	plan, err := svc.History.Prepare(s, q.Key, draft)
+	if err != nil {
+		return nil, err
+	}
+	t := st.Tail.Clone()
+	msgs, err := plan(s, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	if q.Key != "" {
+		msgs[0].ReplyBy = c.lease
+	} else {
+		msgs[0].ID = sessions.NewID()
+	}
+	t.SetIDs(msgs)
+	c.user = msgs[0]
+	w.Tail, w.Messages = t, msgs
+	return w, nil
+}
+
+// finish plans the commit that finishes a turn: the reply, the session's
+// counters and context, and the tokens spent.
+func (svc *Service) finish(st *TurnState, q TurnQuery, answer history.Draft, spent int, sent *history.Context, out *history.Message) (*TurnWrite, error) {
+	s := st.Session.Clone()
+	if err := s.CheckOwner(q.UserID); err != nil {
+		return nil, err
+	}
+	plan, err := svc.History.Prepare(s, "", answer)
+	if err != nil {
+		return nil, err
+	}
+	t := st.Tail.Clone()
+	msgs, err := plan(s, t, nil)
+	if err != nil {
+		return nil, err
+	}
+	msgs[0].ID = sessions.NewID()
+	if q.Key != "" {
+		msgs[0].ID = history.ReplyDocID(q.Key)
+	}
+	t.SetIDs(msgs)
+	*out = msgs[0]
+	if spent == 0 { // the service did not report usage: use our own counts
+		spent = sent.Tokens + msgs[0].Tokens
+	}
+	return &TurnWrite{Session: s, Tail: t, Messages: msgs, Slot: NoSlot, Tokens: spent}, nil
+}
+
+// release gives a failed turn's key back at once, so that a retry need not
+// wait for the lease to run out. If the key moved on meanwhile (another
+// retry took it), it leaves it; if this fails, the lease simply expires.
+func (svc *Service) release(ctx context.Context, q TurnQuery, st *TurnState, lease time.Time) {
+	if q.Key == "" {
+		return
+	}
+	_, err := svc.Turns.RunTurn(ctx, q, st, func(st *TurnState) (*TurnWrite, error) {
+		if st.Asked == nil || !st.Asked.ReplyBy.Equal(lease) || st.Answer != nil {
+			return nil, nil
+		}
+		return &TurnWrite{Session: st.Session, Lease: &time.Time{}, Slot: NoSlot}, nil
+	})
+	if err != nil {
+		svc.logError(ctx, "releasing a failed turn failed", q.SessionID, err)
+	}
+}
+
+// newSessionID names the session a turn starts. A keyed turn's is derived
+// from the key, so a retry finds it.
+func (svc *Service) newSessionID(req TurnRequest) string {
+	if req.ClientMessageID == "" {
+		return sessions.NewID()
+	}
+	h := sha256.Sum256([]byte(req.UserID + "\x00" + req.ClientMessageID))
+	return hex.EncodeToString(h[:10])
 }
 
 func contains(msgs []history.Message, seq int) bool {
@@ -352,57 +493,13 @@ const errEmptyReply = upstreamError("the model returned an empty reply")
 
 func (svc *Service) now() time.Time { return sessions.Clock(svc.Now) }
 
-// session loads the caller's session, or creates one. A new session of a
-// keyed turn gets an id derived from the key, so a retry finds it.
-func (svc *Service) session(ctx context.Context, req TurnRequest) (*sessions.Session, error) {
-	if req.SessionID != "" {
-		return svc.Sessions.Get(ctx, req.UserID, req.SessionID)
-	}
-	in := sessions.CreateInput{}
-	if req.ClientMessageID != "" {
-		h := sha256.Sum256([]byte(req.UserID + "\x00" + req.ClientMessageID))
-		in.ID = hex.EncodeToString(h[:10])
-	}
-	s, err := svc.Sessions.Create(ctx, req.UserID, in)
-	if sessions.ErrorCode(err) == sessions.ECONFLICT && in.ID != "" {
-		return svc.Sessions.Get(ctx, req.UserID, in.ID)
-	}
-	return s, err
-}
-
-// replay returns the stored turn if this key's reply exists already.
-func (svc *Service) replay(ctx context.Context, s *sessions.Session, key, replyKey string) (*TurnResult, error) {
-	reply, err := svc.History.Find(ctx, s, replyKey)
-	if err != nil || len(reply) == 0 {
-		return nil, err
-	}
-	user, err := svc.History.Find(ctx, s, key)
-	if err != nil || len(user) == 0 {
-		return nil, err
-	}
-	return &TurnResult{Session: s, User: user[0], Reply: reply[0], Replayed: true}, nil
-}
-
-// spend records the tokens a turn cost against the user's daily limit. The
-// reply is stored already, so a failure here is logged, not returned.
-func (svc *Service) spend(ctx context.Context, userID string, r *Reply, sent *history.Context, reply history.Message) {
-	n := r.PromptTokens + r.CompletionTokens
-	if n == 0 { // the service did not report usage: use our own counts
-		n = sent.Tokens + reply.Tokens
-	}
-	svc.addTokens(ctx, userID, n)
-}
-
 // addTokens records n tokens against the user's daily limit. What they
 // paid for is stored already, so a failure here is logged, not returned.
 func (svc *Service) addTokens(ctx context.Context, userID string, n int) {
 	if n <= 0 {
 		return
 	}
-	err := svc.Usage.UpdateUsage(ctx, userID, func(u *Usage) error {
-		u.AddTokens(svc.now(), n)
-		return nil
-	})
+	err := svc.Usage.AddTokens(ctx, userID, Day(svc.now()), n)
 	if err != nil && svc.Log != nil {
 		svc.Log.ErrorContext(ctx, "recording token usage failed", "code", string(sessions.ErrorCode(err)))
 	}
@@ -430,8 +527,9 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key string, d
 	if err != nil {
 		return nil, err
 	}
-	if err := svc.Usage.UpdateUsage(ctx, userID, func(u *Usage) error {
-		return u.AdmitMessages(svc.now(), svc.Limits, len(drafts))
+	now := svc.now()
+	if err := svc.Usage.UpdateUsage(ctx, userID, Day(now), func(u *Usage) error {
+		return u.AdmitMessages(now, svc.Limits, len(drafts))
 	}); err != nil {
 		return nil, err
 	}

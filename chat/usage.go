@@ -18,76 +18,84 @@ type Limits struct {
 	TokensPerDay      int
 }
 
-// Usage is what one user has spent in the current windows. It is stored (one
-// document per user), so the limits hold across all server instances.
+// MaxTurnsPerMinute bounds TurnsPerMinute: a turn reads one small slot
+// document per turn allowed in a minute.
+const MaxTurnsPerMinute = 100
+
+// Usage is a user's appended messages in the current minute and tokens
+// spent on the current day. It is stored, so the limits hold across all
+// server instances.
 type Usage struct {
 	UserID         string
-	Minute         int64 // unix minute of the turn and message window
-	MinuteTurns    int
-	MinuteMessages int    // appended by the client (not by turns)
-	Day            string // UTC date of the token window, YYYY-MM-DD
+	Minute         int64 // unix minute of the message window
+	MinuteMessages int   // appended by the client (not by turns)
+	Day            string
 	DayTokens      int
 }
 
-// UsageRepo stores usage. UpdateUsage reads the user's usage (zero if none),
-// calls fn and stores the result, atomically; fn may run more than once.
+// UsageRepo stores usage.
 type UsageRepo interface {
-	UpdateUsage(ctx context.Context, userID string, fn func(*Usage) error) error
+	// UpdateUsage reads the user's message window and their spend on day
+	// (zero if none), calls fn and stores the window, atomically; fn may
+	// run more than once.
+	UpdateUsage(ctx context.Context, userID, day string, fn func(*Usage) error) error
+	// AddTokens adds n to the user's spend on day without reading it, so
+	// that concurrent turns of one user never wait for each other.
+	AddTokens(ctx context.Context, userID, day string, n int) error
 }
 
-// Admit counts one turn at now, or refuses it with ERATELIMITED and how long
-// to wait.
-func (u *Usage) Admit(now time.Time, l Limits) error {
-	if err := u.admitDay(now, l); err != nil {
-		return err
+// Day is the UTC date of now, as usage is kept by.
+func Day(now time.Time) string { return now.UTC().Format(time.DateOnly) }
+
+// AdmitTurn admits a turn at now, given the user's spend today and the
+// minute each of their rate-limit slots was last taken in, and returns the
+// slot to take (NoSlot without a turn limit). A turn takes a slot that was
+// not taken this minute, so at most TurnsPerMinute turns run in a minute
+// however many instances serve them, and concurrent turns of one user
+// take different slots rather than queueing for one document. pick chooses
+// among free slots (random, so that concurrent turns rarely pick the same).
+func AdmitTurn(now time.Time, l Limits, dayTokens int, slots []int64, pick func(n int) int) (int, error) {
+	if err := admitDay(now, l, dayTokens); err != nil {
+		return NoSlot, err
 	}
-	if l.TurnsPerMinute > 0 && u.MinuteTurns >= l.TurnsPerMinute {
-		return limited(u.nextMinute(now), "limit of %d turns per minute reached", l.TurnsPerMinute)
+	if l.TurnsPerMinute <= 0 {
+		return NoSlot, nil
 	}
-	u.MinuteTurns++
-	return nil
+	minute := now.Unix() / 60
+	var free []int
+	for i := range min(l.TurnsPerMinute, len(slots)) {
+		if slots[i] != minute {
+			free = append(free, i)
+		}
+	}
+	if len(free) == 0 {
+		return NoSlot, limited(time.Unix((minute+1)*60, 0).Sub(now), "limit of %d turns per minute reached", l.TurnsPerMinute)
+	}
+	return free[pick(len(free))], nil
 }
 
 // AdmitMessages counts n appended messages at now, or refuses them all.
 func (u *Usage) AdmitMessages(now time.Time, l Limits, n int) error {
-	if err := u.admitDay(now, l); err != nil {
+	if err := admitDay(now, l, u.DayTokens); err != nil {
 		return err
 	}
+	if m := now.Unix() / 60; m != u.Minute {
+		u.Minute, u.MinuteMessages = m, 0
+	}
 	if l.MessagesPerMinute > 0 && u.MinuteMessages+n > l.MessagesPerMinute {
-		return limited(u.nextMinute(now), "limit of %d appended messages per minute reached", l.MessagesPerMinute)
+		return limited(time.Unix((u.Minute+1)*60, 0).Sub(now), "limit of %d appended messages per minute reached", l.MessagesPerMinute)
 	}
 	u.MinuteMessages += n
 	return nil
 }
 
 // admitDay refuses once the day's tokens are spent.
-func (u *Usage) admitDay(now time.Time, l Limits) error {
-	u.roll(now)
-	if l.TokensPerDay > 0 && u.DayTokens >= l.TokensPerDay {
+func admitDay(now time.Time, l Limits, dayTokens int) error {
+	if l.TokensPerDay > 0 && dayTokens >= l.TokensPerDay {
 		midnight := now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)
 		return limited(midnight.Sub(now), "daily token limit of %d reached", l.TokensPerDay)
 	}
 	return nil
-}
-
-func (u *Usage) nextMinute(now time.Time) time.Duration {
-	return time.Unix((u.Minute+1)*60, 0).Sub(now)
-}
-
-// AddTokens records model tokens spent at now.
-func (u *Usage) AddTokens(now time.Time, n int) {
-	u.roll(now)
-	u.DayTokens += n
-}
-
-// roll starts new windows when now has left the stored ones.
-func (u *Usage) roll(now time.Time) {
-	if m := now.Unix() / 60; m != u.Minute {
-		u.Minute, u.MinuteTurns, u.MinuteMessages = m, 0, 0
-	}
-	if d := now.UTC().Format(time.DateOnly); d != u.Day {
-		u.Day, u.DayTokens = d, 0
-	}
 }
 
 func limited(wait time.Duration, format string, args ...any) error {
@@ -101,8 +109,17 @@ func limited(wait time.Duration, format string, args ...any) error {
 
 // UsageStore reads and deletes a user's usage, for export and erasure.
 type UsageStore interface {
-	GetUsage(ctx context.Context, userID string) (*Usage, error) // nil if none
+	// GetUsage returns the user's usage records, nil if none.
+	GetUsage(ctx context.Context, userID string) (*UsageRecord, error)
 	DeleteUsage(ctx context.Context, userID string) (int, error)
+}
+
+// UsageRecord is everything stored of a user's usage.
+type UsageRecord struct {
+	Minute         int64          // of the message window
+	MinuteMessages int            // appended in it
+	Days           map[string]int // tokens spent, by UTC day
+	TurnMinutes    []int64        // the minute each rate-limit slot was last taken in
 }
 
 // UsageData is a user's rate-limit windows as personal data.
@@ -114,7 +131,8 @@ func (d UsageData) ExportUser(ctx context.Context, userID string) (any, error) {
 	if err != nil || u == nil {
 		return nil, err
 	}
-	return map[string]any{"minute": u.Minute, "turnsThisMinute": u.MinuteTurns, "messagesThisMinute": u.MinuteMessages, "day": u.Day, "tokensToday": u.DayTokens}, nil
+	return map[string]any{"minute": u.Minute, "messagesThisMinute": u.MinuteMessages,
+		"tokensByDay": u.Days, "turnSlotMinutes": u.TurnMinutes}, nil
 }
 
 // EraseUser deletes the user's usage.

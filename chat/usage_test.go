@@ -7,35 +7,66 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-func TestUsageWindows(t *testing.T) {
-	l := Limits{TurnsPerMinute: 2, TokensPerDay: 100}
+func TestAdmitTurn(t *testing.T) {
 	noon := time.Date(2026, 3, 10, 12, 0, 10, 0, time.UTC)
-	var u Usage
-	for i := 0; i < 2; i++ {
-		if err := u.Admit(noon, l); err != nil {
+	minute := noon.Unix() / 60
+	first := func(int) int { return 0 }
+	for _, tc := range []struct {
+		name      string
+		limits    Limits
+		dayTokens int
+		slots     []int64
+		at        time.Time
+		wantSlot  int
+		wantRetry time.Duration // 0: admitted
+	}{
+		{name: "no limits", limits: Limits{}, slots: nil, at: noon, wantSlot: NoSlot},
+		{name: "fresh user", limits: Limits{TurnsPerMinute: 2}, slots: []int64{0, 0}, at: noon, wantSlot: 0},
+		{name: "one slot taken", limits: Limits{TurnsPerMinute: 2}, slots: []int64{minute, 0}, at: noon, wantSlot: 1},
+		{name: "slots from an earlier minute are free", limits: Limits{TurnsPerMinute: 2}, slots: []int64{minute - 1, minute - 5}, at: noon, wantSlot: 0},
+		{name: "all taken this minute", limits: Limits{TurnsPerMinute: 2}, slots: []int64{minute, minute}, at: noon.Add(49 * time.Second), wantRetry: time.Second},
+		{name: "all taken, early in the minute", limits: Limits{TurnsPerMinute: 2}, slots: []int64{minute, minute}, at: noon, wantRetry: 50 * time.Second},
+		{name: "a new minute", limits: Limits{TurnsPerMinute: 2}, slots: []int64{minute, minute}, at: noon.Add(50 * time.Second), wantSlot: 0},
+		{name: "limit lowered below stored slots", limits: Limits{TurnsPerMinute: 1}, slots: []int64{minute, 0}, at: noon, wantRetry: 50 * time.Second},
+		{name: "day spent", limits: Limits{TurnsPerMinute: 2, TokensPerDay: 100}, dayTokens: 100, slots: []int64{0, 0}, at: noon.Add(2 * time.Minute),
+			wantRetry: 12*time.Hour - 2*time.Minute - 10*time.Second},
+		{name: "day nearly spent", limits: Limits{TokensPerDay: 100}, dayTokens: 99, at: noon, wantSlot: NoSlot},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			slot, err := AdmitTurn(tc.at, tc.limits, tc.dayTokens, tc.slots, first)
+			if tc.wantRetry != 0 {
+				if sessions.ErrorCode(err) != sessions.ERATELIMITED || sessions.RetryAfter(err) != tc.wantRetry {
+					t.Fatalf("got slot %d, %v (retry %s); want rate limited, retry %s", slot, err, sessions.RetryAfter(err), tc.wantRetry)
+				}
+				return
+			}
+			if err != nil || slot != tc.wantSlot {
+				t.Fatalf("got slot %d, %v; want slot %d", slot, err, tc.wantSlot)
+			}
+		})
+	}
+}
+
+// TestAdmitTurnPicksAmongFree: the chooser sees only free slots.
+func TestAdmitTurnPicksAmongFree(t *testing.T) {
+	noon := time.Date(2026, 3, 10, 12, 0, 10, 0, time.UTC)
+	m := noon.Unix() / 60
+	slots := []int64{m, 0, m, 0, m}
+	seen := map[int]bool{}
+	for i := range 2 {
+		slot, err := AdmitTurn(noon, Limits{TurnsPerMinute: 5}, 0, slots, func(n int) int {
+			if n != 2 {
+				t.Fatalf("chooser offered %d slots, want 2", n)
+			}
+			return i
+		})
+		if err != nil {
 			t.Fatal(err)
 		}
+		seen[slot] = true
 	}
-	err := u.Admit(noon.Add(49*time.Second), l)
-	if sessions.ErrorCode(err) != sessions.ERATELIMITED || sessions.RetryAfter(err) != time.Second {
-		t.Errorf("third turn at 12:00:59: %v (retry %s)", err, sessions.RetryAfter(err))
-	}
-	if err := u.Admit(noon.Add(50*time.Second), l); err != nil {
-		t.Errorf("a new minute: %v", err)
-	}
-	u.AddTokens(noon, 100)
-	err = u.Admit(noon.Add(2*time.Minute), l)
-	if sessions.ErrorCode(err) != sessions.ERATELIMITED || sessions.RetryAfter(err) != 12*time.Hour-2*time.Minute-10*time.Second {
-		t.Errorf("over the daily budget: %v (retry %s)", err, sessions.RetryAfter(err))
-	}
-	if err := u.Admit(time.Date(2026, 3, 11, 0, 0, 0, 0, time.UTC), l); err != nil {
-		t.Errorf("next day: %v", err)
-	}
-	var free Usage
-	for i := 0; i < 100; i++ {
-		if err := free.Admit(noon, Limits{}); err != nil {
-			t.Fatalf("no limits: %v", err)
-		}
+	if !seen[1] || !seen[3] {
+		t.Fatalf("picked %v, want slots 1 and 3", seen)
 	}
 }
 
@@ -52,13 +83,10 @@ func TestAppendedMessagesWindow(t *testing.T) {
 	if err := u.AdmitMessages(noon, l, 1); err != nil || u.MinuteMessages != 5 {
 		t.Errorf("a refused batch counted: %v, %d messages", err, u.MinuteMessages)
 	}
-	if err := u.Admit(noon, Limits{TurnsPerMinute: 1}); err != nil {
-		t.Errorf("turns have their own window: %v", err)
-	}
 	if err := u.AdmitMessages(noon.Add(50*time.Second), l, 5); err != nil {
 		t.Errorf("a new minute: %v", err)
 	}
-	u.AddTokens(noon.Add(time.Minute), 100)
+	u.DayTokens = 100
 	if err := u.AdmitMessages(noon.Add(2*time.Minute), l, 1); sessions.ErrorCode(err) != sessions.ERATELIMITED {
 		t.Errorf("over the day's tokens: %v", err)
 	}

@@ -208,42 +208,63 @@ func (db *DB) readStored(ctx context.Context, sessionID string, extra ...*firest
 
 // writeSession writes s in b on condition that the session document is as
 // it was read (or, for a new session, that there is none).
-func writeSession(b *firestore.WriteBatch, ref *firestore.DocumentRef, st *stored, s *sessions.Session) {
+func writeSession(w *writes, ref *firestore.DocumentRef, st *stored, s *sessions.Session) {
 	if !st.exists {
-		b.Create(ref, toSessionDoc(s))
+		w.Create(ref, toSessionDoc(s))
 		return
 	}
-	b.Update(ref, fieldUpdates(toSessionDoc(s)), firestore.LastUpdateTime(st.sessionTime))
+	w.Update(ref, fieldUpdates(toSessionDoc(s)), firestore.LastUpdateTime(st.sessionTime))
 }
 
 // writeContext writes tail t of session s in b, changing only what differs
 // from what was read (see layout), and the head on condition that it is
 // as read. Every writer of a context writes its head, so that condition
 // guards pages and summary too.
-func (db *DB) writeContext(b *firestore.WriteBatch, st *stored, s *sessions.Session, t *history.Tail) error {
+func (db *DB) writeContext(w *writes, st *stored, s *sessions.Session, t *history.Tail) (*pagePlan, error) {
 	c := db.contextOf(s.ID)
 	l, err := layout(c, st, s, t)
 	if err != nil {
-		return err
+		return nil, err
 	}
 	if st.legacy {
-		b.Delete(c.Doc(legacyTailDocID))
+		w.Delete(c.Doc(legacyTailDocID))
 	}
 	for _, slot := range l.del {
-		b.Delete(c.Doc(pageID(slot)))
+		w.Delete(c.Doc(pageID(slot)))
 	}
 	for slot, p := range l.set {
-		b.Set(c.Doc(pageID(slot)), p)
+		w.Set(c.Doc(pageID(slot)), p)
 	}
 	if l.summary {
-		b.Set(c.Doc(summaryDocID), summaryDoc{UserID: s.UserID, Compaction: toCompactionDoc(s.UserID, t.Compaction)})
+		w.Set(c.Doc(summaryDocID), summaryDoc{UserID: s.UserID, Compaction: toCompactionDoc(s.UserID, t.Compaction)})
 	}
 	if st.headTime.IsZero() {
-		b.Create(c.Doc(headDocID), l.head)
+		w.Create(c.Doc(headDocID), l.head)
 	} else {
-		b.Update(c.Doc(headDocID), fieldUpdates(l.head), firestore.LastUpdateTime(st.headTime))
+		w.Update(c.Doc(headDocID), fieldUpdates(l.head), firestore.LastUpdateTime(st.headTime))
 	}
-	return nil
+	return l, nil
+}
+
+// after returns what st becomes once a commit of w wrote session s and
+// tail t as laid out by l (nil: the context was not written).
+func (st *stored) after(w *writes, res []*firestore.WriteResult, sref, head *firestore.DocumentRef, s *sessions.Session, t *history.Tail, l *pagePlan) *stored {
+	n := *st
+	if s != nil {
+		n.exists, n.s = true, s
+		n.sessionTime, _ = w.time(res, sref)
+	}
+	if l != nil {
+		n.t, n.head, n.legacy, n.summaryEnd = t, l.head, false, compactionEnd(t.Compaction)
+		n.headTime, _ = w.time(res, head)
+		for slot, p := range l.set {
+			n.pages[slot] = p
+		}
+		for _, slot := range l.del {
+			n.pages[slot] = nil
+		}
+	}
+	return &n
 }
 
 // pagePlan is what writing a tail changes of its context documents.
@@ -379,8 +400,9 @@ func (db *DB) UpdateTail(ctx context.Context, sessionID string, fn func(*session
 		if err := fn(st.s, t); err != nil {
 			return nil, err
 		}
-		b := db.client.Batch()
-		return b, db.writeContext(b, st, st.s, t)
+		w := db.newWrites()
+		_, err = db.writeContext(w, st, st.s, t)
+		return w.b, err
 	})
 	return err
 }
@@ -402,10 +424,11 @@ func (db *DB) SaveCompaction(ctx context.Context, sessionID string, c *history.C
 		if err := fn(s, t); err != nil {
 			return nil, err
 		}
-		b := db.client.Batch()
-		b.Create(cref, toCompactionDoc(s.UserID, c))
-		writeSession(b, db.sessionRef(sessionID), st, s)
-		return b, db.writeContext(b, st, s, t)
+		w := db.newWrites()
+		w.Create(cref, toCompactionDoc(s.UserID, c))
+		writeSession(w, db.sessionRef(sessionID), st, s)
+		_, err = db.writeContext(w, st, s, t)
+		return w.b, err
 	})
 	return err
 }

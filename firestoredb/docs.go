@@ -102,6 +102,7 @@ type messageDoc struct {
 	ClientMessageID string         `firestore:"clientMessageId,omitempty"`
 	BatchSize       int            `firestore:"batchSize,omitempty"` // on keyed batches: how many messages share the key
 	Metadata        messageMetaDoc `firestore:"metadata"`
+	ReplyBy         *time.Time     `firestore:"replyBy,omitempty"` // a keyed turn's lease on answering this message
 }
 
 // msgFields are what a message document and its copy in a tail share.
@@ -143,8 +144,12 @@ type messageMetaDoc struct {
 }
 
 func toMessageDoc(m *history.Message, batchSize int) *messageDoc {
+	var replyBy *time.Time
+	if !m.ReplyBy.IsZero() {
+		replyBy = &m.ReplyBy
+	}
 	return &messageDoc{
-		UserID: m.UserID, msgFields: toMsgFields(m), ClientMessageID: m.ClientMessageID, BatchSize: batchSize,
+		UserID: m.UserID, msgFields: toMsgFields(m), ClientMessageID: m.ClientMessageID, BatchSize: batchSize, ReplyBy: replyBy,
 		Metadata: messageMetaDoc{Model: m.Metadata.Model, Sources: m.Metadata.Sources,
 			ToolsUsed: m.Metadata.ToolsUsed, DurationMs: m.Metadata.DurationMs,
 			FinishReason: m.Metadata.FinishReason},
@@ -158,6 +163,9 @@ func decodeMessage(snap *firestore.DocumentSnapshot) (history.Message, int, erro
 	}
 	m := d.message(snap.Ref.ID, snap.Ref.Parent.Parent.ID)
 	m.UserID, m.ClientMessageID = d.UserID, d.ClientMessageID
+	if d.ReplyBy != nil {
+		m.ReplyBy = d.ReplyBy.UTC()
+	}
 	m.Metadata = history.MessageMetadata{Model: d.Metadata.Model, Sources: d.Metadata.Sources,
 		ToolsUsed: d.Metadata.ToolsUsed, DurationMs: d.Metadata.DurationMs, FinishReason: d.Metadata.FinishReason}
 	return m, d.BatchSize, nil

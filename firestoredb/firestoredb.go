@@ -210,3 +210,49 @@ func structUpdates(v reflect.Value) []firestore.Update {
 	}
 	return out
 }
+
+// writes is a write batch that remembers the place of each write, so that
+// the update time a commit gave a document can be found in its results.
+type writes struct {
+	b  *firestore.WriteBatch
+	n  int
+	at map[string]int // document path → index of its write
+}
+
+func (db *DB) newWrites() *writes {
+	return &writes{b: db.client.Batch(), at: map[string]int{}}
+}
+
+func (w *writes) note(ref *firestore.DocumentRef) {
+	w.at[ref.Path] = w.n
+	w.n++
+}
+
+func (w *writes) Create(ref *firestore.DocumentRef, data any) {
+	w.note(ref)
+	w.b.Create(ref, data)
+}
+
+func (w *writes) Set(ref *firestore.DocumentRef, data any, opts ...firestore.SetOption) {
+	w.note(ref)
+	w.b.Set(ref, data, opts...)
+}
+
+func (w *writes) Update(ref *firestore.DocumentRef, u []firestore.Update, pre ...firestore.Precondition) {
+	w.note(ref)
+	w.b.Update(ref, u, pre...)
+}
+
+func (w *writes) Delete(ref *firestore.DocumentRef, pre ...firestore.Precondition) {
+	w.note(ref)
+	w.b.Delete(ref, pre...)
+}
+
+// time returns the update time the commit gave ref's document.
+func (w *writes) time(res []*firestore.WriteResult, ref *firestore.DocumentRef) (time.Time, bool) {
+	i, ok := w.at[ref.Path]
+	if !ok || i >= len(res) {
+		return time.Time{}, false
+	}
+	return res[i].UpdateTime, true
+}

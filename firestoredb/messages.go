@@ -46,15 +46,15 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 			out = &history.Appended{Session: st.s, Tail: st.t, Messages: stored, Replayed: true}
 			return nil, nil
 		}
-		b := db.client.Batch()
-		db.createMessages(b, sessionID, key, write)
+		w := db.newWrites()
+		db.createMessages(w, sessionID, key, write)
 		t.SetIDs(write)
-		writeSession(b, db.sessionRef(sessionID), st, s)
-		if err := db.writeContext(b, st, s, t); err != nil {
+		writeSession(w, db.sessionRef(sessionID), st, s)
+		if _, err := db.writeContext(w, st, s, t); err != nil {
 			return nil, err
 		}
 		out = &history.Appended{Session: s, Tail: t, Messages: write}
-		return b, nil
+		return w.b, nil
 	})
 	if err != nil {
 		return nil, err
@@ -64,7 +64,7 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 
 // createMessages adds the creation of msgs to b, naming those without an
 // id: by the batch's key (so a retry finds them), else at random.
-func (db *DB) createMessages(b *firestore.WriteBatch, sessionID, key string, msgs []history.Message) {
+func (db *DB) createMessages(w *writes, sessionID, key string, msgs []history.Message) {
 	coll := db.messagesOf(sessionID)
 	batch := 0
 	if key != "" {
@@ -79,7 +79,7 @@ func (db *DB) createMessages(b *firestore.WriteBatch, sessionID, key string, msg
 			ref = coll.Doc(history.KeyDocID(key, i))
 		}
 		msgs[i].ID = ref.ID
-		b.Create(ref, toMessageDoc(&msgs[i], batch))
+		w.Create(ref, toMessageDoc(&msgs[i], batch))
 	}
 }
 

@@ -9,7 +9,6 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -206,36 +205,4 @@ func (db *DB) deleteAll(ctx context.Context, snaps []*firestore.DocumentSnapshot
 		n++
 	}
 	return n, nil
-}
-
-// GetUsage returns a user's usage, or nil if there is none.
-func (db *DB) GetUsage(ctx context.Context, userID string) (*chat.Usage, error) {
-	ctx, cancel := db.op(ctx)
-	defer cancel()
-	snap, err := db.client.Collection(UsageCollection).Doc(UserDocID(userID)).Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, translate(err)
-	}
-	var d usageDoc
-	if err := snap.DataTo(&d); err != nil {
-		return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
-	}
-	return &chat.Usage{UserID: d.UserID, Minute: d.Minute, MinuteTurns: d.MinuteTurns, MinuteMessages: d.MinuteMsgs, Day: d.Day, DayTokens: d.DayTokens}, nil
-}
-
-// DeleteUsage deletes a user's usage document; it returns 1 if there was one.
-func (db *DB) DeleteUsage(ctx context.Context, userID string) (int, error) {
-	ctx, cancel := db.op(ctx)
-	defer cancel()
-	ref := db.client.Collection(UsageCollection).Doc(UserDocID(userID))
-	if _, err := ref.Get(ctx); status.Code(err) == codes.NotFound {
-		return 0, nil
-	}
-	if _, err := ref.Delete(ctx); err != nil {
-		return 0, translate(err)
-	}
-	return 1, nil
 }

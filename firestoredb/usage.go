@@ -4,26 +4,41 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"fmt"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/sessions"
 )
 
-// UsageCollection holds one document per user with the spend of the
-// current rate-limit windows.
-const UsageCollection = "chat_usage"
+// A user's usage is kept in documents no two concurrent turns of theirs
+// need to write alike:
+//
+//	chat_usage/{uid}                  the appended-messages window (appends only)
+//	chat_usage/{uid}/usageDays/{day}  tokens spent that UTC day, added to by increments
+//	chat_usage/{uid}/turnSlots/sNN    the minute each turn slot was last taken in
+const (
+	UsageCollection     = "chat_usage"
+	UsageDaysCollection = "usageDays"
+	TurnSlotsCollection = "turnSlots"
+)
 
 type usageDoc struct {
-	UserID      string `firestore:"userId"`
-	Minute      int64  `firestore:"minute"`
-	MinuteTurns int    `firestore:"minuteTurns"`
-	MinuteMsgs  int    `firestore:"minuteMessages"`
-	Day         string `firestore:"day"`
-	DayTokens   int    `firestore:"dayTokens"`
+	UserID     string `firestore:"userId"`
+	Minute     int64  `firestore:"minute"`
+	MinuteMsgs int    `firestore:"minuteMessages"`
+}
+
+type dayDoc struct {
+	UserID string `firestore:"userId"`
+	Day    string `firestore:"day"`
+	Tokens int    `firestore:"tokens"`
+}
+
+type slotDoc struct {
+	UserID string `firestore:"userId"`
+	Minute int64  `firestore:"minute"`
 }
 
 // UserDocID is the document id used for a user's own documents: the uid
@@ -36,24 +51,132 @@ func UserDocID(uid string) string {
 	return "h" + hex.EncodeToString(h[:20])
 }
 
-func (db *DB) UpdateUsage(ctx context.Context, userID string, fn func(*chat.Usage) error) error {
-	ref := db.client.Collection(UsageCollection).Doc(UserDocID(userID))
+func (db *DB) usageRef(userID string) *firestore.DocumentRef {
+	return db.client.Collection(UsageCollection).Doc(UserDocID(userID))
+}
+
+func (db *DB) dayRef(userID, day string) *firestore.DocumentRef {
+	return db.usageRef(userID).Collection(UsageDaysCollection).Doc(day)
+}
+
+func (db *DB) slotRef(userID string, i int) *firestore.DocumentRef {
+	return db.usageRef(userID).Collection(TurnSlotsCollection).Doc(fmt.Sprintf("s%02d", i))
+}
+
+func (db *DB) UpdateUsage(ctx context.Context, userID, day string, fn func(*chat.Usage) error) error {
+	ref, dref := db.usageRef(userID), db.dayRef(userID, day)
 	return db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		var d usageDoc
-		snap, err := tx.Get(ref)
-		switch {
-		case status.Code(err) == codes.NotFound:
-		case err != nil:
+		snaps, err := tx.GetAll([]*firestore.DocumentRef{ref, dref})
+		if err != nil {
 			return err
-		default:
-			if err := snap.DataTo(&d); err != nil {
-				return err
-			}
 		}
-		u := chat.Usage{UserID: userID, Minute: d.Minute, MinuteTurns: d.MinuteTurns, MinuteMessages: d.MinuteMsgs, Day: d.Day, DayTokens: d.DayTokens}
+		var d usageDoc
+		var dd dayDoc
+		if err := dataTo(snaps[0], &d); err != nil {
+			return err
+		}
+		if err := dataTo(snaps[1], &dd); err != nil {
+			return err
+		}
+		u := chat.Usage{UserID: userID, Minute: d.Minute, MinuteMessages: d.MinuteMsgs, Day: day, DayTokens: dd.Tokens}
 		if err := fn(&u); err != nil {
 			return err
 		}
-		return tx.Set(ref, usageDoc{UserID: userID, Minute: u.Minute, MinuteTurns: u.MinuteTurns, MinuteMsgs: u.MinuteMessages, Day: u.Day, DayTokens: u.DayTokens})
+		return tx.Set(ref, usageDoc{UserID: userID, Minute: u.Minute, MinuteMsgs: u.MinuteMessages})
 	})
+}
+
+// dataTo decodes snap into v, leaving v as it is if there is no document.
+func dataTo(snap *firestore.DocumentSnapshot, v any) error {
+	if !snap.Exists() {
+		return nil
+	}
+	if err := snap.DataTo(v); err != nil {
+		return sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+	}
+	return nil
+}
+
+// addTokens adds n to the user's spend on day in w: an increment, so
+// concurrent turns never conflict over it.
+func (db *DB) addTokens(w *writes, userID, day string, n int) {
+	w.Set(db.dayRef(userID, day), map[string]any{"userId": userID, "day": day, "tokens": firestore.Increment(n)}, firestore.MergeAll)
+}
+
+func (db *DB) AddTokens(ctx context.Context, userID, day string, n int) error {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	w := db.newWrites()
+	db.addTokens(w, userID, day, n)
+	_, err := w.b.Commit(ctx)
+	return translate(err)
+}
+
+// GetUsage returns a user's usage documents, or nil if there are none.
+func (db *DB) GetUsage(ctx context.Context, userID string) (*chat.UsageRecord, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	snap, err := db.usageRef(userID).Get(ctx)
+	if err != nil && !isNotFound(err) {
+		return nil, translate(err)
+	}
+	r := &chat.UsageRecord{Days: map[string]int{}}
+	found := err == nil
+	if found {
+		var d usageDoc
+		if err := dataTo(snap, &d); err != nil {
+			return nil, err
+		}
+		r.Minute, r.MinuteMessages = d.Minute, d.MinuteMsgs
+	}
+	days, err := db.getAll(ctx, db.usageRef(userID).Collection(UsageDaysCollection).Query)
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range days {
+		var d dayDoc
+		if err := dataTo(s, &d); err != nil {
+			return nil, err
+		}
+		r.Days[d.Day] = d.Tokens
+	}
+	slots, err := db.getAll(ctx, db.usageRef(userID).Collection(TurnSlotsCollection).OrderBy(firestore.DocumentID, firestore.Asc))
+	if err != nil {
+		return nil, err
+	}
+	for _, s := range slots {
+		var d slotDoc
+		if err := dataTo(s, &d); err != nil {
+			return nil, err
+		}
+		r.TurnMinutes = append(r.TurnMinutes, d.Minute)
+	}
+	if !found && len(days) == 0 && len(slots) == 0 {
+		return nil, nil
+	}
+	return r, nil
+}
+
+// DeleteUsage deletes a user's usage documents and returns how many there
+// were.
+func (db *DB) DeleteUsage(ctx context.Context, userID string) (int, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	n := 0
+	if _, err := db.usageRef(userID).Get(ctx); err == nil {
+		if _, err := db.usageRef(userID).Delete(ctx); err != nil {
+			return n, translate(err)
+		}
+		n++
+	} else if !isNotFound(err) {
+		return n, translate(err)
+	}
+	for _, name := range []string{UsageDaysCollection, TurnSlotsCollection} {
+		m, err := db.deleteQuery(ctx, db.usageRef(userID).Collection(name).Query)
+		n += m
+		if err != nil {
+			return n, err
+		}
+	}
+	return n, nil
 }

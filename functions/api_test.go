@@ -285,9 +285,10 @@ func TestModelFailureRetry(t *testing.T) {
 	if !replay.Replayed || replay.Reply.ID != ok.Reply.ID || len(h.model.Requests()) != calls {
 		t.Errorf("replay: %+v, model calls %d → %d", replay, calls, len(h.model.Requests()))
 	}
-	// The same key in the same session with another message is a conflict.
-	if r := h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": "different", "clientMessageId": "turn-1"}); r.status != 200 || !strings.Contains(string(r.body), `"replayed":true`) {
-		t.Errorf("a key whose turn completed replays it: %d %s", r.status, r.body)
+	// The same key with another message is a conflict, never a replay of
+	// the turn it named.
+	if r := h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": "different", "clientMessageId": "turn-1"}); r.status != 409 || !strings.Contains(string(r.body), "already used") {
+		t.Errorf("a key reused for another message: %d %s", r.status, r.body)
 	}
 	if got := len(h.messages(alice.token, id)); got != 2 {
 		t.Errorf("%d messages", got)

@@ -35,6 +35,7 @@ type Store interface {
 	history.Repo
 	chat.UsageRepo
 	chat.UsageStore
+	chat.TurnStore
 	retention.Repo
 	retention.PrivacyRepo
 	longterm.Repo
@@ -98,6 +99,7 @@ func NewApp(cfg Config, d Deps) *App {
 	background := chat.Metered(d.Model, d.Tokens)
 	hs.Summarizer = llm.Summarizer{Model: background}
 	cs := &chat.Service{
+		Turns:               d.Store,
 		Sessions:            ss,
 		History:             hs,
 		Model:               d.Model,

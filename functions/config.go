@@ -7,6 +7,7 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -113,7 +114,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		SystemPrompt:       str("SYSTEM_PROMPT", DefaultSystemPrompt),
 		MaxBodyBytes:       int64(num("MAX_BODY_BYTES", DefaultMaxBodyBytes, 1024, 32<<20)),
 		MaxSessionMessages: num("MAX_SESSION_MESSAGES", DefaultMaxSessionMessages, 0, many),
-		TurnsPerMinute:     num("RATE_TURNS_PER_MINUTE", DefaultTurnsPerMinute, 0, many),
+		TurnsPerMinute:     num("RATE_TURNS_PER_MINUTE", DefaultTurnsPerMinute, 0, chat.MaxTurnsPerMinute),
 		MessagesPerMinute:  num("RATE_MESSAGES_PER_MINUTE", DefaultMessagesPerMinute, 0, many),
 		TokensPerDay:       num("RATE_TOKENS_PER_DAY", DefaultTokensPerDay, 0, many),
 		ContextBudget:      num("CONTEXT_TOKEN_BUDGET", 0, 0, sessions.MaxBudgetTokens),

@@ -20,6 +20,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"firebase.google.com/go/v4/auth"
 
+	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/emulator"
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
@@ -87,7 +88,7 @@ func testConfig() functions.Config {
 	return functions.Config{
 		Backend: "firestore", ProjectID: authProject(), ChatModel: "gpt-4o-mini",
 		SystemPrompt: "You are a test assistant.", MaxBodyBytes: 64 << 10,
-		MaxSessionMessages: 1000, TurnsPerMinute: 1000, TokensPerDay: 10_000_000,
+		MaxSessionMessages: 1000, TurnsPerMinute: chat.MaxTurnsPerMinute, TokensPerDay: 10_000_000,
 		ModelTimeout: 10 * time.Second, AllowedOrigins: []string{"https://app.example.com"},
 	}
 }

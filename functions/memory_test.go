@@ -135,7 +135,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // session compacts again and again, every raw message is kept, every
 // request fits the budget, and each summary extends the previous one.
 func TestLongConversation(t *testing.T) {
-	h := newHarness(t)
+	h := newHarness(t, func(c *functions.Config) { c.TurnsPerMinute = 0 }) // more turns than a minute allows, on a stopped clock
 	sc := h.script(&script{chat: func(r openai.ChatCompletionRequest) llmtest.Response {
 		last := r.Messages[len(r.Messages)-1].Content
 		return llmtest.Response{Content: "Noted: " + last + ". Here is a reply with a few more words to grow the history."}

@@ -97,11 +97,14 @@ type Message struct {
 	Tokens          int             `json:"tokens"`
 	ClientMessageID string          `json:"clientMessageId,omitempty"`
 	Metadata        MessageMetadata `json:"metadata"`
+	// ReplyBy, on the user message of a keyed turn, is until when the turn
+	// that stored it holds the right to answer it; zero once released.
+	ReplyBy time.Time `json:"-"`
 }
 
 // sameContent reports whether a stored message is what d asks to store:
 // the test for an idempotent retry.
-func (m *Message) sameContent(d *Draft) bool {
+func (m *Message) SameContent(d *Draft) bool {
 	return m.Role == d.Role && m.Content == d.Content && m.Name == d.Name &&
 		m.ToolCallID == d.ToolCallID && reflect.DeepEqual(nilIfEmpty(m.ToolCalls), nilIfEmpty(d.ToolCalls))
 }

@@ -112,6 +112,17 @@ func (svc *Service) Append(ctx context.Context, s *sessions.Session, key string,
 // AppendAll is Append, returning the session and its tail as they are after
 // the append too: what a turn builds its context from.
 func (svc *Service) AppendAll(ctx context.Context, s *sessions.Session, key string, drafts ...Draft) (*Appended, error) {
+	plan, err := svc.Prepare(s, key, drafts...)
+	if err != nil {
+		return nil, err
+	}
+	return svc.Repo.Append(ctx, s.ID, key, plan)
+}
+
+// Prepare validates drafts and returns the plan that appends them to
+// session s (as Append would): for callers that store the append together
+// with other writes. Messages of a keyed batch are named by KeyDocID.
+func (svc *Service) Prepare(s *sessions.Session, key string, drafts ...Draft) (Plan, error) {
 	if err := validateBatch(key, drafts); err != nil {
 		return nil, err
 	}
@@ -131,12 +142,15 @@ func (svc *Service) AppendAll(ctx context.Context, s *sessions.Session, key stri
 			ClientMessageID: key,
 			Metadata:        d.Metadata,
 		}
+		if key != "" {
+			m.ID = KeyDocID(key, i)
+		}
 		m.Tokens = svc.Tokens.Count(s.Model, &m)
 		total += m.Tokens
 		msgs[i] = m
 	}
 	userID := s.UserID
-	return svc.Repo.Append(ctx, s.ID, key, func(cur *sessions.Session, t *Tail, stored []Message) ([]Message, error) {
+	return func(cur *sessions.Session, t *Tail, stored []Message) ([]Message, error) {
 		if err := cur.CheckOwner(userID); err != nil {
 			return nil, err
 		}
@@ -168,7 +182,7 @@ func (svc *Service) AppendAll(ctx context.Context, s *sessions.Session, key stri
 		cur.Touch(now, svc.Policy)
 		t.add(out, svc.BudgetFor(cur))
 		return out, nil
-	})
+	}, nil
 }
 
 func sameBatch(stored []Message, drafts []Draft) bool {
@@ -176,7 +190,7 @@ func sameBatch(stored []Message, drafts []Draft) bool {
 		return false
 	}
 	for i := range stored {
-		if !stored[i].sameContent(&drafts[i]) {
+		if !stored[i].SameContent(&drafts[i]) {
 			return false
 		}
 	}
@@ -196,6 +210,13 @@ func (svc *Service) Find(ctx context.Context, s *sessions.Session, key string) (
 func KeyDocID(key string, i int) string {
 	h := sha256.Sum256([]byte(key))
 	return "k" + hex.EncodeToString(h[:16]) + "-" + strconv.Itoa(i)
+}
+
+// ReplyDocID is the document id of the reply to the turn keyed key. Its
+// prefix differs from KeyDocID's, so no client key can name a reply.
+func ReplyDocID(key string) string {
+	h := sha256.Sum256([]byte(key))
+	return "r" + hex.EncodeToString(h[:16])
 }
 
 // Order of a message page.

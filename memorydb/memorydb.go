@@ -23,7 +23,10 @@ type DB struct {
 	sessions map[string]*sessions.Session
 	messages map[string][]history.Message // by session; index == seq
 	keys     map[string]map[string][]int  // session → clientMessageId → seqs
-	usage    map[string]chat.Usage        // by user
+	usage    map[string]chat.Usage        // by user: the appended-messages window
+	days     map[string]map[string]int    // by user, then UTC day: tokens spent
+	slots    map[string][]int64           // by user: the minute each turn slot was taken in
+	replies  map[string]map[string]int    // session → turn key → seq of the reply
 	tails    map[string]*history.Tail     // by session
 	compact  map[string][]history.Compaction
 	users    map[string]longterm.User
@@ -42,6 +45,9 @@ func New() *DB {
 		messages: map[string][]history.Message{},
 		keys:     map[string]map[string][]int{},
 		usage:    map[string]chat.Usage{},
+		days:     map[string]map[string]int{},
+		slots:    map[string][]int64{},
+		replies:  map[string]map[string]int{},
 		tails:    map[string]*history.Tail{},
 		compact:  map[string][]history.Compaction{},
 		users:    map[string]longterm.User{},
@@ -142,6 +148,7 @@ func (db *DB) purgeLocked(id string) int {
 	delete(db.sessions, id)
 	delete(db.messages, id)
 	delete(db.keys, id)
+	delete(db.replies, id)
 	delete(db.tails, id)
 	delete(db.compact, id)
 	return n
@@ -327,16 +334,114 @@ func cloneMessage(m history.Message) history.Message {
 	return m
 }
 
-func (db *DB) UpdateUsage(_ context.Context, userID string, fn func(*chat.Usage) error) error {
+func (db *DB) UpdateUsage(_ context.Context, userID, day string, fn func(*chat.Usage) error) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	u := db.usage[userID]
-	u.UserID = userID
+	u.UserID, u.Day, u.DayTokens = userID, day, db.days[userID][day]
 	if err := fn(&u); err != nil {
 		return err
 	}
 	db.usage[userID] = u
 	return nil
+}
+
+func (db *DB) AddTokens(_ context.Context, userID, day string, n int) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.addTokensLocked(userID, day, n)
+	return nil
+}
+
+func (db *DB) addTokensLocked(userID, day string, n int) {
+	if db.days[userID] == nil {
+		db.days[userID] = map[string]int{}
+	}
+	db.days[userID][day] += n
+}
+
+// RunTurn reads, plans and writes under the store's one lock, so nothing
+// can change in between and prev is not needed.
+func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	st := &chat.TurnState{Tail: db.tail(q.SessionID), DayTokens: db.days[q.UserID][q.Day]}
+	if s, ok := db.sessions[q.SessionID]; ok {
+		st.Session = s.Clone()
+	}
+	if q.Key != "" {
+		if b := db.batch(q.SessionID, q.Key); len(b) > 0 {
+			st.Asked = &b[0]
+		}
+		if seq, ok := db.replies[q.SessionID][q.Key]; ok {
+			m := cloneMessage(db.messages[q.SessionID][seq])
+			st.Answer = &m
+		}
+	}
+	st.Slots = make([]int64, min(q.Slots, chat.MaxTurnsPerMinute))
+	copy(st.Slots, db.slots[q.UserID])
+	if u, ok := db.users[q.UserID]; q.Memory && ok && !u.Disabled {
+		st.Memory = chat.MemoryBlock{Text: u.Block, Tokens: u.BlockTokens}
+	}
+	w, err := plan(st)
+	if err != nil || w == nil {
+		return st, err
+	}
+	if w.Session != nil {
+		if st.Session == nil {
+			if _, ok := db.sessions[w.Session.ID]; ok {
+				return nil, sessions.Errorf(sessions.EINTERNAL, "memorydb: session %q exists", w.Session.ID)
+			}
+		}
+		db.sessions[q.SessionID] = w.Session.Clone()
+	}
+	for i, m := range w.Messages {
+		if m.Seq != len(db.messages[q.SessionID]) {
+			return nil, sessions.Errorf(sessions.EINTERNAL, "memorydb: seq %d out of order", m.Seq)
+		}
+		db.messages[q.SessionID] = append(db.messages[q.SessionID], cloneMessage(m))
+		switch {
+		case m.ClientMessageID != "":
+			if db.keys[q.SessionID] == nil {
+				db.keys[q.SessionID] = map[string][]int{}
+			}
+			db.keys[q.SessionID][m.ClientMessageID] = []int{m.Seq}
+			st.Asked = &w.Messages[i]
+		case q.Key != "" && m.ID == history.ReplyDocID(q.Key):
+			if db.replies[q.SessionID] == nil {
+				db.replies[q.SessionID] = map[string]int{}
+			}
+			db.replies[q.SessionID][q.Key] = m.Seq
+			st.Answer = &w.Messages[i]
+		}
+	}
+	if w.Tail != nil {
+		db.tails[q.SessionID] = cloneTail(w.Tail)
+		st.Tail = cloneTail(w.Tail)
+	}
+	if w.Lease != nil && st.Asked != nil {
+		seq := st.Asked.Seq
+		db.messages[q.SessionID][seq].ReplyBy = *w.Lease
+		a := cloneMessage(db.messages[q.SessionID][seq])
+		st.Asked = &a
+	}
+	if w.Slot >= 0 {
+		slots := db.slots[q.UserID]
+		for len(slots) <= w.Slot {
+			slots = append(slots, 0)
+		}
+		slots[w.Slot] = w.Minute
+		db.slots[q.UserID] = slots
+		st.Slots[w.Slot] = w.Minute
+	}
+	if w.Tokens > 0 {
+		db.addTokensLocked(q.UserID, q.Day, w.Tokens)
+		st.DayTokens += w.Tokens
+	}
+	if s, ok := db.sessions[q.SessionID]; ok {
+		st.Session = s.Clone()
+	}
+	return st, nil
 }
 
 func (db *DB) ExpiredSessions(_ context.Context, st sessions.Status, now time.Time, after *retention.Cursor, limit int) ([]*sessions.Session, error) {
@@ -421,24 +526,32 @@ func (db *DB) DeleteUserDocuments(_ context.Context, userID string) (int, error)
 	return n + db.eraseMemoryLocked(userID), nil
 }
 
-func (db *DB) GetUsage(_ context.Context, userID string) (*chat.Usage, error) {
+func (db *DB) GetUsage(_ context.Context, userID string) (*chat.UsageRecord, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	u, ok := db.usage[userID]
-	if !ok {
+	if !ok && len(db.days[userID]) == 0 && len(db.slots[userID]) == 0 {
 		return nil, nil
 	}
-	return &u, nil
+	r := &chat.UsageRecord{Minute: u.Minute, MinuteMessages: u.MinuteMessages, Days: map[string]int{},
+		TurnMinutes: append([]int64(nil), db.slots[userID]...)}
+	for d, n := range db.days[userID] {
+		r.Days[d] = n
+	}
+	return r, nil
 }
 
 func (db *DB) DeleteUsage(_ context.Context, userID string) (int, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if _, ok := db.usage[userID]; !ok {
-		return 0, nil
+	n := len(db.days[userID]) + len(db.slots[userID])
+	if _, ok := db.usage[userID]; ok {
+		n++
 	}
 	delete(db.usage, userID)
-	return 1, nil
+	delete(db.days, userID)
+	delete(db.slots, userID)
+	return n, nil
 }
 
 func (db *DB) GetUser(_ context.Context, userID string) (*longterm.User, error) {

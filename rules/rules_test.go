@@ -158,6 +158,7 @@ type seeded struct {
 	messages                        []string
 	compaction                      string
 	usage                           string // doc id
+	day                             string // of the usage day document
 	memory, fact                    string // alice's memory document and one fact
 }
 
@@ -185,10 +186,14 @@ func seed(t *testing.T, db *firestoredb.DB, alice, bob user) seeded {
 	storetest.Must[*sessions.Session](t)(env.Sessions.Delete(ctx, alice.uid, del.ID))
 	s.deleted = del.ID
 	s.bobs = env.NewSession(t, bob.uid).ID
-	if err := db.UpdateUsage(ctx, alice.uid, func(u *chat.Usage) error { u.MinuteTurns = 1; return nil }); err != nil {
+	if err := db.UpdateUsage(ctx, alice.uid, chat.Day(time.Now()), func(u *chat.Usage) error { u.MinuteMessages = 1; return nil }); err != nil {
 		t.Fatal(err)
 	}
 	s.usage = firestoredb.UserDocID(alice.uid)
+	s.day = chat.Day(time.Now())
+	if err := db.AddTokens(ctx, alice.uid, s.day, 5); err != nil {
+		t.Fatal(err)
+	}
 	now := time.Now().UTC()
 	u := &longterm.User{UserID: alice.uid, Profile: longterm.Profile{Work: longterm.ProfileField{Text: "Baker."}}, Block: "block",
 		Facts: []longterm.Fact{{ID: "f2", Content: "The user bakes bread.", Category: longterm.CategoryPersonal, Confidence: 0.9, CreatedAt: now, LastConfirmedAt: now}}}
@@ -225,9 +230,11 @@ func TestRules(t *testing.T) {
 		"archived session": sess(s.archived),
 		"deleted session":  sess(s.deleted),
 		"message":          sess(s.active) + "/messages/" + s.messages[0],
-		"context":          sess(s.active) + "/context/tail",
+		"context":          sess(s.active) + "/context/head",
+		"context page":     sess(s.active) + "/context/p00",
 		"compaction":       sess(s.active) + "/compactions/" + s.compaction,
 		"usage":            firestoredb.UsageCollection + "/" + s.usage,
+		"usage day":        firestoredb.UsageCollection + "/" + s.usage + "/" + firestoredb.UsageDaysCollection + "/" + s.day,
 		"memory":           s.memory,
 		"fact":             s.memory + "/facts/" + s.fact,
 	}
@@ -293,9 +300,9 @@ func TestRules(t *testing.T) {
 		if got := names(t, r); r.status != 200 || len(got) != 1 {
 			t.Errorf("owner lists a deleted session's messages (recovery): %d %v", r.status, got)
 		}
-		for _, col := range []string{"compactions", "context"} {
-			if r := f.query(alice.token, sess(s.active), col, "", false); r.status != 200 || len(names(t, r)) != 1 {
-				t.Errorf("owner lists %s: %d %s", col, r.status, r.body)
+		for col, want := range map[string]int{"compactions": 1, "context": 3} { // head, summary, one page
+			if r := f.query(alice.token, sess(s.active), col, "", false); r.status != 200 || len(names(t, r)) != want {
+				t.Errorf("owner lists %s: %d, %d documents %v", col, r.status, len(names(t, r)), names(t, r))
 			}
 		}
 		for who, u := range callers {

@@ -116,6 +116,19 @@ func (in *CreateInput) UnmarshalJSON(data []byte) error {
 
 // Create starts an active session owned by userID.
 func (svc *Service) Create(ctx context.Context, userID string, in CreateInput) (*Session, error) {
+	s, err := svc.New(userID, in)
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.Repo.CreateSession(ctx, s); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// New returns the session Create would store, without storing it: for
+// callers that store it together with other writes.
+func (svc *Service) New(userID string, in CreateInput) (*Session, error) {
 	if err := checkUser(userID); err != nil {
 		return nil, err
 	}
@@ -161,9 +174,6 @@ func (svc *Service) Create(ctx context.Context, userID string, in CreateInput) (
 		s.Title, s.TitleSource = DefaultTitle, TitleDefault
 	}
 	s.ExpiresAt = svc.Policy.ExpiresAt(s)
-	if err := svc.Repo.CreateSession(ctx, s); err != nil {
-		return nil, err
-	}
 	return s, nil
 }
 
