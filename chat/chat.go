@@ -16,6 +16,7 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -48,12 +49,15 @@ type Titler interface {
 	Title(ctx context.Context, model, user, reply string) (string, error)
 }
 
-// Memory is the user's long-term memory as a turn uses it.
+// Memory is the user's long-term memory as a turn uses it (its block is
+// read with the turn, see TurnQuery.Memory).
 type Memory interface {
-	// Block returns the user's precomputed memory block and its tokens.
-	Block(ctx context.Context, userID string) (string, int, error)
-	// Learn extracts memory from the session's new messages, when due.
-	Learn(ctx context.Context, s *sessions.Session, model string) error
+	// Claim moves the learning watermark of s past its new messages when
+	// enough have accumulated (a turn stores s in the commit of its
+	// reply) and returns the batch to learn from.
+	Claim(s *sessions.Session) (longterm.Batch, bool)
+	// LearnClaimed extracts memory from a claimed batch.
+	LearnClaimed(ctx context.Context, s *sessions.Session, model string, b longterm.Batch) error
 }
 
 // Service runs chat turns.
@@ -102,7 +106,8 @@ type TurnResult struct {
 	// same ClientMessageID and nothing new was done.
 	Replayed bool
 
-	memoryTokens int // of the memory block the turn sent
+	memoryTokens int             // of the memory block the turn sent
+	learn        *longterm.Batch // claimed for learning by the reply's commit
 }
 
 // Turn runs one chat turn as one planned unit: one batched read and one
@@ -146,10 +151,7 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	if req.OnStart != nil {
 		req.OnStart(st.Session, c.user)
 	}
-	mem := memoryBlock{}
-	if st.Memory.Text != "" {
-		mem = memoryBlock{text: st.Memory.Text, tokens: st.Memory.Tokens + systemMessageTokens}
-	}
+	mem := blockOf(st.Memory)
 	built, err := svc.build(st.Session, st.Tail, mem)
 	if err == nil && !contains(built.Messages, c.user.Seq) {
 		err = sessions.Errorf(sessions.EINVALID, "the message does not fit the model's context budget of %d tokens", built.Budget)
@@ -178,13 +180,15 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	}}
 	spent := reply.PromptTokens + reply.CompletionTokens
 	var out history.Message
+	var learn *longterm.Batch
 	done, err := svc.Turns.RunTurn(ctx, q, st, func(st *TurnState) (*TurnWrite, error) {
-		return svc.finish(st, q, answer, spent, built, &out)
+		return svc.finish(st, q, answer, spent, built, &out, &learn)
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &TurnResult{Session: done.Session, Tail: done.Tail, Context: built, User: c.user, Reply: out, memoryTokens: mem.tokens}, nil
+	return &TurnResult{Session: done.Session, Tail: done.Tail, Context: built, User: c.user, Reply: out,
+		memoryTokens: mem.tokens, learn: learn}, nil
 }
 
 // claim is what claiming a turn decided.
@@ -270,8 +274,9 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now t
 }
 
 // finish plans the commit that finishes a turn: the reply, the session's
-// counters and context, and the tokens spent.
-func (svc *Service) finish(st *TurnState, q TurnQuery, answer history.Draft, spent int, sent *history.Context, out *history.Message) (*TurnWrite, error) {
+// counters and context (with the learning watermark, when a batch is due),
+// and the tokens spent.
+func (svc *Service) finish(st *TurnState, q TurnQuery, answer history.Draft, spent int, sent *history.Context, out *history.Message, learn **longterm.Batch) (*TurnWrite, error) {
 	s := st.Session.Clone()
 	if err := s.CheckOwner(q.UserID); err != nil {
 		return nil, err
@@ -290,7 +295,12 @@ func (svc *Service) finish(st *TurnState, q TurnQuery, answer history.Draft, spe
 		msgs[0].ID = history.ReplyDocID(q.Key)
 	}
 	t.SetIDs(msgs)
-	*out = msgs[0]
+	*out, *learn = msgs[0], nil
+	if svc.Memory != nil {
+		if b, ok := svc.Memory.Claim(s); ok {
+			*learn = &b
+		}
+	}
 	if spent == 0 { // the service did not report usage: use our own counts
 		spent = sent.Tokens + msgs[0].Tokens
 	}
@@ -356,21 +366,12 @@ type memoryBlock struct {
 // systemMessageTokens is what wrapping a text in a system message adds.
 const systemMessageTokens = 4
 
-// memory reads the user's memory block (one document). A failure costs the
-// turn its memory, not its reply: it is logged.
-func (svc *Service) memory(ctx context.Context, userID string) memoryBlock {
-	if svc.Memory == nil {
+// blockOf is the memory block a turn sends, as a system message.
+func blockOf(m MemoryBlock) memoryBlock {
+	if m.Text == "" {
 		return memoryBlock{}
 	}
-	text, n, err := svc.Memory.Block(ctx, userID)
-	if err != nil {
-		svc.logError(ctx, "reading long-term memory failed", "", err)
-		return memoryBlock{}
-	}
-	if text == "" {
-		return memoryBlock{}
-	}
-	return memoryBlock{text: text, tokens: n + systemMessageTokens}
+	return memoryBlock{text: m.Text, tokens: m.Tokens + systemMessageTokens}
 }
 
 // build chooses the session's context from its tail: no reads, no
@@ -397,18 +398,29 @@ type Preview struct {
 }
 
 // Preview returns the caller's session's next context, read in one round
-// trip whatever the length of the session.
+// trip (the session, its context and the memory block together) whatever
+// the length of the session.
 func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Preview, error) {
-	s, t, err := svc.History.ReadContext(ctx, userID, sessionID)
+	if err := sessions.CheckID(sessionID); err != nil {
+		return nil, err
+	}
+	q := TurnQuery{UserID: userID, SessionID: sessionID, Day: Day(svc.now()), Memory: svc.Memory != nil}
+	st, err := svc.Turns.RunTurn(ctx, q, nil, func(*TurnState) (*TurnWrite, error) { return nil, nil })
 	if err != nil {
 		return nil, err
 	}
-	mem := svc.memory(ctx, userID)
-	c, err := svc.build(s, t, mem)
+	if st.Session == nil {
+		return nil, sessions.NotFound(sessionID)
+	}
+	if err := st.Session.CheckOwner(userID); err != nil {
+		return nil, err
+	}
+	mem := blockOf(st.Memory)
+	c, err := svc.build(st.Session, st.Tail, mem)
 	if err != nil {
 		return nil, err
 	}
-	return &Preview{Context: c, Request: svc.request(s, c, mem)}, nil
+	return &Preview{Context: c, Request: svc.request(st.Session, c, mem)}, nil
 }
 
 // MaxTitleChars is the longest generated title kept.
@@ -434,9 +446,9 @@ func (svc *Service) AfterTurn(ctx context.Context, res *TurnResult) {
 			svc.logError(ctx, "title generation failed", s.ID, err)
 		}
 	}
-	if svc.Memory != nil {
-		err := svc.Memory.Learn(ctx, s, s.Model)
-		// Preconditions (nothing due, batch taken, opted out) are outcomes.
+	if svc.Memory != nil && res.learn != nil {
+		err := svc.Memory.LearnClaimed(ctx, s, s.Model, *res.learn)
+		// Preconditions (nothing learned, opted out) are outcomes.
 		if err != nil && sessions.ErrorCode(err) != sessions.EPRECONDITION {
 			svc.logError(ctx, "learning long-term memory failed", s.ID, err)
 		}

@@ -20,6 +20,9 @@ import (
 // written, and round trips (RPCs).
 type Counter struct {
 	reads, writes, roundTrips atomic.Int64
+	// OnCall, if set, is called with each RPC's method name before the RPC
+	// is sent (tests use it to act at a given moment of an operation).
+	OnCall func(method string)
 }
 
 // Counts is a snapshot of a Counter.
@@ -45,6 +48,9 @@ func (c *Counter) Snapshot() Counts {
 
 func (c *Counter) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	c.roundTrips.Add(1)
+	if c.OnCall != nil {
+		c.OnCall(method)
+	}
 	if r, ok := req.(*pb.CommitRequest); ok {
 		c.writes.Add(int64(len(r.GetWrites())))
 	}
@@ -53,6 +59,9 @@ func (c *Counter) unary(ctx context.Context, method string, req, reply any, cc *
 
 func (c *Counter) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	c.roundTrips.Add(1)
+	if c.OnCall != nil {
+		c.OnCall(method)
+	}
 	s, err := streamer(ctx, desc, cc, method, opts...)
 	if err != nil {
 		return nil, err

@@ -91,23 +91,56 @@ func (svc *Service) Learn(ctx context.Context, s *sessions.Session, model string
 	if to-from+1 < svc.Settings.EveryK {
 		return ErrNothingToLearn
 	}
+	var b Batch
+	var ok bool
 	_, err := svc.Sessions.UpdateSession(ctx, s.ID, func(cur *sessions.Session) error {
 		if cur.LearnFrom != from {
 			return ErrBatchTaken
 		}
-		cur.LearnFrom = to + 1
+		b, ok = svc.Claim(cur)
 		return nil
 	})
 	if err != nil {
 		return err
 	}
-	if s.NoLearning {
-		return ErrNothingToLearn // the watermark moved on: nothing from here is learned later
+	if !ok {
+		return ErrNothingToLearn
 	}
+	return svc.LearnClaimed(ctx, s, model, b)
+}
+
+// Batch is a range of a session's messages claimed for learning.
+type Batch struct{ From, To int }
+
+// Claim moves the watermark of s past its unlearned messages when at least
+// EveryK of them have accumulated, and returns them. It only changes s: a
+// caller stores s (a turn does so in the commit of its reply, so claiming
+// costs no round trip of its own) and then calls LearnClaimed. For a
+// session nothing may be learned from, the watermark moves on and the
+// batch is empty.
+func (svc *Service) Claim(s *sessions.Session) (Batch, bool) {
+	from, to := s.LearnFrom, s.NextSeq-1
+	if to-from+1 < svc.Settings.EveryK {
+		return Batch{}, false
+	}
+	s.LearnFrom = to + 1
+	if s.NoLearning {
+		return Batch{}, false // nothing from here is learned later
+	}
+	return Batch{From: from, To: to}, true
+}
+
+// LearnClaimed extracts memory from the batch Claim claimed in s. If
+// extraction fails (the model or storage did not answer), the batch is
+// given back unless another instance moved the watermark meanwhile, so the
+// next turn tries again with it.
+func (svc *Service) LearnClaimed(ctx context.Context, s *sessions.Session, model string, b Batch) error {
+	from, to := b.From, b.To
 	claimed := from
 	if to-from+1 > maxBatch {
 		from = to - maxBatch + 1
 	}
+	var err error
 	for attempt := 0; ; attempt++ {
 		err = svc.extract(ctx, s, model, from, to)
 		if sessions.ErrorCode(err) != sessions.ECONFLICT || attempt == 2 {
