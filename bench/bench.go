@@ -39,18 +39,19 @@ type Config struct {
 	TurnsPerSession int      // turns each of those sessions runs
 	Budget          int      // the long session's context budget in tokens
 	TokenizerCorpus int      // messages counted for tokenizer throughput
+	HotspotTurns    int      // concurrent turns of one user vs as many users
 }
 
 // Full is `make bench`.
 func Full() Config {
 	return Config{Turns: 1000, Bands: [][2]int{{1, 10}, {91, 100}, {491, 500}, {991, 1000}},
-		Concurrency: []int{1, 10, 50}, TurnsPerSession: 20, Budget: 4000, TokenizerCorpus: 20000}
+		Concurrency: []int{1, 10, 50}, TurnsPerSession: 20, Budget: 4000, TokenizerCorpus: 20000, HotspotTurns: 20}
 }
 
 // Tiny proves the harness works, in seconds.
 func Tiny() Config {
 	return Config{Turns: 12, Bands: [][2]int{{1, 4}, {9, 12}}, Concurrency: []int{1, 3},
-		TurnsPerSession: 3, Budget: 600, TokenizerCorpus: 200}
+		TurnsPerSession: 3, Budget: 600, TokenizerCorpus: 200, HotspotTurns: 4}
 }
 
 // Sample is one turn.
@@ -58,8 +59,11 @@ type Sample struct {
 	Turn          int     `json:"turn"`
 	Reads         int64   `json:"reads"`
 	Writes        int64   `json:"writes"`
-	RoundTrips    int64   `json:"roundTrips"`
+	RoundTrips    int64   `json:"roundTrips"`            // the whole turn, after-turn work included
+	BeforeModel   int64   `json:"roundTripsBeforeModel"` // until the model is called
+	Bytes         int64   `json:"bytesWritten"`
 	LatencyMs     float64 `json:"latencyMs"` // memory path: the turn minus the model call
+	TTFTMs        float64 `json:"ttftMs"`    // request to first streamed token, with a model answering at once
 	Tokenizations int64   `json:"tokenizations"`
 }
 
@@ -73,6 +77,10 @@ type Band struct {
 	P50Ms         float64 `json:"p50Ms"`
 	P95Ms         float64 `json:"p95Ms"`
 	Tokenizations float64 `json:"tokenizationsPerTurn"`
+	BeforeP50     float64 `json:"roundTripsBeforeModelP50"`
+	BeforeMax     float64 `json:"roundTripsBeforeModelMax"`
+	Bytes         float64 `json:"bytesWrittenPerTurn"`
+	TTFTP50       float64 `json:"ttftP50Ms"`
 }
 
 // Side is one design's run.
@@ -98,7 +106,16 @@ type Report struct {
 	Project    Side         `json:"project"`
 	Baseline   Side         `json:"baseline"`
 	Throughput []Throughput `json:"throughput"`
-	Tokenizer  struct {
+	// Amortized is the round trips of a conversation of AmortizedTurns
+	// turns with default settings, everything included.
+	Amortized struct {
+		Turns  int     `json:"turns"`
+		Median float64 `json:"medianRoundTrips"`
+		Mean   float64 `json:"meanRoundTrips"`
+	} `json:"amortized"`
+	LargestDocBytes int64   `json:"largestDocumentBytes"` // of any document the project wrote
+	Hotspot         Hotspot `json:"hotspot"`
+	Tokenizer       struct {
 		MessagesPerSecond float64 `json:"messagesPerSecond"`
 		// ContextBuildTokenizations counts tokenizer calls while building
 		// contexts from stored history: zero by design.
@@ -106,6 +123,19 @@ type Report struct {
 	} `json:"tokenizer"`
 	Notes []string `json:"notes"`
 }
+
+// Hotspot compares N concurrent turns of one user (in N sessions) with
+// those of N users.
+type Hotspot struct {
+	Turns               int     `json:"turns"`
+	ManyUsersMs         float64 `json:"manyUsersMs"`
+	OneUserMs           float64 `json:"oneUserMs"`
+	ManyUsersRoundTrips int64   `json:"manyUsersRoundTrips"`
+	OneUserRoundTrips   int64   `json:"oneUserRoundTrips"`
+}
+
+// AmortizedTurns is how many turns the amortized cost covers.
+const AmortizedTurns = 300
 
 // countingTokens counts how often messages are tokenized.
 type countingTokens struct {
@@ -118,20 +148,31 @@ func (c *countingTokens) Count(model string, m *history.Message) int {
 	return c.TikToken.Count(model, m)
 }
 
-// timedModel measures the model call, to take it out of the memory path.
+// timedModel measures the model call, to take it out of the memory path,
+// and notes what Firestore had done when it was called.
 type timedModel struct {
 	chat.Model
-	mu   sync.Mutex
-	last time.Duration
+	counter *firestoredb.Counter
+	mu      sync.Mutex
+	last    time.Duration
+	atCall  firestoredb.Counts
 }
 
 func (t *timedModel) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
+	at := t.counter.Snapshot()
 	start := time.Now()
 	r, err := t.Model.Generate(ctx, req, onDelta)
 	t.mu.Lock()
-	t.last = time.Since(start)
+	t.last, t.atCall = time.Since(start), at
 	t.mu.Unlock()
 	return r, err
+}
+
+// call returns the duration of the last call and the counts when it began.
+func (t *timedModel) call() (time.Duration, firestoredb.Counts) {
+	t.mu.Lock()
+	defer t.mu.Unlock()
+	return t.last, t.atCall
 }
 
 // words makes deterministic filler text of about n words.
@@ -178,6 +219,10 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 	if rep.Project, err = runProject(ctx, cfg, modelURL, tok, rep); err != nil {
 		return nil, err
 	}
+	log("defaults: %d turns of a session with default settings", min(AmortizedTurns, cfg.Turns))
+	if err := runDefaults(ctx, cfg, modelURL, tok, rep); err != nil {
+		return nil, err
+	}
 	log("baseline: %d turns of one session", cfg.Turns)
 	if rep.Baseline, err = runBaseline(ctx, cfg, modelURL, tok); err != nil {
 		return nil, err
@@ -190,11 +235,16 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 		}
 		rep.Throughput = append(rep.Throughput, tp)
 	}
+	log("hotspot: %d turns at once, of %d users and of one", cfg.HotspotTurns, cfg.HotspotTurns)
+	if rep.Hotspot, err = runHotspot(ctx, modelURL, tok, cfg.HotspotTurns); err != nil {
+		return nil, err
+	}
 	rep.Tokenizer.MessagesPerSecond = tokenizerRate(tok, cfg.TokenizerCorpus)
 	rep.Notes = []string{
 		"Counts come from a gRPC interceptor on the real Firestore client and transfer to production; times are the emulator's on this machine and do not.",
 		"Project turns include the after-turn work (summaries), so compaction turns are in the averages.",
-		"Latency is the memory path: the whole turn minus the model call (an in-process server answering at once).",
+		"Latency is the memory path: the whole turn minus the model call (an in-process server answering at once); time to first token is from the turn's start to the first streamed piece of the reply.",
+		"The project runs with its defaults: long-term memory on, 20 turns a minute per user (the run's clock moves a minute per turn), so every turn reads its rate-limit slots and memory block.",
 	}
 	return rep, nil
 }
@@ -204,9 +254,30 @@ type app struct {
 	counter *firestoredb.Counter
 	tokens  *countingTokens
 	model   *timedModel
+	clock   *clock
 	close   func()
 }
 
+// clock is the app's clock: real time, moved on a minute per turn by the
+// long run, so that the default turn limit applies as in production.
+type clock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.off += d
+	c.mu.Unlock()
+}
+
+// newApp is the backend with its default limits and long-term memory on.
 func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project string) (*app, error) {
 	counter := &firestoredb.Counter{}
 	client, err := firestoredb.Dial(ctx, project, counter)
@@ -214,12 +285,14 @@ func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project
 		return nil, err
 	}
 	tokens := &countingTokens{TikToken: tok}
-	model := &timedModel{Model: llm.NewOpenAI("bench", modelURL, nil)}
+	model := &timedModel{Model: llm.NewOpenAI("bench", modelURL, nil), counter: counter}
+	clk := &clock{}
 	cfg := functions.Config{ChatModel: "gpt-4o-mini", SystemPrompt: "You are a helpful assistant.",
-		MaxSessionMessages: 1 << 20, ModelTimeout: time.Minute, MemoryStrategy: "summary_buffer", WindowExchanges: 10, LongTermMemory: true}
+		MaxSessionMessages: 1 << 20, ModelTimeout: time.Minute, MemoryStrategy: "summary_buffer", WindowExchanges: 10, LongTermMemory: true,
+		TurnsPerMinute: functions.DefaultTurnsPerMinute, MessagesPerMinute: functions.DefaultMessagesPerMinute}
 	a := functions.NewApp(cfg, functions.Deps{Store: firestoredb.New(client), Model: model, Tokens: tokens,
-		Log: slog.New(slog.DiscardHandler)})
-	return &app{app: a, counter: counter, tokens: tokens, model: model, close: func() { client.Close() }}, nil
+		Log: slog.New(slog.DiscardHandler), Now: clk.Now})
+	return &app{app: a, counter: counter, tokens: tokens, model: model, clock: clk, close: func() { client.Close() }}, nil
 }
 
 func runProject(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken, rep *Report) (Side, error) {
@@ -235,14 +308,22 @@ func runProject(ctx context.Context, cfg Config, modelURL string, tok *history.T
 	}
 	side := Side{Name: "this backend (summary_buffer, budget " + fmt.Sprint(cfg.Budget) + " tokens)"}
 	for turn := 1; turn <= cfg.Turns; turn++ {
+		a.clock.advance(time.Minute)
 		before, calls := a.counter.Snapshot(), a.tokens.calls.Load()
 		start := time.Now()
+		var first time.Duration
 		res, err := a.app.Chat.Turn(ctx, chat.TurnRequest{UserID: "bench-user", SessionID: s.ID,
-			Message: fmt.Sprintf("Turn %d: %s", turn, words(turn, 40)), ClientMessageID: fmt.Sprint("t", turn)})
+			Message: fmt.Sprintf("Turn %d: %s", turn, words(turn, 40)), ClientMessageID: fmt.Sprint("t", turn),
+			OnDelta: func(string) {
+				if first == 0 {
+					first = time.Since(start)
+				}
+			}})
 		if err != nil {
 			return side, fmt.Errorf("turn %d: %w", turn, err)
 		}
-		lat := time.Since(start) - a.model.last
+		took, at := a.model.call()
+		lat := time.Since(start) - took
 		// Context building reads the tail the append returned: count the
 		// tokenizer around a rebuild to prove it does no tokenizing.
 		c0 := a.tokens.calls.Load()
@@ -252,11 +333,46 @@ func runProject(ctx context.Context, cfg Config, modelURL string, tok *history.T
 		rep.Tokenizer.ContextBuildTokenizations += a.tokens.calls.Load() - c0
 		a.app.Chat.AfterTurn(ctx, res)
 		d := a.counter.Snapshot().Sub(before)
+		rep.LargestDocBytes = max(rep.LargestDocBytes, d.Largest)
 		side.Samples = append(side.Samples, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, RoundTrips: d.RoundTrips,
-			LatencyMs: ms(lat), Tokenizations: a.tokens.calls.Load() - calls})
+			BeforeModel: at.Sub(before).RoundTrips, Bytes: d.Bytes, LatencyMs: ms(lat), TTFTMs: ms(first),
+			Tokenizations: a.tokens.calls.Load() - calls})
 	}
 	side.Bands = bands(side.Samples, cfg.Bands)
 	return side, nil
+}
+
+// runDefaults runs a conversation of up to AmortizedTurns turns on a
+// session with default settings and records its round trips per turn,
+// everything included: the amortized cost of a turn.
+func runDefaults(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken, rep *Report) error {
+	a, err := newApp(ctx, modelURL, tok, fmt.Sprintf("bench-defaults-%d", time.Now().UnixNano()))
+	if err != nil {
+		return err
+	}
+	defer a.close()
+	s, err := a.app.Sessions.Create(ctx, "bench-user", sessions.CreateInput{})
+	if err != nil {
+		return err
+	}
+	var rts []float64
+	for turn := 1; turn <= min(AmortizedTurns, cfg.Turns); turn++ {
+		a.clock.advance(time.Minute)
+		before := a.counter.Snapshot()
+		res, err := a.app.Chat.Turn(ctx, chat.TurnRequest{UserID: "bench-user", SessionID: s.ID,
+			Message: fmt.Sprintf("Turn %d: %s", turn, words(turn, 40)), ClientMessageID: fmt.Sprint("t", turn)})
+		if err != nil {
+			return fmt.Errorf("turn %d: %w", turn, err)
+		}
+		a.app.Chat.AfterTurn(ctx, res)
+		n := a.counter.Snapshot().Sub(before).RoundTrips
+		rts = append(rts, float64(n))
+		rep.Amortized.Mean += float64(n)
+	}
+	rep.Amortized.Turns = len(rts)
+	rep.Amortized.Mean /= float64(max(1, len(rts)))
+	rep.Amortized.Median = percentile(rts, 50)
+	return nil
 }
 
 // baseline is the common design: every turn reads the whole history, then
@@ -268,7 +384,7 @@ func runBaseline(ctx context.Context, cfg Config, modelURL string, tok *history.
 		return Side{}, err
 	}
 	defer client.Close()
-	model := &timedModel{Model: llm.NewOpenAI("bench", modelURL, nil)}
+	model := &timedModel{Model: llm.NewOpenAI("bench", modelURL, nil), counter: counter}
 	msgs := client.Collection("baseline_sessions").Doc("s1").Collection("messages")
 	side := Side{Name: "baseline (whole history every turn)"}
 	type doc struct {
@@ -298,20 +414,73 @@ func runBaseline(ctx context.Context, cfg Config, modelURL string, tok *history.
 			return side, err
 		}
 		hist = append(hist, um)
-		r, err := model.Generate(ctx, chat.Request{Model: "gpt-4o-mini", System: "You are a helpful assistant.", Messages: history.FitBudget(hist, cfg.Budget)}, nil)
+		var first time.Duration
+		r, err := model.Generate(ctx, chat.Request{Model: "gpt-4o-mini", System: "You are a helpful assistant.", Messages: history.FitBudget(hist, cfg.Budget)},
+			func(string) {
+				if first == 0 {
+					first = time.Since(start)
+				}
+			})
 		if err != nil {
 			return side, err
 		}
+		took, at := model.call()
 		am := history.Message{Role: history.RoleAssistant, Content: r.Content}
 		if _, _, err := msgs.Add(ctx, doc{Seq: len(hist), Role: "assistant", Content: r.Content, Tokens: tok.Count("gpt-4o-mini", &am)}); err != nil {
 			return side, err
 		}
 		d := counter.Snapshot().Sub(before)
 		side.Samples = append(side.Samples, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, RoundTrips: d.RoundTrips,
-			LatencyMs: ms(time.Since(start) - model.last), Tokenizations: 2})
+			BeforeModel: at.Sub(before).RoundTrips, Bytes: d.Bytes, LatencyMs: ms(time.Since(start) - took), TTFTMs: ms(first), Tokenizations: 2})
 	}
 	side.Bands = bands(side.Samples, cfg.Bands)
 	return side, nil
+}
+
+// runHotspot runs n turns at once in n sessions, first of n users, then of
+// one user.
+func runHotspot(ctx context.Context, modelURL string, tok *history.TikToken, n int) (Hotspot, error) {
+	h := Hotspot{Turns: n}
+	a, err := newApp(ctx, modelURL, tok, fmt.Sprintf("bench-hotspot-%d", time.Now().UnixNano()))
+	if err != nil {
+		return h, err
+	}
+	defer a.close()
+	run := func(user func(i int) string) (float64, int64, error) {
+		ids := make([]string, n)
+		for i := range ids {
+			s, err := a.app.Sessions.Create(ctx, user(i), sessions.CreateInput{Title: "t"})
+			if err != nil {
+				return 0, 0, err
+			}
+			ids[i] = s.ID
+		}
+		before, start := a.counter.Snapshot(), time.Now()
+		errs := make(chan error, n)
+		var wg sync.WaitGroup
+		for i, id := range ids {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				_, err := a.app.Chat.Turn(ctx, chat.TurnRequest{UserID: user(i), SessionID: id, Message: words(i, 30)})
+				errs <- err
+			}()
+		}
+		wg.Wait()
+		took := time.Since(start)
+		close(errs)
+		for err := range errs {
+			if err != nil {
+				return 0, 0, err
+			}
+		}
+		return ms(took), a.counter.Snapshot().Sub(before).RoundTrips, nil
+	}
+	if h.ManyUsersMs, h.ManyUsersRoundTrips, err = run(func(i int) string { return fmt.Sprint("many-", i) }); err != nil {
+		return h, err
+	}
+	h.OneUserMs, h.OneUserRoundTrips, err = run(func(int) string { return "one" })
+	return h, err
 }
 
 func runThroughput(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken, n int) (Throughput, error) {
@@ -373,13 +542,16 @@ func bands(samples []Sample, ranges [][2]int) []Band {
 	var out []Band
 	for _, r := range ranges {
 		b := Band{From: r[0], To: r[1]}
-		var lats []float64
+		var lats, before, ttft []float64
 		n := 0.0
 		for _, s := range samples {
 			if s.Turn < r[0] || s.Turn > r[1] {
 				continue
 			}
 			n++
+			before = append(before, float64(s.BeforeModel))
+			ttft = append(ttft, s.TTFTMs)
+			b.Bytes += float64(s.Bytes)
 			b.Reads += float64(s.Reads)
 			b.Writes += float64(s.Writes)
 			b.RoundTrips += float64(s.RoundTrips)
@@ -389,8 +561,9 @@ func bands(samples []Sample, ranges [][2]int) []Band {
 		if n == 0 {
 			continue
 		}
-		b.Reads, b.Writes, b.RoundTrips, b.Tokenizations = b.Reads/n, b.Writes/n, b.RoundTrips/n, b.Tokenizations/n
+		b.Reads, b.Writes, b.RoundTrips, b.Tokenizations, b.Bytes = b.Reads/n, b.Writes/n, b.RoundTrips/n, b.Tokenizations/n, b.Bytes/n
 		b.P50Ms, b.P95Ms = percentile(lats, 50), percentile(lats, 95)
+		b.BeforeP50, b.BeforeMax, b.TTFTP50 = percentile(before, 50), percentile(before, 100), percentile(ttft, 50)
 		out = append(out, b)
 	}
 	return out

@@ -57,9 +57,20 @@ func TestTinyRun(t *testing.T) {
 		t.Fatalf("report shape: %+v", got)
 	}
 	for _, s := range got.Project.Samples {
-		if s.Reads == 0 || s.Writes == 0 || s.RoundTrips == 0 {
+		if s.Reads == 0 || s.Writes == 0 || s.RoundTrips == 0 || s.Bytes == 0 || s.TTFTMs <= 0 {
 			t.Errorf("turn %d counted nothing: %+v", s.Turn, s)
 		}
+		// The turn's own claim: one batched read and one commit before the model.
+		if s.BeforeModel != 2 {
+			t.Errorf("turn %d: %d round trips before the model, want 2", s.Turn, s.BeforeModel)
+		}
+	}
+	if rep.Amortized.Turns != cfg.Turns || rep.Amortized.Median < 3 || rep.Amortized.Mean < 3 ||
+		rep.LargestDocBytes <= 0 || rep.LargestDocBytes > 1<<20*9/10 {
+		t.Errorf("amortized %+v, largest document %d bytes", rep.Amortized, rep.LargestDocBytes)
+	}
+	if h := rep.Hotspot; h.Turns != cfg.HotspotTurns || h.OneUserRoundTrips == 0 || h.ManyUsersRoundTrips == 0 {
+		t.Errorf("hotspot: %+v", h)
 	}
 	// The baseline reads the whole history: turn N reads the 2(N-1) stored messages.
 	for _, s := range got.Baseline.Samples {

@@ -35,8 +35,8 @@ func div(a, b float64) float64 {
 // WriteTable writes the report as Markdown tables.
 func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "Machine: %s. Started %s.\n\n", r.Machine, r.Started.Format("2006-01-02 15:04 MST"))
-	fmt.Fprintln(w, "| turns | design | reads/turn | writes/turn | round trips/turn | p50 ms | p95 ms | tokenizations/turn |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
+	fmt.Fprintln(w, "| turns | design | round trips before the model (p50 / max) | round trips/turn, all included | reads/turn | writes/turn | KiB written/turn | p50 ms | p95 ms | first token p50 ms | tokenizations/turn |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
 	for i := range r.Project.Bands {
 		for _, side := range []Side{r.Project, r.Baseline} {
 			if i >= len(side.Bands) {
@@ -47,8 +47,8 @@ func (r *Report) WriteTable(w io.Writer) {
 			if side.Name == r.Baseline.Name {
 				name = "baseline"
 			}
-			fmt.Fprintf(w, "| %d–%d | %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n",
-				b.From, b.To, name, b.Reads, b.Writes, b.RoundTrips, b.P50Ms, b.P95Ms, b.Tokenizations)
+			fmt.Fprintf(w, "| %d–%d | %s | %.0f / %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n",
+				b.From, b.To, name, b.BeforeP50, b.BeforeMax, b.RoundTrips, b.Reads, b.Writes, b.Bytes/1024, b.P50Ms, b.P95Ms, b.TTFTP50, b.Tokenizations)
 		}
 	}
 	fmt.Fprintln(w)
@@ -64,6 +64,11 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "| %d | %d | %.1f | %.1f |\n", t.Sessions, t.Turns, t.TurnsPerSecond, t.P95Ms)
 	}
 	fmt.Fprintln(w)
+	fmt.Fprintf(w, "A conversation of %d turns with default settings, everything included (title, learning, summaries when due): median %.0f round trips a turn, mean %.2f. Largest document written: %d bytes (%.0f%% of Firestore's 1 MiB).\n\n",
+		r.Amortized.Turns, r.Amortized.Median, r.Amortized.Mean, r.LargestDocBytes, 100*float64(r.LargestDocBytes)/(1<<20))
+	h := r.Hotspot
+	fmt.Fprintf(w, "| %d turns at once, in %d sessions | wall ms | round trips |\n|---|---|---|\n| of %d users | %.0f | %d |\n| of one user | %.0f | %d |\n\n",
+		h.Turns, h.Turns, h.Turns, h.ManyUsersMs, h.ManyUsersRoundTrips, h.OneUserMs, h.OneUserRoundTrips)
 	fmt.Fprintf(w, "Tokenizer: %.0f messages/s counted at write time; tokenizer calls while building contexts from stored history: %d.\n\n",
 		r.Tokenizer.MessagesPerSecond, r.Tokenizer.ContextBuildTokenizations)
 	for _, n := range r.Notes {

@@ -19,7 +19,7 @@ import (
 // a missing document and an empty query as one read each), documents
 // written, and round trips (RPCs).
 type Counter struct {
-	reads, writes, roundTrips atomic.Int64
+	reads, writes, roundTrips, bytes, largest atomic.Int64
 	// OnCall, if set, is called with each RPC's method name before the RPC
 	// is sent (tests use it to act at a given moment of an operation).
 	OnCall func(method string)
@@ -30,20 +30,26 @@ type Counts struct {
 	Reads      int64 `json:"reads"`
 	Writes     int64 `json:"writes"`
 	RoundTrips int64 `json:"roundTrips"`
+	// Bytes is the storage size (by Firestore's rules) of the documents
+	// written whole or in part; Largest the largest of them so far.
+	Bytes   int64 `json:"bytes"`
+	Largest int64 `json:"largest"`
 }
 
-// Sub returns c minus o.
+// Sub returns c minus o (Largest stays c's).
 func (c Counts) Sub(o Counts) Counts {
-	return Counts{Reads: c.Reads - o.Reads, Writes: c.Writes - o.Writes, RoundTrips: c.RoundTrips - o.RoundTrips}
+	return Counts{Reads: c.Reads - o.Reads, Writes: c.Writes - o.Writes, RoundTrips: c.RoundTrips - o.RoundTrips,
+		Bytes: c.Bytes - o.Bytes, Largest: c.Largest}
 }
 
 func (c Counts) String() string {
-	return fmt.Sprintf("%d reads, %d writes, %d round trips", c.Reads, c.Writes, c.RoundTrips)
+	return fmt.Sprintf("%d reads, %d writes (%d bytes), %d round trips", c.Reads, c.Writes, c.Bytes, c.RoundTrips)
 }
 
 // Snapshot returns the counts so far.
 func (c *Counter) Snapshot() Counts {
-	return Counts{Reads: c.reads.Load(), Writes: c.writes.Load(), RoundTrips: c.roundTrips.Load()}
+	return Counts{Reads: c.reads.Load(), Writes: c.writes.Load(), RoundTrips: c.roundTrips.Load(),
+		Bytes: c.bytes.Load(), Largest: c.largest.Load()}
 }
 
 func (c *Counter) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
@@ -53,6 +59,14 @@ func (c *Counter) unary(ctx context.Context, method string, req, reply any, cc *
 	}
 	if r, ok := req.(*pb.CommitRequest); ok {
 		c.writes.Add(int64(len(r.GetWrites())))
+		for _, w := range r.GetWrites() {
+			if d := w.GetUpdate(); d != nil {
+				n := int64(protoDocSize(d))
+				c.bytes.Add(n)
+				for old := c.largest.Load(); n > old && !c.largest.CompareAndSwap(old, n); old = c.largest.Load() {
+				}
+			}
+		}
 	}
 	return invoker(ctx, method, req, reply, cc, opts...)
 }
@@ -137,4 +151,50 @@ func Dial(ctx context.Context, projectID string, counter *Counter, opts ...optio
 		opts = append(opts, option.WithGRPCDialOption(o))
 	}
 	return firestore.NewClient(ctx, projectID, opts...)
+}
+
+// protoDocSize is the storage size of a document as a commit sends it, by
+// the same rules as docSize. For an update with a field mask it is the size
+// of the fields sent, not of the whole stored document.
+func protoDocSize(d *pb.Document) int {
+	const root = "/documents/"
+	n := 16 + 32
+	name := d.GetName()
+	if i := strings.Index(name, root); i >= 0 {
+		for _, seg := range strings.Split(name[i+len(root):], "/") {
+			n += len(seg) + 1
+		}
+	}
+	for k, v := range d.GetFields() {
+		n += len(k) + 1 + protoValueSize(v)
+	}
+	return n
+}
+
+func protoValueSize(v *pb.Value) int {
+	switch x := v.GetValueType().(type) {
+	case *pb.Value_StringValue:
+		return len(x.StringValue) + 1
+	case *pb.Value_BytesValue:
+		return len(x.BytesValue)
+	case *pb.Value_ArrayValue:
+		n := 0
+		for _, e := range x.ArrayValue.GetValues() {
+			n += protoValueSize(e)
+		}
+		return n
+	case *pb.Value_MapValue:
+		n := 0
+		for k, e := range x.MapValue.GetFields() {
+			n += len(k) + 1 + protoValueSize(e)
+		}
+		return n
+	case *pb.Value_BooleanValue, *pb.Value_NullValue:
+		return 1
+	case *pb.Value_GeoPointValue:
+		return 16
+	case *pb.Value_ReferenceValue:
+		return len(x.ReferenceValue) + 1
+	}
+	return 8 // integers, doubles, timestamps
 }
