@@ -1,0 +1,143 @@
+package firestoredb
+
+import (
+	"encoding/json"
+	"os"
+	"path/filepath"
+	"reflect"
+	"regexp"
+	"strings"
+	"testing"
+	"time"
+)
+
+// indexConfig is firestore.indexes.json, as far as this test reads it.
+type indexConfig struct {
+	Indexes []struct {
+		CollectionGroup string `json:"collectionGroup"`
+		Fields          []struct {
+			FieldPath string `json:"fieldPath"`
+		} `json:"fields"`
+	} `json:"indexes"`
+	FieldOverrides []struct {
+		CollectionGroup string            `json:"collectionGroup"`
+		FieldPath       string            `json:"fieldPath"`
+		Indexes         []json.RawMessage `json:"indexes"`
+	} `json:"fieldOverrides"`
+}
+
+// TestIndexExemptions: every field the code filters or orders on keeps its
+// index, and every array, map or long-text field of a stored document is
+// exempt from indexing (Firestore's advice for write latency, and the
+// production limit of 40,000 index entries per document, which the
+// emulator does not enforce).
+func TestIndexExemptions(t *testing.T) {
+	data, err := os.ReadFile(filepath.Join("..", "firestore.indexes.json"))
+	if err != nil {
+		t.Fatal(err)
+	}
+	var cfg indexConfig
+	if err := json.Unmarshal(data, &cfg); err != nil {
+		t.Fatal(err)
+	}
+	exempt := map[string]bool{} // group/field
+	for _, o := range cfg.FieldOverrides {
+		if len(o.Indexes) == 0 {
+			exempt[o.CollectionGroup+"/"+o.FieldPath] = true
+		}
+	}
+
+	// Fields the code queries on, by any collection: none may be exempt
+	// anywhere, nor may a composite index use an exempt field.
+	sources, err := filepath.Glob("*.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	queried := map[string]bool{}
+	re := regexp.MustCompile(`\b(?:Where|OrderBy)\("([A-Za-z.]+)"`)
+	for _, f := range sources {
+		if strings.HasSuffix(f, "_test.go") {
+			continue
+		}
+		src, err := os.ReadFile(f)
+		if err != nil {
+			t.Fatal(err)
+		}
+		for _, m := range re.FindAllStringSubmatch(string(src), -1) {
+			queried[m[1]] = true
+		}
+	}
+	if len(queried) == 0 {
+		t.Fatal("found no queries in the package: the pattern is stale")
+	}
+	for key := range exempt {
+		if queried[key[strings.Index(key, "/")+1:]] {
+			t.Errorf("%s is exempt from indexing but a query uses it", key)
+		}
+	}
+	for _, ix := range cfg.Indexes {
+		for _, f := range ix.Fields {
+			if exempt[ix.CollectionGroup+"/"+f.FieldPath] {
+				t.Errorf("a composite index on %s uses exempt field %s", ix.CollectionGroup, f.FieldPath)
+			}
+		}
+	}
+
+	// Large fields: arrays, maps and nested documents, and long text.
+	longText := map[string]bool{"content": true, "summary": true, "block": true}
+	docs := map[string][]any{
+		SessionsCollection:    {sessionDoc{}},
+		MessagesCollection:    {messageDoc{}},
+		ContextCollection:     {headDoc{}, summaryDoc{}, pageDoc{}},
+		CompactionsCollection: {compactionDoc{}},
+		UsersCollection:       {memoryUserDoc{}},
+		FactsCollection:       {factDoc{}},
+	}
+	timeType := reflect.TypeOf(time.Time{})
+	for group, types := range docs {
+		for _, doc := range types {
+			for _, f := range topFields(reflect.TypeOf(doc)) {
+				ft := f.typ
+				for ft.Kind() == reflect.Pointer {
+					ft = ft.Elem()
+				}
+				large := longText[f.name]
+				switch ft.Kind() {
+				case reflect.Slice, reflect.Map:
+					large = true
+				case reflect.Struct:
+					large = ft != timeType
+				}
+				if large && !exempt[group+"/"+f.name] && !queried[f.name] {
+					t.Errorf("%s.%s (%s) is large and indexed: exempt it in firestore.indexes.json", group, f.name, ft)
+				}
+			}
+		}
+	}
+}
+
+type field struct {
+	name string
+	typ  reflect.Type
+}
+
+// topFields lists a document struct's stored fields, embedded ones
+// included.
+func topFields(t reflect.Type) []field {
+	var out []field
+	for i := 0; i < t.NumField(); i++ {
+		f := t.Field(i)
+		name, _, _ := strings.Cut(f.Tag.Get("firestore"), ",")
+		switch {
+		case name == "-", !f.IsExported() && !f.Anonymous:
+		case f.Anonymous && name == "":
+			out = append(out, topFields(f.Type)...)
+		default:
+			if name == "" {
+				name = f.Name
+			}
+			out = append(out, field{name, f.Type})
+		}
+	}
+	return out
+}
