@@ -126,6 +126,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("ToolExchanges", func(t *testing.T) { testToolExchanges(t, env(t)) })
 	t.Run("Purge", func(t *testing.T) { testPurge(t, env(t)) })
 	t.Run("ConcurrentAppends", func(t *testing.T) { testConcurrentAppends(t, env(t)) })
+	t.Run("Turns", func(t *testing.T) { testTurns(t, env(t)) })
 }
 
 // EachBackend runs f once per backend, as parallel subtests named after

@@ -1,0 +1,152 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// appendPlan is a turn plan that appends one user message under key.
+func appendPlan(e *Env, q chat.TurnQuery, content string) func(*chat.TurnState) (*chat.TurnWrite, error) {
+	return func(st *chat.TurnState) (*chat.TurnWrite, error) {
+		s := st.Session
+		if s == nil {
+			var err error
+			if s, err = e.Sessions.New(q.UserID, sessions.CreateInput{ID: q.SessionID}); err != nil {
+				return nil, err
+			}
+		} else {
+			s = s.Clone()
+		}
+		plan, err := e.History.Prepare(s, q.Key, history.Draft{Role: history.RoleUser, Content: content})
+		if err != nil {
+			return nil, err
+		}
+		t := st.Tail.Clone()
+		msgs, err := plan(s, t, nil)
+		if err != nil {
+			return nil, err
+		}
+		if msgs[0].ID == "" {
+			msgs[0].ID = sessions.NewID()
+		}
+		t.SetIDs(msgs)
+		return &chat.TurnWrite{Session: s, Tail: t, Messages: msgs, Slot: chat.NoSlot}, nil
+	}
+}
+
+// testTurns: a turn's storage reads and writes what it says in one unit.
+func testTurns(t *testing.T, e *Env) {
+	ctx := context.Background()
+	turns, ok := e.DB.(chat.TurnStore)
+	if !ok {
+		t.Fatal("the store does not implement chat.TurnStore")
+	}
+	day := "2026-01-15"
+	id := sessions.NewID()
+	q := chat.TurnQuery{UserID: "alice", SessionID: id, New: true, Key: "k1", Day: day, Slots: 3}
+
+	// A turn that starts its session creates it in the same commit.
+	st := Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, appendPlan(e, q, "first")))
+	if st.Session == nil || st.Session.NextSeq != 1 || st.Asked == nil || st.Asked.Content != "first" || len(st.Tail.Messages) != 1 {
+		t.Fatalf("after the first turn: %+v", st)
+	}
+	// Read back: the key's message, no reply, slots free, nothing spent.
+	read := Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }))
+	if read.Asked == nil || read.Asked.ID != history.KeyDocID("k1", 0) || read.Answer != nil ||
+		len(read.Slots) != 3 || read.DayTokens != 0 || read.Session.MessageCount != 1 {
+		t.Fatalf("read back: %+v", read)
+	}
+
+	// Finishing from the returned state writes the reply, a slot, the
+	// spend and the lease, without reading again.
+	lease := Epoch.Add(time.Minute)
+	done := Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, st, func(st *chat.TurnState) (*chat.TurnWrite, error) {
+		s, tl := st.Session.Clone(), st.Tail.Clone()
+		plan, err := e.History.Prepare(s, "", history.Draft{Role: history.RoleAssistant, Content: "reply"})
+		if err != nil {
+			return nil, err
+		}
+		msgs, err := plan(s, tl, nil)
+		if err != nil {
+			return nil, err
+		}
+		msgs[0].ID = history.ReplyDocID(q.Key)
+		tl.SetIDs(msgs)
+		return &chat.TurnWrite{Session: s, Tail: tl, Messages: msgs, Lease: &lease, Slot: 2, Minute: 7, Tokens: 40}, nil
+	}))
+	if done.Answer == nil || done.Answer.Content != "reply" || done.Slots[2] != 7 || done.DayTokens != 40 || !done.Asked.ReplyBy.Equal(lease) {
+		t.Fatalf("after finishing: %+v", done)
+	}
+	read = Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }))
+	if read.Answer == nil || read.Answer.Seq != 1 || read.Slots[2] != 7 || read.DayTokens != 40 ||
+		!read.Asked.ReplyBy.Equal(lease) || read.Session.NextSeq != 2 || len(read.Tail.Messages) != 2 {
+		t.Fatalf("read back after finishing: %+v", read)
+	}
+
+	// A state gone stale is planned again on what is stored now.
+	stale := done
+	e.Say(t, read.Session, history.RoleUser, "meanwhile")
+	q2 := q
+	q2.Key = "k2"
+	st = Must[*chat.TurnState](t)(turns.RunTurn(ctx, q2, stale, appendPlan(e, q2, "after")))
+	if st.Asked == nil || st.Asked.Seq != 3 || st.Session.NextSeq != 4 {
+		t.Fatalf("a stale state was not replanned: %+v", st.Asked)
+	}
+
+	// Concurrent turns in one session: every message stored once, seqs
+	// gapless, spend exact.
+	const n = 8
+	var wg sync.WaitGroup
+	errs := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			qi := q
+			qi.Key = fmt.Sprint("c", i)
+			_, err := turns.RunTurn(ctx, qi, nil, func(st *chat.TurnState) (*chat.TurnWrite, error) {
+				w, err := appendPlan(e, qi, fmt.Sprint("concurrent ", i))(st)
+				if w != nil {
+					w.Tokens = 5
+				}
+				return w, err
+			})
+			errs <- err
+		}()
+	}
+	wg.Wait()
+	close(errs)
+	for err := range errs {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	s := e.Reload(t, read.Session)
+	all := e.All(t, s)
+	for i, m := range all {
+		if m.Seq != i {
+			t.Fatalf("seq %d at %d", m.Seq, i)
+		}
+	}
+	if len(all) != 4+n || s.MessageCount != 4+n || s.NextSeq != 4+n {
+		t.Fatalf("%d messages, count %d, next %d", len(all), s.MessageCount, s.NextSeq)
+	}
+	read = Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }))
+	if read.DayTokens != 40+5*n || len(read.Tail.Messages) != 4+n {
+		t.Fatalf("after concurrent turns: %d tokens, tail of %d", read.DayTokens, len(read.Tail.Messages))
+	}
+
+	// Another user's turn on the same day and slots starts from zero.
+	other := Must[*chat.TurnState](t)(turns.RunTurn(ctx, chat.TurnQuery{UserID: "bob", SessionID: sessions.NewID(), Day: day, Slots: 3}, nil,
+		func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }))
+	if other.Session != nil || other.DayTokens != 0 || other.Slots[2] != 0 {
+		t.Fatalf("bob's state: %+v", other)
+	}
+}
