@@ -298,6 +298,7 @@ func (svc *Service) finish(st *TurnState, q TurnQuery, answer history.Draft, spe
 	*out, *learn = msgs[0], nil
 	if svc.Memory != nil {
 		if b, ok := svc.Memory.Claim(s); ok {
+			b.Have = t.Messages // the latest messages: usually the whole batch
 			*learn = &b
 		}
 	}

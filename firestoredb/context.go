@@ -160,12 +160,13 @@ func decodeStored(snaps []*firestore.DocumentSnapshot, sessionID string) (*store
 
 // readLegacy reads the context of a session written by an earlier version
 // from its single document; the next write moves it into pages.
-func (db *DB) readLegacy(ctx context.Context, st *stored) error {
-	snap, err := db.contextOf(st.sessionID).Doc(legacyTailDocID).Get(ctx)
-	if err != nil && !isNotFound(err) {
+func (db *DB) readLegacy(get getAll, st *stored) error {
+	snaps, err := get([]*firestore.DocumentRef{db.contextOf(st.sessionID).Doc(legacyTailDocID)})
+	if err != nil {
 		return err
 	}
-	if err != nil || !snap.Exists() {
+	snap := snaps[0]
+	if !snap.Exists() {
 		return nil
 	}
 	var d struct {
@@ -188,9 +189,9 @@ func (db *DB) readLegacy(ctx context.Context, st *stored) error {
 
 // readStored reads a session and its context in one round trip (two for
 // a session not yet moved to pages).
-func (db *DB) readStored(ctx context.Context, sessionID string, extra ...*firestore.DocumentRef) (*stored, []*firestore.DocumentSnapshot, error) {
+func (db *DB) readStored(get getAll, sessionID string, extra ...*firestore.DocumentRef) (*stored, []*firestore.DocumentSnapshot, error) {
 	refs := append(db.contextRefs(sessionID), extra...)
-	snaps, err := db.client.GetAll(ctx, refs)
+	snaps, err := get(refs)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -199,7 +200,7 @@ func (db *DB) readStored(ctx context.Context, sessionID string, extra ...*firest
 		return nil, nil, err
 	}
 	if st.legacy {
-		if err := db.readLegacy(ctx, st); err != nil {
+		if err := db.readLegacy(get, st); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -377,7 +378,7 @@ func pageSize(c *firestore.CollectionRef, slot int, p *pageDoc) int {
 func (db *DB) ReadContext(ctx context.Context, sessionID string) (*sessions.Session, *history.Tail, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	st, _, err := db.readStored(ctx, sessionID)
+	st, _, err := db.readStored(db.getAllFn(ctx), sessionID)
 	if err != nil {
 		return nil, nil, translate(err)
 	}
@@ -388,8 +389,8 @@ func (db *DB) ReadContext(ctx context.Context, sessionID string) (*sessions.Sess
 }
 
 func (db *DB) UpdateTail(ctx context.Context, sessionID string, fn func(*sessions.Session, *history.Tail) error) error {
-	_, err := db.optimistic(ctx, func(ctx context.Context) (*firestore.WriteBatch, error) {
-		st, _, err := db.readStored(ctx, sessionID)
+	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
+		st, _, err := db.readStored(get, sessionID)
 		if err != nil {
 			return nil, err
 		}
@@ -402,15 +403,15 @@ func (db *DB) UpdateTail(ctx context.Context, sessionID string, fn func(*session
 		}
 		w := db.newWrites()
 		_, err = db.writeContext(w, st, st.s, t)
-		return w.b, err
+		return w, err
 	})
 	return err
 }
 
 func (db *DB) SaveCompaction(ctx context.Context, sessionID string, c *history.Compaction, fn func(*sessions.Session, *history.Tail) error) error {
 	cref := db.sessionRef(sessionID).Collection(CompactionsCollection).Doc(c.ID)
-	_, err := db.optimistic(ctx, func(ctx context.Context) (*firestore.WriteBatch, error) {
-		st, extra, err := db.readStored(ctx, sessionID, cref)
+	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
+		st, extra, err := db.readStored(get, sessionID, cref)
 		if err != nil {
 			return nil, err
 		}
@@ -428,7 +429,7 @@ func (db *DB) SaveCompaction(ctx context.Context, sessionID string, c *history.C
 		w.Create(cref, toCompactionDoc(s.UserID, c))
 		writeSession(w, db.sessionRef(sessionID), st, s)
 		_, err = db.writeContext(w, st, s, t)
-		return w.b, err
+		return w, err
 	})
 	return err
 }

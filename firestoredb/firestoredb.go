@@ -124,34 +124,51 @@ func translate(err error) error {
 	}
 }
 
-// optimistic commits the batch attempt returns, reading again and retrying
+// getAll reads documents in one round trip: the client's, or a
+// transaction's.
+type getAll func([]*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error)
+
+// optimisticTries is how many times optimistic commits before it falls
+// back to a transaction.
+const optimisticTries = 6
+
+// optimistic commits the writes attempt returns, reading again and retrying
 // when the commit finds that what attempt read has changed meanwhile (a
 // precondition failed, or a document to create exists). Each attempt is
 // one batched read and one commit: no transaction, so no BeginTransaction
-// round trip and no locks held while the caller plans. A nil batch writes
-// nothing. It returns the commit's results.
-func (db *DB) optimistic(ctx context.Context, attempt func(ctx context.Context) (*firestore.WriteBatch, error)) ([]*firestore.WriteResult, error) {
+// round trip and no locks held while the caller plans. Under heavy
+// contention (many writers on one session) optimism could starve a
+// writer, so after optimisticTries it runs attempt in a transaction,
+// whose locks guarantee progress. Nil writes write nothing. It returns the
+// commit's results (nil after a transaction, which does not report them).
+func (db *DB) optimistic(ctx context.Context, attempt func(ctx context.Context, get getAll) (*writes, error)) ([]*firestore.WriteResult, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	for i := 0; ; i++ {
-		b, err := attempt(ctx)
-		if err != nil || b == nil {
+	get := func(refs []*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) { return db.client.GetAll(ctx, refs) }
+	for i := 0; i < optimisticTries; i++ {
+		w, err := attempt(ctx, get)
+		if err != nil || w == nil {
 			return nil, translate(err)
 		}
-		res, err := b.Commit(ctx)
+		res, err := w.commit(ctx, db.client)
 		if err == nil {
 			return res, nil
 		}
 		if !stale(err) {
 			return nil, translate(err)
 		}
-		if i+1 >= db.maxAttempts {
-			return nil, sessions.Wrap(sessions.EUNAVAILABLE, err, "too many concurrent writes; try again")
-		}
 		if err := backoff(ctx, i); err != nil {
 			return nil, translate(err)
 		}
 	}
+	err := db.client.RunTransaction(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		w, err := attempt(ctx, tx.GetAll)
+		if err != nil || w == nil {
+			return err
+		}
+		return w.apply(tx)
+	}, firestore.MaxAttempts(db.maxAttempts))
+	return nil, translate(err)
 }
 
 // stale reports a commit refused because what it was planned on changed.
@@ -211,41 +228,83 @@ func structUpdates(v reflect.Value) []firestore.Update {
 	return out
 }
 
-// writes is a write batch that remembers the place of each write, so that
-// the update time a commit gave a document can be found in its results.
+// writes are the writes of one commit, in order, remembering the place of
+// each, so that the update time a commit gave a document can be found in
+// its results. They commit as a batch, or within a transaction.
 type writes struct {
-	b  *firestore.WriteBatch
-	n  int
-	at map[string]int // document path → index of its write
+	ops []writeOp
+	at  map[string]int // document path → index of its write
 }
 
-func (db *DB) newWrites() *writes {
-	return &writes{b: db.client.Batch(), at: map[string]int{}}
+type writeOp struct {
+	kind    byte // 'c'reate, 's'et, 'u'pdate, 'd'elete
+	ref     *firestore.DocumentRef
+	data    any
+	updates []firestore.Update
+	pre     []firestore.Precondition
+	setOpts []firestore.SetOption
 }
 
-func (w *writes) note(ref *firestore.DocumentRef) {
-	w.at[ref.Path] = w.n
-	w.n++
+func (db *DB) newWrites() *writes { return &writes{at: map[string]int{}} }
+
+func (w *writes) add(op writeOp) {
+	w.at[op.ref.Path] = len(w.ops)
+	w.ops = append(w.ops, op)
 }
 
 func (w *writes) Create(ref *firestore.DocumentRef, data any) {
-	w.note(ref)
-	w.b.Create(ref, data)
+	w.add(writeOp{kind: 'c', ref: ref, data: data})
 }
 
 func (w *writes) Set(ref *firestore.DocumentRef, data any, opts ...firestore.SetOption) {
-	w.note(ref)
-	w.b.Set(ref, data, opts...)
+	w.add(writeOp{kind: 's', ref: ref, data: data, setOpts: opts})
 }
 
 func (w *writes) Update(ref *firestore.DocumentRef, u []firestore.Update, pre ...firestore.Precondition) {
-	w.note(ref)
-	w.b.Update(ref, u, pre...)
+	w.add(writeOp{kind: 'u', ref: ref, updates: u, pre: pre})
 }
 
 func (w *writes) Delete(ref *firestore.DocumentRef, pre ...firestore.Precondition) {
-	w.note(ref)
-	w.b.Delete(ref, pre...)
+	w.add(writeOp{kind: 'd', ref: ref, pre: pre})
+}
+
+// commit writes w as one batch: all or nothing, in one round trip.
+func (w *writes) commit(ctx context.Context, client *firestore.Client) ([]*firestore.WriteResult, error) {
+	b := client.Batch()
+	for _, op := range w.ops {
+		switch op.kind {
+		case 'c':
+			b.Create(op.ref, op.data)
+		case 's':
+			b.Set(op.ref, op.data, op.setOpts...)
+		case 'u':
+			b.Update(op.ref, op.updates, op.pre...)
+		case 'd':
+			b.Delete(op.ref, op.pre...)
+		}
+	}
+	return b.Commit(ctx)
+}
+
+// apply adds w's writes to a transaction.
+func (w *writes) apply(tx *firestore.Transaction) error {
+	for _, op := range w.ops {
+		var err error
+		switch op.kind {
+		case 'c':
+			err = tx.Create(op.ref, op.data)
+		case 's':
+			err = tx.Set(op.ref, op.data, op.setOpts...)
+		case 'u':
+			err = tx.Update(op.ref, op.updates, op.pre...)
+		case 'd':
+			err = tx.Delete(op.ref, op.pre...)
+		}
+		if err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // time returns the update time the commit gave ref's document.

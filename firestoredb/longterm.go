@@ -153,30 +153,26 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 	ref := db.memoryRef(userID)
 	facts := ref.Collection(FactsCollection)
 	return db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		if len(c.Sources) > 0 {
-			refs := make([]*firestore.DocumentRef, len(c.Sources))
-			for i, id := range c.Sources {
-				refs[i] = db.sessionRef(id)
-			}
-			snaps, err := tx.GetAll(refs)
-			if err != nil {
-				return err
-			}
-			for _, s := range snaps {
-				if !s.Exists() {
-					return longterm.ErrSourceGone
-				}
-				if owner, _ := s.DataAt("userId"); owner != userID {
-					return longterm.ErrSourceGone
-				}
-			}
+		// The source sessions and the memory document, in one read.
+		refs := make([]*firestore.DocumentRef, 0, len(c.Sources)+1)
+		for _, id := range c.Sources {
+			refs = append(refs, db.sessionRef(id))
 		}
-		snap, err := tx.Get(ref)
-		if err != nil && status.Code(err) != codes.NotFound {
+		snaps, err := tx.GetAll(append(refs, ref))
+		if err != nil {
 			return err
 		}
+		for _, s := range snaps[:len(c.Sources)] {
+			if !s.Exists() {
+				return longterm.ErrSourceGone
+			}
+			if owner, _ := s.DataAt("userId"); owner != userID {
+				return longterm.ErrSourceGone
+			}
+		}
+		snap := snaps[len(c.Sources)]
 		cur := int64(0)
-		if err == nil {
+		if snap.Exists() {
 			v, _ := snap.DataAt("version")
 			cur, _ = v.(int64)
 		}

@@ -19,12 +19,12 @@ import (
 func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Plan) (*history.Appended, error) {
 	msgs := db.messagesOf(sessionID)
 	var out *history.Appended
-	_, err := db.optimistic(ctx, func(ctx context.Context) (*firestore.WriteBatch, error) {
+	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		var extra []*firestore.DocumentRef
 		if key != "" {
 			extra = append(extra, msgs.Doc(history.KeyDocID(key, 0)))
 		}
-		st, snaps, err := db.readStored(ctx, sessionID, extra...)
+		st, snaps, err := db.readStored(get, sessionID, extra...)
 		if err != nil {
 			return nil, err
 		}
@@ -33,7 +33,7 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 		}
 		var stored []history.Message
 		if key != "" && snaps[0].Exists() {
-			if stored, err = readBatch(db.getAllFn(ctx), msgs, key, snaps[0]); err != nil {
+			if stored, err = readBatch(get, msgs, key, snaps[0]); err != nil {
 				return nil, err
 			}
 		}
@@ -54,7 +54,7 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 			return nil, err
 		}
 		out = &history.Appended{Session: s, Tail: t, Messages: write}
-		return w.b, nil
+		return w, nil
 	})
 	if err != nil {
 		return nil, err

@@ -26,12 +26,12 @@ type turnVersion struct {
 func (db *DB) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {
 	var unchanged *chat.TurnState
 	var written func([]*firestore.WriteResult) *chat.TurnState
-	res, err := db.optimistic(ctx, func(ctx context.Context) (*firestore.WriteBatch, error) {
+	res, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		st := prev
 		prev = nil // a retry reads afresh
 		if _, ok := stateVersion(st); !ok {
 			var err error
-			if st, err = db.readTurn(ctx, q); err != nil {
+			if st, err = db.readTurn(get, q); err != nil {
 				return nil, err
 			}
 		}
@@ -45,7 +45,7 @@ func (db *DB) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnStat
 		if err != nil {
 			return nil, err
 		}
-		return b.b, nil
+		return b, nil
 	})
 	switch {
 	case err != nil:
@@ -85,9 +85,9 @@ func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
 }
 
 // readTurn reads what q names in one round trip.
-func (db *DB) readTurn(ctx context.Context, q chat.TurnQuery) (*chat.TurnState, error) {
+func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 	r, refs := db.turnRefs(q)
-	st, snaps, err := db.readStored(ctx, q.SessionID, refs...)
+	st, snaps, err := db.readStored(get, q.SessionID, refs...)
 	if err != nil {
 		return nil, err
 	}
@@ -218,6 +218,9 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		if w.Slot >= 0 {
 			out.Slots[w.Slot] = w.Minute
 			nv.slotTimes[w.Slot], _ = b.time(res, r.slots[w.Slot])
+		}
+		if res == nil { // committed in a transaction, which reports no update times
+			out.Version = nil // so a RunTurn given this state reads afresh
 		}
 		return &out
 	}, nil

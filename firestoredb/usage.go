@@ -108,7 +108,7 @@ func (db *DB) AddTokens(ctx context.Context, userID, day string, n int) error {
 	defer cancel()
 	w := db.newWrites()
 	db.addTokens(w, userID, day, n)
-	_, err := w.b.Commit(ctx)
+	_, err := w.commit(ctx, db.client)
 	return translate(err)
 }
 

@@ -109,8 +109,27 @@ func (svc *Service) Learn(ctx context.Context, s *sessions.Session, model string
 	return svc.LearnClaimed(ctx, s, model, b)
 }
 
-// Batch is a range of a session's messages claimed for learning.
-type Batch struct{ From, To int }
+// between returns msgs with from <= seq <= to if msgs hold all of them.
+func between(msgs []history.Message, from, to int) []history.Message {
+	var out []history.Message
+	for _, m := range msgs {
+		if m.Seq >= from && m.Seq <= to {
+			out = append(out, m)
+		}
+	}
+	if len(out) != to-from+1 {
+		return nil
+	}
+	return out
+}
+
+// Batch is a range of a session's messages claimed for learning, and
+// those of its messages the claimer had at hand (a turn has the latest in
+// its context), which spare reading them again.
+type Batch struct {
+	From, To int
+	Have     []history.Message
+}
 
 // Claim moves the watermark of s past its unlearned messages when at least
 // EveryK of them have accumulated, and returns them. It only changes s: a
@@ -142,7 +161,7 @@ func (svc *Service) LearnClaimed(ctx context.Context, s *sessions.Session, model
 	}
 	var err error
 	for attempt := 0; ; attempt++ {
-		err = svc.extract(ctx, s, model, from, to)
+		err = svc.extract(ctx, s, model, from, to, b.Have)
 		if sessions.ErrorCode(err) != sessions.ECONFLICT || attempt == 2 {
 			break
 		}
@@ -197,7 +216,7 @@ Answer with JSON only: {"decisions":[{"candidate":1,"decision":"same","existing"
 
 // extract learns from messages from..to of s: the user's document first
 // (one read: switch, profile, live facts), then the messages.
-func (svc *Service) extract(ctx context.Context, s *sessions.Session, model string, from, to int) error {
+func (svc *Service) extract(ctx context.Context, s *sessions.Session, model string, from, to int, have []history.Message) error {
 	u, err := svc.Repo.GetUser(ctx, s.UserID)
 	if err != nil {
 		return err
@@ -205,9 +224,11 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 	if u.Disabled {
 		return ErrNothingToLearn // memory is off: the batch passes unlearned
 	}
-	msgs, err := svc.Messages.MessageRange(ctx, s.ID, from, to)
-	if err != nil || len(msgs) == 0 {
-		return err
+	msgs := between(have, from, to)
+	if msgs == nil {
+		if msgs, err = svc.Messages.MessageRange(ctx, s.ID, from, to); err != nil || len(msgs) == 0 {
+			return err
+		}
 	}
 	facts := u.Facts
 	var prompt strings.Builder
