@@ -315,8 +315,10 @@ func layout(c *firestore.CollectionRef, st *stored, s *sessions.Session, t *hist
 			}
 			p = &pageDoc{UserID: s.UserID, Page: l.head.Page}
 		} else if l.set[slot] == nil {
+			// Rewriting the page anyway: keep only what is still in the
+			// window, so a small window costs a small page.
 			cp := *p
-			cp.Messages = slices.Clone(p.Messages)
+			cp.Messages = slices.DeleteFunc(slices.Clone(p.Messages), func(e tailMsgDoc) bool { return e.Seq < l.head.From })
 			p = &cp
 		}
 		pages[slot] = p
