@@ -172,3 +172,64 @@ func (p *pageDoc) messagesOrNil() []tailMsgDoc {
 	}
 	return p.Messages
 }
+
+// TestLegacyContextMoves: a session whose context is still in the single
+// document of earlier versions is read from it, and its next append moves
+// it into pages and deletes it.
+func TestLegacyContextMoves(t *testing.T) {
+	client, _ := emulatortest.Firestore(t)
+	ctx := context.Background()
+	db := New(client)
+	ss := sessions.NewService(db, "gpt-4o-mini")
+	tok, err := history.NewTikToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	hs := history.NewService(db, tok)
+	s, err := ss.Create(ctx, "alice", sessions.CreateInput{})
+	if err != nil {
+		t.Fatal(err)
+	}
+	for _, text := range []string{"one", "two", "three"} {
+		if _, err := hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: text}); err != nil {
+			t.Fatal(err)
+		}
+	}
+	_, tail, err := db.ReadContext(ctx, s.ID)
+	if err != nil {
+		t.Fatal(err)
+	}
+	// Rewrite it as an earlier version stored it.
+	legacy := map[string]any{"userId": "alice", "compactingUntil": time.Time{}}
+	var msgs []tailMsgDoc
+	for i := range tail.Messages {
+		msgs = append(msgs, tailMsgDoc{ID: tail.Messages[i].ID, msgFields: toMsgFields(&tail.Messages[i])})
+	}
+	legacy["messages"] = msgs
+	for _, id := range contextDocIDs() {
+		if _, err := db.contextOf(s.ID).Doc(id).Delete(ctx); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if _, err := db.contextOf(s.ID).Doc(legacyTailDocID).Set(ctx, legacy); err != nil {
+		t.Fatal(err)
+	}
+	_, got, err := db.ReadContext(ctx, s.ID)
+	if err != nil || len(got.Messages) != 3 || got.Messages[2].Content != "three" {
+		t.Fatalf("legacy context read: %+v, %v", got, err)
+	}
+	s, _ = ss.Get(ctx, "alice", s.ID)
+	if _, err := hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "four"}); err != nil {
+		t.Fatal(err)
+	}
+	_, got, err = db.ReadContext(ctx, s.ID)
+	if err != nil || len(got.Messages) != 4 || got.Messages[3].Content != "four" {
+		t.Fatalf("after the move: %+v, %v", got, err)
+	}
+	if snap, err := db.contextOf(s.ID).Doc(legacyTailDocID).Get(ctx); err == nil && snap.Exists() {
+		t.Fatal("the legacy document is still there")
+	}
+	if snap, err := db.contextOf(s.ID).Doc(headDocID).Get(ctx); err != nil || !snap.Exists() {
+		t.Fatalf("no head after the move: %v", err)
+	}
+}
