@@ -144,9 +144,7 @@ const optimisticTries = 6
 func (db *DB) optimistic(ctx context.Context, attempt func(ctx context.Context, get getAll) (*writes, error)) ([]*firestore.WriteResult, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	get := func(refs []*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
-		return db.client.GetAll(ctx, refs)
-	}
+	get := db.getAllFn(ctx)
 	for i := 0; i < optimisticTries; i++ {
 		w, err := attempt(ctx, get)
 		if err != nil || w == nil {

@@ -84,7 +84,7 @@ func (db *DB) createMessages(w *writes, sessionID, key string, msgs []history.Me
 }
 
 // getAllFn reads documents with the client, in one round trip.
-func (db *DB) getAllFn(ctx context.Context) func([]*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
+func (db *DB) getAllFn(ctx context.Context) getAll {
 	return func(refs []*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
 		return db.client.GetAll(ctx, refs)
 	}
