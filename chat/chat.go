@@ -13,6 +13,7 @@ import (
 	"math/rand/v2"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chatmemory/backend/history"
@@ -62,15 +63,19 @@ type Memory interface {
 
 // Service runs chat turns.
 type Service struct {
-	Memory       Memory // nil: no long-term memory
-	Turns        TurnStore
-	Sessions     *sessions.Service
-	History      *history.Service
-	Model        Model
-	Titler       Titler
-	Usage        UsageRepo
-	Limits       Limits
-	SystemPrompt string
+	Memory Memory // nil: no long-term memory
+	Turns  TurnStore
+	Drafts Drafts // nil: no drafts, no stopping
+	// DraftInterval is how often a streaming reply's draft is written;
+	// 0: DefaultDraftInterval.
+	DraftInterval time.Duration
+	Sessions      *sessions.Service
+	History       *history.Service
+	Model         Model
+	Titler        Titler
+	Usage         UsageRepo
+	Limits        Limits
+	SystemPrompt  string
 	// AllowSystemMessages lets clients append messages with role system,
 	// which reach the model as instructions beside SystemPrompt. Off, only
 	// the server speaks as system: a signed-in user is not trusted to
@@ -89,8 +94,9 @@ type TurnRequest struct {
 	SessionID       string // empty: start a new session
 	Message         string
 	ClientMessageID string // optional idempotency key
-	// OnStart, if set, is called once the user's message is stored.
-	OnStart func(s *sessions.Session, user history.Message)
+	// OnStart, if set, is called once the user's message is stored, with
+	// the id the reply will have (for following its draft, or stopping it).
+	OnStart func(s *sessions.Session, user history.Message, replyID string)
 	// OnDelta, if set, streams the reply's text as it arrives.
 	OnDelta func(string)
 }
@@ -139,8 +145,10 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 		return nil, err
 	}
 	var c claim
+	streaming := req.OnDelta != nil && svc.Drafts != nil
+	q.Draft = streaming
 	st, err := svc.Turns.RunTurn(ctx, q, nil, func(st *TurnState) (*TurnWrite, error) {
-		return svc.claim(st, q, draft, now, &c)
+		return svc.claim(st, q, draft, now, streaming, &c)
 	})
 	if err != nil {
 		return nil, err
@@ -149,7 +157,7 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 		return c.replay, nil
 	}
 	if req.OnStart != nil {
-		req.OnStart(st.Session, c.user)
+		req.OnStart(st.Session, c.user, c.replyID)
 	}
 	mem := blockOf(st.Memory)
 	built, err := svc.build(st.Session, st.Tail, mem)
@@ -159,18 +167,10 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	var reply *Reply
 	start := svc.now()
 	if err == nil {
-		mctx, cancel := context.WithTimeout(ctx, svc.ModelTimeout)
-		reply, err = svc.Model.Generate(mctx, svc.request(st.Session, built, mem), req.OnDelta)
-		cancel()
-		if err == nil && reply.Content == "" {
-			err = errEmptyReply
-		}
-		if err != nil {
-			err = sessions.Wrap(sessions.EUPSTREAM, err, "the model did not answer; your message is saved, retry with the same clientMessageId")
-		}
+		reply, err = svc.generate(ctx, req, q, st, &c, svc.request(st.Session, built, mem))
 	}
 	if err != nil {
-		svc.release(ctx, q, st, c.lease)
+		svc.release(ctx, q, st, c)
 		return nil, err
 	}
 	answer := history.Draft{Role: history.RoleAssistant, Content: reply.Content, Metadata: history.MessageMetadata{
@@ -181,8 +181,8 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	spent := reply.PromptTokens + reply.CompletionTokens
 	var out history.Message
 	var learn *longterm.Batch
-	done, err := svc.Turns.RunTurn(ctx, q, st, func(st *TurnState) (*TurnWrite, error) {
-		return svc.finish(st, q, answer, spent, built, &out, &learn)
+	done, err := svc.Turns.RunTurn(ctx, q, c.latest(st), func(st *TurnState) (*TurnWrite, error) {
+		return svc.finish(st, q, c, answer, spent, built, &out, &learn)
 	})
 	if err != nil {
 		return nil, err
@@ -193,9 +193,122 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 
 // claim is what claiming a turn decided.
 type claim struct {
-	user   history.Message
-	lease  time.Time
-	replay *TurnResult // the turn was complete already
+	user    history.Message
+	replyID string
+	lease   time.Time
+	draft   bool        // the reply streams through a draft
+	replay  *TurnResult // the turn was complete already
+	// draftVersion is the store's record of the draft's last write.
+	draftVersion any
+}
+
+// latest is st with the draft as this turn last wrote it.
+func (c *claim) latest(st *TurnState) *TurnState {
+	if !c.draft || c.draftVersion == nil {
+		return st
+	}
+	cp := *st
+	cp.DraftVersion = c.draftVersion
+	return &cp
+}
+
+// StoppedReason is the finishReason of a reply stopped by its user.
+const StoppedReason = "stopped"
+
+// DefaultDraftInterval is how often a streaming reply's draft is written.
+const DefaultDraftInterval = time.Second
+
+// generate calls the model. A streaming reply is followed by a draft: its
+// partial text is written every DraftInterval (a heartbeat, too), and a
+// stop requested through it cancels the call and keeps what was said.
+func (svc *Service) generate(ctx context.Context, req TurnRequest, q TurnQuery, st *TurnState, c *claim, mreq Request) (*Reply, error) {
+	mctx, cancel := context.WithTimeout(ctx, svc.ModelTimeout)
+	defer cancel()
+	onDelta := req.OnDelta
+	var mu sync.Mutex
+	var partial strings.Builder
+	var stopped atomic.Bool
+	done := make(chan struct{})
+	var follow sync.WaitGroup
+	d := &Draft{SessionID: q.SessionID, ReplyID: c.replyID, UserID: q.UserID}
+	if c.draft {
+		onDelta = func(text string) {
+			mu.Lock()
+			partial.WriteString(text)
+			mu.Unlock()
+			req.OnDelta(text)
+		}
+		d.Version = st.DraftVersion
+		interval := svc.DraftInterval
+		if interval <= 0 {
+			interval = DefaultDraftInterval
+		}
+		follow.Add(1)
+		go func() {
+			defer follow.Done()
+			tick := time.NewTicker(interval)
+			defer tick.Stop()
+			for {
+				select {
+				case <-done:
+					return
+				case <-tick.C:
+				}
+				mu.Lock()
+				d.Text = partial.String()
+				mu.Unlock()
+				stop, err := svc.Drafts.SaveDraft(ctx, d)
+				if errors.Is(err, ErrDraftTaken) {
+					return // a later streaming turn of the session has the draft
+				}
+				if err != nil {
+					svc.logError(ctx, "saving a draft failed", q.SessionID, err)
+					continue
+				}
+				if stop {
+					stopped.Store(true)
+					cancel()
+					return
+				}
+			}
+		}()
+	}
+	reply, err := svc.Model.Generate(mctx, mreq, onDelta)
+	close(done)
+	follow.Wait()
+	if c.draft {
+		c.draftVersion = d.Version
+	}
+	if stopped.Load() {
+		text := partial.String()
+		if text == "" {
+			return nil, sessions.Errorf(sessions.ECONFLICT, "the reply was stopped before any of it arrived; your message is saved")
+		}
+		return &Reply{Content: text, Model: mreq.Model, FinishReason: StoppedReason}, nil
+	}
+	if err == nil && reply.Content == "" {
+		err = errEmptyReply
+	}
+	if err != nil {
+		return nil, sessions.Wrap(sessions.EUPSTREAM, err, "the model did not answer; your message is saved, retry with the same clientMessageId")
+	}
+	return reply, nil
+}
+
+// Stop asks the streaming reply replyID of the caller's session to stop,
+// whichever instance runs it. The reply is stored with what it said so far
+// and finishReason "stopped". ENOTFOUND if no such reply is in progress.
+func (svc *Service) Stop(ctx context.Context, userID, sessionID, replyID string) error {
+	if err := sessions.CheckID(sessionID); err != nil {
+		return err
+	}
+	if err := sessions.CheckID(replyID); err != nil {
+		return err
+	}
+	if svc.Drafts == nil {
+		return sessions.Errorf(sessions.ENOTFOUND, "no reply in progress can be stopped here")
+	}
+	return svc.Drafts.RequestStop(ctx, userID, sessionID, replyID)
 }
 
 // leaseMargin is how much longer than the model may take a turn holds its
@@ -206,8 +319,11 @@ const leaseMargin = 15 * time.Second
 // the session and the key, admits the turn under the user's limits, and
 // appends the user's message (or, taking a failed turn over, moves its
 // lease).
-func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now time.Time, c *claim) (*TurnWrite, error) {
-	*c = claim{lease: now.Add(svc.ModelTimeout + leaseMargin)}
+func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now time.Time, streaming bool, c *claim) (*TurnWrite, error) {
+	*c = claim{lease: now.Add(svc.ModelTimeout + leaseMargin), draft: streaming, replyID: sessions.NewID()}
+	if q.Key != "" {
+		c.replyID = history.ReplyDocID(q.Key)
+	}
 	s := st.Session
 	if s == nil {
 		if !q.New {
@@ -251,6 +367,7 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now t
 	if st.Asked != nil { // take the turn over: its message is stored already
 		c.user = *st.Asked
 		w.Lease = &c.lease
+		w.Draft = c.startDraft()
 		return w, nil
 	}
 	plan, err := svc.History.Prepare(s, q.Key, draft)
@@ -269,14 +386,31 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now t
 	}
 	t.SetIDs(msgs)
 	c.user = msgs[0]
-	w.Tail, w.Messages = t, msgs
+	w.Tail, w.Messages, w.Draft = t, msgs, c.startDraft()
 	return w, nil
+}
+
+// startDraft is the draft a streaming turn starts in its claim.
+func (c *claim) startDraft() *DraftWrite {
+	if !c.draft {
+		return nil
+	}
+	return &DraftWrite{ReplyID: c.replyID, UserMessageID: c.user.ID, Create: true}
+}
+
+// endDraft is the deletion of a streaming turn's draft, once its reply is
+// stored or it failed, if the session's draft is still this turn's.
+func (c *claim) endDraft(st *TurnState) *DraftWrite {
+	if !c.draft || st.DraftReplyID != c.replyID {
+		return nil
+	}
+	return &DraftWrite{ReplyID: c.replyID}
 }
 
 // finish plans the commit that finishes a turn: the reply, the session's
 // counters and context (with the learning watermark, when a batch is due),
 // and the tokens spent.
-func (svc *Service) finish(st *TurnState, q TurnQuery, answer history.Draft, spent int, sent *history.Context, out *history.Message, learn **longterm.Batch) (*TurnWrite, error) {
+func (svc *Service) finish(st *TurnState, q TurnQuery, c claim, answer history.Draft, spent int, sent *history.Context, out *history.Message, learn **longterm.Batch) (*TurnWrite, error) {
 	s := st.Session.Clone()
 	if err := s.CheckOwner(q.UserID); err != nil {
 		return nil, err
@@ -290,10 +424,7 @@ func (svc *Service) finish(st *TurnState, q TurnQuery, answer history.Draft, spe
 	if err != nil {
 		return nil, err
 	}
-	msgs[0].ID = sessions.NewID()
-	if q.Key != "" {
-		msgs[0].ID = history.ReplyDocID(q.Key)
-	}
+	msgs[0].ID = c.replyID
 	t.SetIDs(msgs)
 	*out, *learn = msgs[0], nil
 	if svc.Memory != nil {
@@ -305,21 +436,29 @@ func (svc *Service) finish(st *TurnState, q TurnQuery, answer history.Draft, spe
 	if spent == 0 { // the service did not report usage: use our own counts
 		spent = sent.Tokens + msgs[0].Tokens
 	}
-	return &TurnWrite{Session: s, Tail: t, Messages: msgs, Slot: NoSlot, Tokens: spent}, nil
+	return &TurnWrite{Session: s, Tail: t, Messages: msgs, Slot: NoSlot, Tokens: spent, Draft: c.endDraft(st)}, nil
 }
 
 // release gives a failed turn's key back at once, so that a retry need not
-// wait for the lease to run out. If the key moved on meanwhile (another
-// retry took it), it leaves it; if this fails, the lease simply expires.
-func (svc *Service) release(ctx context.Context, q TurnQuery, st *TurnState, lease time.Time) {
-	if q.Key == "" {
+// wait for the lease to run out, and ends its draft. If the key moved on
+// meanwhile (another retry took it), it leaves it; if this fails, the lease
+// simply expires.
+func (svc *Service) release(ctx context.Context, q TurnQuery, st *TurnState, c claim) {
+	if q.Key == "" && !c.draft {
 		return
 	}
-	_, err := svc.Turns.RunTurn(ctx, q, st, func(st *TurnState) (*TurnWrite, error) {
-		if st.Asked == nil || !st.Asked.ReplyBy.Equal(lease) || st.Answer != nil {
+	_, err := svc.Turns.RunTurn(ctx, q, c.latest(st), func(st *TurnState) (*TurnWrite, error) {
+		w := &TurnWrite{Slot: NoSlot, Draft: c.endDraft(st)}
+		if q.Key != "" {
+			if st.Asked == nil || !st.Asked.ReplyBy.Equal(c.lease) || st.Answer != nil {
+				return nil, nil // another request has the key (and the draft) now
+			}
+			w.Lease = &time.Time{}
+		}
+		if w.Lease == nil && w.Draft == nil {
 			return nil, nil
 		}
-		return &TurnWrite{Session: st.Session, Lease: &time.Time{}, Slot: NoSlot}, nil
+		return w, nil
 	})
 	if err != nil {
 		svc.logError(ctx, "releasing a failed turn failed", q.SessionID, err)

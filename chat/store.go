@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"github.com/chatmemory/backend/history"
@@ -33,6 +34,7 @@ type TurnQuery struct {
 	Day       string // the UTC day whose token spend to read, YYYY-MM-DD
 	Slots     int    // how many rate-limit slots the user has (0: none to read)
 	Memory    bool   // read the user's long-term memory block
+	Draft     bool   // read the session's draft (a streaming turn)
 }
 
 // TurnState is what a turn read (or, after a commit, what it wrote).
@@ -45,8 +47,13 @@ type TurnState struct {
 	DayTokens int              // spent on Day
 	Memory    MemoryBlock
 
-	// Version is the store's record of what it read, for its conditions.
-	Version any
+	// DraftReplyID is the reply the session's draft follows ("" if none).
+	DraftReplyID string
+
+	// Version is the store's record of what it read, for its conditions;
+	// DraftVersion that of the draft (as read, or as a commit started it).
+	Version      any
+	DraftVersion any
 }
 
 // MemoryBlock is the user's long-term memory as a turn sends it.
@@ -66,7 +73,46 @@ type TurnWrite struct {
 	Slot   int
 	Minute int64
 	Tokens int // added to the user's spend on the query's Day
+	Draft  *DraftWrite
 }
 
 // NoSlot is a TurnWrite's Slot when it takes none.
 const NoSlot = -1
+
+// DraftWrite starts or ends the draft of a streaming reply in a turn's
+// commit. A session has one draft, that of its latest streaming reply: a
+// second streaming turn in the session takes it over, and the first is
+// then no longer followed live (its own stream goes on). Ending a draft is
+// conditioned on the draft being as the state read it.
+type DraftWrite struct {
+	ReplyID       string
+	UserMessageID string // on Create: the message the reply answers
+	Create        bool   // start it, empty; else delete it
+}
+
+// Drafts keep the partial text of a streaming reply where other clients
+// (another tab, a reloaded page, a client behind a proxy that buffers
+// server-sent events) can follow it, and carry a request to stop it from
+// any connection or instance.
+type Drafts interface {
+	// SaveDraft stores d's text as the partial reply and reports whether a
+	// stop was requested. d.Version is the store's record of its last
+	// write of the draft; SaveDraft updates it.
+	SaveDraft(ctx context.Context, d *Draft) (stop bool, err error)
+	// ErrDraftTaken (from SaveDraft) means another streaming turn of the
+	// session has the draft now: stop saving this one.
+	// RequestStop marks the reply in progress replyID of session sessionID
+	// to be stopped. ENOTFOUND if userID has no such reply in progress.
+	RequestStop(ctx context.Context, userID, sessionID, replyID string) error
+}
+
+// Draft is a streaming reply's partial text.
+type Draft struct {
+	SessionID, ReplyID, UserID string
+	Text                       string
+	Version                    any
+}
+
+// ErrDraftTaken is SaveDraft's answer once the session's draft follows
+// another reply.
+var ErrDraftTaken = errors.New("chat: the session's draft follows another reply")

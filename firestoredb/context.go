@@ -30,6 +30,7 @@ const (
 	CompactionsCollection = "compactions"
 	headDocID             = "head"
 	summaryDocID          = "summary"
+	draftDocID            = "draft" // the partial text of the session's streaming reply
 	legacyTailDocID       = "tail" // the single context document of earlier versions
 	// PageBytes is what one page holds before the next is started (a single
 	// larger message gets a page of its own).
@@ -60,7 +61,7 @@ func (db *DB) contextRefs(sessionID string) []*firestore.DocumentRef {
 
 // contextDocIDs are the ids of every document a context may have.
 func contextDocIDs() []string {
-	ids := []string{headDocID, summaryDocID, legacyTailDocID}
+	ids := []string{headDocID, summaryDocID, legacyTailDocID, draftDocID}
 	for i := range pageSlots {
 		ids = append(ids, pageID(i))
 	}

@@ -19,6 +19,21 @@ type turnVersion struct {
 	slotTimes []time.Time // of each slot document; zero if none
 }
 
+// draftDoc is chat_sessions/{sid}/context/draft: the partial text of the
+// session's streaming reply, which clients follow with a listener.
+type draftDoc struct {
+	UserID        string    `firestore:"userId"`
+	ReplyID       string    `firestore:"replyId"`
+	UserMessageID string    `firestore:"userMessageId"`
+	Text          string    `firestore:"text"`
+	StopRequested bool      `firestore:"stopRequested"`
+	UpdatedAt     time.Time `firestore:"updatedAt"`
+}
+
+func (db *DB) draftRef(sessionID string) *firestore.DocumentRef {
+	return db.contextOf(sessionID).Doc(draftDocID)
+}
+
 // RunTurn reads everything a turn needs in one BatchGetDocuments (the
 // session, its context, the key's message and reply, the user's turn slots,
 // today's spend and the memory block) and commits the turn's write in one
@@ -66,14 +81,17 @@ func stateVersion(st *chat.TurnState) (*turnVersion, bool) {
 
 // turnRefs are the documents a turn reads, after its context's.
 type turnRefs struct {
-	asked, answer, day, memory *firestore.DocumentRef
-	slots                      []*firestore.DocumentRef
+	asked, answer, day, memory, draft *firestore.DocumentRef
+	slots                             []*firestore.DocumentRef
 }
 
 func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
 	msgs := db.messagesOf(q.SessionID)
-	r := turnRefs{day: db.dayRef(q.UserID, q.Day), memory: db.memoryRef(q.UserID)}
+	r := turnRefs{day: db.dayRef(q.UserID, q.Day), memory: db.memoryRef(q.UserID), draft: db.draftRef(q.SessionID)}
 	list := []*firestore.DocumentRef{r.day, r.memory}
+	if q.Draft {
+		list = append(list, r.draft)
+	}
 	if q.Key != "" {
 		r.asked, r.answer = msgs.Doc(history.KeyDocID(q.Key, 0)), msgs.Doc(history.ReplyDocID(q.Key))
 		list = append(list, r.asked, r.answer)
@@ -111,6 +129,16 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 		}
 	}
 	rest := snaps[2:]
+	if q.Draft {
+		if rest[0].Exists() {
+			var d draftDoc
+			if err := dataTo(rest[0], &d); err != nil {
+				return nil, err
+			}
+			ts.DraftReplyID, ts.DraftVersion = d.ReplyID, rest[0].UpdateTime
+		}
+		rest = rest[1:]
+	}
 	if q.Key != "" {
 		if rest[0].Exists() {
 			m, _, err := decodeMessage(rest[0])
@@ -191,6 +219,13 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 	if w.Tokens > 0 {
 		db.addTokens(b, q.UserID, q.Day, w.Tokens)
 	}
+	if d := w.Draft; d != nil {
+		if d.Create {
+			b.Set(r.draft, draftDoc{UserID: q.UserID, ReplyID: d.ReplyID, UserMessageID: d.UserMessageID, UpdatedAt: time.Now().UTC()})
+		} else if t, ok := ts.DraftVersion.(time.Time); ok && ts.DraftReplyID == d.ReplyID {
+			b.Delete(r.draft, firestore.LastUpdateTime(t))
+		}
+	}
 	return b, func(res []*firestore.WriteResult) *chat.TurnState {
 		nv := &turnVersion{st: v.st.after(b, res, sref, db.contextOf(q.SessionID).Doc(headDocID), w.Session, w.Tail, l),
 			askedTime: v.askedTime, slotTimes: append([]time.Time(nil), v.slotTimes...)}
@@ -219,9 +254,88 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 			out.Slots[w.Slot] = w.Minute
 			nv.slotTimes[w.Slot], _ = b.time(res, r.slots[w.Slot])
 		}
+		if d := w.Draft; d != nil && d.Create {
+			out.DraftReplyID, out.DraftVersion = d.ReplyID, nil
+			if t, ok := b.time(res, r.draft); ok {
+				out.DraftVersion = t
+			}
+		} else if d != nil {
+			out.DraftReplyID, out.DraftVersion = "", nil
+		}
 		if res == nil { // committed in a transaction, which reports no update times
 			out.Version = nil // so a RunTurn given this state reads afresh
 		}
 		return &out
 	}, nil
+}
+
+// SaveDraft writes the partial text of the session's streaming reply, on
+// condition that the draft is as this turn last wrote it. If it is not, it
+// reads it: a stop was requested, or another turn took the draft over
+// (chat.ErrDraftTaken).
+func (db *DB) SaveDraft(ctx context.Context, d *chat.Draft) (bool, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	ref := db.draftRef(d.SessionID)
+	for range 3 {
+		if t, ok := d.Version.(time.Time); ok && !t.IsZero() {
+			res, err := ref.Update(ctx, []firestore.Update{{Path: "text", Value: d.Text}, {Path: "updatedAt", Value: time.Now().UTC()}},
+				firestore.LastUpdateTime(t))
+			if err == nil {
+				d.Version = res.UpdateTime
+				return false, nil
+			}
+			if !stale(err) {
+				return false, translate(err)
+			}
+		}
+		snap, err := ref.Get(ctx)
+		if isNotFound(err) {
+			return false, chat.ErrDraftTaken
+		}
+		if err != nil {
+			return false, translate(err)
+		}
+		var cur draftDoc
+		if err := dataTo(snap, &cur); err != nil {
+			return false, err
+		}
+		if cur.ReplyID != d.ReplyID {
+			return false, chat.ErrDraftTaken
+		}
+		if cur.StopRequested {
+			return true, nil
+		}
+		d.Version = snap.UpdateTime
+	}
+	return false, sessions.Errorf(sessions.EUNAVAILABLE, "the draft keeps changing")
+}
+
+// RequestStop marks the session's draft to be stopped if it follows
+// replyID and belongs to userID.
+func (db *DB) RequestStop(ctx context.Context, userID, sessionID, replyID string) error {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	ref := db.draftRef(sessionID)
+	for range 5 {
+		snap, err := ref.Get(ctx)
+		if isNotFound(err) {
+			return sessions.Errorf(sessions.ENOTFOUND, "no reply %s is in progress", replyID)
+		}
+		if err != nil {
+			return translate(err)
+		}
+		var d draftDoc
+		if err := dataTo(snap, &d); err != nil {
+			return err
+		}
+		if d.UserID != userID || d.ReplyID != replyID {
+			return sessions.Errorf(sessions.ENOTFOUND, "no reply %s is in progress", replyID)
+		}
+		_, err = ref.Update(ctx, []firestore.Update{{Path: "stopRequested", Value: true}}, firestore.LastUpdateTime(snap.UpdateTime))
+		if err == nil || !stale(err) {
+			return translate(err)
+		}
+	}
+	return sessions.Errorf(sessions.EUNAVAILABLE, "the reply kept changing; try again")
 }

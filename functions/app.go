@@ -36,6 +36,7 @@ type Store interface {
 	chat.UsageRepo
 	chat.UsageStore
 	chat.TurnStore
+	chat.Drafts
 	retention.Repo
 	retention.PrivacyRepo
 	longterm.Repo
@@ -100,6 +101,8 @@ func NewApp(cfg Config, d Deps) *App {
 	hs.Summarizer = llm.Summarizer{Model: background}
 	cs := &chat.Service{
 		Turns:               d.Store,
+		Drafts:              d.Store,
+		DraftInterval:       cfg.DraftInterval,
 		Sessions:            ss,
 		History:             hs,
 		Model:               d.Model,

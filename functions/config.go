@@ -36,6 +36,7 @@ type Config struct {
 	FirestoreTimeout   time.Duration // FIRESTORE_TIMEOUT_SECONDS: each Firestore operation
 	AuthTimeout        time.Duration // AUTH_TIMEOUT_SECONDS: each ID-token check
 	RevocationTTL      time.Duration // REVOCATION_CHECK_SECONDS: how long an account's revocation state is trusted
+	DraftInterval      time.Duration // DRAFT_INTERVAL_MS: how often a streaming reply's partial text is saved
 	ReadTimeout        time.Duration // READ_TIMEOUT_SECONDS: reading a request's body
 	RetentionDays      [3]int        // RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS, RETENTION_DELETED_DAYS
 	SweepBudget        time.Duration
@@ -124,6 +125,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		FirestoreTimeout:   seconds("FIRESTORE_TIMEOUT_SECONDS", DefaultFirestoreTimeout, 300),
 		AuthTimeout:        seconds("AUTH_TIMEOUT_SECONDS", DefaultAuthTimeout, 60),
 		RevocationTTL:      time.Duration(num("REVOCATION_CHECK_SECONDS", int(DefaultRevocationTTL/time.Second), 0, day)) * time.Second,
+		DraftInterval:      time.Duration(num("DRAFT_INTERVAL_MS", int(chat.DefaultDraftInterval/time.Millisecond), 100, 60_000)) * time.Millisecond,
 		ReadTimeout:        seconds("READ_TIMEOUT_SECONDS", DefaultReadTimeout, 600),
 		LogLevel:           str("LOG_LEVEL", "info"),
 		RetentionDays: [3]int{num("RETENTION_ACTIVE_DAYS", 30, 1, sessions.MaxRetentionDays),

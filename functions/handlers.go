@@ -223,9 +223,9 @@ func (a *App) streamChat(w http.ResponseWriter, r *http.Request, turn chat.TurnR
 			flusher.Flush()
 		}
 	}
-	turn.OnStart = func(s *sessions.Session, user history.Message) {
+	turn.OnStart = func(s *sessions.Session, user history.Message, replyID string) {
 		info(r.Context()).sessionID = s.ID
-		send("session", map[string]any{"sessionId": s.ID, "userMessage": user})
+		send("session", map[string]any{"sessionId": s.ID, "userMessage": user, "replyId": replyID})
 	}
 	turn.OnDelta = func(text string) { send("delta", map[string]string{"text": text}) }
 	res, err := a.Chat.Turn(r.Context(), turn)
@@ -237,7 +237,7 @@ func (a *App) streamChat(w http.ResponseWriter, r *http.Request, turn chat.TurnR
 		send("error", bodyOf(err))
 	default:
 		if res.Replayed {
-			send("session", map[string]any{"sessionId": res.Session.ID, "userMessage": res.User})
+			send("session", map[string]any{"sessionId": res.Session.ID, "userMessage": res.User, "replyId": res.Reply.ID})
 			send("delta", map[string]string{"text": res.Reply.Content})
 		}
 		send("done", chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed})
@@ -364,4 +364,13 @@ func (a *App) forgetAll(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	w.WriteHeader(http.StatusNoContent)
+}
+
+// stopReply stops a streaming reply, whichever instance runs it.
+func (a *App) stopReply(w http.ResponseWriter, r *http.Request) {
+	if err := a.Chat.Stop(r.Context(), UserID(r.Context()), sessionID(r), r.PathValue("replyId")); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusAccepted, map[string]any{"stopping": true})
 }

@@ -41,6 +41,7 @@ func (a *App) Handler() http.Handler {
 	authed("PATCH /memory/profile", a.patchProfile)
 	authed("DELETE /memory/facts/{id}", a.forgetFact)
 	authed("POST /sessions/{id}/messages", a.appendMessages)
+	authed("POST /sessions/{id}/replies/{replyId}/stop", a.stopReply)
 
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := mux.Handler(r)

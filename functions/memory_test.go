@@ -317,7 +317,6 @@ func TestSummarizerFailure(t *testing.T) {
 	}
 }
 
-
 func TestTitles(t *testing.T) {
 	h := newHarness(t)
 	sc := h.script(&script{title: func(r openai.ChatCompletionRequest) llmtest.Response {

@@ -27,10 +27,12 @@ type DB struct {
 	days     map[string]map[string]int    // by user, then UTC day: tokens spent
 	slots    map[string][]int64           // by user: the minute each turn slot was taken in
 	replies  map[string]map[string]int    // session → turn key → seq of the reply
+	drafts   map[string]*draft            // by session: its streaming reply
 	tails    map[string]*history.Tail     // by session
 	compact  map[string][]history.Compaction
 	users    map[string]longterm.User
 	facts    map[string]map[string]longterm.Fact // superseded, by user, then id
+	draftSeq int64
 	backlog  struct {
 		n  int
 		at time.Time
@@ -48,6 +50,7 @@ func New() *DB {
 		days:     map[string]map[string]int{},
 		slots:    map[string][]int64{},
 		replies:  map[string]map[string]int{},
+		drafts:   map[string]*draft{},
 		tails:    map[string]*history.Tail{},
 		compact:  map[string][]history.Compaction{},
 		users:    map[string]longterm.User{},
@@ -149,6 +152,7 @@ func (db *DB) purgeLocked(id string) int {
 	delete(db.messages, id)
 	delete(db.keys, id)
 	delete(db.replies, id)
+	delete(db.drafts, id)
 	delete(db.tails, id)
 	delete(db.compact, id)
 	return n
@@ -360,6 +364,44 @@ func (db *DB) addTokensLocked(userID, day string, n int) {
 	db.days[userID][day] += n
 }
 
+// draft is a session's streaming reply, as its followers see it.
+type draft struct {
+	userID, replyID, text string
+	stop                  bool
+	version               int64
+}
+
+// SaveDraft stores d's text if the session's draft still follows d's reply.
+func (db *DB) SaveDraft(_ context.Context, d *chat.Draft) (bool, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	cur, ok := db.drafts[d.SessionID]
+	if !ok || cur.replyID != d.ReplyID {
+		return false, chat.ErrDraftTaken
+	}
+	if cur.stop {
+		return true, nil
+	}
+	db.draftSeq++
+	cur.text, cur.version = d.Text, db.draftSeq
+	d.Version = cur.version
+	return false, nil
+}
+
+// RequestStop marks the session's draft to stop if it follows replyID.
+func (db *DB) RequestStop(_ context.Context, userID, sessionID, replyID string) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	cur, ok := db.drafts[sessionID]
+	if !ok || cur.userID != userID || cur.replyID != replyID {
+		return sessions.Errorf(sessions.ENOTFOUND, "no reply %s is in progress", replyID)
+	}
+	cur.stop = true
+	db.draftSeq++
+	cur.version = db.draftSeq
+	return nil
+}
+
 // RunTurn reads, plans and writes under the store's one lock, so nothing
 // can change in between and prev is not needed.
 func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {
@@ -382,6 +424,9 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 	copy(st.Slots, db.slots[q.UserID])
 	if u, ok := db.users[q.UserID]; q.Memory && ok && !u.Disabled {
 		st.Memory = chat.MemoryBlock{Text: u.Block, Tokens: u.BlockTokens}
+	}
+	if d, ok := db.drafts[q.SessionID]; q.Draft && ok {
+		st.DraftReplyID, st.DraftVersion = d.replyID, d.version
 	}
 	w, err := plan(st)
 	if err != nil || w == nil {
@@ -437,6 +482,17 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 	if w.Tokens > 0 {
 		db.addTokensLocked(q.UserID, q.Day, w.Tokens)
 		st.DayTokens += w.Tokens
+	}
+	if d := w.Draft; d != nil {
+		switch cur := db.drafts[q.SessionID]; {
+		case d.Create:
+			db.draftSeq++
+			db.drafts[q.SessionID] = &draft{userID: q.UserID, replyID: d.ReplyID, version: db.draftSeq}
+			st.DraftReplyID, st.DraftVersion = d.ReplyID, db.draftSeq
+		case cur != nil && cur.replyID == d.ReplyID:
+			delete(db.drafts, q.SessionID)
+			st.DraftReplyID, st.DraftVersion = "", nil
+		}
 	}
 	if s, ok := db.sessions[q.SessionID]; ok {
 		st.Session = s.Clone()

@@ -223,6 +223,11 @@ func TestRules(t *testing.T) {
 	if _, err := client.Collection(firestoredb.PurgesCollection).Doc("p1").Set(context.Background(), map[string]any{"userId": alice.uid}); err != nil {
 		t.Fatal(err)
 	}
+	// The draft of a reply streaming, which the owner's other tabs follow.
+	if _, err := client.Collection(firestoredb.SessionsCollection).Doc(s.active).Collection(firestoredb.ContextCollection).Doc("draft").
+		Set(context.Background(), map[string]any{"userId": alice.uid, "replyId": "r1", "text": "partial"}); err != nil {
+		t.Fatal(err)
+	}
 
 	sess := func(id string) string { return firestoredb.SessionsCollection + "/" + id }
 	docs := map[string]string{
@@ -232,6 +237,7 @@ func TestRules(t *testing.T) {
 		"message":          sess(s.active) + "/messages/" + s.messages[0],
 		"context":          sess(s.active) + "/context/head",
 		"context page":     sess(s.active) + "/context/p00",
+		"reply draft":      sess(s.active) + "/context/draft",
 		"compaction":       sess(s.active) + "/compactions/" + s.compaction,
 		"usage":            firestoredb.UsageCollection + "/" + s.usage,
 		"usage day":        firestoredb.UsageCollection + "/" + s.usage + "/" + firestoredb.UsageDaysCollection + "/" + s.day,
@@ -300,7 +306,7 @@ func TestRules(t *testing.T) {
 		if got := names(t, r); r.status != 200 || len(got) != 1 {
 			t.Errorf("owner lists a deleted session's messages (recovery): %d %v", r.status, got)
 		}
-		for col, want := range map[string]int{"compactions": 1, "context": 3} { // head, summary, one page
+		for col, want := range map[string]int{"compactions": 1, "context": 4} { // head, summary, one page, the draft
 			if r := f.query(alice.token, sess(s.active), col, "", false); r.status != 200 || len(names(t, r)) != want {
 				t.Errorf("owner lists %s: %d, %d documents %v", col, r.status, len(names(t, r)), names(t, r))
 			}

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"errors"
 	"fmt"
 	"sync"
 	"testing"
@@ -149,4 +150,73 @@ func testTurns(t *testing.T, e *Env) {
 	if other.Session != nil || other.DayTokens != 0 || other.Slots[2] != 0 {
 		t.Fatalf("bob's state: %+v", other)
 	}
+}
+
+// testDrafts: a streaming turn's draft is saved, stopped from outside,
+// taken over by a later streaming turn, and ended with the reply.
+func testDrafts(t *testing.T, e *Env) {
+	ctx := context.Background()
+	turns, ok := e.DB.(chat.TurnStore)
+	drafts, ok2 := e.DB.(chat.Drafts)
+	if !ok || !ok2 {
+		t.Fatal("the store does not implement chat.TurnStore and chat.Drafts")
+	}
+	id := sessions.NewID()
+	q := chat.TurnQuery{UserID: "alice", SessionID: id, New: true, Day: "2026-01-15", Draft: true}
+	start := func(replyID string) *chat.TurnState {
+		t.Helper()
+		return Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, func(st *chat.TurnState) (*chat.TurnWrite, error) {
+			w, err := appendPlan(e, q, "stream "+replyID)(st)
+			if w != nil {
+				w.Draft = &chat.DraftWrite{ReplyID: replyID, UserMessageID: w.Messages[0].ID, Create: true}
+			}
+			return w, err
+		}))
+	}
+	st := start("r1")
+	if st.DraftReplyID != "r1" {
+		t.Fatalf("draft after the claim: %q", st.DraftReplyID)
+	}
+	d := &chat.Draft{SessionID: id, ReplyID: "r1", UserID: "alice", Text: "par", Version: st.DraftVersion}
+	if stop, err := drafts.SaveDraft(ctx, d); err != nil || stop {
+		t.Fatalf("first save: %v, stop %v", err, stop)
+	}
+	d.Text = "partial"
+	if stop, err := drafts.SaveDraft(ctx, d); err != nil || stop {
+		t.Fatalf("second save: %v, stop %v", err, stop)
+	}
+	WantCode(t, drafts.RequestStop(ctx, "bob", id, "r1"), sessions.ENOTFOUND)
+	WantCode(t, drafts.RequestStop(ctx, "alice", id, "r9"), sessions.ENOTFOUND)
+	if err := drafts.RequestStop(ctx, "alice", id, "r1"); err != nil {
+		t.Fatal(err)
+	}
+	if stop, err := drafts.SaveDraft(ctx, d); err != nil || !stop {
+		t.Fatalf("a save after the stop: %v, stop %v", err, stop)
+	}
+	// A later streaming turn takes the draft over; the first one's saves
+	// are told so, and its end leaves the new draft alone.
+	st2 := start("r2")
+	if _, err := drafts.SaveDraft(ctx, d); !errors.Is(err, chat.ErrDraftTaken) {
+		t.Fatalf("saving a draft taken over: %v", err)
+	}
+	end := func(st *chat.TurnState, replyID string) *chat.TurnState {
+		t.Helper()
+		return Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, st, func(st *chat.TurnState) (*chat.TurnWrite, error) {
+			if st.DraftReplyID != replyID {
+				return nil, nil
+			}
+			return &chat.TurnWrite{Slot: chat.NoSlot, Draft: &chat.DraftWrite{ReplyID: replyID}}, nil
+		}))
+	}
+	end(st, "r1")
+	read := Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }))
+	if read.DraftReplyID != "r2" {
+		t.Fatalf("the first turn's end removed the second's draft: %q", read.DraftReplyID)
+	}
+	end(st2, "r2")
+	read = Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }))
+	if read.DraftReplyID != "" {
+		t.Fatalf("the draft outlived its turn: %q", read.DraftReplyID)
+	}
+	WantCode(t, drafts.RequestStop(ctx, "alice", id, "r2"), sessions.ENOTFOUND)
 }
