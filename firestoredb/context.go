@@ -31,7 +31,7 @@ const (
 	headDocID             = "head"
 	summaryDocID          = "summary"
 	draftDocID            = "draft" // the partial text of the session's streaming reply
-	legacyTailDocID       = "tail" // the single context document of earlier versions
+	legacyTailDocID       = "tail"  // the single context document of earlier versions
 	// PageBytes is what one page holds before the next is started (a single
 	// larger message gets a page of its own).
 	PageBytes = 64 << 10
