@@ -42,6 +42,8 @@ function startModel() {
         const system = r.messages[0]?.content ?? "";
         const last = r.messages[r.messages.length - 1]?.content ?? "";
         let text = "echo: " + last;
+        // "long:" messages get a long answer, to stop or to reload during.
+        if (last.startsWith("long:")) text += " " + Array.from({ length: 80 }, (_, i) => `word${i}`).join(" ");
         if (system.startsWith("Write a title")) text = "Browser test chat";
         else if (system.startsWith("You maintain the running summary")) text = "A summary.";
         else if (system.startsWith("You maintain a long-term memory")) text = '{"profile":null,"facts":[]}';
@@ -92,7 +94,7 @@ before(async () => {
   server = spawn(bin, ["-web", join(root, "web")], {
     cwd: root, stdio: ["ignore", "ignore", "inherit"],
     env: { ...process.env, PORT: String(port), STORAGE_BACKEND: "firestore", GOOGLE_CLOUD_PROJECT: project,
-      OPENAI_API_KEY: "test", OPENAI_BASE_URL: `http://127.0.0.1:${model.address().port}/v1` },
+      OPENAI_API_KEY: "test", OPENAI_BASE_URL: `http://127.0.0.1:${model.address().port}/v1`, DRAFT_INTERVAL_MS: "200" },
   });
   await waitHealthy(base);
   browser = await chromium.launch({
@@ -200,5 +202,41 @@ test("a user chats, reloads, renames and archives; another user sees none of it"
   }
   await q.screenshot({ path: join(shots, "second-user.png") });
   await other.close();
+  await context.close();
+});
+
+test("a reply in progress survives a reload and can be stopped from the reloaded page", { skip: missing ? `needs ${missing}` : false }, async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await signUp(page, email("reload"));
+  await page.fill("#input", "long: tell me everything");
+  await page.press("#input", "Enter");
+  await page.waitForSelector("#messages li.streaming");
+  await page.waitForSelector("#stop:not([hidden])");
+  await page.waitForFunction(() => (document.querySelector("#messages li.streaming")?.textContent ?? "").includes("word3"));
+  await page.waitForSelector("#sessions li .name");
+
+  // Reload mid-reply: the session's draft brings the reply back, still growing.
+  await page.reload();
+  await page.waitForSelector("#sessions li .name");
+  await page.click("#sessions li .name");
+  await page.waitForSelector("#messages li.streaming.following");
+  const before = await page.textContent("#messages li.streaming.following");
+  await page.waitForFunction((t) => {
+    const now = document.querySelector("#messages li.streaming.following")?.textContent ?? "";
+    return now.length > t.length;
+  }, before);
+  assert.ok(before.startsWith("echo: long: tell me everything"), `picked up: ${before}`);
+  await page.screenshot({ path: join(shots, "reloaded-mid-reply.png") });
+
+  // Stop it from here: what was said is kept, marked stopped, and no more comes.
+  await page.click("#stop");
+  await page.waitForFunction(() => !document.querySelector("#messages li.streaming"));
+  await page.waitForFunction(() => document.querySelectorAll("#messages li.assistant").length === 1);
+  const stopped = await page.textContent("#messages li.assistant");
+  assert.ok(stopped.startsWith("echo: long: tell me everything") && !stopped.includes("word79"), `stopped reply: ${stopped}`);
+  await page.waitForTimeout(800);
+  assert.equal(await page.textContent("#messages li.assistant"), stopped, "the reply went on after the stop");
+  assert.ok(await page.isHidden("#stop"));
   await context.close();
 });

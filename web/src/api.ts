@@ -44,12 +44,18 @@ export class Api {
     return res.status === 204 ? (undefined as T) : ((await res.json()) as T);
   }
 
+  // stop asks a streaming reply to stop, wherever it runs; it is stored
+  // with what it said so far.
+  stop(sessionId: string, replyId: string): Promise<unknown> {
+    return this.json("POST", `/sessions/${sessionId}/replies/${replyId}/stop`);
+  }
+
   // chat sends one message and calls back as the turn streams: the session
   // once the message is stored, each piece of the reply, then the reply.
   async chat(
     sessionId: string | null,
     message: string,
-    on: { session(id: string): void; delta(text: string): void; done(reply: Message): void },
+    on: { session(id: string, replyId: string): void; delta(text: string): void; done(reply: Message): void },
   ): Promise<void> {
     const res = await this.request("POST", "/chat", {
       sessionId: sessionId ?? undefined,
@@ -69,7 +75,7 @@ export class Api {
         buf = buf.slice(end + 2);
         const event = /^event: (.*)$/m.exec(chunk)?.[1];
         const data = JSON.parse(/^data: (.*)$/m.exec(chunk)?.[1] ?? "null");
-        if (event === "session") on.session(data.sessionId);
+        if (event === "session") on.session(data.sessionId, data.replyId);
         else if (event === "delta") on.delta(data.text);
         else if (event === "done") on.done(data.reply);
         else if (event === "error") throw new ApiError(502, data.error.code, data.error.message);

@@ -7,7 +7,7 @@ import {
   signInWithEmailAndPassword, signOut, type User,
 } from "firebase/auth";
 import {
-  collection, connectFirestoreEmulator, getFirestore, limit, limitToLast, onSnapshot,
+  collection, connectFirestoreEmulator, doc, getFirestore, limit, limitToLast, onSnapshot,
   orderBy, query, where, type Unsubscribe,
 } from "firebase/firestore";
 import { Api, ApiError, type Message } from "./api";
@@ -50,9 +50,13 @@ let user: User | null = null;
 let current: string | null = null; // the open session
 let sessions: Session[] = [];
 let messages: Message[] = [];
-let streaming: { text: string } | null = null;
+// The reply this tab is streaming, and the one it follows through the
+// session's draft (streamed by another tab, or by this page before a reload).
+let streaming: { text: string; replyId?: string } | null = null;
+let following: { text: string; replyId: string } | null = null;
 let stopSessions: Unsubscribe | null = null;
 let stopMessages: Unsubscribe | null = null;
+let stopDraft: Unsubscribe | null = null;
 
 // ---- Sign in ----
 $("auth").addEventListener("submit", async (ev) => {
@@ -132,14 +136,21 @@ function renderSessions() {
 function openSession(id: string | null) {
   current = id;
   stopMessages?.();
-  stopMessages = null;
+  stopDraft?.();
+  stopMessages = stopDraft = null;
   messages = [];
+  following = null;
   renderMessages();
   renderSessions();
   if (!id || !user) return;
   const q = query(collection(db, "chat_sessions", id, "messages"), orderBy("seq"), limitToLast(200));
   stopMessages = onSnapshot(q, (snap) => {
     messages = snap.docs.map((d) => ({ id: d.id, ...(d.data() as Omit<Message, "id">) }));
+    renderMessages();
+  }, showError);
+  // A reply in progress, as its draft shows it: picked up after a reload.
+  stopDraft = onSnapshot(doc(db, "chat_sessions", id, "context", "draft"), (snap) => {
+    following = snap.exists() ? { text: snap.get("text") ?? "", replyId: snap.get("replyId") } : null;
     renderMessages();
   }, showError);
 }
@@ -150,7 +161,11 @@ function renderMessages() {
     .filter((m) => m.role === "user" || (m.role === "assistant" && m.content))
     .map((m) => el("li", { className: m.role }, m.content));
   if (streaming) items.push(el("li", { className: "assistant streaming" }, streaming.text || "…"));
+  else if (following && !messages.some((m) => m.id === following!.replyId)) {
+    items.push(el("li", { className: "assistant streaming following" }, following.text || "…"));
+  }
   $("messages").replaceChildren(...items);
+  $("stop").hidden = !(streaming?.replyId || following);
   $("messages").lastElementChild?.scrollIntoView({ block: "end" });
 }
 
@@ -167,7 +182,11 @@ $("composer").addEventListener("submit", async (ev) => {
   renderMessages();
   try {
     await api.chat(current, text, {
-      session: (id) => { if (id !== current) openSession(id); },
+      session: (id, replyId) => {
+        if (id !== current) openSession(id);
+        streaming!.replyId = replyId;
+        renderMessages();
+      },
       delta: (t) => { streaming!.text += t; renderMessages(); },
       done: () => {},
     });
@@ -179,6 +198,12 @@ $("composer").addEventListener("submit", async (ev) => {
     renderMessages();
     $<HTMLButtonElement>("send").disabled = false;
   }
+});
+$("stop").addEventListener("click", async () => {
+  const replyId = streaming?.replyId ?? following?.replyId;
+  if (!current || !replyId) return;
+  clearError();
+  try { await api.stop(current, replyId); } catch (e) { showError(e); }
 });
 $("input").addEventListener("keydown", (ev) => {
   if (ev.key === "Enter" && !ev.shiftKey) {
