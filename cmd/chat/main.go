@@ -4,7 +4,9 @@
 //
 //	go run ./cmd/chat [-api http://127.0.0.1:8090] [-email you@example.com] [-session ID]
 //
-// Type a message and press Enter; /new starts a new session, /quit ends.
+// Type a message and press Enter; /new starts a new session, /sessions
+// lists yours, /resume ID continues one (showing its last messages), /quit
+// ends.
 package main
 
 import (
@@ -33,7 +35,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chat:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("Signed in as %s. Type a message; /new for a new session, /quit to leave.\n", *email)
+	fmt.Printf("Signed in as %s. Type a message; /new for a new session, /sessions, /resume ID, /quit to leave.\n", *email)
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 64<<10), 64<<10)
 	for {
@@ -50,6 +52,24 @@ func main() {
 		case "/new":
 			*session = ""
 			fmt.Println("(next message starts a new session)")
+			continue
+		case "/sessions":
+			if err := listSessions(*api, token); err != nil {
+				fmt.Fprintln(os.Stderr, "chat:", err)
+			}
+			continue
+		}
+		if id, ok := strings.CutPrefix(line, "/resume "); ok {
+			id = strings.TrimSpace(id)
+			if err := resume(*api, token, id); err != nil {
+				fmt.Fprintln(os.Stderr, "chat:", err)
+				continue
+			}
+			*session = id
+			continue
+		}
+		if strings.HasPrefix(line, "/") {
+			fmt.Println("(commands: /new, /sessions, /resume ID, /quit)")
 			continue
 		}
 		id, err := turn(*api, token, *session, line)
@@ -116,6 +136,70 @@ func post(url, token string, body any) (*http.Response, error) {
 		req.Header.Set("Accept", "text/event-stream")
 	}
 	return http.DefaultClient.Do(req)
+}
+
+// getJSON reads url as the signed-in user into out; an error status is an
+// error with the API's message.
+func getJSON(url, token string, out any) error {
+	req, err := http.NewRequest(http.MethodGet, url, nil)
+	if err != nil {
+		return err
+	}
+	req.Header.Set("Authorization", "Bearer "+token)
+	resp, err := http.DefaultClient.Do(req)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if resp.StatusCode != http.StatusOK {
+		b, _ := io.ReadAll(resp.Body)
+		return fmt.Errorf("%s: %s", resp.Status, strings.TrimSpace(string(b)))
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// listSessions prints the user's active sessions, most recent first.
+func listSessions(api, token string) error {
+	var page struct {
+		Sessions []struct {
+			ID           string `json:"id"`
+			Title        string `json:"title"`
+			MessageCount int    `json:"messageCount"`
+		} `json:"sessions"`
+	}
+	if err := getJSON(api+"/sessions?status=active&limit=20", token, &page); err != nil {
+		return err
+	}
+	if len(page.Sessions) == 0 {
+		fmt.Println("(no sessions yet)")
+	}
+	for _, s := range page.Sessions {
+		fmt.Printf("  %s  %-40s %d messages\n", s.ID, s.Title, s.MessageCount)
+	}
+	return nil
+}
+
+// resume prints the last messages of session id, to continue it.
+func resume(api, token, id string) error {
+	var page struct {
+		Messages []struct {
+			Role    string `json:"role"`
+			Content string `json:"content"`
+		} `json:"messages"`
+	}
+	if err := getJSON(api+"/sessions/"+id+"/messages?order=desc&limit=6", token, &page); err != nil {
+		return err
+	}
+	fmt.Printf("(session %s)\n", id)
+	for i := len(page.Messages) - 1; i >= 0; i-- {
+		m := page.Messages[i]
+		who := "you"
+		if m.Role != "user" {
+			who = m.Role
+		}
+		fmt.Printf("%s> %s\n", who, m.Content)
+	}
+	return nil
 }
 
 // turn sends one message and prints the streamed reply; it returns the
