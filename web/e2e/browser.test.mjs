@@ -44,9 +44,15 @@ function startModel() {
         let text = "echo: " + last;
         // "long:" messages get a long answer, to stop or to reload during.
         if (last.startsWith("long:")) text += " " + Array.from({ length: 80 }, (_, i) => `word${i}`).join(" ");
+        // "md:" messages get Markdown with HTML a page must never run.
+        if (last.startsWith("md:")) text = "**Bold** and `code`\n\n- one\n- two\n\n```\nx := 1\n```\n\n<script>window.pwned = 1</script> <img src=x onerror=\"window.pwned = 2\"> [a link](javascript:window.pwned=3)";
         if (system.startsWith("Write a title")) text = "Browser test chat";
         else if (system.startsWith("You maintain the running summary")) text = "A summary.";
-        else if (system.startsWith("You maintain a long-term memory")) text = '{"profile":null,"facts":[]}';
+        else if (system.startsWith("You maintain a long-term memory")) {
+          text = last.includes("Oslo")
+            ? '{"profile":{"work":null,"personal":"Lives in Oslo.","focus":null},"facts":[{"content":"The user lives in Oslo.","category":"personal","confidence":0.9}]}'
+            : '{"profile":null,"facts":[]}';
+        }
         else if (system.startsWith("Compare each new candidate")) text = '{"decisions":[]}';
         if (!r.stream) {
           res.setHeader("Content-Type", "application/json");
@@ -238,5 +244,50 @@ test("a reply in progress survives a reload and can be stopped from the reloaded
   await page.waitForTimeout(800);
   assert.equal(await page.textContent("#messages li.assistant"), stopped, "the reply went on after the stop");
   assert.ok(await page.isHidden("#stop"));
+  await context.close();
+});
+
+test("replies render as Markdown without running HTML; the memory panel shows, forgets and switches off", { skip: missing ? `needs ${missing}` : false }, async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await signUp(page, email("memory"));
+
+  await page.fill("#input", "md: format this");
+  await page.press("#input", "Enter");
+  await page.waitForSelector("#messages li.assistant:not(.streaming) strong");
+  const reply = page.locator("#messages li.assistant:not(.streaming)").last();
+  assert.equal(await reply.locator("strong").textContent(), "Bold");
+  assert.equal(await reply.locator("li").count(), 2);
+  assert.equal(await reply.locator("pre code").textContent(), "x := 1");
+  assert.equal(await reply.locator("img, script").count(), 0, "raw HTML became elements");
+  assert.equal(await reply.locator("a").count(), 0, "a javascript: link became a link");
+  assert.match(await reply.textContent(), /<script>/, "raw HTML stays visible as text");
+  assert.equal(await page.evaluate(() => window.pwned), undefined, "the reply ran code");
+
+  // Three more messages, one saying where the user lives: the extraction
+  // after the sixth message learns it.
+  await send(page, "I live in Oslo");
+  await send(page, "Nice weather today");
+  await page.click("#memory-open");
+  await page.waitForSelector("#memory:not([hidden])");
+  for (let i = 0; i < 40 && !(await page.locator("#facts li[data-id]").count()); i++) {
+    await page.waitForTimeout(250);
+    await page.click("#memory-open"); // close
+    await page.click("#memory-open"); // and open again, to reload
+  }
+  assert.equal(await page.textContent("#facts li[data-id]"), "The user lives in Oslo. Forget");
+  assert.match(await page.textContent("#profile"), /personal: Lives in Oslo\./);
+  assert.ok(await page.isChecked("#memory-enabled"));
+  await page.screenshot({ path: join(shots, "memory.png") });
+
+  await page.click("#facts li[data-id] button:has-text('Forget')");
+  await page.waitForSelector("#facts li.none");
+  await page.click("#memory-enabled");
+  await page.waitForFunction(() => !document.querySelector("#memory-enabled").checked);
+  await page.click("#memory-open");
+  await page.click("#memory-open");
+  await page.waitForSelector("#memory:not([hidden])");
+  await page.waitForTimeout(300);
+  assert.equal(await page.isChecked("#memory-enabled"), false, "memory is off after a reload of the panel");
   await context.close();
 });

@@ -11,6 +11,7 @@ import {
   orderBy, query, where, type Unsubscribe,
 } from "firebase/firestore";
 import { Api, ApiError, type Message } from "./api";
+import { renderMarkdown } from "./markdown";
 
 type Config = {
   apiBase: string;
@@ -157,12 +158,20 @@ function openSession(id: string | null) {
 $("new").addEventListener("click", () => openSession(null));
 
 function renderMessages() {
+  // The user's words as typed; replies as Markdown, built as DOM nodes, so
+  // no HTML a model writes is ever parsed.
+  const bubble = (className: string, text: string) => {
+    const li = el("li", { className });
+    if (className.startsWith("assistant")) li.append(renderMarkdown(text));
+    else li.textContent = text;
+    return li;
+  };
   const items = messages
     .filter((m) => m.role === "user" || (m.role === "assistant" && m.content))
-    .map((m) => el("li", { className: m.role }, m.content));
-  if (streaming) items.push(el("li", { className: "assistant streaming" }, streaming.text || "…"));
+    .map((m) => bubble(m.role, m.content));
+  if (streaming) items.push(bubble("assistant streaming", streaming.text || "…"));
   else if (following && !messages.some((m) => m.id === following!.replyId)) {
-    items.push(el("li", { className: "assistant streaming following" }, following.text || "…"));
+    items.push(bubble("assistant streaming following", following.text || "…"));
   }
   $("messages").replaceChildren(...items);
   $("stop").hidden = !(streaming?.replyId || following);
@@ -221,4 +230,52 @@ $("export").addEventListener("click", async () => {
     a.click();
     URL.revokeObjectURL(a.href);
   } catch (e) { showError(e); }
+});
+
+// ---- Long-term memory: what the assistant remembers about the user ----
+type Fact = { id: string; content: string; category: string };
+type MemoryView = {
+  enabled: boolean;
+  profile: Record<"work" | "personal" | "focus", { text: string } | undefined>;
+  facts: Fact[] | null;
+};
+
+async function loadMemory(view?: MemoryView) {
+  const m = view ?? (await api.json<MemoryView>("GET", "/memory"));
+  $<HTMLInputElement>("memory-enabled").checked = m.enabled;
+  const profile = (["work", "personal", "focus"] as const)
+    .filter((k) => m.profile?.[k]?.text)
+    .map((k) => el("li", {}, `${k}: ${m.profile[k]!.text}`));
+  $("profile").replaceChildren(...(profile.length ? profile : [el("li", { className: "none" }, "Nothing yet.")]));
+  const facts = (m.facts ?? []).map((f) => {
+    const li = el("li", {}, f.content);
+    li.dataset.id = f.id;
+    const forget = el("button", { className: "quiet", type: "button" }, "Forget");
+    forget.addEventListener("click", async () => {
+      clearError();
+      try { await api.json("DELETE", `/memory/facts/${f.id}`); await loadMemory(); } catch (e) { showError(e); }
+    });
+    li.append(" ", forget);
+    return li;
+  });
+  $("facts").replaceChildren(...(facts.length ? facts : [el("li", { className: "none" }, "No facts yet.")]));
+}
+
+$("memory-open").addEventListener("click", async () => {
+  const panel = $("memory");
+  panel.hidden = !panel.hidden;
+  if (panel.hidden) return;
+  clearError();
+  try { await loadMemory(); } catch (e) { showError(e); }
+});
+$("memory-enabled").addEventListener("change", async () => {
+  clearError();
+  try {
+    await loadMemory(await api.json<MemoryView>("PATCH", "/memory", { enabled: $<HTMLInputElement>("memory-enabled").checked }));
+  } catch (e) { showError(e); }
+});
+$("memory-forget-all").addEventListener("click", async () => {
+  if (!confirm("Forget everything the assistant remembers about you?")) return;
+  clearError();
+  try { await api.json("DELETE", "/memory"); await loadMemory(); } catch (e) { showError(e); }
 });
