@@ -370,23 +370,19 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now t
 		w.Draft = c.startDraft()
 		return w, nil
 	}
-	plan, err := svc.History.Prepare(s, q.Key, draft)
-	if err != nil {
-		return nil, err
+	id := "" // a keyed message is named by its key
+	if q.Key == "" {
+		id = sessions.NewID()
 	}
-	t := st.Tail.Clone()
-	msgs, err := plan(s, t, nil)
+	m, t, err := svc.History.AppendOne(s, st.Tail, q.Key, id, draft)
 	if err != nil {
 		return nil, err
 	}
 	if q.Key != "" {
-		msgs[0].ReplyBy = c.lease
-	} else {
-		msgs[0].ID = sessions.NewID()
+		m.ReplyBy = c.lease
 	}
-	t.SetIDs(msgs)
-	c.user = msgs[0]
-	w.Tail, w.Messages, w.Draft = t, msgs, c.startDraft()
+	c.user = m
+	w.Tail, w.Messages, w.Draft = t, []history.Message{m}, c.startDraft()
 	return w, nil
 }
 
@@ -415,18 +411,12 @@ func (svc *Service) finish(st *TurnState, q TurnQuery, c claim, answer history.D
 	if err := s.CheckOwner(q.UserID); err != nil {
 		return nil, err
 	}
-	plan, err := svc.History.Prepare(s, "", answer)
+	reply, t, err := svc.History.AppendOne(s, st.Tail, "", c.replyID, answer)
 	if err != nil {
 		return nil, err
 	}
-	t := st.Tail.Clone()
-	msgs, err := plan(s, t, nil)
-	if err != nil {
-		return nil, err
-	}
-	msgs[0].ID = c.replyID
-	t.SetIDs(msgs)
-	*out, *learn = msgs[0], nil
+	msgs := []history.Message{reply}
+	*out, *learn = reply, nil
 	if svc.Memory != nil {
 		if b, ok := svc.Memory.Claim(s); ok {
 			b.Have = t.Messages // the latest messages: usually the whole batch

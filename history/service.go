@@ -119,6 +119,27 @@ func (svc *Service) AppendAll(ctx context.Context, s *sessions.Session, key stri
 	return svc.Repo.Append(ctx, s.ID, key, plan)
 }
 
+// AppendOne plans appending d to session s and a copy of tail t in memory,
+// for callers that store the result in a commit of their own (a turn does).
+// The message is named id, or by KeyDocID when id is empty and key is set.
+// It changes s and returns the message and the new tail.
+func (svc *Service) AppendOne(s *sessions.Session, t *Tail, key, id string, d Draft) (Message, *Tail, error) {
+	plan, err := svc.Prepare(s, key, d)
+	if err != nil {
+		return Message{}, nil, err
+	}
+	t = t.Clone()
+	msgs, err := plan(s, t, nil)
+	if err != nil {
+		return Message{}, nil, err
+	}
+	if id != "" {
+		msgs[0].ID = id
+	}
+	t.SetIDs(msgs)
+	return msgs[0], t, nil
+}
+
 // Prepare validates drafts and returns the plan that appends them to
 // session s (as Append would): for callers that store the append together
 // with other writes. Messages of a keyed batch are named by KeyDocID.

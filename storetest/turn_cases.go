@@ -25,20 +25,15 @@ func appendPlan(e *Env, q chat.TurnQuery, content string) func(*chat.TurnState) 
 		} else {
 			s = s.Clone()
 		}
-		plan, err := e.History.Prepare(s, q.Key, history.Draft{Role: history.RoleUser, Content: content})
+		id := ""
+		if q.Key == "" {
+			id = sessions.NewID()
+		}
+		m, t, err := e.History.AppendOne(s, st.Tail, q.Key, id, history.Draft{Role: history.RoleUser, Content: content})
 		if err != nil {
 			return nil, err
 		}
-		t := st.Tail.Clone()
-		msgs, err := plan(s, t, nil)
-		if err != nil {
-			return nil, err
-		}
-		if msgs[0].ID == "" {
-			msgs[0].ID = sessions.NewID()
-		}
-		t.SetIDs(msgs)
-		return &chat.TurnWrite{Session: s, Tail: t, Messages: msgs, Slot: chat.NoSlot}, nil
+		return &chat.TurnWrite{Session: s, Tail: t, Messages: []history.Message{m}, Slot: chat.NoSlot}, nil
 	}
 }
 
@@ -69,18 +64,12 @@ func testTurns(t *testing.T, e *Env) {
 	// spend and the lease, without reading again.
 	lease := Epoch.Add(time.Minute)
 	done := Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, st, func(st *chat.TurnState) (*chat.TurnWrite, error) {
-		s, tl := st.Session.Clone(), st.Tail.Clone()
-		plan, err := e.History.Prepare(s, "", history.Draft{Role: history.RoleAssistant, Content: "reply"})
+		s := st.Session.Clone()
+		m, tl, err := e.History.AppendOne(s, st.Tail, "", history.ReplyDocID(q.Key), history.Draft{Role: history.RoleAssistant, Content: "reply"})
 		if err != nil {
 			return nil, err
 		}
-		msgs, err := plan(s, tl, nil)
-		if err != nil {
-			return nil, err
-		}
-		msgs[0].ID = history.ReplyDocID(q.Key)
-		tl.SetIDs(msgs)
-		return &chat.TurnWrite{Session: s, Tail: tl, Messages: msgs, Lease: &lease, Slot: 2, Minute: 7, Tokens: 40}, nil
+		return &chat.TurnWrite{Session: s, Tail: tl, Messages: []history.Message{m}, Lease: &lease, Slot: 2, Minute: 7, Tokens: 40}, nil
 	}))
 	if done.Answer == nil || done.Answer.Content != "reply" || done.Slots[2] != 7 || done.DayTokens != 40 || !done.Asked.ReplyBy.Equal(lease) {
 		t.Fatalf("after finishing: %+v", done)
