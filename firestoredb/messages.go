@@ -4,8 +4,6 @@ import (
 	"context"
 
 	"cloud.google.com/go/firestore"
-	"google.golang.org/grpc/codes"
-	"google.golang.org/grpc/status"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
@@ -88,22 +86,6 @@ func (db *DB) getAllFn(ctx context.Context) getAll {
 	return func(refs []*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error) {
 		return db.client.GetAll(ctx, refs)
 	}
-}
-
-// FindBatch reads the batch stored under key by its deterministic ids.
-func (db *DB) FindBatch(ctx context.Context, sessionID, key string) ([]history.Message, error) {
-	ctx, cancel := db.op(ctx)
-	defer cancel()
-	msgs := db.messagesOf(sessionID)
-	snap, err := msgs.Doc(history.KeyDocID(key, 0)).Get(ctx)
-	if status.Code(err) == codes.NotFound {
-		return nil, nil
-	}
-	if err != nil {
-		return nil, translate(err)
-	}
-	stored, err := readBatch(db.getAllFn(ctx), msgs, key, snap)
-	return stored, translate(err)
 }
 
 // readBatch reads the rest of the batch stored under key, given its first

@@ -49,8 +49,6 @@ type Repo interface {
 	ListMessages(ctx context.Context, q ListQuery) ([]Message, error)
 	// MessageRange returns the messages with from <= seq <= to, by seq.
 	MessageRange(ctx context.Context, sessionID string, from, to int) ([]Message, error)
-	// FindBatch returns the batch stored under key, or nil if there is none.
-	FindBatch(ctx context.Context, sessionID, key string) ([]Message, error)
 }
 
 // ListQuery is one page of a session's messages.
@@ -216,14 +214,6 @@ func sameBatch(stored []Message, drafts []Draft) bool {
 		}
 	}
 	return true
-}
-
-// Find returns the batch appended to s under key, or nil if there is none.
-func (svc *Service) Find(ctx context.Context, s *sessions.Session, key string) ([]Message, error) {
-	if !idRE.MatchString(key) {
-		return nil, sessions.Errorf(sessions.EINVALID, "clientMessageId must be 1 to %d printable characters", MaxKeyLen)
-	}
-	return svc.Repo.FindBatch(ctx, s.ID, key)
 }
 
 // KeyDocID is the document id of message i of the batch stored under key:

@@ -316,12 +316,6 @@ func (db *DB) MessageRange(_ context.Context, sessionID string, from, to int) ([
 	return out, nil
 }
 
-func (db *DB) FindBatch(_ context.Context, sessionID, key string) ([]history.Message, error) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	return db.batch(sessionID, key), nil
-}
-
 // batch returns copies of the messages stored under key; db.mu is held.
 func (db *DB) batch(sessionID, key string) []history.Message {
 	var stored []history.Message
