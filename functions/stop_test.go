@@ -1,7 +1,6 @@
 package functions_test
 
 import (
-	"bufio"
 	"bytes"
 	"context"
 	"encoding/json"
@@ -53,21 +52,7 @@ func streamTurn(t *testing.T, base, token string, body map[string]any) (<-chan e
 	events := make(chan event, 1000)
 	go func() {
 		defer close(events)
-		sc := bufio.NewScanner(resp.Body)
-		sc.Buffer(make([]byte, 1<<20), 1<<20)
-		var cur event
-		for sc.Scan() {
-			line := sc.Text()
-			switch {
-			case strings.HasPrefix(line, "event: "):
-				cur.name = strings.TrimPrefix(line, "event: ")
-			case strings.HasPrefix(line, "data: "):
-				cur.data = json.RawMessage(strings.TrimPrefix(line, "data: "))
-			case line == "" && cur.name != "":
-				events <- cur
-				cur = event{}
-			}
-		}
+		readEvents(t, resp.Body, func(e event) bool { events <- e; return false })
 	}()
 	return events, func() { resp.Body.Close() }
 }
