@@ -99,6 +99,15 @@ type TurnRequest struct {
 	OnStart func(s *sessions.Session, user history.Message, replyID string)
 	// OnDelta, if set, streams the reply's text as it arrives.
 	OnDelta func(string)
+	// Regenerate, if set, is the id of a message of the session to answer
+	// anew: a user message, or a reply (whose user message is answered).
+	// The new reply is written beside the old one, which is kept, and the
+	// conversation continues from it. Message must be empty.
+	Regenerate string
+	// Edit, if set, is the id of a user message of the session to send
+	// anew with Message: the new message is written beside it (the same
+	// parent), answered, and the conversation continues from it.
+	Edit string
 }
 
 // TurnResult is a completed turn.
@@ -132,7 +141,7 @@ type TurnResult struct {
 // calls the model again, without storing the message twice.
 func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, error) {
 	draft := history.Draft{Role: history.RoleUser, Content: req.Message}
-	if err := history.Validate(req.ClientMessageID, draft); err != nil {
+	if err := svc.validate(req, draft); err != nil {
 		return nil, err
 	}
 	ctx = context.WithoutCancel(ctx)
@@ -144,11 +153,21 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	} else if err := sessions.CheckID(q.SessionID); err != nil {
 		return nil, err
 	}
+	var f *fork
+	if req.Regenerate != "" || req.Edit != "" {
+		var err error
+		if f, err = svc.planFork(ctx, req); err != nil {
+			return nil, err
+		}
+		if f.regenerate {
+			q.AskedID, draft.Content = f.target.ID, f.target.Content
+		}
+	}
 	var c claim
 	streaming := req.OnDelta != nil && svc.Drafts != nil
 	q.Draft = streaming
 	st, err := svc.Turns.RunTurn(ctx, q, nil, func(st *TurnState) (*TurnWrite, error) {
-		return svc.claim(st, q, draft, now, streaming, &c)
+		return svc.claim(st, q, draft, now, streaming, f, &c)
 	})
 	if err != nil {
 		return nil, err
@@ -319,7 +338,7 @@ const leaseMargin = 15 * time.Second
 // the session and the key, admits the turn under the user's limits, and
 // appends the user's message (or, taking a failed turn over, moves its
 // lease).
-func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now time.Time, streaming bool, c *claim) (*TurnWrite, error) {
+func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now time.Time, streaming bool, f *fork, c *claim) (*TurnWrite, error) {
 	*c = claim{lease: now.Add(svc.ModelTimeout + leaseMargin), draft: streaming, replyID: sessions.NewID()}
 	if q.Key != "" {
 		c.replyID = history.ReplyDocID(q.Key)
@@ -338,6 +357,9 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now t
 		if err := s.CheckOwner(q.UserID); err != nil {
 			return nil, err
 		}
+	}
+	if f != nil && f.regenerate && st.Asked == nil {
+		return nil, sessions.Errorf(sessions.ENOTFOUND, "message %s not found", q.AskedID)
 	}
 	if st.Asked != nil {
 		if !st.Asked.SameContent(&draft) {
@@ -368,13 +390,20 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now t
 		c.user = *st.Asked
 		w.Lease = &c.lease
 		w.Draft = c.startDraft()
+		if f != nil && f.regenerate { // answer it on its own branch
+			w.Tail = svc.History.ForkTail(s, f.base, f.leaf)
+		}
 		return w, nil
 	}
 	id := "" // a keyed message is named by its key
 	if q.Key == "" {
 		id = sessions.NewID()
 	}
-	m, t, err := svc.History.AppendOne(s, st.Tail, q.Key, id, draft)
+	tail := st.Tail
+	if f != nil { // an edit: the new message's parent is the edited one's
+		tail = svc.History.ForkTail(s, f.base, f.leaf)
+	}
+	m, t, err := svc.History.AppendOne(s, tail, q.Key, id, draft)
 	if err != nil {
 		return nil, err
 	}
@@ -426,7 +455,12 @@ func (svc *Service) finish(st *TurnState, q TurnQuery, c claim, answer history.D
 	if spent == 0 { // the service did not report usage: use our own counts
 		spent = sent.Tokens + msgs[0].Tokens
 	}
-	return &TurnWrite{Session: s, Tail: t, Messages: msgs, Slot: NoSlot, Tokens: spent, Draft: c.endDraft(st)}, nil
+	w := &TurnWrite{Session: s, Tail: t, Messages: msgs, Slot: NoSlot, Tokens: spent, Draft: c.endDraft(st)}
+	if st.Asked != nil && st.Asked.ReplyBy.Equal(c.lease) {
+		// Answered: the message may be answered anew (regenerated) at once.
+		w.Lease = &time.Time{}
+	}
+	return w, nil
 }
 
 // release gives a failed turn's key back at once, so that a retry need not
@@ -434,12 +468,13 @@ func (svc *Service) finish(st *TurnState, q TurnQuery, c claim, answer history.D
 // meanwhile (another retry took it), it leaves it; if this fails, the lease
 // simply expires.
 func (svc *Service) release(ctx context.Context, q TurnQuery, st *TurnState, c claim) {
-	if q.Key == "" && !c.draft {
+	leased := q.Key != "" || q.AskedID != ""
+	if !leased && !c.draft {
 		return
 	}
 	_, err := svc.Turns.RunTurn(ctx, q, c.latest(st), func(st *TurnState) (*TurnWrite, error) {
 		w := &TurnWrite{Slot: NoSlot, Draft: c.endDraft(st)}
-		if q.Key != "" {
+		if leased {
 			if st.Asked == nil || !st.Asked.ReplyBy.Equal(c.lease) || st.Answer != nil {
 				return nil, nil // another request has the key (and the draft) now
 			}
@@ -687,4 +722,92 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key string, d
 		svc.addTokens(ctx, userID, n)
 	}
 	return a.Messages, nil
+}
+
+// validate checks a turn request before anything is read.
+func (svc *Service) validate(req TurnRequest, draft history.Draft) error {
+	switch {
+	case req.Regenerate != "" && req.Edit != "":
+		return sessions.Errorf(sessions.EINVALID, "a turn either regenerates a reply or edits a message, not both")
+	case (req.Regenerate != "" || req.Edit != "") && req.SessionID == "":
+		return sessions.Errorf(sessions.EINVALID, "sessionId is required to regenerate or edit")
+	case req.Regenerate != "":
+		if req.Message != "" {
+			return sessions.Errorf(sessions.EINVALID, "a regeneration sends no message: it answers the stored one again")
+		}
+		if err := sessions.CheckID(req.Regenerate); err != nil {
+			return err
+		}
+		return history.Validate(req.ClientMessageID, history.Draft{Role: history.RoleUser, Content: "-"})
+	case req.Edit != "":
+		if err := sessions.CheckID(req.Edit); err != nil {
+			return err
+		}
+	}
+	return history.Validate(req.ClientMessageID, draft)
+}
+
+// fork is where a regeneration or an edit branches off.
+type fork struct {
+	regenerate bool
+	target     history.Message // the user message answered anew, or edited
+	leaf       int             // the message the new branch continues
+	base       *history.Tail   // that branch's tail (history.BranchTail)
+}
+
+// planFork reads what a regeneration or an edit branches from: its target
+// message and the tail of the branch it continues. Messages and their
+// parents never change, so what it reads stays true while the turn runs.
+// It costs a read of the session and the target, and the reads of
+// BranchTail; a turn that does not branch reads none of it.
+func (svc *Service) planFork(ctx context.Context, req TurnRequest) (*fork, error) {
+	f := &fork{regenerate: req.Regenerate != ""}
+	id := req.Edit
+	if f.regenerate {
+		id = req.Regenerate
+	}
+	q := TurnQuery{UserID: req.UserID, SessionID: req.SessionID, AskedID: id}
+	st, err := svc.Turns.RunTurn(ctx, q, nil, func(*TurnState) (*TurnWrite, error) { return nil, nil })
+	if err != nil {
+		return nil, err
+	}
+	if st.Session == nil {
+		return nil, sessions.NotFound(req.SessionID)
+	}
+	s := st.Session
+	if err := s.CheckOwner(req.UserID); err != nil {
+		return nil, err
+	}
+	if err := s.CheckWritable(); err != nil {
+		return nil, err
+	}
+	if st.Asked == nil {
+		return nil, sessions.Errorf(sessions.ENOTFOUND, "message %s not found in this session", id)
+	}
+	target := *st.Asked
+	if f.regenerate && target.Role == history.RoleAssistant {
+		// Regenerating a reply answers its user message anew.
+		parent := s.Parent(target.Seq)
+		var msgs []history.Message
+		if parent >= 0 {
+			if msgs, err = svc.History.Repo.MessageRange(ctx, s.ID, parent, parent); err != nil {
+				return nil, err
+			}
+		}
+		if len(msgs) != 1 || msgs[0].Role != history.RoleUser {
+			return nil, sessions.Errorf(sessions.EINVALID, "message %s does not answer a user message, so it cannot be regenerated", id)
+		}
+		target = msgs[0]
+	}
+	if target.Role != history.RoleUser {
+		return nil, sessions.Errorf(sessions.EINVALID, "message %s is not a user message or a reply to one", id)
+	}
+	f.target, f.leaf = target, target.Seq
+	if !f.regenerate {
+		f.leaf = s.Parent(target.Seq)
+	}
+	if f.base, err = svc.History.BranchTail(ctx, s, f.leaf); err != nil {
+		return nil, err
+	}
+	return f, nil
 }

@@ -31,17 +31,20 @@ type TurnQuery struct {
 	SessionID string
 	New       bool   // the session may not exist yet (plan then creates it)
 	Key       string // the turn's clientMessageId; "" for none
-	Day       string // the UTC day whose token spend to read, YYYY-MM-DD
-	Slots     int    // how many rate-limit slots the user has (0: none to read)
-	Memory    bool   // read the user's long-term memory block
-	Draft     bool   // read the session's draft (a streaming turn)
+	// AskedID, if set, names the message the turn answers (a regenerated
+	// reply's), read as Asked instead of the message stored under Key.
+	AskedID string
+	Day     string // the UTC day whose token spend to read, YYYY-MM-DD
+	Slots   int    // how many rate-limit slots the user has (0: none to read)
+	Memory  bool   // read the user's long-term memory block
+	Draft   bool   // read the session's draft (a streaming turn)
 }
 
 // TurnState is what a turn read (or, after a commit, what it wrote).
 type TurnState struct {
 	Session   *sessions.Session // nil if there is none
 	Tail      *history.Tail
-	Asked     *history.Message // the user message stored under Key, if any
+	Asked     *history.Message // the message the turn answers: AskedID's, or the one stored under Key
 	Answer    *history.Message // the reply to it, if any
 	Slots     []int64          // the unix minute each slot was last taken in; 0 never
 	DayTokens int              // spent on Day

@@ -351,22 +351,31 @@ func compactionEnd(c *history.Compaction) int {
 }
 
 // onlyAppended reports whether the new tail is the old one with messages
-// dropped from its front and appended at its end.
+// dropped from its front and appended at its end: every old message from
+// the new tail's first on is kept as it was, and every new one comes after
+// the old ones (a switch to another branch keeps a prefix and drops the
+// rest, which is not an append).
 func onlyAppended(old, cur []history.Message) bool {
-	seqs := make(map[int]string, len(old))
+	if len(cur) == 0 {
+		return true
+	}
+	ids := make(map[int]string, len(cur))
+	for _, m := range cur {
+		ids[m.Seq] = m.ID
+	}
 	last := -1
 	for _, m := range old {
-		seqs[m.Seq] = m.ID
 		last = m.Seq
-	}
-	for _, m := range cur {
-		if id, ok := seqs[m.Seq]; ok {
-			if id != m.ID {
-				return false
-			}
+		if m.Seq < cur[0].Seq {
 			continue
 		}
-		if m.Seq <= last {
+		if id, ok := ids[m.Seq]; !ok || id != m.ID {
+			return false
+		}
+		delete(ids, m.Seq)
+	}
+	for seq := range ids { // the messages not in the old tail
+		if seq <= last {
 			return false
 		}
 	}
@@ -400,12 +409,15 @@ func (db *DB) UpdateTail(ctx context.Context, sessionID string, fn func(*session
 		if !st.exists {
 			return nil, sessions.NotFound(sessionID)
 		}
-		t := st.t.Clone()
-		if err := fn(st.s, t); err != nil {
+		s, t := st.s.Clone(), st.t.Clone()
+		if err := fn(s, t); err != nil {
 			return nil, err
 		}
 		w := db.newWrites()
-		_, err = db.writeContext(w, st, st.s, t)
+		if !reflect.DeepEqual(s, st.s) {
+			writeSession(w, db.sessionRef(sessionID), st, s)
+		}
+		_, err = db.writeContext(w, st, s, t)
 		return w, err
 	})
 	return err

@@ -11,28 +11,63 @@ import (
 
 // sessionDoc is chat_sessions/{id} as stored.
 type sessionDoc struct {
-	UserID           string      `firestore:"userId"`
-	Title            string      `firestore:"title"`
-	TitleSource      string      `firestore:"titleSource"`
-	Model            string      `firestore:"model"`
-	Status           string      `firestore:"status"`
-	CreatedAt        time.Time   `firestore:"createdAt"`
-	UpdatedAt        time.Time   `firestore:"updatedAt"`
-	LastActivityAt   time.Time   `firestore:"lastActivityAt"`
-	ArchivedAt       *time.Time  `firestore:"archivedAt"`
-	DeletedAt        *time.Time  `firestore:"deletedAt"`
-	ExpiresAt        time.Time   `firestore:"expiresAt"`
-	MessageCount     int         `firestore:"messageCount"`
-	TokenCount       int         `firestore:"tokenCount"`
-	NextSeq          int         `firestore:"nextSeq"`
-	RetentionDays    int         `firestore:"retentionDays"`
-	Summary          string      `firestore:"summary"`
-	SummaryUpdatedAt *time.Time  `firestore:"summaryUpdatedAt"`
-	Metadata         metadataDoc `firestore:"metadata"`
-	Memory           memoryDoc   `firestore:"memory"`
-	NoLearning       bool        `firestore:"noLearning"`
-	LearnFrom        int         `firestore:"learnFrom"`
-	PendingToolCalls []string    `firestore:"pendingToolCalls"`
+	UserID           string       `firestore:"userId"`
+	Title            string       `firestore:"title"`
+	TitleSource      string       `firestore:"titleSource"`
+	Model            string       `firestore:"model"`
+	Status           string       `firestore:"status"`
+	CreatedAt        time.Time    `firestore:"createdAt"`
+	UpdatedAt        time.Time    `firestore:"updatedAt"`
+	LastActivityAt   time.Time    `firestore:"lastActivityAt"`
+	ArchivedAt       *time.Time   `firestore:"archivedAt"`
+	DeletedAt        *time.Time   `firestore:"deletedAt"`
+	ExpiresAt        time.Time    `firestore:"expiresAt"`
+	MessageCount     int          `firestore:"messageCount"`
+	TokenCount       int          `firestore:"tokenCount"`
+	NextSeq          int          `firestore:"nextSeq"`
+	RetentionDays    int          `firestore:"retentionDays"`
+	Summary          string       `firestore:"summary"`
+	SummaryUpdatedAt *time.Time   `firestore:"summaryUpdatedAt"`
+	Metadata         metadataDoc  `firestore:"metadata"`
+	Memory           memoryDoc    `firestore:"memory"`
+	NoLearning       bool         `firestore:"noLearning"`
+	LearnFrom        int          `firestore:"learnFrom"`
+	PendingToolCalls []string     `firestore:"pendingToolCalls"`
+	Branches         *branchesDoc `firestore:"branches,omitempty"`
+}
+
+// branchesDoc is a session's tree (sessions.Branches), kept in the session
+// document: a fork is two small numbers, and their count is capped.
+type branchesDoc struct {
+	Leaf  int       `firestore:"leaf"`
+	Forks []forkDoc `firestore:"forks"`
+}
+
+type forkDoc struct {
+	Seq    int `firestore:"seq"`
+	Parent int `firestore:"parent"`
+}
+
+func toBranchesDoc(b *sessions.Branches) *branchesDoc {
+	if b == nil {
+		return nil
+	}
+	d := &branchesDoc{Leaf: b.Leaf, Forks: make([]forkDoc, len(b.Forks))}
+	for i, f := range b.Forks {
+		d.Forks[i] = forkDoc(f)
+	}
+	return d
+}
+
+func fromBranchesDoc(d *branchesDoc) *sessions.Branches {
+	if d == nil {
+		return nil
+	}
+	b := &sessions.Branches{Leaf: d.Leaf, Forks: make([]sessions.Fork, len(d.Forks))}
+	for i, f := range d.Forks {
+		b.Forks[i] = sessions.Fork(f)
+	}
+	return b
 }
 
 type memoryDoc struct {
@@ -60,7 +95,7 @@ func toSessionDoc(s *sessions.Session) *sessionDoc {
 			Tags: s.Metadata.Tags, Custom: s.Metadata.Custom},
 		Memory: memoryDoc{Strategy: string(s.Memory.Strategy), WindowExchanges: s.Memory.WindowExchanges,
 			BudgetTokens: s.Memory.BudgetTokens},
-		NoLearning: s.NoLearning, LearnFrom: s.LearnFrom,
+		NoLearning: s.NoLearning, LearnFrom: s.LearnFrom, Branches: toBranchesDoc(s.Branches),
 	}
 }
 
@@ -81,7 +116,7 @@ func decodeSession(snap *firestore.DocumentSnapshot) (*sessions.Session, error) 
 			Tags: d.Metadata.Tags, Custom: d.Metadata.Custom},
 		Memory: sessions.Memory{Strategy: sessions.Strategy(d.Memory.Strategy),
 			WindowExchanges: d.Memory.WindowExchanges, BudgetTokens: d.Memory.BudgetTokens},
-		NoLearning: d.NoLearning, LearnFrom: d.LearnFrom,
+		NoLearning: d.NoLearning, LearnFrom: d.LearnFrom, Branches: fromBranchesDoc(d.Branches),
 	}, nil
 }
 
@@ -107,7 +142,10 @@ type messageDoc struct {
 
 // msgFields are what a message document and its copy in a tail share.
 type msgFields struct {
-	Seq        int           `firestore:"seq"`
+	Seq int `firestore:"seq"`
+	// ParentSeq is stored for every message since branches exist; a
+	// message stored before has none and follows the one before it.
+	ParentSeq  *int          `firestore:"parentSeq,omitempty"`
 	Role       string        `firestore:"role"`
 	Content    string        `firestore:"content"`
 	Name       string        `firestore:"name,omitempty"`
@@ -118,13 +156,18 @@ type msgFields struct {
 }
 
 func toMsgFields(m *history.Message) msgFields {
-	return msgFields{Seq: m.Seq, Role: string(m.Role), Content: m.Content, Name: m.Name,
+	parent := m.ParentSeq
+	return msgFields{Seq: m.Seq, ParentSeq: &parent, Role: string(m.Role), Content: m.Content, Name: m.Name,
 		ToolCalls: toToolCallDocs(m.ToolCalls), ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt, Tokens: m.Tokens}
 }
 
 // message returns the message these fields describe.
 func (f *msgFields) message(id, sessionID string) history.Message {
-	return history.Message{ID: id, SessionID: sessionID, Seq: f.Seq, Role: history.Role(f.Role), Content: f.Content,
+	parent := f.Seq - 1
+	if f.ParentSeq != nil {
+		parent = *f.ParentSeq
+	}
+	return history.Message{ID: id, SessionID: sessionID, Seq: f.Seq, ParentSeq: parent, Role: history.Role(f.Role), Content: f.Content,
 		Name: f.Name, ToolCalls: fromToolCallDocs(f.ToolCalls), ToolCallID: f.ToolCallID, CreatedAt: f.CreatedAt.UTC(), Tokens: f.Tokens}
 }
 

@@ -125,7 +125,11 @@ func (db *DB) ListMessages(ctx context.Context, q history.ListQuery) ([]history.
 	if q.Desc {
 		dir = firestore.Desc
 	}
-	query := db.messagesOf(q.SessionID).OrderBy("seq", dir).Limit(q.Limit)
+	query := db.messagesOf(q.SessionID).Query
+	if q.Within != nil {
+		query = query.Where("seq", ">=", q.Within.From).Where("seq", "<=", q.Within.To)
+	}
+	query = query.OrderBy("seq", dir).Limit(q.Limit)
 	if q.AfterSeq != nil {
 		query = query.StartAfter(*q.AfterSeq)
 	}

@@ -92,9 +92,18 @@ func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
 	if q.Draft {
 		list = append(list, r.draft)
 	}
+	switch {
+	case q.AskedID != "":
+		r.asked = msgs.Doc(q.AskedID)
+	case q.Key != "":
+		r.asked = msgs.Doc(history.KeyDocID(q.Key, 0))
+	}
+	if r.asked != nil {
+		list = append(list, r.asked)
+	}
 	if q.Key != "" {
-		r.asked, r.answer = msgs.Doc(history.KeyDocID(q.Key, 0)), msgs.Doc(history.ReplyDocID(q.Key))
-		list = append(list, r.asked, r.answer)
+		r.answer = msgs.Doc(history.ReplyDocID(q.Key))
+		list = append(list, r.answer)
 	}
 	for i := range min(q.Slots, chat.MaxTurnsPerMinute) {
 		r.slots = append(r.slots, db.slotRef(q.UserID, i))
@@ -139,7 +148,7 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 		}
 		rest = rest[1:]
 	}
-	if q.Key != "" {
+	if r.asked != nil {
 		if rest[0].Exists() {
 			m, _, err := decodeMessage(rest[0])
 			if err != nil {
@@ -147,14 +156,17 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 			}
 			ts.Asked, v.askedTime = &m, rest[0].UpdateTime
 		}
-		if rest[1].Exists() {
-			m, _, err := decodeMessage(rest[1])
+		rest = rest[1:]
+	}
+	if r.answer != nil {
+		if rest[0].Exists() {
+			m, _, err := decodeMessage(rest[0])
 			if err != nil {
 				return nil, err
 			}
 			ts.Answer = &m
 		}
-		rest = rest[2:]
+		rest = rest[1:]
 	}
 	for i, snap := range rest {
 		var d slotDoc
@@ -237,10 +249,10 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		for i := range w.Messages {
 			m := w.Messages[i]
 			switch {
-			case q.Key != "" && m.ID == r.asked.ID:
+			case r.asked != nil && m.ID == r.asked.ID:
 				out.Asked = &m
 				nv.askedTime, _ = b.time(res, r.asked)
-			case q.Key != "" && m.ID == r.answer.ID:
+			case r.answer != nil && m.ID == r.answer.ID:
 				out.Answer = &m
 			}
 		}

@@ -115,14 +115,46 @@ func (a *App) listMessages(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	q := r.URL.Query()
+	var all bool
+	switch q.Get("branch") {
+	case "", "active":
+	case "all":
+		all = true
+	default:
+		a.writeError(w, r, sessions.Errorf(sessions.EINVALID, "branch must be active or all"))
+		return
+	}
 	page, err := a.History.Page(r.Context(), s, history.PageRequest{
-		Order: history.Order(q.Get("order")), Limit: limit, PageToken: q.Get("pageToken"),
+		Order: history.Order(q.Get("order")), Limit: limit, PageToken: q.Get("pageToken"), All: all,
 	})
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
 	writeJSON(w, http.StatusOK, page)
+}
+
+type branchRequest struct {
+	Seq *int `json:"seq"`
+}
+
+// switchBranch makes the branch through a message the active one.
+func (a *App) switchBranch(w http.ResponseWriter, r *http.Request) {
+	var req branchRequest
+	if err := a.decode(r, &req); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if req.Seq == nil {
+		a.writeError(w, r, sessions.Errorf(sessions.EINVALID, "seq is required: the message whose branch to show"))
+		return
+	}
+	s, err := a.History.SwitchBranch(r.Context(), UserID(r.Context()), sessionID(r), *req.Seq)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, s)
 }
 
 type appendRequest struct {
@@ -149,6 +181,8 @@ type chatRequest struct {
 	Message         string `json:"message"`
 	ClientMessageID string `json:"clientMessageId,omitempty"`
 	Stream          bool   `json:"stream,omitempty"`
+	Regenerate      string `json:"regenerate,omitempty"` // id of a message to answer anew
+	Edit            string `json:"edit,omitempty"`       // id of a user message to send anew as message
 }
 
 type chatResponse struct {
@@ -174,6 +208,7 @@ func (a *App) chat(w http.ResponseWriter, r *http.Request) {
 	turn := chat.TurnRequest{
 		UserID: UserID(r.Context()), SessionID: req.SessionID,
 		Message: req.Message, ClientMessageID: req.ClientMessageID,
+		Regenerate: req.Regenerate, Edit: req.Edit,
 	}
 	if req.Stream || strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		a.streamChat(w, r, turn)

@@ -42,6 +42,7 @@ func (a *App) Handler() http.Handler {
 	authed("DELETE /memory/facts/{id}", a.forgetFact)
 	authed("POST /sessions/{id}/messages", a.appendMessages)
 	authed("POST /sessions/{id}/replies/{replyId}/stop", a.stopReply)
+	authed("POST /sessions/{id}/branch", a.switchBranch)
 
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := mux.Handler(r)

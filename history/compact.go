@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"errors"
+	"slices"
 	"strings"
 	"time"
 
@@ -44,6 +45,7 @@ const MaxSummaryChars = 8000
 func (svc *Service) Compact(ctx context.Context, sessionID string, fixed int) (*Compaction, error) {
 	var plan CompactionPlan
 	var model string
+	var path sessions.Path
 	now := sessions.Clock(svc.Now)
 	err := svc.Repo.UpdateTail(ctx, sessionID, func(s *sessions.Session, t *Tail) error {
 		var ok bool
@@ -54,13 +56,13 @@ func (svc *Service) Compact(ctx context.Context, sessionID string, fixed int) (*
 			return ErrCompactionBusy
 		}
 		t.CompactingUntil = now.Add(CompactionLease)
-		model = s.Model
+		model, path = s.Model, s.PathTo(plan.EndSeq)
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	c, err := svc.summarize(ctx, sessionID, model, plan)
+	c, err := svc.summarize(ctx, sessionID, model, path, plan)
 	if err != nil {
 		svc.releaseLease(ctx, sessionID)
 		return nil, err
@@ -68,6 +70,12 @@ func (svc *Service) Compact(ctx context.Context, sessionID string, fixed int) (*
 	err = svc.Repo.SaveCompaction(ctx, sessionID, c, func(s *sessions.Session, t *Tail) error {
 		if prevEnd(t.Compaction) != prevEnd(plan.Previous) {
 			return sessions.Errorf(sessions.ECONFLICT, "the summary moved on meanwhile")
+		}
+		if !s.Path().Contains(c.EndSeq) {
+			// The record stays: it is the summary of its own branch, which
+			// a switch back to that branch uses.
+			t.CompactingUntil = time.Time{}
+			return nil
 		}
 		t.Compaction = c
 		t.CompactingUntil = time.Time{}
@@ -95,14 +103,17 @@ func prevEnd(c *Compaction) int {
 	return c.EndSeq
 }
 
-func (svc *Service) summarize(ctx context.Context, sessionID, model string, plan CompactionPlan) (*Compaction, error) {
+func (svc *Service) summarize(ctx context.Context, sessionID, model string, path sessions.Path, plan CompactionPlan) (*Compaction, error) {
 	if svc.Summarizer == nil {
 		return nil, errors.New("history: no summarizer configured")
 	}
-	msgs, err := svc.Repo.MessageRange(ctx, sessionID, plan.StartSeq, plan.EndSeq)
+	all, err := svc.Repo.MessageRange(ctx, sessionID, plan.StartSeq, plan.EndSeq)
 	if err != nil {
 		return nil, err
 	}
+	// Only the branch's messages: others of the range belong to branches
+	// that forked from it.
+	msgs := slices.DeleteFunc(all, func(m Message) bool { return !path.Contains(m.Seq) })
 	previous := ""
 	if plan.Previous != nil {
 		previous = plan.Previous.Summary

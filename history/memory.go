@@ -43,12 +43,12 @@ type Compaction struct {
 // of the same range cannot both be stored.
 func CompactionID(endSeq int) string { return fmt.Sprintf("e%010d", endSeq) }
 
-// Complete reports whether the tail holds the whole history of s.
+// Complete reports whether the tail holds the whole active branch of s.
 func (t *Tail) Complete(s *sessions.Session) bool {
 	if len(t.Messages) == 0 {
-		return s.NextSeq == 0
+		return s.Leaf() < 0
 	}
-	return t.Messages[0].Seq == 0
+	return t.Messages[0].Seq == s.Path().Start()
 }
 
 // StoredBytes bounds from above what a message takes in a tail as a store
@@ -105,7 +105,7 @@ func (t *Tail) SetIDs(written []Message) {
 
 // tailCopy keeps what a context needs of a message.
 func tailCopy(m Message) Message {
-	return Message{ID: m.ID, SessionID: m.SessionID, Seq: m.Seq, Role: m.Role, Content: m.Content, Name: m.Name,
+	return Message{ID: m.ID, SessionID: m.SessionID, Seq: m.Seq, ParentSeq: m.ParentSeq, Role: m.Role, Content: m.Content, Name: m.Name,
 		ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt, Tokens: m.Tokens}
 }
 

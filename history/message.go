@@ -84,10 +84,13 @@ func (d *Draft) UnmarshalJSON(data []byte) error {
 
 // Message is a stored message. Tokens was counted once, when it was written.
 type Message struct {
-	ID              string          `json:"id"`
-	SessionID       string          `json:"sessionId"`
-	UserID          string          `json:"-"`
-	Seq             int             `json:"seq"`
+	ID        string `json:"id"`
+	SessionID string `json:"sessionId"`
+	UserID    string `json:"-"`
+	Seq       int    `json:"seq"`
+	// ParentSeq is the seq of the message this one follows in its branch;
+	// -1 for a first message (see sessions.Branches).
+	ParentSeq       int             `json:"parentSeq"`
 	Role            Role            `json:"role"`
 	Content         string          `json:"content"`
 	Name            string          `json:"name,omitempty"`
@@ -97,6 +100,9 @@ type Message struct {
 	Tokens          int             `json:"tokens"`
 	ClientMessageID string          `json:"clientMessageId,omitempty"`
 	Metadata        MessageMetadata `json:"metadata"`
+	// Siblings, in a listing, are the seqs of the versions of this message
+	// (those with its parent), itself included, when there is more than one.
+	Siblings []int `json:"siblings,omitempty"`
 	// ReplyBy, on the user message of a keyed turn, is until when the turn
 	// that stored it holds the right to answer it; zero once released.
 	ReplyBy time.Time `json:"-"`

@@ -4,6 +4,7 @@ import (
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
+	"slices"
 	"strconv"
 	"time"
 
@@ -37,7 +38,8 @@ type Repo interface {
 	// ReadContext reads a session and its tail in one round trip.
 	ReadContext(ctx context.Context, sessionID string) (*sessions.Session, *Tail, error)
 	// UpdateTail reads the session and tail, calls fn and writes the tail,
-	// atomically. An error from fn aborts and is returned.
+	// and the session if fn changed it, atomically. An error from fn aborts
+	// and is returned.
 	UpdateTail(ctx context.Context, sessionID string, fn func(*sessions.Session, *Tail) error) error
 	// SaveCompaction atomically stores record c (ECONFLICT if a record with
 	// its ID exists), after fn accepted and updated the session and tail,
@@ -57,6 +59,8 @@ type ListQuery struct {
 	Desc      bool // newest first
 	Limit     int
 	AfterSeq  *int // exclusive cursor in the query's order
+	// Within, if set, keeps only the messages with From <= seq <= To.
+	Within *sessions.Span
 }
 
 // Service reads and writes the messages of sessions. Its methods take a
@@ -191,10 +195,13 @@ func (svc *Service) Prepare(s *sessions.Session, key string, drafts ...Draft) (P
 		}
 		out := make([]Message, len(msgs))
 		for i, m := range msgs {
-			m.Seq = cur.NextSeq + i
+			m.Seq = cur.NextSeq
+			if m.ParentSeq, err = cur.Continue(m.Seq); err != nil {
+				return nil, err
+			}
+			cur.NextSeq++
 			out[i] = m
 		}
-		cur.NextSeq += len(out)
 		cur.MessageCount += len(out)
 		cur.TokenCount += total
 		cur.PendingToolCalls = open
@@ -243,6 +250,9 @@ type PageRequest struct {
 	Order     Order // empty: oldest first
 	Limit     int   // 0: sessions.DefaultPageSize
 	PageToken string
+	// All lists every message of every branch, in the order written;
+	// otherwise only the active branch is listed.
+	All bool
 }
 
 // Page is one page of messages; NextPageToken is empty on the last.
@@ -255,6 +265,7 @@ type pageToken struct {
 	Session string `json:"s"`
 	Order   Order  `json:"o"`
 	Seq     int    `json:"q"`
+	All     bool   `json:"a,omitempty"`
 }
 
 // Page returns a page of the messages of s, with a cursor to the next one.
@@ -276,24 +287,57 @@ func (svc *Service) Page(ctx context.Context, s *sessions.Session, req PageReque
 		if err := sessions.DecodeToken(req.PageToken, &t); err != nil {
 			return nil, err
 		}
-		if t.Session != s.ID || t.Order != req.Order || t.Seq < 0 {
+		if t.Session != s.ID || t.Order != req.Order || t.Seq < 0 || t.All != req.All {
 			return nil, sessions.Errorf(sessions.EINVALID, "pageToken does not belong to this query")
 		}
 		q.AfterSeq = &t.Seq
 	}
-	msgs, err := svc.Repo.ListMessages(ctx, q)
+	var msgs []Message
+	if req.All || s.Branches == nil {
+		msgs, err = svc.Repo.ListMessages(ctx, q)
+	} else {
+		msgs, err = svc.listPath(ctx, s.Path(), q)
+	}
 	if err != nil {
 		return nil, err
 	}
 	p := &Page{Messages: msgs}
 	if len(msgs) > limit {
 		p.Messages = msgs[:limit]
-		p.NextPageToken = sessions.EncodeToken(pageToken{Session: s.ID, Order: req.Order, Seq: p.Messages[limit-1].Seq})
+		p.NextPageToken = sessions.EncodeToken(pageToken{Session: s.ID, Order: req.Order, Seq: p.Messages[limit-1].Seq, All: req.All})
 	}
+	siblingsOf(s, p.Messages)
 	if p.Messages == nil {
 		p.Messages = []Message{}
 	}
 	return p, nil
+}
+
+// listPath answers q for the messages on path only: a query per span of
+// the path, in q's order, until q.Limit are found. A path's seqs increase
+// along it, so q's seq cursor works as for the whole session.
+func (svc *Service) listPath(ctx context.Context, path sessions.Path, q ListQuery) ([]Message, error) {
+	spans := slices.Clone(path)
+	if q.Desc {
+		slices.Reverse(spans)
+	}
+	var out []Message
+	for _, span := range spans {
+		if q.AfterSeq != nil && (!q.Desc && span.To <= *q.AfterSeq || q.Desc && span.From >= *q.AfterSeq) {
+			continue // wholly before the cursor
+		}
+		sq := q
+		sq.Within, sq.Limit = &span, q.Limit-len(out)
+		msgs, err := svc.Repo.ListMessages(ctx, sq)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, msgs...)
+		if len(out) >= q.Limit {
+			break
+		}
+	}
+	return out, nil
 }
 
 // MaxRange is the most messages one Range call returns.

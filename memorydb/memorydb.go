@@ -242,10 +242,11 @@ func (db *DB) UpdateTail(_ context.Context, sessionID string, fn func(*sessions.
 	if !ok {
 		return sessions.NotFound(sessionID)
 	}
-	t := db.tail(sessionID)
-	if err := fn(s.Clone(), t); err != nil {
+	sc, t := s.Clone(), db.tail(sessionID)
+	if err := fn(sc, t); err != nil {
 		return err
 	}
+	db.sessions[sessionID] = sc
 	db.tails[sessionID] = t
 	return nil
 }
@@ -284,22 +285,26 @@ func (db *DB) ListMessages(_ context.Context, q history.ListQuery) ([]history.Me
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	all := db.messages[q.SessionID]
+	lo, hi := 0, len(all)-1 // the seqs q may return
+	if q.Within != nil {
+		lo, hi = max(lo, q.Within.From), min(hi, q.Within.To)
+	}
 	var out []history.Message
 	if q.Desc {
-		start := len(all) - 1
+		start := hi
 		if q.AfterSeq != nil && *q.AfterSeq-1 < start {
 			start = *q.AfterSeq - 1
 		}
-		for i := start; i >= 0 && len(out) < q.Limit; i-- {
+		for i := start; i >= lo && len(out) < q.Limit; i-- {
 			out = append(out, cloneMessage(all[i]))
 		}
 		return out, nil
 	}
-	start := 0
+	start := lo
 	if q.AfterSeq != nil {
-		start = *q.AfterSeq + 1
+		start = max(start, *q.AfterSeq+1)
 	}
-	for i := start; i < len(all) && len(out) < q.Limit; i++ {
+	for i := start; i <= hi && len(out) < q.Limit; i++ {
 		out = append(out, cloneMessage(all[i]))
 	}
 	return out, nil
@@ -405,8 +410,16 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 	if s, ok := db.sessions[q.SessionID]; ok {
 		st.Session = s.Clone()
 	}
+	if q.AskedID != "" {
+		for _, m := range db.messages[q.SessionID] {
+			if m.ID == q.AskedID {
+				m = cloneMessage(m)
+				st.Asked = &m
+			}
+		}
+	}
 	if q.Key != "" {
-		if b := db.batch(q.SessionID, q.Key); len(b) > 0 {
+		if b := db.batch(q.SessionID, q.Key); len(b) > 0 && q.AskedID == "" {
 			st.Asked = &b[0]
 		}
 		if seq, ok := db.replies[q.SessionID][q.Key]; ok {

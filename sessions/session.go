@@ -100,6 +100,9 @@ type Session struct {
 	// assistant message that have no result yet. A tool result is accepted
 	// only for one of them.
 	PendingToolCalls []string `json:"-"`
+	// Branches is the session's tree of messages once it was branched
+	// (a reply regenerated, a message edited); nil until then.
+	Branches *Branches `json:"branches,omitempty"`
 }
 
 // Clone returns a deep copy, so stores can hand out sessions without sharing.
@@ -110,6 +113,7 @@ func (s *Session) Clone() *Session {
 	c.SummaryUpdatedAt = cloneTime(s.SummaryUpdatedAt)
 	c.Metadata = s.Metadata.Clone()
 	c.PendingToolCalls = append([]string(nil), s.PendingToolCalls...)
+	c.Branches = s.Branches.clone()
 	return &c
 }
 

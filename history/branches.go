@@ -1,0 +1,164 @@
+package history
+
+import (
+	"context"
+	"slices"
+
+	"github.com/chatmemory/backend/sessions"
+)
+
+// branchReadPage is how many messages BranchTail reads per query.
+const branchReadPage = 100
+
+// BranchTail builds, from stored messages, the tail a session has while
+// the branch ending at message leaf is active: the branch's latest summary
+// (a summary covers the branch it was made on, so one made on another
+// branch past the fork is never used) and the branch's messages after it,
+// the latest within the session's budget and MaxTailBytes, as appends keep
+// them. It reads newest first and stops once the tail is full, so it costs
+// what a tail holds, not what the session holds. Messages and their
+// parents never change, so what it returns stays true of that branch.
+func (svc *Service) BranchTail(ctx context.Context, s *sessions.Session, leaf int) (*Tail, error) {
+	path := s.PathTo(leaf)
+	t := &Tail{}
+	if len(path) == 0 {
+		return t, nil
+	}
+	cs, err := svc.Repo.ListCompactions(ctx, s.ID)
+	if err != nil {
+		return nil, err
+	}
+	after := -1 // the tail holds messages after this seq
+	for i := len(cs) - 1; i >= 0; i-- {
+		if path.Contains(cs[i].EndSeq) {
+			c := cs[i]
+			t.Compaction, after = &c, c.EndSeq
+			break
+		}
+	}
+	keep := svc.BudgetFor(s)
+	var newest []Message
+	tokens, bytes := 0, 0
+	full := false
+	for i := len(path) - 1; i >= 0 && !full; i-- {
+		span := path[i]
+		if span.To <= after {
+			break
+		}
+		span.From = max(span.From, after+1)
+		cursor := span.To + 1
+		for !full {
+			msgs, err := svc.Repo.ListMessages(ctx, ListQuery{SessionID: s.ID, Desc: true, Limit: branchReadPage, AfterSeq: &cursor, Within: &span})
+			if err != nil {
+				return nil, err
+			}
+			for _, m := range msgs {
+				newest = append(newest, tailCopy(m))
+				tokens += m.Tokens
+				bytes += StoredBytes(&m)
+				if tokens > keep || bytes > MaxTailBytes {
+					full = true // add drops what is over, keeping exchanges whole
+					break
+				}
+			}
+			if len(msgs) < branchReadPage {
+				break
+			}
+			cursor = msgs[len(msgs)-1].Seq
+		}
+	}
+	slices.Reverse(newest)
+	t.add(newest, keep)
+	return t, nil
+}
+
+// pendingCalls are the tool calls the last message of msgs left open: the
+// session's PendingToolCalls once msgs ends its active branch.
+func pendingCalls(msgs []Message) []string {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == RoleTool {
+			continue
+		}
+		open, err := toolSequence(nil, msgs[i:])
+		if err != nil {
+			return nil
+		}
+		return open
+	}
+	return nil
+}
+
+// SwitchBranch makes active the branch through message seq of the caller's
+// session, down to its latest version of every later message (as chat
+// apps show a branch), and rebuilds the session's context for it. The next
+// turn continues that branch. Nothing is written or deleted but the
+// session's active leaf and its context.
+func (svc *Service) SwitchBranch(ctx context.Context, userID, sessionID string, seq int) (*sessions.Session, error) {
+	s, _, err := svc.ReadContext(ctx, userID, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if seq < 0 || seq >= s.NextSeq {
+		return nil, sessions.Errorf(sessions.EINVALID, "seq must name a message of the session (0 to %d)", s.NextSeq-1)
+	}
+	if err := s.CheckWritable(); err != nil {
+		return nil, err
+	}
+	leaf := s.LatestLeaf(seq)
+	if leaf == s.Leaf() {
+		return s, nil
+	}
+	base, err := svc.BranchTail(ctx, s, leaf)
+	if err != nil {
+		return nil, err
+	}
+	var out *sessions.Session
+	err = svc.Repo.UpdateTail(ctx, sessionID, func(cur *sessions.Session, t *Tail) error {
+		if err := cur.CheckOwner(userID); err != nil {
+			return err
+		}
+		if err := cur.CheckWritable(); err != nil {
+			return err
+		}
+		// The tree only grows, so leaf is still where it was; a message
+		// written meanwhile stays on the branch it continued.
+		cur.SetLeaf(cur.LatestLeaf(leaf))
+		if cur.Leaf() != leaf {
+			return sessions.Errorf(sessions.ECONFLICT, "the branch changed meanwhile; try again")
+		}
+		cur.PendingToolCalls = pendingCalls(base.Messages)
+		cur.UpdatedAt = sessions.Clock(svc.Now)
+		lease := t.CompactingUntil
+		*t = *base.Clone()
+		t.CompactingUntil = lease
+		out = cur
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
+// ForkTail is the tail a turn that forks the active branch after message
+// leaf starts from: BranchTail, trimmed to s's current budget. It is meant
+// for a plan, given a tail read before the plan's transaction.
+func (svc *Service) ForkTail(s *sessions.Session, base *Tail, leaf int) *Tail {
+	t := &Tail{Compaction: base.Compaction}
+	t.add(base.Messages, svc.BudgetFor(s))
+	s.SetLeaf(leaf)
+	s.PendingToolCalls = pendingCalls(t.Messages)
+	return t
+}
+
+// siblingsOf fills in the Siblings of msgs from s's tree.
+func siblingsOf(s *sessions.Session, msgs []Message) {
+	if s.Branches == nil {
+		return
+	}
+	for i := range msgs {
+		if sib := s.Siblings(msgs[i].Seq); len(sib) > 1 {
+			msgs[i].Siblings = sib
+		}
+	}
+}
