@@ -94,11 +94,11 @@ func (e *Env) Reload(tb testing.TB, s *sessions.Session) *sessions.Session {
 	return Must[*sessions.Session](tb)(e.Sessions.Get(context.Background(), s.UserID, s.ID))
 }
 
-// All reads every message of s, oldest first.
+// All reads every message of s, of every branch, oldest first.
 func (e *Env) All(tb testing.TB, s *sessions.Session) []history.Message {
 	tb.Helper()
 	var all []history.Message
-	req := history.PageRequest{Limit: sessions.MaxPageSize}
+	req := history.PageRequest{Limit: sessions.MaxPageSize, All: true}
 	for {
 		p := Must[*history.Page](tb)(e.History.Page(context.Background(), s, req))
 		all = append(all, p.Messages...)
@@ -128,6 +128,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("ConcurrentAppends", func(t *testing.T) { testConcurrentAppends(t, env(t)) })
 	t.Run("Turns", func(t *testing.T) { testTurns(t, env(t)) })
 	t.Run("Drafts", func(t *testing.T) { testDrafts(t, env(t)) })
+	t.Run("Branches", func(t *testing.T) { testBranches(t, env(t)) })
 }
 
 // EachBackend runs f once per backend, as parallel subtests named after

@@ -1,0 +1,320 @@
+package functions_test
+
+import (
+	"fmt"
+	"reflect"
+	"strings"
+	"sync"
+	"sync/atomic"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/llm/llmtest"
+)
+
+// branchMsg is a message as a listing returns it, with its place in the tree.
+type branchMsg struct {
+	ID        string `json:"id"`
+	Seq       int    `json:"seq"`
+	ParentSeq int    `json:"parentSeq"`
+	Role      string `json:"role"`
+	Content   string `json:"content"`
+	Siblings  []int  `json:"siblings"`
+}
+
+// numbered answers each turn with a reply no other turn gets.
+func numbered(h *harness) {
+	var n atomic.Int64
+	h.script(&script{chat: func(r openai.ChatCompletionRequest) llmtest.Response {
+		last := r.Messages[len(r.Messages)-1].Content
+		return llmtest.Response{Content: fmt.Sprintf("reply %d to %s", n.Add(1), last)}
+	}})
+}
+
+// listing returns a session's messages: the active branch, or all.
+func (h *harness) listing(token, id, branch string) []branchMsg {
+	h.t.Helper()
+	var page struct {
+		Messages []branchMsg `json:"messages"`
+	}
+	h.do("GET", "/sessions/"+id+"/messages?limit=100&branch="+branch, token, nil).want(h.t, 200).decode(h.t, &page)
+	return page.Messages
+}
+
+func contents(msgs []branchMsg) []string {
+	out := make([]string, len(msgs))
+	for i, m := range msgs {
+		out[i] = m.Content
+	}
+	return out
+}
+
+// contextContents is what the next turn would send the model, without the
+// system prompt: "summary" for a summary, then the messages verbatim.
+func (h *harness) contextContents(token, id string) []string {
+	h.t.Helper()
+	var c struct {
+		Messages []openai.ChatCompletionMessage `json:"messages"`
+	}
+	h.do("GET", "/sessions/"+id+"/context", token, nil).want(h.t, 200).decode(h.t, &c)
+	var out []string
+	for _, m := range c.Messages[1:] {
+		if m.Role == "system" && strings.HasPrefix(m.Content, "Summary of the earlier conversation") {
+			out = append(out, "summary")
+			continue
+		}
+		out = append(out, m.Content)
+	}
+	return out
+}
+
+// lastTurnRequest is what the model was sent by the latest turn, without
+// the system prompt.
+func (h *harness) lastTurnRequest() []string {
+	reqs := h.turnRequests()
+	var out []string
+	for _, m := range reqs[len(reqs)-1].Messages[1:] {
+		out = append(out, m.Content)
+	}
+	return out
+}
+
+// checkTree checks the invariants of a session's tree over every message
+// it holds: seqs are gapless, every parent was written before its child,
+// the active branch is a chain from a first message, and the context is
+// exactly the active branch (the budget here holds it all).
+func (h *harness) checkTree(token, id string) (all, active []branchMsg) {
+	h.t.Helper()
+	all = h.listing(token, id, "all")
+	for i, m := range all {
+		if m.Seq != i || m.ParentSeq >= m.Seq || m.ParentSeq < -1 {
+			h.t.Fatalf("message %d: seq %d, parent %d", i, m.Seq, m.ParentSeq)
+		}
+	}
+	active = h.listing(token, id, "active")
+	for i, m := range active {
+		want := -1
+		if i > 0 {
+			want = active[i-1].Seq
+		}
+		if m.ParentSeq != want {
+			h.t.Fatalf("active branch breaks at %d: parent %d, want %d", m.Seq, m.ParentSeq, want)
+		}
+	}
+	if got, want := h.contextContents(token, id), contents(active); !reflect.DeepEqual(got, want) {
+		h.t.Fatalf("context %q, want the active branch %q", got, want)
+	}
+	if s := h.session(id); s.NextSeq != len(all) || s.MessageCount != len(all) {
+		h.t.Fatalf("session counts %d messages (next seq %d), %d are stored", s.MessageCount, s.NextSeq, len(all))
+	}
+	return all, active
+}
+
+// TestBranches: a tree of regenerations, edits and switches keeps every
+// raw message, lists and sends the model exactly the active branch, and
+// gives each version its siblings.
+func TestBranches(t *testing.T) {
+	h := newHarness(t)
+	numbered(h)
+	alice := h.signUp()
+	var r chatResp
+	h.do("POST", "/chat", alice.token, map[string]any{"message": "one"}).want(t, 200).decode(t, &r)
+	id := r.SessionID
+	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": "two"}).want(t, 200).decode(t, &r)
+	two, firstReply := r.UserMessage, r.Reply
+
+	// Regenerate the reply: a new reply beside the old one.
+	var regen chatResp
+	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "regenerate": firstReply.ID, "clientMessageId": "regen-1"}).want(t, 200).decode(t, &regen)
+	if regen.UserMessage.ID != two.ID || regen.Reply.ID == firstReply.ID || regen.Reply.Content == firstReply.Content {
+		t.Fatalf("regenerated %+v", regen)
+	}
+	if got, want := h.lastTurnRequest(), []string{"one", "reply 1 to one", "two"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("the regeneration sent %q, want %q", got, want)
+	}
+	_, active := h.checkTree(alice.token, id)
+	if got, want := contents(active), []string{"one", "reply 1 to one", "two", regen.Reply.Content}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("active branch %q, want %q", got, want)
+	}
+	if got, want := active[3].Siblings, []int{firstReply.Seq, regen.Reply.Seq}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("siblings of the regenerated reply %v, want %v", got, want)
+	}
+	// A retry under the same key is the same regeneration.
+	var again chatResp
+	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "regenerate": firstReply.ID, "clientMessageId": "regen-1"}).want(t, 200).decode(t, &again)
+	if !again.Replayed || again.Reply.ID != regen.Reply.ID {
+		t.Fatalf("retried regeneration %+v", again)
+	}
+	// Regenerating by the user message works too.
+	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "regenerate": two.ID}).want(t, 200)
+
+	// Edit "two": a new user message beside it, answered, on a new branch.
+	var edit chatResp
+	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "edit": two.ID, "message": "TWO", "clientMessageId": "edit-1"}).want(t, 200).decode(t, &edit)
+	if got, want := h.lastTurnRequest(), []string{"one", "reply 1 to one", "TWO"}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("the edit sent %q, want %q", got, want)
+	}
+	_, active = h.checkTree(alice.token, id)
+	if got, want := contents(active), []string{"one", "reply 1 to one", "TWO", edit.Reply.Content}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("active branch after the edit %q, want %q", got, want)
+	}
+	if got, want := active[2].Siblings, []int{two.Seq, edit.UserMessage.Seq}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("siblings of the edit %v, want %v", got, want)
+	}
+	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "edit": two.ID, "message": "TWO", "clientMessageId": "edit-1"}).want(t, 200).decode(t, &again)
+	if !again.Replayed || again.Reply.ID != edit.Reply.ID {
+		t.Fatalf("retried edit %+v", again)
+	}
+	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "edit": two.ID, "message": "other", "clientMessageId": "edit-1"}).want(t, 409)
+
+	// Switch back to the original "two": its latest reply is shown.
+	h.do("POST", "/sessions/"+id+"/branch", alice.token, map[string]any{"seq": two.Seq}).want(t, 200)
+	_, active = h.checkTree(alice.token, id)
+	latest := active[3]
+	if active[2].ID != two.ID || latest.Siblings == nil || latest.Seq != latest.Siblings[len(latest.Siblings)-1] {
+		t.Fatalf("after switching back: %+v", active)
+	}
+	// The conversation continues from the branch shown.
+	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": "three"}).want(t, 200).decode(t, &r)
+	if r.UserMessage.ID == "" || h.lastTurnRequest()[3] != latest.Content {
+		t.Fatalf("the turn after the switch sent %q", h.lastTurnRequest())
+	}
+	// And to the very first reply, which has no continuation.
+	h.do("POST", "/sessions/"+id+"/branch", alice.token, map[string]any{"seq": firstReply.Seq}).want(t, 200)
+	all, active := h.checkTree(alice.token, id)
+	if got, want := contents(active), []string{"one", "reply 1 to one", "two", firstReply.Content}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("the first branch %q, want %q", got, want)
+	}
+	// Nothing was lost: 2 turns, 2 regenerations, an edit, a turn.
+	if len(all) != 4+1+1+2+2 {
+		t.Fatalf("%d messages stored, want 10", len(all))
+	}
+
+	// Bad requests change nothing.
+	bob := h.signUp()
+	for _, tc := range []struct {
+		name   string
+		token  string
+		path   string
+		body   map[string]any
+		status int
+	}{
+		{"RegenerateUnknown", alice.token, "/chat", map[string]any{"sessionId": id, "regenerate": "nope"}, 404},
+		{"RegenerateWithMessage", alice.token, "/chat", map[string]any{"sessionId": id, "regenerate": two.ID, "message": "x"}, 400},
+		{"RegenerateWithoutSession", alice.token, "/chat", map[string]any{"regenerate": two.ID}, 400},
+		{"RegenerateAndEdit", alice.token, "/chat", map[string]any{"sessionId": id, "regenerate": two.ID, "edit": two.ID, "message": "x"}, 400},
+		{"EditAReply", alice.token, "/chat", map[string]any{"sessionId": id, "edit": firstReply.ID, "message": "x"}, 400},
+		{"EditEmpty", alice.token, "/chat", map[string]any{"sessionId": id, "edit": two.ID}, 400},
+		{"EditOthers", bob.token, "/chat", map[string]any{"sessionId": id, "edit": two.ID, "message": "x"}, 404},
+		{"SwitchOthers", bob.token, "/sessions/" + id + "/branch", map[string]any{"seq": 0}, 404},
+		{"SwitchPastEnd", alice.token, "/sessions/" + id + "/branch", map[string]any{"seq": 99}, 400},
+		{"SwitchNoSeq", alice.token, "/sessions/" + id + "/branch", map[string]any{}, 400},
+		{"SwitchUnknownField", alice.token, "/sessions/" + id + "/branch", map[string]any{"seq": 0, "leaf": 1}, 400},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			h.do("POST", tc.path, tc.token, tc.body).want(t, tc.status)
+		})
+	}
+	h.do("GET", "/sessions/"+id+"/messages?branch=other", alice.token, nil).want(t, 400)
+	if got, _ := h.checkTree(alice.token, id); len(got) != len(all) {
+		t.Fatalf("bad requests stored messages: %d, want %d", len(got), len(all))
+	}
+	if got := h.listing(bob.token, h.newSession(bob.token, nil), "all"); len(got) != 0 {
+		t.Fatalf("another user sees %d messages", len(got))
+	}
+}
+
+// TestBranchesKeepTheirSummaries: a compaction made on one branch is never
+// in another branch's context; switching back brings it back.
+func TestBranchesKeepTheirSummaries(t *testing.T) {
+	h := newHarness(t, func(c *functions.Config) { c.TurnsPerMinute = 0 })
+	numbered(h)
+	alice := h.signUp()
+	id := h.newSession(alice.token, map[string]any{"memory": map[string]any{"strategy": "summary_buffer", "budgetTokens": 400}})
+	var first, r chatResp
+	for i := 0; len(h.compactions(id)) == 0; i++ {
+		if i == 40 {
+			t.Fatal("no compaction after 40 turns")
+		}
+		h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": fmt.Sprintf("Turn %d: tell me about topic number %d please.", i, i)}).want(t, 200).decode(t, &r)
+		if i == 0 {
+			first = r
+		}
+		h.idle()
+	}
+	end := r.Reply.Seq
+	if got := h.contextContents(alice.token, id); got[0] != "summary" {
+		t.Fatalf("the compacted branch's context starts %q", got[0])
+	}
+	// Edit the first message: the new branch forks before the summary's end.
+	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "edit": first.UserMessage.ID, "message": "A fresh start"}).want(t, 200)
+	if got, want := h.contextContents(alice.token, id), []string{"A fresh start", h.listing(alice.token, id, "active")[1].Content}; !reflect.DeepEqual(got, want) {
+		t.Fatalf("the new branch's context %q, want %q", got, want)
+	}
+	for _, m := range h.lastTurnRequest() {
+		if strings.Contains(m, "Summary") {
+			t.Fatalf("the edit's request carried a summary: %q", m)
+		}
+	}
+	h.checkTree(alice.token, id)
+	// Back on the first branch, its summary is in use again.
+	h.do("POST", "/sessions/"+id+"/branch", alice.token, map[string]any{"seq": end}).want(t, 200)
+	got := h.contextContents(alice.token, id)
+	if got[0] != "summary" || got[len(got)-1] != r.Reply.Content {
+		t.Fatalf("back on the compacted branch the context is %q", got)
+	}
+}
+
+// TestConcurrentBranching: turns, regenerations, edits and switches on one
+// session at once keep the tree whole.
+func TestConcurrentBranching(t *testing.T) {
+	h := newHarness(t)
+	numbered(h)
+	alice := h.signUp()
+	var r chatResp
+	h.do("POST", "/chat", alice.token, map[string]any{"message": "one"}).want(t, 200).decode(t, &r)
+	id, one, reply := r.SessionID, r.UserMessage, r.Reply
+	var wg sync.WaitGroup
+	var written atomic.Int64 // messages the successful requests wrote
+	written.Add(2)
+	for i := range 12 {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			var body map[string]any
+			path := "/chat"
+			switch i % 4 {
+			case 0:
+				body = map[string]any{"sessionId": id, "message": fmt.Sprintf("turn %d", i)}
+			case 1:
+				body = map[string]any{"sessionId": id, "regenerate": reply.ID}
+			case 2:
+				body = map[string]any{"sessionId": id, "edit": one.ID, "message": fmt.Sprintf("edit %d", i)}
+			case 3:
+				path, body = "/sessions/"+id+"/branch", map[string]any{"seq": one.Seq}
+			}
+			res := h.do("POST", path, alice.token, body)
+			// A regeneration of a message being answered is refused until
+			// that answer is stored; a switch may meet a moving branch.
+			switch {
+			case res.status == 200 && i%4 == 1:
+				written.Add(1)
+			case res.status == 200 && i%4 != 3:
+				written.Add(2)
+			case res.status != 200 && res.status != 409:
+				t.Errorf("%s %v: %d %s", path, body, res.status, res.body)
+			}
+		}()
+	}
+	wg.Wait()
+	h.idle()
+	all, _ := h.checkTree(alice.token, id)
+	if int64(len(all)) != written.Load() || len(all) < 2+2*3 {
+		t.Fatalf("%d messages stored; the successful requests wrote %d", len(all), written.Load())
+	}
+	if b := h.session(id).Branches; b == nil || len(b.Forks) < 2 {
+		t.Fatalf("the session did not branch: %+v", b)
+	}
+}
