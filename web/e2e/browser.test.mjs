@@ -25,6 +25,7 @@ const missing = !firestoreHost || !authHost ? "the emulators (run `make test`)" 
 if (missing && process.env.CI === "true") throw new Error(`browser test needs ${missing}`);
 
 let server, model, browser, base;
+let answers = 0;
 
 const freePort = () => new Promise((resolve) => {
   const s = net.createServer().listen(0, "127.0.0.1", () => { const { port } = s.address(); s.close(() => resolve(port)); });
@@ -44,6 +45,8 @@ function startModel() {
         let text = "echo: " + last;
         // "long:" messages get a long answer, to stop or to reload during.
         if (last.startsWith("long:")) text += " " + Array.from({ length: 80 }, (_, i) => `word${i}`).join(" ");
+        // "count:" messages get a numbered answer, so versions differ.
+        if (last.startsWith("count:")) text += ` #${++answers}`;
         // "md:" messages get Markdown with HTML a page must never run.
         if (last.startsWith("md:")) text = "**Bold** and `code`\n\n- one\n- two\n\n```\nx := 1\n```\n\n<script>window.pwned = 1</script> <img src=x onerror=\"window.pwned = 2\"> [a link](javascript:window.pwned=3)";
         if (system.startsWith("Write a title")) text = "Browser test chat";
@@ -131,7 +134,7 @@ async function send(page, text) {
   await page.press("#input", "Enter");
   // The reply renders while it streams, then stays as the stored message.
   await page.waitForSelector("#messages li.streaming");
-  const partial = await page.textContent("#messages li.streaming");
+  const partial = await page.textContent("#messages li.streaming .body");
   assert.ok(("echo: " + text).startsWith(partial.replace("…", "")) , `streamed so far: ${partial}`);
   await page.waitForSelector(`#messages li.assistant:not(.streaming):has-text("echo: ${text}")`);
 }
@@ -154,8 +157,8 @@ test("a user chats, reloads, renames and archives; another user sees none of it"
   await page.reload();
   await page.waitForSelector("#sessions li .name");
   await page.click("#sessions li .name");
-  await page.waitForFunction(() => document.querySelectorAll("#messages li").length === 4);
-  const texts = await page.locator("#messages li").allTextContents();
+  await page.waitForFunction(() => document.querySelectorAll("#messages > li").length === 4);
+  const texts = await page.locator("#messages > li .body").allTextContents();
   assert.deepEqual(texts, ["Hello one", "echo: Hello one", "Hello two", "echo: Hello two"]);
   await page.screenshot({ path: join(shots, "chat.png") });
 
@@ -193,7 +196,7 @@ test("a user chats, reloads, renames and archives; another user sees none of it"
   await p.waitForSelector("#app:not([hidden])");
   await p.selectOption("#filter", "archived");
   await p.click("#sessions li .name");
-  await p.waitForFunction(() => document.querySelectorAll("#messages li").length === 4);
+  await p.waitForFunction(() => document.querySelectorAll("#messages > li").length === 4);
   await p.screenshot({ path: join(shots, "phone.png") });
   await phone.close();
 
@@ -227,7 +230,7 @@ test("a reply in progress survives a reload and can be stopped from the reloaded
   await page.waitForSelector("#sessions li .name");
   await page.click("#sessions li .name");
   await page.waitForSelector("#messages li.streaming.following");
-  const before = await page.textContent("#messages li.streaming.following");
+  const before = await page.textContent("#messages li.streaming.following .body");
   await page.waitForFunction((t) => {
     const now = document.querySelector("#messages li.streaming.following")?.textContent ?? "";
     return now.length > t.length;
@@ -239,10 +242,10 @@ test("a reply in progress survives a reload and can be stopped from the reloaded
   await page.click("#stop");
   await page.waitForFunction(() => !document.querySelector("#messages li.streaming"));
   await page.waitForFunction(() => document.querySelectorAll("#messages li.assistant").length === 1);
-  const stopped = await page.textContent("#messages li.assistant");
+  const stopped = await page.textContent("#messages li.assistant .body");
   assert.ok(stopped.startsWith("echo: long: tell me everything") && !stopped.includes("word79"), `stopped reply: ${stopped}`);
   await page.waitForTimeout(800);
-  assert.equal(await page.textContent("#messages li.assistant"), stopped, "the reply went on after the stop");
+  assert.equal(await page.textContent("#messages li.assistant .body"), stopped, "the reply went on after the stop");
   assert.ok(await page.isHidden("#stop"));
   await context.close();
 });
@@ -261,7 +264,7 @@ test("replies render as Markdown without running HTML; the memory panel shows, f
   assert.equal(await reply.locator("pre code").textContent(), "x := 1");
   assert.equal(await reply.locator("img, script").count(), 0, "raw HTML became elements");
   assert.equal(await reply.locator("a").count(), 0, "a javascript: link became a link");
-  assert.match(await reply.textContent(), /<script>/, "raw HTML stays visible as text");
+  assert.match(await reply.locator(".body").textContent(), /<script>/, "raw HTML stays visible as text");
   assert.equal(await page.evaluate(() => window.pwned), undefined, "the reply ran code");
 
   // Three more messages, one saying where the user lives: the extraction
@@ -289,5 +292,63 @@ test("replies render as Markdown without running HTML; the memory panel shows, f
   await page.waitForSelector("#memory:not([hidden])");
   await page.waitForTimeout(300);
   assert.equal(await page.isChecked("#memory-enabled"), false, "memory is off after a reload of the panel");
+  await context.close();
+});
+
+test("regenerate, edit and flip between versions; the branch shown survives a reload", { skip: missing ? `needs ${missing}` : false }, async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await signUp(page, email("branches"));
+  const bodies = () => page.locator("#messages > li .body").allTextContents();
+  const settled = () => page.waitForFunction(() => !document.querySelector("#messages li.streaming"));
+
+  await page.fill("#input", "count: first");
+  await page.press("#input", "Enter");
+  await page.waitForSelector("#messages > li.assistant:not(.streaming) .regenerate");
+  const [, first] = await bodies();
+  assert.match(first, /^echo: count: first #\d+$/);
+
+  // Regenerate: a second version beside the first, shown as 2 / 2.
+  await page.click("#messages > li.assistant .regenerate");
+  await page.waitForSelector("#messages > li.assistant .version:has-text('2 / 2')");
+  await settled();
+  const [, second] = await bodies();
+  assert.ok(second !== first && second.startsWith("echo: count: first #"), `regenerated: ${second}`);
+  await page.screenshot({ path: join(shots, "regenerated.png") });
+
+  // Flip back to the first version and forward again.
+  await page.click("#messages > li.assistant .prev");
+  await page.waitForSelector("#messages > li.assistant .version:has-text('1 / 2')");
+  assert.deepEqual(await bodies(), ["count: first", first]);
+  await page.click("#messages > li.assistant .next");
+  await page.waitForSelector("#messages > li.assistant .version:has-text('2 / 2')");
+  assert.deepEqual(await bodies(), ["count: first", second]);
+
+  // Edit the question: a new branch with its own answer.
+  page.once("dialog", (d) => d.accept("count: edited"));
+  await page.click("#messages > li.user .edit");
+  await page.waitForSelector("#messages > li.user .version:has-text('2 / 2')");
+  await page.waitForSelector("#messages > li.assistant:not(.streaming) .body:has-text('echo: count: edited #')");
+  await settled();
+  const edited = await bodies();
+  assert.equal(edited.length, 2);
+  assert.equal(edited[0], "count: edited");
+  await page.screenshot({ path: join(shots, "edited.png") });
+
+  // After a reload the edited branch is still the one shown.
+  await page.reload();
+  await page.waitForSelector("#sessions li .name");
+  await page.click("#sessions li .name");
+  await page.waitForSelector("#messages > li.user .version:has-text('2 / 2')");
+  assert.deepEqual(await bodies(), edited);
+
+  // Back to the original question: its latest answer comes with it, and
+  // the conversation continues on that branch.
+  await page.click("#messages > li.user .prev");
+  await page.waitForSelector("#messages > li.user .version:has-text('1 / 2')");
+  await page.waitForSelector("#messages > li.assistant .version:has-text('2 / 2')");
+  assert.deepEqual(await bodies(), ["count: first", second]);
+  await send(page, "and then?");
+  assert.deepEqual(await bodies(), ["count: first", second, "and then?", "echo: and then?"]);
   await context.close();
 });

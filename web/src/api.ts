@@ -7,7 +7,10 @@ export class ApiError extends Error {
   }
 }
 
-export type Message = { id: string; seq: number; role: string; content: string };
+export type Message = { id: string; seq: number; parentSeq?: number; role: string; content: string };
+
+// A turn that branches: answer a message anew, or send an edited one.
+export type Fork = { regenerate?: string; edit?: string };
 
 export class Api {
   constructor(private base: string, private token: () => Promise<string>) {}
@@ -50,18 +53,27 @@ export class Api {
     return this.json("POST", `/sessions/${sessionId}/replies/${replyId}/stop`);
   }
 
-  // chat sends one message and calls back as the turn streams: the session
-  // once the message is stored, each piece of the reply, then the reply.
+  // switchBranch shows the branch through message seq (its latest version
+  // of every later message); the next turn continues it.
+  switchBranch(sessionId: string, seq: number): Promise<unknown> {
+    return this.json("POST", `/sessions/${sessionId}/branch`, { seq });
+  }
+
+  // chat sends one message (or, with fork, regenerates a reply or sends an
+  // edited message) and calls back as the turn streams: the session once
+  // the message is stored, each piece of the reply, then the reply.
   async chat(
     sessionId: string | null,
     message: string,
     on: { session(id: string, replyId: string): void; delta(text: string): void; done(reply: Message): void },
+    fork: Fork = {},
   ): Promise<void> {
     const res = await this.request("POST", "/chat", {
       sessionId: sessionId ?? undefined,
-      message,
+      message: fork.regenerate ? undefined : message,
       clientMessageId: crypto.randomUUID(),
       stream: true,
+      ...fork,
     });
     const reader = res.body!.pipeThrough(new TextDecoderStream()).getReader();
     let buf = "";

@@ -10,7 +10,7 @@ import {
   collection, connectFirestoreEmulator, doc, getFirestore, limit, limitToLast, onSnapshot,
   orderBy, query, where, type Unsubscribe,
 } from "firebase/firestore";
-import { Api, ApiError, type Message } from "./api";
+import { Api, ApiError, type Fork, type Message } from "./api";
 import { renderMarkdown } from "./markdown";
 
 type Config = {
@@ -51,6 +51,7 @@ let user: User | null = null;
 let current: string | null = null; // the open session
 let sessions: Session[] = [];
 let messages: Message[] = [];
+let leaf: number | null = null; // the active branch's last message, from the session document
 // The reply this tab is streaming, and the one it follows through the
 // session's draft (streamed by another tab, or by this page before a reload).
 let streaming: { text: string; replyId?: string } | null = null;
@@ -58,6 +59,7 @@ let following: { text: string; replyId: string } | null = null;
 let stopSessions: Unsubscribe | null = null;
 let stopMessages: Unsubscribe | null = null;
 let stopDraft: Unsubscribe | null = null;
+let stopSession: Unsubscribe | null = null;
 
 // ---- Sign in ----
 $("auth").addEventListener("submit", async (ev) => {
@@ -138,8 +140,10 @@ function openSession(id: string | null) {
   current = id;
   stopMessages?.();
   stopDraft?.();
-  stopMessages = stopDraft = null;
+  stopSession?.();
+  stopMessages = stopDraft = stopSession = null;
   messages = [];
+  leaf = null;
   following = null;
   renderMessages();
   renderSessions();
@@ -147,6 +151,11 @@ function openSession(id: string | null) {
   const q = query(collection(db, "chat_sessions", id, "messages"), orderBy("seq"), limitToLast(200));
   stopMessages = onSnapshot(q, (snap) => {
     messages = snap.docs.map((d) => ({ id: d.id, ...(d.data() as Omit<Message, "id">) }));
+    renderMessages();
+  }, showError);
+  // The active branch: its leaf is in the session document once it branched.
+  stopSession = onSnapshot(doc(db, "chat_sessions", id), (snap) => {
+    leaf = snap.get("branches.leaf") ?? null;
     renderMessages();
   }, showError);
   // A reply in progress, as its draft shows it: picked up after a reload.
@@ -157,18 +166,69 @@ function openSession(id: string | null) {
 }
 $("new").addEventListener("click", () => openSession(null));
 
+const parentOf = (m: Message) => m.parentSeq ?? m.seq - 1;
+
+// activeBranch is the path from the first message to the active leaf, and
+// for each message the versions beside it (those with its parent).
+function activeBranch(): { path: Message[]; versions: Map<number, number[]> } {
+  const bySeq = new Map(messages.map((m) => [m.seq, m]));
+  const versions = new Map<number, number[]>();
+  for (const m of messages) versions.set(parentOf(m), [...(versions.get(parentOf(m)) ?? []), m.seq]);
+  let end = leaf !== null && bySeq.has(leaf) ? leaf : Math.max(-1, ...bySeq.keys());
+  const path: Message[] = [];
+  for (let m = bySeq.get(end); m; m = bySeq.get(parentOf(m))) path.push(m);
+  return { path: path.reverse(), versions };
+}
+
+// branchTurn streams a turn that branches (a regeneration or an edit).
+async function branchTurn(fork: Fork, text = "") {
+  if (!current || streaming) return;
+  clearError();
+  await send(text, fork);
+}
+
 function renderMessages() {
   // The user's words as typed; replies as Markdown, built as DOM nodes, so
   // no HTML a model writes is ever parsed.
   const bubble = (className: string, text: string) => {
     const li = el("li", { className });
-    if (className.startsWith("assistant")) li.append(renderMarkdown(text));
-    else li.textContent = text;
+    const body = el("div", { className: "body" });
+    if (className.startsWith("assistant")) body.append(renderMarkdown(text));
+    else body.textContent = text;
+    li.append(body);
     return li;
   };
-  const items = messages
+  const button = (className: string, label: string, title: string, fn: () => Promise<unknown>) => {
+    const b = el("button", { className: `quiet ${className}`, type: "button", title }, label) as HTMLButtonElement;
+    b.disabled = !!streaming;
+    b.addEventListener("click", async () => { clearError(); try { await fn(); } catch (e) { showError(e); } });
+    return b;
+  };
+  const { path, versions } = activeBranch();
+  const items = path
     .filter((m) => m.role === "user" || (m.role === "assistant" && m.content))
-    .map((m) => bubble(m.role, m.content));
+    .map((m) => {
+      const li = bubble(m.role, m.content);
+      li.dataset.seq = String(m.seq);
+      const tools = el("div", { className: "tools" });
+      const sibs = versions.get(parentOf(m)) ?? [m.seq];
+      if (sibs.length > 1 && current) {
+        const i = sibs.indexOf(m.seq);
+        const id = current;
+        const prev = button("prev", "‹", "Previous version", () => api.switchBranch(id, sibs[i - 1]));
+        const next = button("next", "›", "Next version", () => api.switchBranch(id, sibs[i + 1]));
+        prev.disabled ||= i === 0;
+        next.disabled ||= i === sibs.length - 1;
+        tools.append(prev, el("span", { className: "version" }, `${i + 1} / ${sibs.length}`), next);
+      }
+      if (m.role === "assistant") tools.append(button("regenerate", "Regenerate", "Answer again", () => branchTurn({ regenerate: m.id })));
+      if (m.role === "user") tools.append(button("edit", "Edit", "Edit and send again", async () => {
+        const text = prompt("Edit your message", m.content)?.trim();
+        if (text && text !== m.content) await branchTurn({ edit: m.id }, text);
+      }));
+      li.append(tools);
+      return li;
+    });
   if (streaming) items.push(bubble("assistant streaming", streaming.text || "…"));
   else if (following && !messages.some((m) => m.id === following!.replyId)) {
     items.push(bubble("assistant streaming following", following.text || "…"));
@@ -179,13 +239,7 @@ function renderMessages() {
 }
 
 // ---- Sending: the reply is rendered as it streams ----
-$("composer").addEventListener("submit", async (ev) => {
-  ev.preventDefault();
-  const input = $<HTMLTextAreaElement>("input");
-  const text = input.value.trim();
-  if (!text) return;
-  clearError();
-  input.value = "";
+async function send(text: string, fork: Fork = {}) {
   $<HTMLButtonElement>("send").disabled = true;
   streaming = { text: "" };
   renderMessages();
@@ -198,14 +252,26 @@ $("composer").addEventListener("submit", async (ev) => {
       },
       delta: (t) => { streaming!.text += t; renderMessages(); },
       done: () => {},
-    });
-  } catch (e) {
-    showError(e);
-    if (!current) input.value = text;
+    }, fork);
   } finally {
     streaming = null;
     renderMessages();
     $<HTMLButtonElement>("send").disabled = false;
+  }
+}
+
+$("composer").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  const input = $<HTMLTextAreaElement>("input");
+  const text = input.value.trim();
+  if (!text) return;
+  clearError();
+  input.value = "";
+  try {
+    await send(text);
+  } catch (e) {
+    showError(e);
+    if (!current) input.value = text;
   }
 });
 $("stop").addEventListener("click", async () => {
