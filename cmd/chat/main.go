@@ -5,7 +5,9 @@
 //	go run ./cmd/chat [-api http://127.0.0.1:8090] [-email you@example.com] [-session ID]
 //
 // Type a message and press Enter; /new starts a new session, /sessions
-// lists yours, /resume ID continues one (showing its last messages), /quit
+// lists yours, /resume ID continues one (showing its last messages),
+// /regenerate answers your last message again, /edit TEXT sends your last
+// message anew as TEXT (both keep the earlier version as a branch), /quit
 // ends.
 package main
 
@@ -35,7 +37,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chat:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("Signed in as %s. Type a message; /new for a new session, /sessions, /resume ID, /quit to leave.\n", *email)
+	fmt.Printf("Signed in as %s. Type a message; /new for a new session, /sessions, /resume ID, /regenerate, /edit TEXT, /quit to leave.\n", *email)
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 64<<10), 64<<10)
 	for {
@@ -58,6 +60,17 @@ func main() {
 				fmt.Fprintln(os.Stderr, "chat:", err)
 			}
 			continue
+		case "/regenerate":
+			if err := regenerate(*api, token, *session); err != nil {
+				fmt.Fprintln(os.Stderr, "\nchat:", err)
+			}
+			continue
+		}
+		if text, ok := strings.CutPrefix(line, "/edit "); ok {
+			if err := edit(*api, token, *session, strings.TrimSpace(text)); err != nil {
+				fmt.Fprintln(os.Stderr, "\nchat:", err)
+			}
+			continue
 		}
 		if id, ok := strings.CutPrefix(line, "/resume "); ok {
 			id = strings.TrimSpace(id)
@@ -69,10 +82,10 @@ func main() {
 			continue
 		}
 		if strings.HasPrefix(line, "/") {
-			fmt.Println("(commands: /new, /sessions, /resume ID, /quit)")
+			fmt.Println("(commands: /new, /sessions, /resume ID, /regenerate, /edit TEXT, /quit)")
 			continue
 		}
-		id, err := turn(*api, token, *session, line)
+		id, err := turn(*api, token, map[string]any{"sessionId": *session, "message": line})
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "\nchat:", err)
 			continue
@@ -202,10 +215,55 @@ func resume(api, token, id string) error {
 	return nil
 }
 
-// turn sends one message and prints the streamed reply; it returns the
-// session id.
-func turn(api, token, session, message string) (string, error) {
-	resp, err := post(api+"/chat", token, map[string]any{"sessionId": session, "message": message, "stream": true})
+// lastOf returns the id of the latest message with role on the session's
+// active branch.
+func lastOf(api, token, session, role string) (string, error) {
+	if session == "" {
+		return "", errors.New("no session yet: send a message first")
+	}
+	var page struct {
+		Messages []struct {
+			ID   string `json:"id"`
+			Role string `json:"role"`
+		} `json:"messages"`
+	}
+	if err := getJSON(api+"/sessions/"+session+"/messages?order=desc&limit=20", token, &page); err != nil {
+		return "", err
+	}
+	for _, m := range page.Messages {
+		if m.Role == role {
+			return m.ID, nil
+		}
+	}
+	return "", fmt.Errorf("no %s message in the latest ones", role)
+}
+
+// regenerate answers the user's last message again, streaming the new reply.
+func regenerate(api, token, session string) error {
+	id, err := lastOf(api, token, session, "user")
+	if err != nil {
+		return err
+	}
+	_, err = turn(api, token, map[string]any{"sessionId": session, "regenerate": id})
+	return err
+}
+
+// edit sends the user's last message anew as text.
+func edit(api, token, session, text string) error {
+	id, err := lastOf(api, token, session, "user")
+	if err != nil {
+		return err
+	}
+	_, err = turn(api, token, map[string]any{"sessionId": session, "edit": id, "message": text})
+	return err
+}
+
+// turn runs one turn (body is /chat's request, without stream) and prints
+// the streamed reply; it returns the session id.
+func turn(api, token string, body map[string]any) (string, error) {
+	session, _ := body["sessionId"].(string)
+	body["stream"] = true
+	resp, err := post(api+"/chat", token, body)
 	if err != nil {
 		return session, err
 	}
