@@ -192,6 +192,19 @@ func TestBranches(t *testing.T) {
 		t.Fatalf("%d messages stored, want 10", len(all))
 	}
 
+	// Export holds every branch, each message with its parent.
+	var export struct {
+		Sessions []struct {
+			Session  struct{ Branches struct{ Leaf int } }
+			Messages []branchMsg
+		}
+	}
+	h.do("GET", "/account/export", alice.token, nil).want(t, 200).decode(t, &export)
+	if got := export.Sessions[0].Messages; len(got) != len(all) || got[len(got)-1].ParentSeq != all[len(all)-1].ParentSeq ||
+		export.Sessions[0].Session.Branches.Leaf != firstReply.Seq {
+		t.Fatalf("export: %d messages, leaf %d", len(got), export.Sessions[0].Session.Branches.Leaf)
+	}
+
 	// Bad requests change nothing.
 	bob := h.signUp()
 	for _, tc := range []struct {

@@ -46,14 +46,18 @@ func TestTurnRoundTrips(t *testing.T) {
 	type calls struct{ Reads, Writes, RoundTrips int64 }
 	of := func(c firestoredb.Counts) calls { return calls{c.Reads, c.Writes, c.RoundTrips} }
 	type cost struct{ before, after, afterTurn calls }
-	turn := func(id string, stream bool) cost {
+	measure := func(body map[string]any) cost {
 		t.Helper()
 		start := h.counter.Snapshot()
-		h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": "one more", "clientMessageId": fmt.Sprint("k-", id, stream), "stream": stream}).want(t, 200)
+		h.do("POST", "/chat", alice.token, body).want(t, 200)
 		done := h.counter.Snapshot()
 		h.idle()
 		at := atModel.Load().(firestoredb.Counts)
 		return cost{before: of(at.Sub(start)), after: of(done.Sub(at)), afterTurn: of(h.counter.Snapshot().Sub(done))}
+	}
+	turn := func(id string, stream bool) cost {
+		t.Helper()
+		return measure(map[string]any{"sessionId": id, "message": "one more", "clientMessageId": fmt.Sprint("k-", id, stream), "stream": stream})
 	}
 	for _, stream := range []bool{false, true} {
 		cs, cl := turn(short, stream), turn(long, stream)
@@ -66,6 +70,25 @@ func TestTurnRoundTrips(t *testing.T) {
 		}
 		if cs != cl {
 			t.Errorf("stream=%v: a turn costs more at 5,000 messages: %+v vs %+v", stream, cl, cs)
+		}
+	}
+	// A regeneration or an edit first reads the branch it continues (the
+	// session and its target, the summaries, the branch's messages within
+	// the budget, newest first): bounded by the budget, not the length.
+	// The commits are a turn's.
+	for name, id := range map[string]string{"short": short, "long": long} {
+		active := h.listing(alice.token, id, "active")
+		last := active[len(active)-1]
+		for _, body := range []map[string]any{
+			{"sessionId": id, "regenerate": last.ID, "clientMessageId": "regen-" + id},
+			{"sessionId": id, "edit": active[len(active)-2].ID, "message": "edited", "clientMessageId": "edit-" + id},
+		} {
+			c := measure(body)
+			t.Logf("%s session, regenerate=%v: %+v", name, body["regenerate"] != nil, c)
+			if c.before.RoundTrips > 5 || c.after.RoundTrips > 1 || c.afterTurn.RoundTrips != 0 {
+				t.Errorf("a branching turn in the %s session: %d round trips before the model, %d after, %d after the answer; want ≤ 5, ≤ 1, 0",
+					name, c.before.RoundTrips, c.after.RoundTrips, c.afterTurn.RoundTrips)
+			}
 		}
 	}
 	ctxCost := func(id string) calls {

@@ -24,9 +24,12 @@ func (svc *Service) BranchTail(ctx context.Context, s *sessions.Session, leaf in
 	if len(path) == 0 {
 		return t, nil
 	}
-	cs, err := svc.Repo.ListCompactions(ctx, s.ID)
-	if err != nil {
-		return nil, err
+	var cs []Compaction
+	if s.SummaryUpdatedAt != nil { // else no summary was ever saved
+		var err error
+		if cs, err = svc.Repo.ListCompactions(ctx, s.ID); err != nil {
+			return nil, err
+		}
 	}
 	after := -1 // the tail holds messages after this seq
 	for i := len(cs) - 1; i >= 0; i-- {
