@@ -3,6 +3,8 @@ package firestoredb_test
 import (
 	"context"
 	"fmt"
+	"strings"
+	"sync/atomic"
 	"testing"
 
 	"cloud.google.com/go/firestore"
@@ -54,16 +56,20 @@ func TestPurgeLeavesNothing(t *testing.T) {
 	for i := 0; i < 40; i++ {
 		e.Say(t, s, history.RoleUser, fmt.Sprintf("m%d", i))
 	}
-	// A document in another subcollection, as later features add them.
-	if _, err := client.Collection(firestoredb.SessionsCollection).Doc(s.ID).Collection("compactions").Doc("c1").Set(ctx, map[string]any{"x": 1}); err != nil {
+	// A compaction record, as the backend saves it.
+	c := &history.Compaction{ID: history.CompactionID(9), StartSeq: 0, EndSeq: 9, Summary: "s", CreatedAt: storetest.Epoch}
+	if err := db.SaveCompaction(ctx, s.ID, c, func(s *sessions.Session, tl *history.Tail) error {
+		s.Summary, s.SummaryUpdatedAt, tl.Compaction = c.Summary, &c.CreatedAt, c
+		return nil
+	}); err != nil {
 		t.Fatal(err)
 	}
-	if n := countUnder(t, client, s.ID); n != 43 { // 40 messages, the context (head and one page) and one more
+	if n := countUnder(t, client, s.ID); n != 44 { // 40 messages, the context (head, summary, one page) and the record
 		t.Fatalf("%d documents under the session before purge", n)
 	}
 	storetest.Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", s.ID))
-	if n := storetest.Must[int](t)(e.Sessions.Purge(ctx, "alice", s.ID)); n != 44 {
-		t.Errorf("purge reported %d documents, want 44", n)
+	if n := storetest.Must[int](t)(e.Sessions.Purge(ctx, "alice", s.ID)); n != 45 {
+		t.Errorf("purge reported %d documents, want 45", n)
 	}
 	if n := countUnder(t, client, s.ID); n != 0 {
 		t.Errorf("%d documents left under the purged session", n)
@@ -121,5 +127,67 @@ func TestPing(t *testing.T) {
 	db, _ := open(t)
 	if err := db.Ping(context.Background()); err != nil {
 		t.Fatal(err)
+	}
+}
+
+// TestPurgeReadsIDsFromTheContext: a session whose context holds every
+// message is purged with no query at all; a longer one, and a branched
+// one, by a query; each leaves nothing behind.
+func TestPurgeReadsIDsFromTheContext(t *testing.T) {
+	t.Parallel()
+	ctx := context.Background()
+	var queries atomic.Int64
+	counter := &firestoredb.Counter{OnCall: func(method string) {
+		if strings.HasSuffix(method, "/RunQuery") {
+			queries.Add(1)
+		}
+	}}
+	client, _ := emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {
+		return firestoredb.Dial(ctx, project, counter)
+	})
+	db := firestoredb.New(client)
+	e := storetest.NewEnv(t, db)
+	short := e.NewSession(t, "alice")
+	long := storetest.Must[*sessions.Session](t)(e.Sessions.Create(ctx, "alice", sessions.CreateInput{
+		Memory: sessions.Memory{Strategy: sessions.StrategyTokenBuffer, BudgetTokens: 256}}))
+	branched := e.NewSession(t, "alice")
+	for i := 0; i < 30; i++ {
+		for _, s := range []*sessions.Session{short, long, branched} {
+			e.Say(t, s, history.RoleUser, fmt.Sprintf("message %d, long enough that thirty of them overflow a small budget", i))
+		}
+	}
+	branched = e.Reload(t, branched)
+	base := storetest.Must[*history.Tail](t)(e.History.BranchTail(ctx, branched, 3))
+	if err := db.UpdateTail(ctx, branched.ID, func(cur *sessions.Session, tl *history.Tail) error {
+		*tl = *e.History.ForkTail(cur, base, 3)
+		return nil
+	}); err != nil {
+		t.Fatal(err)
+	}
+	e.Say(t, branched, history.RoleUser, "a second version of message 4")
+	for _, tc := range []struct {
+		name    string
+		s       *sessions.Session
+		queries bool
+		docs    int
+	}{
+		{"Short", short, false, 30 + 2 + 1},      // messages, head and a page, the session
+		{"Long", long, true, 0},                  // its context documents vary
+		{"Branched", branched, true, 31 + 2 + 1}, // one page: the branch's 5 messages
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			storetest.Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", tc.s.ID))
+			before := queries.Load()
+			n := storetest.Must[int](t)(e.Sessions.Purge(ctx, "alice", tc.s.ID))
+			if ran := queries.Load() > before; ran != tc.queries {
+				t.Errorf("queried: %v, want %v", ran, tc.queries)
+			}
+			if tc.docs > 0 && n != tc.docs {
+				t.Errorf("purge reported %d documents, want %d", n, tc.docs)
+			}
+			if left := countUnder(t, client, tc.s.ID); left != 0 {
+				t.Errorf("%d documents left", left)
+			}
+		})
 	}
 }

@@ -67,7 +67,7 @@ func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.
 // each and the markers go.
 func (db *DB) PurgeSessions(ctx context.Context, ids []string, check func(*sessions.Session) error, forget sessions.Forget) []retention.Purged {
 	out := make([]retention.Purged, len(ids))
-	marked := make([]*sessions.Session, len(ids))
+	marked := make([]purgeTarget, len(ids))
 	inParallel(len(ids), func(i int) {
 		out[i].SessionID = ids[i]
 		marked[i], out[i].Err = db.markPurge(ctx, ids[i], check)
@@ -83,13 +83,13 @@ func (db *DB) PurgeSessions(ctx context.Context, ids []string, check func(*sessi
 // sweep holds its lease (then its error is a precondition error).
 func (db *DB) ResumePurges(ctx context.Context, ids []string, forget sessions.Forget) []retention.Purged {
 	out := make([]retention.Purged, len(ids))
-	claimed := make([]*sessions.Session, len(ids))
+	claimed := make([]purgeTarget, len(ids))
 	inParallel(len(ids), func(i int) {
 		out[i].SessionID = ids[i]
 		var owner string
 		owner, out[i].Err = db.claimPurge(ctx, ids[i])
 		// What the session held is not known any more: look for everything.
-		claimed[i] = &sessions.Session{ID: ids[i], UserID: owner, NextSeq: -1}
+		claimed[i] = purgeTarget{s: &sessions.Session{ID: ids[i], UserID: owner, NextSeq: -1}}
 	})
 	db.finishPurges(ctx, out, claimed, forget)
 	return out
@@ -120,11 +120,18 @@ func inParallel(n int, fn func(i int)) {
 	wg.Wait()
 }
 
+// purgeTarget is a session being purged: as it was last stored, with the
+// head of its context (nil if it had none), or, with NextSeq -1, only its
+// id and owner.
+type purgeTarget struct {
+	s    *sessions.Session
+	head *headDoc
+}
+
 // finishPurges deletes everything under each marked session (those in out
 // without an error) through one BulkWriter, calls forget for each, and
-// deletes their markers, adding to each outcome. gone holds each session
-// as it was last stored, or, with NextSeq -1, only its id and owner.
-func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []*sessions.Session, forget sessions.Forget) {
+// deletes their markers, adding to each outcome.
+func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []purgeTarget, forget sessions.Forget) {
 	bw := db.client.BulkWriter(ctx)
 	defer bw.End()
 	jobs := make([][]*firestore.BulkWriterJob, len(out))
@@ -152,7 +159,7 @@ func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []*
 			return
 		}
 		if forget != nil {
-			if out[i].Err = forget(ctx, gone[i].UserID, out[i].SessionID); out[i].Err != nil {
+			if out[i].Err = forget(ctx, gone[i].s.UserID, out[i].SessionID); out[i].Err != nil {
 				return
 			}
 		}
@@ -175,30 +182,51 @@ func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []*
 }
 
 // deleteUnderSession queues the deletion of every document under session
-// s in bw and returns the jobs not yet waited for. What the session
-// document says saves queries: the context documents have fixed ids, and
-// there are messages only if NextSeq > 0 (both are written in the same
-// transaction as NextSeq). A full page (a long session) is waited for
-// before the next query, which would otherwise see the same documents
-// again; those count into done.
-func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, s *sessions.Session, done *int) ([]*firestore.BulkWriterJob, error) {
+// t in bw and returns the jobs not yet waited for. What the session
+// document says saves queries, the slowest calls of a purge: the context
+// documents have fixed ids; there are messages only if NextSeq > 0 (both
+// are written in the same commit as NextSeq), and when the context holds
+// them all (a session no longer than its window, as most are) their ids
+// are read from it; there are compaction records only if a summary was
+// ever saved. Otherwise a query finds them: a full page (a long session)
+// is waited for before the next query, which would otherwise see the same
+// documents again; those count into done. Only documents that exist are
+// deleted by id (and counted): the others fail with NotFound, which
+// finishPurges ignores.
+func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, t purgeTarget, done *int) ([]*firestore.BulkWriterJob, error) {
 	var pending []*firestore.BulkWriterJob
+	s := t.s
 	known := s.NextSeq >= 0
-	if known && s.NextSeq > 0 {
-		// Only those that exist are deleted (and counted); the others fail
-		// with NotFound, which finishPurges ignores.
-		for _, id := range contextDocIDs() {
-			job, err := bw.Delete(db.contextOf(s.ID).Doc(id), firestore.Exists)
-			if err != nil {
-				return pending, err
-			}
+	del := func(ref *firestore.DocumentRef) error {
+		job, err := bw.Delete(ref, firestore.Exists)
+		if err == nil {
 			pending = append(pending, job)
 		}
+		return err
+	}
+	var ids []string // every message's, when the context holds them all
+	if known && s.NextSeq > 0 {
+		refs, all, err := db.contextContents(ctx, t)
+		if err != nil {
+			return pending, err
+		}
+		for _, ref := range refs {
+			if err := del(ref); err != nil {
+				return pending, err
+			}
+		}
+		for _, id := range all {
+			if err := del(db.messagesOf(s.ID).Doc(id)); err != nil {
+				return pending, err
+			}
+		}
+		ids = all
 	}
 	for _, name := range sessionCollections {
 		switch {
 		case !known:
-		case name == ContextCollection, name == MessagesCollection && s.NextSeq == 0:
+		case name == ContextCollection, name == MessagesCollection && (s.NextSeq == 0 || ids != nil),
+			name == CompactionsCollection && s.SummaryUpdatedAt == nil: // set by every save of a record
 			continue
 		}
 		q := db.sessionRef(s.ID).Collection(name).Select().Limit(purgePage)
@@ -249,20 +277,34 @@ func (db *DB) markerRef(id string) *firestore.DocumentRef {
 }
 
 // markPurge checks the session, deletes its document and leaves a marker
-// with a lease, atomically; it returns the session as it was.
-func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Session) error) (*sessions.Session, error) {
+// with a lease, atomically; it returns the session as it was, with the
+// head of its context, read in the same round trip.
+func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Session) error) (purgeTarget, error) {
 	ref := db.sessionRef(id)
-	var gone *sessions.Session
+	var gone purgeTarget
 	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		s, err := getSession(tx, ref)
+		snaps, err := tx.GetAll([]*firestore.DocumentRef{ref, db.contextOf(id).Doc(headDocID)})
+		if err != nil {
+			return err
+		}
+		if !snaps[0].Exists() {
+			return sessions.NotFound(id)
+		}
+		s, err := decodeSession(snaps[0])
 		if err != nil {
 			return err
 		}
 		if err := check(s); err != nil {
 			return err
 		}
+		gone = purgeTarget{s: s}
+		if snaps[1].Exists() {
+			gone.head = &headDoc{}
+			if err := snaps[1].DataTo(gone.head); err != nil {
+				return err
+			}
+		}
 		now := db.leaseClock()
-		gone = s
 		if err := tx.Set(db.markerRef(id), purgeMarker{UserID: s.UserID, CreatedAt: now, LeaseUntil: now.Add(db.lease())}); err != nil {
 			return err
 		}
@@ -303,4 +345,62 @@ func (db *DB) claimPurge(ctx context.Context, id string) (string, error) {
 		return "", sessions.NotFound(id) // the marker of a live session was dropped
 	}
 	return userID, err
+}
+
+// contextContents returns the context documents of session t that exist,
+// and the id of every message when its pages hold them all: the session
+// never branched and its context starts at its first message. It reads
+// the documents a context may have but the head (which markPurge read) in
+// one round trip. Without a head (a context still in the legacy document,
+// or a resumed purge) it returns every possible context document, to be
+// deleted if it exists, and no ids. The session document is gone, so
+// nothing writes its context any more.
+func (db *DB) contextContents(ctx context.Context, t purgeTarget) ([]*firestore.DocumentRef, []string, error) {
+	s, h := t.s, t.head
+	c := db.contextOf(s.ID)
+	if h == nil {
+		var refs []*firestore.DocumentRef
+		for _, id := range contextDocIDs() {
+			refs = append(refs, c.Doc(id))
+		}
+		return refs, nil, nil
+	}
+	refs := []*firestore.DocumentRef{c.Doc(summaryDocID), c.Doc(draftDocID), c.Doc(legacyTailDocID)}
+	for page := max(0, h.Page-pageSlots+1); page <= h.Page; page++ {
+		refs = append(refs, c.Doc(pageID(page%pageSlots)))
+	}
+	snaps, err := db.client.GetAll(ctx, refs)
+	if err != nil {
+		return nil, nil, err
+	}
+	existing := []*firestore.DocumentRef{c.Doc(headDocID)}
+	bySeq := make(map[int]string, s.NextSeq)
+	for i, snap := range snaps {
+		if !snap.Exists() {
+			continue
+		}
+		existing = append(existing, snap.Ref)
+		if i < 3 {
+			continue
+		}
+		var p pageDoc
+		if err := snap.DataTo(&p); err != nil {
+			return nil, nil, err
+		}
+		for _, m := range p.Messages {
+			bySeq[m.Seq] = m.ID
+		}
+	}
+	if s.Branches != nil || h.From != 0 {
+		return existing, nil, nil
+	}
+	ids := make([]string, 0, s.NextSeq)
+	for seq := range s.NextSeq {
+		id, ok := bySeq[seq]
+		if !ok || id == "" {
+			return existing, nil, nil
+		}
+		ids = append(ids, id)
+	}
+	return existing, ids, nil
 }

@@ -73,8 +73,11 @@ func (svc *Service) Compact(ctx context.Context, sessionID string, fixed int) (*
 		}
 		if !s.Path().Contains(c.EndSeq) {
 			// The record stays: it is the summary of its own branch, which
-			// a switch back to that branch uses.
+			// a switch back to that branch uses. SummaryUpdatedAt says a
+			// record was saved (BranchTail and purges look for records
+			// only then); the summary in use stays as it is.
 			t.CompactingUntil = time.Time{}
+			s.SummaryUpdatedAt = &c.CreatedAt
 			return nil
 		}
 		t.Compaction = c
