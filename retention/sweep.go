@@ -119,9 +119,9 @@ type Action struct {
 }
 
 // NewSweeper returns a sweeper with the default policy, the system clock,
-// pages of 100 and a budget of eight minutes (Cloud Functions allow nine).
+// pages of 500 and a budget of eight minutes (Cloud Functions allow nine).
 func NewSweeper(repo Repo) *Sweeper {
-	return &Sweeper{Repo: repo, Policy: sessions.DefaultPolicy(), Now: time.Now, Budget: 8 * time.Minute, PageSize: 100}
+	return &Sweeper{Repo: repo, Policy: sessions.DefaultPolicy(), Now: time.Now, Budget: 8 * time.Minute, PageSize: 500}
 }
 
 // errSkip ends a transaction that found the session no longer due.
@@ -205,7 +205,7 @@ func (sw *Sweeper) pageSize() int {
 	if sw.PageSize > 0 {
 		return sw.PageSize
 	}
-	return 100
+	return 500
 }
 
 func (sw *Sweeper) resumePurges(ctx context.Context, r *Report, dryRun bool, out func() bool) error {
