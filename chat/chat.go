@@ -160,7 +160,7 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 			return nil, err
 		}
 		if f.regenerate {
-			q.AskedID, draft.Content = f.target.ID, f.target.Content
+			q.AskedID, q.AskedKey, draft.Content = f.target.ID, f.target.ClientMessageID, f.target.Content
 		}
 	}
 	var c claim
@@ -369,13 +369,14 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now t
 			c.replay = &TurnResult{Session: s, User: *st.Asked, Reply: *st.Answer, Replayed: true}
 			return nil, nil
 		}
-		if st.Asked.ReplyBy.After(now) {
-			e := sessions.Errorf(sessions.ECONFLICT, "the turn with clientMessageId %q is in progress; retry to get its reply", q.Key)
-			e.RetryAfter = min(st.Asked.ReplyBy.Sub(now), 5*time.Second).Round(time.Second)
-			if e.RetryAfter < time.Second {
-				e.RetryAfter = time.Second
-			}
-			return nil, e
+		switch {
+		case q.AskedID == "" && st.Asked.ReplyBy.After(now):
+			return nil, inProgress(now, st.Asked.ReplyBy, "the turn with clientMessageId %q is in progress; retry to get its reply", q.Key)
+		case q.AskedID != "" && st.Asked.RegenerateBy.After(now):
+			return nil, inProgress(now, st.Asked.RegenerateBy, "message %s is being answered anew; retry to get its reply", q.AskedID)
+		case q.AskedID != "" && st.Asked.ReplyBy.After(now) && !st.AskedAnswered:
+			// The turn that stored it is still answering it.
+			return nil, inProgress(now, st.Asked.ReplyBy, "message %s is still being answered; retry once its reply is stored", q.AskedID)
 		}
 	}
 	if err := s.CheckWritable(); err != nil {
@@ -456,8 +457,10 @@ func (svc *Service) finish(st *TurnState, q TurnQuery, c claim, answer history.D
 		spent = sent.Tokens + msgs[0].Tokens
 	}
 	w := &TurnWrite{Session: s, Tail: t, Messages: msgs, Slot: NoSlot, Tokens: spent, Draft: c.endDraft(st)}
-	if st.Asked != nil && st.Asked.ReplyBy.Equal(c.lease) {
-		// Answered: the message may be answered anew (regenerated) at once.
+	if q.AskedID != "" && st.Asked != nil && st.Asked.RegenerateBy.Equal(c.lease) {
+		// A regeneration is done: the message may be answered anew again
+		// at once. (A turn's own lease stays: its stored reply says it is
+		// done, at no extra write.)
 		w.Lease = &time.Time{}
 	}
 	return w, nil
@@ -475,7 +478,11 @@ func (svc *Service) release(ctx context.Context, q TurnQuery, st *TurnState, c c
 	_, err := svc.Turns.RunTurn(ctx, q, c.latest(st), func(st *TurnState) (*TurnWrite, error) {
 		w := &TurnWrite{Slot: NoSlot, Draft: c.endDraft(st)}
 		if leased {
-			if st.Asked == nil || !st.Asked.ReplyBy.Equal(c.lease) || st.Answer != nil {
+			held := st.Asked != nil && st.Asked.ReplyBy.Equal(c.lease)
+			if q.AskedID != "" {
+				held = st.Asked != nil && st.Asked.RegenerateBy.Equal(c.lease)
+			}
+			if !held || st.Answer != nil {
 				return nil, nil // another request has the key (and the draft) now
 			}
 			w.Lease = &time.Time{}
@@ -810,4 +817,12 @@ func (svc *Service) planFork(ctx context.Context, req TurnRequest) (*fork, error
 		return nil, err
 	}
 	return f, nil
+}
+
+// inProgress is the conflict of a request whose work another holds until
+// lease, with a Retry-After of at most 5 s.
+func inProgress(now, lease time.Time, format string, args ...any) error {
+	e := sessions.Errorf(sessions.ECONFLICT, format, args...)
+	e.RetryAfter = max(min(lease.Sub(now), 5*time.Second).Round(time.Second), time.Second)
+	return e
 }

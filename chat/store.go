@@ -31,13 +31,15 @@ type TurnQuery struct {
 	SessionID string
 	New       bool   // the session may not exist yet (plan then creates it)
 	Key       string // the turn's clientMessageId; "" for none
-	// AskedID, if set, names the message the turn answers (a regenerated
-	// reply's), read as Asked instead of the message stored under Key.
-	AskedID string
-	Day     string // the UTC day whose token spend to read, YYYY-MM-DD
-	Slots   int    // how many rate-limit slots the user has (0: none to read)
-	Memory  bool   // read the user's long-term memory block
-	Draft   bool   // read the session's draft (a streaming turn)
+	// AskedID, if set, names the message the turn answers anew (a
+	// regeneration), read as Asked instead of the message stored under
+	// Key; AskedKey is the key Asked was stored under, whose reply to look
+	// for (TurnState.AskedAnswered).
+	AskedID, AskedKey string
+	Day               string // the UTC day whose token spend to read, YYYY-MM-DD
+	Slots             int    // how many rate-limit slots the user has (0: none to read)
+	Memory            bool   // read the user's long-term memory block
+	Draft             bool   // read the session's draft (a streaming turn)
 }
 
 // TurnState is what a turn read (or, after a commit, what it wrote).
@@ -48,7 +50,9 @@ type TurnState struct {
 	Answer    *history.Message // the reply to it, if any
 	Slots     []int64          // the unix minute each slot was last taken in; 0 never
 	DayTokens int              // spent on Day
-	Memory    MemoryBlock
+	// AskedAnswered: the turn that stored Asked under AskedKey is answered.
+	AskedAnswered bool
+	Memory        MemoryBlock
 
 	// DraftReplyID is the reply the session's draft follows ("" if none).
 	DraftReplyID string
@@ -70,7 +74,9 @@ type TurnWrite struct {
 	Session  *sessions.Session // created if the state had none, else replaced
 	Tail     *history.Tail     // nil: unchanged
 	Messages []history.Message // created; each has its ID
-	// Lease, if set, moves the ReplyBy of the stored message Asked.
+	// Lease, if set, moves the lease of the stored message Asked: its
+	// RegenerateBy for a regeneration (the query has AskedID), else its
+	// ReplyBy.
 	Lease *time.Time
 	// Slot, if at least 0, is taken for Minute.
 	Slot   int

@@ -137,7 +137,8 @@ type messageDoc struct {
 	ClientMessageID string         `firestore:"clientMessageId,omitempty"`
 	BatchSize       int            `firestore:"batchSize,omitempty"` // on keyed batches: how many messages share the key
 	Metadata        messageMetaDoc `firestore:"metadata"`
-	ReplyBy         *time.Time     `firestore:"replyBy,omitempty"` // a keyed turn's lease on answering this message
+	ReplyBy         *time.Time     `firestore:"replyBy,omitempty"`      // a keyed turn's lease on answering this message
+	RegenerateBy    *time.Time     `firestore:"regenerateBy,omitempty"` // a regeneration's lease on answering it anew
 }
 
 // msgFields are what a message document and its copy in a tail share.
@@ -208,6 +209,9 @@ func decodeMessage(snap *firestore.DocumentSnapshot) (history.Message, int, erro
 	m.UserID, m.ClientMessageID = d.UserID, d.ClientMessageID
 	if d.ReplyBy != nil {
 		m.ReplyBy = d.ReplyBy.UTC()
+	}
+	if d.RegenerateBy != nil {
+		m.RegenerateBy = d.RegenerateBy.UTC()
 	}
 	m.Metadata = history.MessageMetadata{Model: d.Metadata.Model, Sources: d.Metadata.Sources,
 		ToolsUsed: d.Metadata.ToolsUsed, DurationMs: d.Metadata.DurationMs, FinishReason: d.Metadata.FinishReason}

@@ -82,6 +82,7 @@ func stateVersion(st *chat.TurnState) (*turnVersion, bool) {
 // turnRefs are the documents a turn reads, after its context's.
 type turnRefs struct {
 	asked, answer, day, memory, draft *firestore.DocumentRef
+	askedAnswer                       *firestore.DocumentRef // the reply to Asked under AskedKey
 	slots                             []*firestore.DocumentRef
 }
 
@@ -104,6 +105,10 @@ func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
 	if q.Key != "" {
 		r.answer = msgs.Doc(history.ReplyDocID(q.Key))
 		list = append(list, r.answer)
+	}
+	if q.AskedKey != "" {
+		r.askedAnswer = msgs.Doc(history.ReplyDocID(q.AskedKey))
+		list = append(list, r.askedAnswer)
 	}
 	for i := range min(q.Slots, chat.MaxTurnsPerMinute) {
 		r.slots = append(r.slots, db.slotRef(q.UserID, i))
@@ -168,6 +173,10 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 		}
 		rest = rest[1:]
 	}
+	if r.askedAnswer != nil {
+		ts.AskedAnswered = rest[0].Exists()
+		rest = rest[1:]
+	}
 	for i, snap := range rest {
 		var d slotDoc
 		if err := dataTo(snap, &d); err != nil {
@@ -215,7 +224,7 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		if !w.Lease.IsZero() {
 			lease = *w.Lease
 		}
-		b.Update(r.asked, []firestore.Update{{Path: "replyBy", Value: lease}}, firestore.LastUpdateTime(v.askedTime))
+		b.Update(r.asked, []firestore.Update{{Path: leaseField(q), Value: lease}}, firestore.LastUpdateTime(v.askedTime))
 	}
 	if w.Slot >= 0 {
 		if w.Slot >= len(r.slots) {
@@ -258,7 +267,11 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		}
 		if w.Lease != nil && out.Asked != nil {
 			asked := *out.Asked
-			asked.ReplyBy = *w.Lease
+			if q.AskedID != "" {
+				asked.RegenerateBy = *w.Lease
+			} else {
+				asked.ReplyBy = *w.Lease
+			}
 			out.Asked = &asked
 			nv.askedTime, _ = b.time(res, r.asked)
 		}
@@ -350,4 +363,12 @@ func (db *DB) RequestStop(ctx context.Context, userID, sessionID, replyID string
 		}
 	}
 	return sessions.Errorf(sessions.EUNAVAILABLE, "the reply kept changing; try again")
+}
+
+// leaseField is the field of the message Asked that holds q's lease.
+func leaseField(q chat.TurnQuery) string {
+	if q.AskedID != "" {
+		return "regenerateBy"
+	}
+	return "replyBy"
 }

@@ -272,11 +272,17 @@ func TestBranchesKeepTheirSummaries(t *testing.T) {
 		}
 	}
 	h.checkTree(alice.token, id)
+	if s := h.session(id); s.Summary != "" {
+		t.Fatalf("the new branch's session shows the other branch's summary %q", s.Summary)
+	}
 	// Back on the first branch, its summary is in use again.
 	h.do("POST", "/sessions/"+id+"/branch", alice.token, map[string]any{"seq": end}).want(t, 200)
 	got := h.contextContents(alice.token, id)
 	if got[0] != "summary" || got[len(got)-1] != r.Reply.Content {
 		t.Fatalf("back on the compacted branch the context is %q", got)
+	}
+	if cs := h.compactions(id); h.session(id).Summary != cs[len(cs)-1].Summary {
+		t.Fatalf("back on the compacted branch the session's summary is not its own")
 	}
 }
 
@@ -329,5 +335,59 @@ func TestConcurrentBranching(t *testing.T) {
 	}
 	if b := h.session(id).Branches; b == nil || len(b.Forks) < 2 {
 		t.Fatalf("the session did not branch: %+v", b)
+	}
+}
+
+// TestRegenerationLeases: a keyed turn's message can be regenerated as soon
+// as its reply is stored (and not while it is still being answered); of
+// concurrent regenerations of one message exactly one calls the model, the
+// others are told 409 with a Retry-After; once it is done, the message can
+// be regenerated again, and a retry under the first key gets its reply.
+func TestRegenerationLeases(t *testing.T) {
+	h := newHarness(t)
+	g := newGate(h)
+	alice := h.signUp()
+	id := h.newSession(alice.token, map[string]any{"title": "leases"})
+	first := make(chan response, 1)
+	go func() {
+		first <- doRequest(t, h.srv.URL, "POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": "q", "clientMessageId": "turn-1"}, nil)
+	}()
+	<-g.called
+	asked := h.listing(alice.token, id, "active")[0]
+	if r := h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "regenerate": asked.ID}); r.status != 409 || r.header.Get("Retry-After") == "" {
+		t.Fatalf("a regeneration while the message is answered: %d %s", r.status, r.body)
+	}
+	close(g.open)
+	(<-first).want(t, 200)
+
+	// Right after the reply: regenerations may run. Hold the next one at
+	// the model and send duplicates and another regeneration meanwhile.
+	g2 := newGate(h)
+	regen := make(chan response, 1)
+	go func() {
+		regen <- doRequest(t, h.srv.URL, "POST", "/chat", alice.token, map[string]any{"sessionId": id, "regenerate": asked.ID, "clientMessageId": "regen-a"}, nil)
+	}()
+	<-g2.called
+	for _, key := range []string{"regen-a", "regen-b"} {
+		r := h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "regenerate": asked.ID, "clientMessageId": key})
+		if r.status != 409 || r.header.Get("Retry-After") == "" {
+			t.Errorf("regeneration %s while another runs: %d %s", key, r.status, r.body)
+		}
+	}
+	close(g2.open)
+	var done chatResp
+	(<-regen).want(t, 200).decode(t, &done)
+	if n := g2.calls.Load(); n != 1 {
+		t.Errorf("%d model calls for one regeneration", n)
+	}
+	var again chatResp
+	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "regenerate": asked.ID, "clientMessageId": "regen-a"}).want(t, 200).decode(t, &again)
+	if !again.Replayed || again.Reply.ID != done.Reply.ID {
+		t.Errorf("a retry of the regeneration: %+v", again)
+	}
+	// Done: the message can be answered anew again, at once.
+	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "regenerate": asked.ID, "clientMessageId": "regen-b"}).want(t, 200)
+	if all, _ := h.checkTree(alice.token, id); len(all) != 4 {
+		t.Errorf("%d messages: want the question and three replies", len(all))
 	}
 }

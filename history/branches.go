@@ -130,6 +130,7 @@ func (svc *Service) SwitchBranch(ctx context.Context, userID, sessionID string, 
 			return sessions.Errorf(sessions.ECONFLICT, "the branch changed meanwhile; try again")
 		}
 		cur.PendingToolCalls = pendingCalls(base.Messages)
+		cur.Summary = summaryOf(base)
 		cur.UpdatedAt = sessions.Clock(svc.Now)
 		lease := t.CompactingUntil
 		*t = *base.Clone()
@@ -151,7 +152,17 @@ func (svc *Service) ForkTail(s *sessions.Session, base *Tail, leaf int) *Tail {
 	t.add(base.Messages, svc.BudgetFor(s))
 	s.SetLeaf(leaf)
 	s.PendingToolCalls = pendingCalls(t.Messages)
+	s.Summary = summaryOf(t)
 	return t
+}
+
+// summaryOf is the session's summary while t is its context: that of the
+// active branch.
+func summaryOf(t *Tail) string {
+	if t.Compaction == nil {
+		return ""
+	}
+	return t.Compaction.Summary
 }
 
 // siblingsOf fills in the Siblings of msgs from s's tree.

@@ -106,6 +106,9 @@ type Message struct {
 	// ReplyBy, on the user message of a keyed turn, is until when the turn
 	// that stored it holds the right to answer it; zero once released.
 	ReplyBy time.Time `json:"-"`
+	// RegenerateBy is until when a regeneration of the reply to this
+	// message holds the right to answer it anew; zero once it is done.
+	RegenerateBy time.Time `json:"-"`
 }
 
 // sameContent reports whether a stored message is what d asks to store:

@@ -427,6 +427,9 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 			st.Answer = &m
 		}
 	}
+	if q.AskedKey != "" {
+		_, st.AskedAnswered = db.replies[q.SessionID][q.AskedKey]
+	}
 	st.Slots = make([]int64, min(q.Slots, chat.MaxTurnsPerMinute))
 	copy(st.Slots, db.slots[q.UserID])
 	if u, ok := db.users[q.UserID]; q.Memory && ok && !u.Disabled {
@@ -473,7 +476,11 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 	}
 	if w.Lease != nil && st.Asked != nil {
 		seq := st.Asked.Seq
-		db.messages[q.SessionID][seq].ReplyBy = *w.Lease
+		if q.AskedID != "" {
+			db.messages[q.SessionID][seq].RegenerateBy = *w.Lease
+		} else {
+			db.messages[q.SessionID][seq].ReplyBy = *w.Lease
+		}
 		a := cloneMessage(db.messages[q.SessionID][seq])
 		st.Asked = &a
 	}

@@ -497,7 +497,7 @@ func TestKilledMidPurge(t *testing.T) {
 		}()
 	}
 	wg.Wait()
-	const perSession = 1 + msgs + 1 // the session, its messages, its context document
+	const perSession = 1 + msgs + 2 // the session, its messages, its context head and page
 	e.Clock.Advance(31 * sessions.Day)
 
 	// Killed: the fifth purge to reach its last step cancels the run; the
