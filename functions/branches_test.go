@@ -115,8 +115,17 @@ func (h *harness) checkTree(token, id string) (all, active []branchMsg) {
 // TestBranches: a tree of regenerations, edits and switches keeps every
 // raw message, lists and sends the model exactly the active branch, and
 // gives each version its siblings.
-func TestBranches(t *testing.T) {
-	h := newHarness(t)
+func TestBranches(t *testing.T) { onBothStores(t, testBranches) }
+
+// onBothStores runs test on a harness over each store.
+func onBothStores(t *testing.T, test func(t *testing.T, backend string)) {
+	for _, backend := range []string{"firestore", "memory"} {
+		t.Run(backend, func(t *testing.T) { test(t, backend) })
+	}
+}
+
+func testBranches(t *testing.T, backend string) {
+	h := newHarnessOn(t, backend)
 	numbered(h)
 	alice := h.signUp()
 	var r chatResp
@@ -241,8 +250,10 @@ func TestBranches(t *testing.T) {
 
 // TestBranchesKeepTheirSummaries: a compaction made on one branch is never
 // in another branch's context; switching back brings it back.
-func TestBranchesKeepTheirSummaries(t *testing.T) {
-	h := newHarness(t, func(c *functions.Config) { c.TurnsPerMinute = 0 })
+func TestBranchesKeepTheirSummaries(t *testing.T) { onBothStores(t, testBranchSummaries) }
+
+func testBranchSummaries(t *testing.T, backend string) {
+	h := newHarnessOn(t, backend, func(c *functions.Config) { c.TurnsPerMinute = 0 })
 	numbered(h)
 	alice := h.signUp()
 	id := h.newSession(alice.token, map[string]any{"memory": map[string]any{"strategy": "summary_buffer", "budgetTokens": 400}})
@@ -288,8 +299,10 @@ func TestBranchesKeepTheirSummaries(t *testing.T) {
 
 // TestConcurrentBranching: turns, regenerations, edits and switches on one
 // session at once keep the tree whole.
-func TestConcurrentBranching(t *testing.T) {
-	h := newHarness(t)
+func TestConcurrentBranching(t *testing.T) { onBothStores(t, testConcurrentBranching) }
+
+func testConcurrentBranching(t *testing.T, backend string) {
+	h := newHarnessOn(t, backend)
 	numbered(h)
 	alice := h.signUp()
 	var r chatResp
@@ -343,8 +356,10 @@ func TestConcurrentBranching(t *testing.T) {
 // concurrent regenerations of one message exactly one calls the model, the
 // others are told 409 with a Retry-After; once it is done, the message can
 // be regenerated again, and a retry under the first key gets its reply.
-func TestRegenerationLeases(t *testing.T) {
-	h := newHarness(t)
+func TestRegenerationLeases(t *testing.T) { onBothStores(t, testRegenerationLeases) }
+
+func testRegenerationLeases(t *testing.T, backend string) {
+	h := newHarnessOn(t, backend)
 	g := newGate(h)
 	alice := h.signUp()
 	id := h.newSession(alice.token, map[string]any{"title": "leases"})

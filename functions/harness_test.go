@@ -27,6 +27,7 @@ import (
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
+	"github.com/chatmemory/backend/memorydb"
 	"github.com/chatmemory/backend/storetest"
 )
 
@@ -97,20 +98,33 @@ var clockStart = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 
 func newHarness(t *testing.T, configure ...func(*functions.Config)) *harness {
 	t.Helper()
+	return newHarnessOn(t, "firestore", configure...)
+}
+
+// newHarnessOn is newHarness on the named store: "firestore" (the
+// emulator) or "memory" (the in-process store; the harness then has no
+// Firestore client or counter).
+func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Config)) *harness {
+	t.Helper()
 	t.Parallel()
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
-	counter := &firestoredb.Counter{}
-	client, _ := emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {
-		return firestoredb.Dial(ctx, project, counter)
-	})
+	h := &harness{t: t, model: llmtest.New(t), clock: storetest.NewClock(clockStart), logs: &syncBuffer{}}
+	var store functions.Store = memorydb.New()
+	if backend == "firestore" {
+		h.counter = &firestoredb.Counter{}
+		h.firestore, _ = emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {
+			return firestoredb.Dial(ctx, project, h.counter)
+		})
+		store = firestoredb.New(h.firestore)
+	}
 	cfg := testConfig()
 	for _, c := range configure {
 		c(&cfg)
 	}
 	ac := newAuthClient(t)
-	h := &harness{t: t, counter: counter, firestore: client, model: llmtest.New(t), clock: storetest.NewClock(clockStart), auth: ac, logs: &syncBuffer{}}
+	h.auth = ac
 	h.app = functions.NewApp(cfg, functions.Deps{
-		Store:  firestoredb.New(client),
+		Store:  store,
 		Auth:   &functions.FirebaseVerifier{Client: ac},
 		Model:  llm.NewOpenAI("test-key", h.model.BaseURL(), nil),
 		Tokens: storetest.Tokens(t),
