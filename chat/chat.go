@@ -441,15 +441,30 @@ func (svc *Service) finish(st *TurnState, q TurnQuery, c claim, answer history.D
 	if err := s.CheckOwner(q.UserID); err != nil {
 		return nil, err
 	}
+	// A reply continues the active branch, as every message does, unless
+	// the user switched to a branch without its question meanwhile: then
+	// it is stored under its question, and the branch shown stays shown.
+	leaf, pending := s.Leaf(), s.PendingToolCalls
+	away := !s.PathTo(leaf).Contains(c.user.Seq)
+	if away {
+		s.SetLeaf(c.user.Seq)
+	}
 	reply, t, err := svc.History.AppendOne(s, st.Tail, "", c.replyID, answer)
 	if err != nil {
 		return nil, err
+	}
+	if away {
+		s.SetLeaf(leaf)
+		s.PendingToolCalls, t = pending, nil // the context stays that of the branch shown
 	}
 	msgs := []history.Message{reply}
 	*out, *learn = reply, nil
 	if svc.Memory != nil {
 		if b, ok := svc.Memory.Claim(s); ok {
-			b.Have = t.Messages // the latest messages: usually the whole batch
+			b.Have = st.Tail.Messages // the latest messages: usually the whole batch
+			if t != nil {
+				b.Have = t.Messages
+			}
 			*learn = &b
 		}
 	}

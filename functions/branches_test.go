@@ -406,3 +406,39 @@ func testRegenerationLeases(t *testing.T, backend string) {
 		t.Errorf("%d messages: want the question and three replies", len(all))
 	}
 }
+
+// TestSwitchWhileAnswering: a reply whose question is no longer on the
+// branch shown (the user switched meanwhile) is stored under its question,
+// and the branch shown stays shown.
+func TestSwitchWhileAnswering(t *testing.T) { onBothStores(t, testSwitchWhileAnswering) }
+
+func testSwitchWhileAnswering(t *testing.T, backend string) {
+	h := newHarnessOn(t, backend)
+	numbered(h)
+	alice := h.signUp()
+	var r chatResp
+	h.do("POST", "/chat", alice.token, map[string]any{"message": "one"}).want(t, 200).decode(t, &r)
+	id, first := r.SessionID, r.Reply
+	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "regenerate": first.ID}).want(t, 200)
+	g := newGate(h)
+	pending := make(chan response, 1)
+	go func() {
+		pending <- doRequest(t, h.srv.URL, "POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": "two"}, nil)
+	}()
+	<-g.called
+	h.do("POST", "/sessions/"+id+"/branch", alice.token, map[string]any{"seq": first.Seq}).want(t, 200)
+	close(g.open)
+	(<-pending).want(t, 200).decode(t, &r)
+	if r.Reply.ParentSeq != r.UserMessage.Seq {
+		t.Errorf("the reply's parent is %d, want its question %d", r.Reply.ParentSeq, r.UserMessage.Seq)
+	}
+	_, active := h.checkTree(alice.token, id)
+	if got, want := contents(active), []string{"one", first.Content}; !reflect.DeepEqual(got, want) {
+		t.Errorf("the branch shown became %q, want %q", got, want)
+	}
+	// Switching to the question shows it with its reply.
+	h.do("POST", "/sessions/"+id+"/branch", alice.token, map[string]any{"seq": r.UserMessage.Seq}).want(t, 200)
+	if _, active = h.checkTree(alice.token, id); active[len(active)-1].ID != r.Reply.ID {
+		t.Errorf("the question's branch ends at %q", active[len(active)-1].Content)
+	}
+}

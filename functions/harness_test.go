@@ -306,12 +306,13 @@ type sessionResp struct {
 }
 
 type messageResp struct {
-	ID       string `json:"id"`
-	Seq      int    `json:"seq"`
-	Role     string `json:"role"`
-	Content  string `json:"content"`
-	Tokens   int    `json:"tokens"`
-	Metadata struct {
+	ID        string `json:"id"`
+	Seq       int    `json:"seq"`
+	ParentSeq int    `json:"parentSeq"`
+	Role      string `json:"role"`
+	Content   string `json:"content"`
+	Tokens    int    `json:"tokens"`
+	Metadata  struct {
 		Model        string `json:"model"`
 		DurationMs   int64  `json:"durationMs"`
 		FinishReason string `json:"finishReason"`
