@@ -52,6 +52,7 @@ type App struct {
 	Sweeper        *retention.Sweeper
 	Privacy        *retention.Privacy
 	Auth           Verifier
+	AppCheck       *AppCheck // nil: App Check is off
 	Store          Store
 	Log            *slog.Logger
 	AllowedOrigins []string
@@ -65,12 +66,13 @@ type App struct {
 // Deps are the parts an App is built from; Open builds them from a Config,
 // tests build them directly.
 type Deps struct {
-	Store  Store
-	Auth   Verifier
-	Model  chat.Model
-	Tokens Tokens
-	Log    *slog.Logger
-	Now    func() time.Time // every service's clock; nil: time.Now
+	Store    Store
+	Auth     Verifier
+	AppCheck AppChecker // required unless cfg.AppCheck is off
+	Model    chat.Model
+	Tokens   Tokens
+	Log      *slog.Logger
+	Now      func() time.Time // every service's clock; nil: time.Now
 }
 
 // Tokens counts messages (at write time) and texts (memory blocks).
@@ -127,10 +129,14 @@ func NewApp(cfg Config, d Deps) *App {
 	sw.Policy, sw.Budget, sw.Log, sw.Now, sw.Forget = cfg.Policy(), cfg.SweepBudget, d.Log, d.Now, lt.ForgetSession
 	pv := &retention.Privacy{Repo: d.Store, Now: d.Now,
 		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}, "memory": lt}}
-	return &App{
+	a := &App{
 		Sessions: ss, History: hs, Chat: cs, Memory: lt, Sweeper: sw, Privacy: pv, Auth: d.Auth, Store: d.Store, Log: d.Log,
 		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes, ReadTimeout: cfg.ReadTimeout,
 	}
+	if cfg.AppCheck != "" && cfg.AppCheck != AppCheckOff {
+		a.AppCheck = &AppCheck{Mode: cfg.AppCheck, Client: d.AppCheck, AppIDs: cfg.AppCheckAppIDs}
+	}
+	return a
 }
 
 // Open builds the App that cfg describes: Firestore or memory storage,
@@ -154,6 +160,14 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 		return nil, err
 	}
 	d := Deps{Auth: &FirebaseVerifier{Client: authClient, Timeout: cfg.AuthTimeout, RevocationTTL: cfg.RevocationTTL}, Tokens: tokens, Log: log}
+	if cfg.AppCheck != AppCheckOff {
+		// Fetches App Check's public keys now; they are cached and refreshed.
+		ac, err := fb.AppCheck(ctx)
+		if err != nil {
+			return nil, fmt.Errorf("firebase app check (APP_CHECK=%s): %w", cfg.AppCheck, err)
+		}
+		d.AppCheck = ac
+	}
 	var closers []func() error
 	switch cfg.Backend {
 	case "memory":

@@ -194,6 +194,9 @@ func withUserID(ctx context.Context, uid string) context.Context {
 // authenticate admits requests that carry a valid Firebase ID token.
 func (a *App) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		if !a.checkApp(w, r) {
+			return
+		}
 		h := r.Header.Get("Authorization")
 		token, ok := strings.CutPrefix(h, "Bearer ")
 		token = strings.TrimSpace(token)

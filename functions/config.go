@@ -40,8 +40,10 @@ type Config struct {
 	ReadTimeout        time.Duration // READ_TIMEOUT_SECONDS: reading a request's body
 	RetentionDays      [3]int        // RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS, RETENTION_DELETED_DAYS
 	SweepBudget        time.Duration
-	LongTermMemory     bool // LONG_TERM_MEMORY: on (default) or off
-	SystemMessages     bool // CLIENT_SYSTEM_MESSAGES: off (default) or on
+	LongTermMemory     bool         // LONG_TERM_MEMORY: on (default) or off
+	SystemMessages     bool         // CLIENT_SYSTEM_MESSAGES: off (default) or on
+	AppCheck           AppCheckMode // APP_CHECK: off (default), monitor or enforce
+	AppCheckAppIDs     []string     // APP_CHECK_APP_IDS: if set, the only apps whose tokens are accepted
 	LogLevel           string
 }
 
@@ -133,6 +135,17 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		SweepBudget:    time.Duration(num("SWEEP_BUDGET_SECONDS", 480, 10, day)) * time.Second,
 		LongTermMemory: onOff("LONG_TERM_MEMORY", true),
 		SystemMessages: onOff("CLIENT_SYSTEM_MESSAGES", false),
+		AppCheck:       AppCheckMode(str("APP_CHECK", string(AppCheckOff))),
+	}
+	switch c.AppCheck {
+	case AppCheckOff, AppCheckMonitor, AppCheckEnforce:
+	default:
+		bad("APP_CHECK must be off, monitor or enforce, not %q", c.AppCheck)
+	}
+	for _, id := range strings.Split(getenv("APP_CHECK_APP_IDS"), ",") {
+		if id = strings.TrimSpace(id); id != "" {
+			c.AppCheckAppIDs = append(c.AppCheckAppIDs, id)
+		}
 	}
 	for _, o := range strings.Split(getenv("CORS_ALLOWED_ORIGINS"), ",") {
 		if o = strings.TrimSpace(o); o != "" {

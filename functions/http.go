@@ -79,6 +79,7 @@ type requestInfo struct {
 	id        string
 	userID    string
 	sessionID string
+	appCheck  string // the App Check verdict, when App Check is on
 }
 
 type infoKey struct{}
@@ -131,7 +132,7 @@ func (a *App) logRequests(next http.Handler) http.Handler {
 		next.ServeHTTP(sw, r.WithContext(ctx))
 		a.Log.InfoContext(ctx, "request",
 			"requestId", ri.id, "method", r.Method, "path", r.URL.Path, "status", sw.status,
-			"userId", ri.userID, "sessionId", ri.sessionID,
+			"userId", ri.userID, "sessionId", ri.sessionID, "appCheck", ri.appCheck,
 			"latencyMs", time.Since(start).Milliseconds())
 	})
 }
@@ -185,7 +186,7 @@ func (a *App) cors(next http.Handler) http.Handler {
 				return
 			}
 			w.Header().Set("Access-Control-Allow-Methods", "GET, POST, PATCH, DELETE, OPTIONS")
-			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept")
+			w.Header().Set("Access-Control-Allow-Headers", "Authorization, Content-Type, Accept, "+AppCheckHeader)
 			w.Header().Set("Access-Control-Max-Age", "3600")
 			w.WriteHeader(http.StatusNoContent)
 			return

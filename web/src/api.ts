@@ -13,7 +13,9 @@ export type Message = { id: string; seq: number; parentSeq?: number; role: strin
 export type Fork = { regenerate?: string; edit?: string };
 
 export class Api {
-  constructor(private base: string, private token: () => Promise<string>) {}
+  // appCheck, when App Check is set up, gives the token for the
+  // X-Firebase-AppCheck header the backend checks (APP_CHECK).
+  constructor(private base: string, private token: () => Promise<string>, private appCheck?: () => Promise<string>) {}
 
   async request(method: string, path: string, body?: unknown): Promise<Response> {
     let res: Response;
@@ -22,6 +24,7 @@ export class Api {
         method,
         headers: {
           Authorization: "Bearer " + (await this.token()),
+          ...(this.appCheck ? { "X-Firebase-AppCheck": await this.appCheck() } : {}),
           ...(body === undefined ? {} : { "Content-Type": "application/json" }),
         },
         body: body === undefined ? undefined : JSON.stringify(body),

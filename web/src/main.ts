@@ -2,6 +2,7 @@
 // and messages live from Firestore (under the security rules), and chat
 // through the backend, which does every write.
 import { initializeApp } from "firebase/app";
+import { getToken, initializeAppCheck, ReCaptchaEnterpriseProvider } from "firebase/app-check";
 import {
   connectAuthEmulator, createUserWithEmailAndPassword, getAuth, onAuthStateChanged,
   signInWithEmailAndPassword, signOut, type User,
@@ -18,6 +19,9 @@ type Config = {
   firebase: { apiKey: string; projectId: string; authDomain: string };
   authEmulator?: string;
   firestoreEmulator?: string;
+  // App Check, for a deployed app whose backend runs with APP_CHECK on:
+  // the reCAPTCHA Enterprise site key, and a debug token for development.
+  appCheck?: { siteKey: string; debugToken?: string };
 };
 type Session = { id: string; title: string; status: string };
 
@@ -45,7 +49,18 @@ if (config.firestoreEmulator) {
   const [host, port] = config.firestoreEmulator.split(":");
   connectFirestoreEmulator(db, host, Number(port));
 }
-const api = new Api(config.apiBase, () => auth.currentUser!.getIdToken());
+let appCheckToken: (() => Promise<string>) | undefined;
+if (config.appCheck?.siteKey) {
+  if (config.appCheck.debugToken) {
+    (self as unknown as { FIREBASE_APPCHECK_DEBUG_TOKEN: string }).FIREBASE_APPCHECK_DEBUG_TOKEN = config.appCheck.debugToken;
+  }
+  const appCheck = initializeAppCheck(app, {
+    provider: new ReCaptchaEnterpriseProvider(config.appCheck.siteKey),
+    isTokenAutoRefreshEnabled: true,
+  });
+  appCheckToken = async () => (await getToken(appCheck, false)).token;
+}
+const api = new Api(config.apiBase, () => auth.currentUser!.getIdToken(), appCheckToken);
 
 let user: User | null = null;
 let current: string | null = null; // the open session
