@@ -253,6 +253,7 @@ func doRequest(t testing.TB, base, method, path, token string, body any, header 
 	if err != nil {
 		t.Fatal(err)
 	}
+	checkContract(t, req, resp.StatusCode, resp.Header, data)
 	return response{status: resp.StatusCode, header: resp.Header, body: data}
 }
 
