@@ -1,5 +1,5 @@
-# make test  – starts the emulators if they are not running, runs every test (Go, then the
-#              web app in Chromium), stops what it started.
+# make test  – lints docs/openapi.yaml, starts the emulators if they are not running, runs every
+#              test (Go, then the web app in Chromium), stops what it started.
 # make dev   – starts the emulators and the local server with the web app, ready to chat (Ctrl-C stops all).
 # make bench – token counting of pathological vs ordinary text, then the per-turn cost benchmark
 #              against the emulators (a few minutes; writes docs/bench).
@@ -19,6 +19,7 @@ deps: node_modules/.bin/firebase
 	$(GO) mod download
 
 test: deps tidy-check
+	npm run --silent lint:api
 	$(GO) run ./cmd/emulators -- sh -c '$(GOTEST) && npm run --silent test:web' 
 
 emulators: deps
