@@ -89,6 +89,8 @@ func NewApp(cfg Config, d Deps) *App {
 	if d.Now == nil {
 		d.Now = time.Now
 	}
+	d.Log = slog.New(withTraceIDs(d.Log.Handler(), cfg.ProjectID))
+	d.Model = tracedModel{d.Model}
 	ss := sessions.NewService(d.Store, cfg.ChatModel)
 	ss.Now = d.Now
 	ss.DefaultMemory = cfg.Memory()
@@ -187,6 +189,15 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 	} else {
 		d.Model = llm.NewOpenAI(cfg.OpenAIKey, cfg.OpenAIBaseURL, nil)
 	}
+	stopTraces, err := setupTracing(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return stopTraces(ctx)
+	})
 	a := NewApp(cfg, d)
 	a.closers = closers
 	return a, nil

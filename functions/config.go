@@ -44,6 +44,8 @@ type Config struct {
 	SystemMessages     bool         // CLIENT_SYSTEM_MESSAGES: off (default) or on
 	AppCheck           AppCheckMode // APP_CHECK: off (default), monitor or enforce
 	AppCheckAppIDs     []string     // APP_CHECK_APP_IDS: if set, the only apps whose tokens are accepted
+	TraceExporter      string       // TRACE_EXPORTER: off, stdout or cloudtrace (the default on Google Cloud)
+	TraceSampleRatio   float64      // TRACE_SAMPLE_RATIO: share of new traces sampled, 0 to 1
 	LogLevel           string
 }
 
@@ -141,6 +143,24 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	case AppCheckOff, AppCheckMonitor, AppCheckEnforce:
 	default:
 		bad("APP_CHECK must be off, monitor or enforce, not %q", c.AppCheck)
+	}
+	defaultTraces := TracesOff
+	if c.OnGoogleCloud {
+		defaultTraces = TracesCloudTrace
+	}
+	c.TraceExporter = str("TRACE_EXPORTER", defaultTraces)
+	switch c.TraceExporter {
+	case TracesOff, TracesStdout, TracesCloudTrace:
+	default:
+		bad("TRACE_EXPORTER must be off, stdout or cloudtrace, not %q", c.TraceExporter)
+	}
+	c.TraceSampleRatio = 1
+	if v := getenv("TRACE_SAMPLE_RATIO"); v != "" {
+		r, err := strconv.ParseFloat(v, 64)
+		if err != nil || !(r >= 0 && r <= 1) {
+			bad("TRACE_SAMPLE_RATIO must be a number from 0 to 1, not %q", v)
+		}
+		c.TraceSampleRatio = r
 	}
 	for _, id := range strings.Split(getenv("APP_CHECK_APP_IDS"), ",") {
 		if id = strings.TrimSpace(id); id != "" {

@@ -214,7 +214,7 @@ func (a *App) chat(w http.ResponseWriter, r *http.Request) {
 		a.streamChat(w, r, turn)
 		return
 	}
-	res, err := a.Chat.Turn(r.Context(), turn)
+	res, err := a.tracedTurn(r.Context(), turn)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -263,7 +263,7 @@ func (a *App) streamChat(w http.ResponseWriter, r *http.Request, turn chat.TurnR
 		send("session", map[string]any{"sessionId": s.ID, "userMessage": user, "replyId": replyID})
 	}
 	turn.OnDelta = func(text string) { send("delta", map[string]string{"text": text}) }
-	res, err := a.Chat.Turn(r.Context(), turn)
+	res, err := a.tracedTurn(r.Context(), turn)
 	switch {
 	case err != nil && !started:
 		a.writeError(w, r, err)

@@ -47,6 +47,7 @@ func (a *App) Handler() http.Handler {
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
+			nameSpan(r.Context(), pattern)
 			mux.ServeHTTP(w, r) // binds the path values, which h alone would not
 			return
 		}
@@ -61,7 +62,7 @@ func (a *App) Handler() http.Handler {
 		}
 		a.writeError(w, r, sessions.Errorf(sessions.ENOTFOUND, "no such endpoint"))
 	})
-	return a.logRequests(a.recoverPanics(a.cors(a.limitBody(routed))))
+	return a.traceRequests(a.logRequests(a.recoverPanics(a.cors(a.limitBody(routed)))))
 }
 
 // statusProbe records only the status a handler would send.
