@@ -74,6 +74,10 @@ func (a *App) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if d > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(d.Seconds())))
 	}
+	if isCallable(r) {
+		writeCallableError(w, r, err)
+		return
+	}
 	writeJSON(w, status, bodyOf(err))
 }
 

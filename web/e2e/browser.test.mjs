@@ -352,3 +352,45 @@ test("regenerate, edit and flip between versions; the branch shown survives a re
   assert.deepEqual(await bodies(), ["count: first", second, "and then?", "echo: and then?"]);
   await context.close();
 });
+
+test("a Firebase app calls the backend with the JS SDK's callable functions, streaming included", { skip: missing ? `needs ${missing}` : false }, async () => {
+  // The real Firebase JS SDK, in Node, as a web app uses it.
+  const { initializeApp, deleteApp } = await import("firebase/app");
+  const { getAuth, connectAuthEmulator, createUserWithEmailAndPassword, signOut } = await import("firebase/auth");
+  const { getFunctions, httpsCallableFromURL } = await import("firebase/functions");
+  const sdk = (name) => {
+    const app = initializeApp({ apiKey: "demo-key", projectId: project, authDomain: `${project}.firebaseapp.com` }, name);
+    const auth = getAuth(app);
+    connectAuthEmulator(auth, `http://${authHost}`, { disableWarnings: true });
+    const functions = getFunctions(app);
+    return { app, auth, call: (fn) => httpsCallableFromURL(functions, `${base}/callable/${fn}`) };
+  };
+  const alice = sdk("alice"), bob = sdk("bob");
+  await createUserWithEmailAndPassword(alice.auth, email("callable-a"), "password123");
+  await createUserWithEmailAndPassword(bob.auth, email("callable-b"), "password123");
+
+  // A streamed turn: the session, the reply's pieces as they come, then the result.
+  const { stream, data } = await alice.call("chat").stream({ message: "Hello over callables" });
+  const chunks = [];
+  for await (const chunk of stream) chunks.push(chunk);
+  const result = await data;
+  assert.equal(chunks[0].type, "session");
+  const deltas = chunks.filter((c) => c.type === "delta").map((c) => c.text);
+  assert.ok(deltas.length > 1, `streamed in ${deltas.length} pieces`);
+  assert.equal(deltas.join(""), "echo: Hello over callables");
+  assert.equal(result.reply.content, "echo: Hello over callables");
+  const sessionId = result.sessionId;
+
+  // Plain calls: list sessions, a typed error for another user's session.
+  const list = await alice.call("listSessions")({ limit: 10 });
+  assert.deepEqual(list.data.sessions.map((s) => s.id), [sessionId]);
+  await assert.rejects(bob.call("getSession")({ sessionId }), (e) => e.code === "functions/not-found" && /not found/i.test(e.message));
+  await assert.rejects(alice.call("getSession")({}), (e) => e.code === "functions/invalid-argument");
+
+  // Signed out: unauthenticated, plain and streamed.
+  await signOut(alice.auth);
+  await assert.rejects(alice.call("listSessions")({}), (e) => e.code === "functions/unauthenticated");
+  const signedOut = await alice.call("chat").stream({ message: "anyone?" });
+  await assert.rejects(signedOut.data, (e) => e.code === "functions/unauthenticated");
+  await Promise.all([deleteApp(alice.app), deleteApp(bob.app)]);
+});

@@ -1,0 +1,368 @@
+package functions
+
+import (
+	"bytes"
+	"encoding/json"
+	"fmt"
+	"io"
+	"net/http"
+	"net/url"
+	"slices"
+	"strings"
+
+	"github.com/chatmemory/backend/sessions"
+)
+
+// The Firebase callable protocol, beside REST: what a web app calls with
+// the Firebase JS SDK's httpsCallableFromURL(functions, "<api>/callable/<name>"),
+// .stream() included. A request is POST {"data": {...}} with the ID token
+// in Authorization; the answer is {"result": ...} (the REST endpoint's
+// JSON) or {"error": {"status", "message", "details"}} with the
+// protocol's status name and HTTP status. A streamed call (Accept:
+// text/event-stream) answers with events "data: {"message": ...}" (the
+// turn's session, then each piece of the reply) and last
+// "data: {"result": ...}" or "data: {"error": ...}".
+//
+// Each callable runs the REST endpoint of the same operation, so both
+// protocols share every check, limit and trace.
+
+// callableOp is how a callable maps onto its REST endpoint.
+type callableOp struct {
+	handler func(*App, http.ResponseWriter, *http.Request)
+	method  string
+	path    map[string]string // data field → path value
+	query   []string          // data fields sent as query parameters
+	body    string            // "": the remaining fields are the body; "-": none; else that field is
+}
+
+var callables = map[string]callableOp{
+	"chat":           {handler: (*App).chat, method: "POST"},
+	"createSession":  {handler: (*App).createSession, method: "POST"},
+	"listSessions":   {handler: (*App).listSessions, method: "GET", query: []string{"status", "limit", "pageToken"}, body: "-"},
+	"getSession":     {handler: (*App).getSession, method: "GET", path: map[string]string{"sessionId": "id"}, body: "-"},
+	"updateSession":  {handler: (*App).updateSession, method: "PATCH", path: map[string]string{"sessionId": "id"}, body: "changes"},
+	"archiveSession": {handler: (*App).archiveSession, method: "POST", path: map[string]string{"sessionId": "id"}, body: "-"},
+	"restoreSession": {handler: (*App).restoreSession, method: "POST", path: map[string]string{"sessionId": "id"}, body: "-"},
+	"deleteSession":  {handler: (*App).deleteSession, method: "DELETE", path: map[string]string{"sessionId": "id"}, body: "-"},
+	"listMessages": {handler: (*App).listMessages, method: "GET", path: map[string]string{"sessionId": "id"},
+		query: []string{"order", "limit", "pageToken", "branch"}, body: "-"},
+	"getContext":   {handler: (*App).sessionContext, method: "GET", path: map[string]string{"sessionId": "id"}, body: "-"},
+	"switchBranch": {handler: (*App).switchBranch, method: "POST", path: map[string]string{"sessionId": "id"}},
+	"stopReply":    {handler: (*App).stopReply, method: "POST", path: map[string]string{"sessionId": "id", "replyId": "replyId"}, body: "-"},
+}
+
+// callableStatus is the callable protocol's status name for each error
+// code, beside statusOf's HTTP status; the protocol fixes the HTTP status
+// of each name (callableHTTP).
+var callableStatus = map[sessions.Code]string{
+	sessions.EINVALID:         "INVALID_ARGUMENT",
+	sessions.EUNAUTHENTICATED: "UNAUTHENTICATED",
+	sessions.ENOTFOUND:        "NOT_FOUND",
+	eMethod:                   "INVALID_ARGUMENT",
+	sessions.ECONFLICT:        "ABORTED",
+	sessions.EPRECONDITION:    "FAILED_PRECONDITION",
+	sessions.ETOOLARGE:        "INVALID_ARGUMENT",
+	sessions.ERATELIMITED:     "RESOURCE_EXHAUSTED",
+	sessions.EINTERNAL:        "INTERNAL",
+	sessions.EUPSTREAM:        "UNAVAILABLE",
+	sessions.EUNAVAILABLE:     "UNAVAILABLE",
+	eTimeout:                  "DEADLINE_EXCEEDED",
+}
+
+var callableHTTP = map[string]int{
+	"INVALID_ARGUMENT": 400, "FAILED_PRECONDITION": 400, "UNAUTHENTICATED": 401, "NOT_FOUND": 404,
+	"ABORTED": 409, "RESOURCE_EXHAUSTED": 429, "INTERNAL": 500, "UNAVAILABLE": 503, "DEADLINE_EXCEEDED": 504,
+}
+
+// callableError is an error as the protocol carries it; details hold this
+// API's own code (and Retry-After's seconds, when there is one).
+type callableError struct {
+	Status  string         `json:"status"`
+	Message string         `json:"message"`
+	Details map[string]any `json:"details,omitempty"`
+}
+
+func toCallableError(b errorBody, retryAfter string) callableError {
+	st, ok := callableStatus[b.Error.Code]
+	if !ok {
+		st = "INTERNAL"
+	}
+	d := map[string]any{"code": b.Error.Code}
+	if retryAfter != "" {
+		d["retryAfter"] = retryAfter
+	}
+	return callableError{Status: st, Message: b.Error.Message, Details: d}
+}
+
+func isCallable(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/callable/") }
+
+// writeCallableError answers a callable request with err (see
+// writeError): as an event to a streaming call, which reads only events.
+func writeCallableError(w http.ResponseWriter, r *http.Request, err error) {
+	e := toCallableError(bodyOf(err), w.Header().Get("Retry-After"))
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		(&callableStream{w: w}).send(map[string]any{"error": e})
+		return
+	}
+	writeJSON(w, callableHTTP[e.Status], map[string]any{"error": e})
+}
+
+// callable serves POST /callable/{name}.
+func (a *App) callable(w http.ResponseWriter, r *http.Request) {
+	op, ok := callables[r.PathValue("name")]
+	if !ok {
+		a.writeError(w, r, sessions.Errorf(sessions.ENOTFOUND, "no callable function %q", r.PathValue("name")))
+		return
+	}
+	var env struct {
+		Data map[string]json.RawMessage `json:"data"`
+	}
+	if err := a.decode(r, &env); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	inner, err := op.request(r, env.Data)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		sw := &callableStream{w: w}
+		op.handler(a, sw, inner)
+		sw.end()
+		return
+	}
+	rec := &captured{header: http.Header{}}
+	op.handler(a, rec, inner)
+	for k, v := range rec.header {
+		if k == "Retry-After" {
+			w.Header()[k] = v
+		}
+	}
+	if rec.status >= 400 {
+		var b errorBody
+		json.Unmarshal(rec.body.Bytes(), &b)
+		e := toCallableError(b, rec.header.Get("Retry-After"))
+		writeJSON(w, callableHTTP[e.Status], map[string]any{"error": e})
+		return
+	}
+	result := json.RawMessage(bytes.TrimSpace(rec.body.Bytes()))
+	if len(result) == 0 {
+		result = json.RawMessage("null")
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"result": result})
+}
+
+// request is the REST request that runs the callable: data's fields in
+// the path, the query and the body as op says.
+func (op callableOp) request(r *http.Request, data map[string]json.RawMessage) (*http.Request, error) {
+	data = maps(data)
+	str := func(field string) (string, error) {
+		raw, ok := data[field]
+		delete(data, field)
+		if !ok {
+			return "", sessions.Errorf(sessions.EINVALID, "data.%s is required", field)
+		}
+		var s string
+		if err := json.Unmarshal(raw, &s); err != nil {
+			var n json.Number
+			if json.Unmarshal(raw, &n) != nil {
+				return "", sessions.Errorf(sessions.EINVALID, "data.%s must be a string", field)
+			}
+			s = n.String()
+		}
+		return s, nil
+	}
+	inner := r.Clone(r.Context())
+	inner.Method = op.method
+	inner.URL = &url.URL{Path: "/" + r.PathValue("name")} // its errors in REST's form, translated by callable
+	for field, name := range op.path {
+		v, err := str(field)
+		if err != nil {
+			return nil, err
+		}
+		if err := sessions.CheckID(v); err != nil {
+			return nil, sessions.Errorf(sessions.EINVALID, "data.%s: %s", field, sessions.ErrorMessage(err))
+		}
+		inner.SetPathValue(name, v)
+		if name == "id" {
+			info(r.Context()).sessionID = v
+		}
+	}
+	q := url.Values{}
+	for _, field := range op.query {
+		if _, ok := data[field]; !ok {
+			continue
+		}
+		v, err := str(field)
+		if err != nil {
+			return nil, err
+		}
+		q.Set(field, v)
+	}
+	inner.URL.RawQuery = q.Encode()
+	var body any
+	switch op.body {
+	case "-":
+		if len(data) > 0 {
+			keys := make([]string, 0, len(data))
+			for k := range data {
+				keys = append(keys, k)
+			}
+			slices.Sort(keys)
+			return nil, sessions.Errorf(sessions.EINVALID, "data has unknown fields: %s", strings.Join(keys, ", "))
+		}
+	case "":
+		body = data
+	default:
+		raw, ok := data[op.body]
+		if !ok {
+			return nil, sessions.Errorf(sessions.EINVALID, "data.%s is required", op.body)
+		}
+		delete(data, op.body)
+		if len(data) > 0 {
+			return nil, sessions.Errorf(sessions.EINVALID, "data has unknown fields besides %s", op.body)
+		}
+		body = raw
+	}
+	inner.Body = http.NoBody
+	inner.ContentLength = 0
+	if body != nil {
+		b, _ := json.Marshal(body)
+		inner.Body = io.NopCloser(bytes.NewReader(b))
+		inner.ContentLength = int64(len(b))
+		inner.Header.Set("Content-Type", "application/json")
+	}
+	inner.Header.Del("Accept")
+	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
+		inner.Header.Set("Accept", "text/event-stream")
+	}
+	return inner, nil
+}
+
+func maps(m map[string]json.RawMessage) map[string]json.RawMessage {
+	out := make(map[string]json.RawMessage, len(m))
+	for k, v := range m {
+		out[k] = v
+	}
+	return out
+}
+
+// captured is a response held in memory.
+type captured struct {
+	header http.Header
+	status int
+	body   bytes.Buffer
+}
+
+func (c *captured) Header() http.Header { return c.header }
+func (c *captured) WriteHeader(status int) {
+	if c.status == 0 {
+		c.status = status
+	}
+}
+func (c *captured) Write(b []byte) (int, error) {
+	if c.status == 0 {
+		c.status = http.StatusOK
+	}
+	return c.body.Write(b)
+}
+
+// callableStream turns a REST turn's server-sent events (session, delta,
+// done, error) into the streaming callable protocol's, as they are
+// written; a JSON error sent before any event becomes an error event.
+type callableStream struct {
+	w       http.ResponseWriter
+	header  http.Header
+	status  int
+	started bool
+	buf     bytes.Buffer
+}
+
+func (s *callableStream) Header() http.Header {
+	if s.header == nil {
+		s.header = http.Header{}
+	}
+	return s.header
+}
+
+func (s *callableStream) WriteHeader(status int) {
+	if s.status == 0 {
+		s.status = status
+	}
+}
+
+func (s *callableStream) Write(b []byte) (int, error) {
+	if s.status == 0 {
+		s.status = http.StatusOK
+	}
+	s.buf.Write(b)
+	if !strings.HasPrefix(s.Header().Get("Content-Type"), "text/event-stream") {
+		return len(b), nil // a JSON error, answered at the end
+	}
+	for {
+		frame, rest, ok := bytes.Cut(s.buf.Bytes(), []byte("\n\n"))
+		if !ok {
+			break
+		}
+		s.frame(string(frame))
+		s.buf = *bytes.NewBuffer(append([]byte(nil), rest...))
+	}
+	return len(b), nil
+}
+
+func (s *callableStream) Flush() {
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+// frame translates one event.
+func (s *callableStream) frame(frame string) {
+	var event, data string
+	for _, line := range strings.Split(frame, "\n") {
+		if v, ok := strings.CutPrefix(line, "event: "); ok {
+			event = v
+		} else if v, ok := strings.CutPrefix(line, "data: "); ok {
+			data = v
+		}
+	}
+	raw := json.RawMessage(data)
+	switch event {
+	case "session", "delta":
+		var fields map[string]json.RawMessage
+		json.Unmarshal(raw, &fields)
+		fields["type"], _ = json.Marshal(event)
+		s.send(map[string]any{"message": fields})
+	case "done":
+		s.send(map[string]any{"result": raw})
+	case "error":
+		var b errorBody
+		json.Unmarshal(raw, &b)
+		s.send(map[string]any{"error": toCallableError(b, "")})
+	}
+}
+
+func (s *callableStream) send(v any) {
+	if !s.started {
+		h := s.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		s.w.WriteHeader(http.StatusOK)
+		s.started = true
+	}
+	b, _ := json.Marshal(v)
+	fmt.Fprintf(s.w, "data: %s\n\n", b)
+	s.Flush()
+}
+
+// end answers a stream that never started (an error before the turn ran).
+func (s *callableStream) end() {
+	if s.started || s.buf.Len() == 0 {
+		return
+	}
+	var b errorBody
+	json.Unmarshal(s.buf.Bytes(), &b)
+	s.send(map[string]any{"error": toCallableError(b, s.Header().Get("Retry-After"))})
+}
