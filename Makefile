@@ -20,6 +20,7 @@ deps: node_modules/.bin/firebase
 
 test: deps tidy-check
 	npm run --silent lint:api
+	npm run --silent check:client
 	$(GO) run ./cmd/emulators -- sh -c '$(GOTEST) && npm run --silent test:web' 
 
 emulators: deps

@@ -1,6 +1,8 @@
 package functions_test
 
 import (
+	"fmt"
+	"math/rand/v2"
 	"strings"
 	"sync"
 	"testing"
@@ -25,7 +27,7 @@ func TestTraces(t *testing.T) {
 	rec := spans()
 	h := newHarness(t)
 	alice := h.signUp()
-	const traceID = "4bf92f3577b34da6a3ce929d0e0e4736"
+	traceID := fmt.Sprintf("%016x%016x", rand.Uint64(), rand.Uint64())
 	secret := "a message whose words must not be in any span"
 	r := doRequest(t, h.srv.URL, "POST", "/chat", alice.token, map[string]any{"message": secret},
 		map[string]string{"traceparent": "00-" + traceID + "-00f067aa0ba902b7-01"}).want(t, 200)
@@ -33,12 +35,19 @@ func TestTraces(t *testing.T) {
 	r.decode(t, &res)
 	h.idle()
 
+	// The request's span ends just after its log line is written.
 	var mine []sdktrace.ReadOnlySpan
-	for _, s := range rec.Ended() {
-		if s.SpanContext().TraceID().String() == traceID {
-			mine = append(mine, s)
+	waitFor(t, "the request's span to end", func() bool {
+		mine = mine[:0]
+		done := false
+		for _, s := range rec.Ended() {
+			if s.SpanContext().TraceID().String() == traceID {
+				mine = append(mine, s)
+				done = done || s.Name() == "POST /chat"
+			}
 		}
-	}
+		return done
+	})
 	byID := map[string]sdktrace.ReadOnlySpan{}
 	var turn, request sdktrace.ReadOnlySpan
 	for _, s := range mine {

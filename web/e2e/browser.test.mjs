@@ -394,3 +394,45 @@ test("a Firebase app calls the backend with the JS SDK's callable functions, str
   await assert.rejects(signedOut.data, (e) => e.code === "functions/unauthenticated");
   await Promise.all([deleteApp(alice.app), deleteApp(bob.app)]);
 });
+
+test("the typed client: a streamed turn as events, typed errors, cancellation", { skip: missing ? `needs ${missing}` : false }, async () => {
+  // The client as the web app bundles it, for Node.
+  const out = join(mkdtempSync(join(tmpdir(), "chat-client-")), "client.mjs");
+  execFileSync(join(root, "node_modules", ".bin", "esbuild"), ["web/client/index.ts", "--bundle", "--format=esm", "--platform=node", `--outfile=${out}`], { cwd: root });
+  const { ChatMemoryClient, ApiError } = await import(out);
+  const signUpToken = async (who) => {
+    const r = await fetch(`http://${authHost}/identitytoolkit.googleapis.com/v1/accounts:signUp?key=any`, {
+      method: "POST", headers: { "Content-Type": "application/json" },
+      body: JSON.stringify({ email: email(who), password: "password123", returnSecureToken: true }) });
+    return (await r.json()).idToken;
+  };
+  const [aliceToken, bobToken] = await Promise.all([signUpToken("client-a"), signUpToken("client-b")]);
+  const alice = new ChatMemoryClient({ baseUrl: base, idToken: async () => aliceToken });
+  const bob = new ChatMemoryClient({ baseUrl: base, idToken: async () => bobToken });
+
+  const events = [];
+  let response;
+  const turn = alice.chat({ message: "typed hello" });
+  for (;;) {
+    const { value, done } = await turn.next();
+    if (done) { response = value; break; }
+    events.push(value.type);
+  }
+  assert.equal(events[0], "session");
+  assert.equal(events.at(-1), "done");
+  assert.ok(events.filter((t) => t === "delta").length > 1);
+  assert.equal(response.reply.content, "echo: typed hello");
+  const page = await alice.listMessages(response.sessionId);
+  assert.deepEqual(page.messages.map((m) => m.content), ["typed hello", "echo: typed hello"]);
+
+  // Errors are typed values.
+  await assert.rejects(bob.getSession(response.sessionId), (e) => e instanceof ApiError && e.status === 404 && e.code === "not_found");
+  await assert.rejects(alice.chat({ sessionId: response.sessionId, message: "" }).next(), (e) => e instanceof ApiError && e.code === "invalid_argument");
+
+  // Cancellation: aborting stops reading a long reply.
+  const abort = new AbortController();
+  const long = alice.chat({ sessionId: response.sessionId, message: "long: and on" }, { signal: abort.signal });
+  assert.equal((await long.next()).value.type, "session");
+  abort.abort();
+  await assert.rejects(long.next(), (e) => e instanceof ApiError && e.code === "aborted");
+});

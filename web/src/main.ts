@@ -11,7 +11,10 @@ import {
   collection, connectFirestoreEmulator, doc, getFirestore, limit, limitToLast, onSnapshot,
   orderBy, query, where, type Unsubscribe,
 } from "firebase/firestore";
-import { Api, ApiError, type Fork, type Message } from "./api";
+import { ApiError, ChatMemoryClient, type MemoryView, type Message } from "../client";
+
+// A turn that branches: answer a message anew, or send an edited one.
+type Fork = { regenerate?: string; edit?: string };
 import { renderMarkdown } from "./markdown";
 
 type Config = {
@@ -60,7 +63,11 @@ if (config.appCheck?.siteKey) {
   });
   appCheckToken = async () => (await getToken(appCheck, false)).token;
 }
-const api = new Api(config.apiBase, () => auth.currentUser!.getIdToken(), appCheckToken);
+const api = new ChatMemoryClient({
+  baseUrl: config.apiBase || location.origin,
+  idToken: async () => auth.currentUser?.getIdToken(),
+  appCheckToken,
+});
 
 let user: User | null = null;
 let current: string | null = null; // the open session
@@ -137,12 +144,12 @@ function renderSessions() {
     };
     action("Rename", async () => {
       const title = prompt("New title", s.title);
-      if (title) await api.json("PATCH", `/sessions/${s.id}`, { title });
+      if (title) await api.updateSession(s.id, { title });
     });
-    if (s.status === "active") action("Archive", () => api.json("POST", `/sessions/${s.id}/archive`));
-    else action("Restore", () => api.json("POST", `/sessions/${s.id}/restore`));
+    if (s.status === "active") action("Archive", () => api.archiveSession(s.id));
+    else action("Restore", () => api.restoreSession(s.id));
     if (s.status !== "deleted") action("Delete", async () => {
-      if (confirm(`Delete "${s.title}"? You can restore it for 30 days.`)) await api.json("DELETE", `/sessions/${s.id}`);
+      if (confirm(`Delete "${s.title}"? You can restore it for 30 days.`)) await api.deleteSession(s.id);
     });
     li.append(name, actions);
     return li;
@@ -259,15 +266,16 @@ async function send(text: string, fork: Fork = {}) {
   streaming = { text: "" };
   renderMessages();
   try {
-    await api.chat(current, text, {
-      session: (id, replyId) => {
-        if (id !== current) openSession(id);
-        streaming!.replyId = replyId;
-        renderMessages();
-      },
-      delta: (t) => { streaming!.text += t; renderMessages(); },
-      done: () => {},
-    }, fork);
+    const turn = api.chat({ sessionId: current ?? undefined, message: fork.regenerate ? undefined : text, ...fork });
+    for await (const ev of turn) {
+      if (ev.type === "session") {
+        if (ev.sessionId !== current) openSession(ev.sessionId);
+        streaming!.replyId = ev.replyId;
+      } else if (ev.type === "delta") {
+        streaming!.text += ev.text;
+      }
+      renderMessages();
+    }
   } finally {
     streaming = null;
     renderMessages();
@@ -293,7 +301,7 @@ $("stop").addEventListener("click", async () => {
   const replyId = streaming?.replyId ?? following?.replyId;
   if (!current || !replyId) return;
   clearError();
-  try { await api.stop(current, replyId); } catch (e) { showError(e); }
+  try { await api.stopReply(current, replyId); } catch (e) { showError(e); }
 });
 $("input").addEventListener("keydown", (ev) => {
   if (ev.key === "Enter" && !ev.shiftKey) {
@@ -306,7 +314,7 @@ $("input").addEventListener("keydown", (ev) => {
 $("export").addEventListener("click", async () => {
   clearError();
   try {
-    const blob = await (await api.request("GET", "/account/export")).blob();
+    const blob = await api.exportAccount();
     const a = el("a", { href: URL.createObjectURL(blob), download: "chat-export.json" }) as HTMLAnchorElement;
     a.click();
     URL.revokeObjectURL(a.href);
@@ -314,15 +322,8 @@ $("export").addEventListener("click", async () => {
 });
 
 // ---- Long-term memory: what the assistant remembers about the user ----
-type Fact = { id: string; content: string; category: string };
-type MemoryView = {
-  enabled: boolean;
-  profile: Record<"work" | "personal" | "focus", { text: string } | undefined>;
-  facts: Fact[] | null;
-};
-
 async function loadMemory(view?: MemoryView) {
-  const m = view ?? (await api.json<MemoryView>("GET", "/memory"));
+  const m = view ?? (await api.getMemory());
   $<HTMLInputElement>("memory-enabled").checked = m.enabled;
   const profile = (["work", "personal", "focus"] as const)
     .filter((k) => m.profile?.[k]?.text)
@@ -334,7 +335,7 @@ async function loadMemory(view?: MemoryView) {
     const forget = el("button", { className: "quiet", type: "button" }, "Forget");
     forget.addEventListener("click", async () => {
       clearError();
-      try { await api.json("DELETE", `/memory/facts/${f.id}`); await loadMemory(); } catch (e) { showError(e); }
+      try { await api.forgetFact(f.id!); await loadMemory(); } catch (e) { showError(e); }
     });
     li.append(" ", forget);
     return li;
@@ -352,11 +353,11 @@ $("memory-open").addEventListener("click", async () => {
 $("memory-enabled").addEventListener("change", async () => {
   clearError();
   try {
-    await loadMemory(await api.json<MemoryView>("PATCH", "/memory", { enabled: $<HTMLInputElement>("memory-enabled").checked }));
+    await loadMemory(await api.setMemory($<HTMLInputElement>("memory-enabled").checked));
   } catch (e) { showError(e); }
 });
 $("memory-forget-all").addEventListener("click", async () => {
   if (!confirm("Forget everything the assistant remembers about you?")) return;
   clearError();
-  try { await api.json("DELETE", "/memory"); await loadMemory(); } catch (e) { showError(e); }
+  try { await api.forgetAll(); await loadMemory(); } catch (e) { showError(e); }
 });
