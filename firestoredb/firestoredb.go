@@ -1,7 +1,9 @@
-// Package firestoredb stores sessions and messages in Cloud Firestore:
-// chat_sessions/{sessionId} with a messages subcollection. It implements the
-// storage interfaces of sessions and history; every Firestore detail (field
-// names, queries, transactions, gRPC codes) stays in this package.
+// Package firestoredb is the Cloud Firestore store: it implements every
+// storage interface the domain packages declare (sessions, history and
+// its context pages, chat turns and drafts, usage limits, long-term
+// memory, retention and privacy), one file for each store behaviour. Every
+// Firestore detail (documents and field names, queries, preconditions,
+// transactions, gRPC codes, index exemptions) stays in this package.
 package firestoredb
 
 import (

@@ -1,0 +1,160 @@
+package memorydb
+
+import (
+	"context"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// draft is a session's streaming reply, as its followers see it.
+type draft struct {
+	userID, replyID, text string
+	stop                  bool
+	version               int64
+}
+
+// SaveDraft stores d's text if the session's draft still follows d's reply.
+func (db *DB) SaveDraft(_ context.Context, d *chat.Draft) (bool, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	cur, ok := db.drafts[d.SessionID]
+	if !ok || cur.replyID != d.ReplyID {
+		return false, chat.ErrDraftTaken
+	}
+	if cur.stop {
+		return true, nil
+	}
+	db.draftSeq++
+	cur.text, cur.version = d.Text, db.draftSeq
+	d.Version = cur.version
+	return false, nil
+}
+
+// RequestStop marks the session's draft to stop if it follows replyID.
+func (db *DB) RequestStop(_ context.Context, userID, sessionID, replyID string) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	cur, ok := db.drafts[sessionID]
+	if !ok || cur.userID != userID || cur.replyID != replyID {
+		return sessions.Errorf(sessions.ENOTFOUND, "no reply %s is in progress", replyID)
+	}
+	cur.stop = true
+	db.draftSeq++
+	cur.version = db.draftSeq
+	return nil
+}
+
+// RunTurn reads, plans and writes under the store's one lock, so nothing
+// can change in between and prev is not needed.
+func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	st := &chat.TurnState{Tail: db.tail(q.SessionID), DayTokens: db.days[q.UserID][q.Day]}
+	if s, ok := db.sessions[q.SessionID]; ok {
+		st.Session = s.Clone()
+	}
+	if q.AskedID != "" {
+		for _, m := range db.messages[q.SessionID] {
+			if m.ID == q.AskedID {
+				m = cloneMessage(m)
+				st.Asked = &m
+			}
+		}
+	}
+	if q.Key != "" {
+		if b := db.batch(q.SessionID, q.Key); len(b) > 0 && q.AskedID == "" {
+			st.Asked = &b[0]
+		}
+		if seq, ok := db.replies[q.SessionID][q.Key]; ok {
+			m := cloneMessage(db.messages[q.SessionID][seq])
+			st.Answer = &m
+		}
+	}
+	if q.AskedKey != "" {
+		_, st.AskedAnswered = db.replies[q.SessionID][q.AskedKey]
+	}
+	st.Slots = make([]int64, min(q.Slots, chat.MaxTurnsPerMinute))
+	copy(st.Slots, db.slots[q.UserID])
+	if u, ok := db.users[q.UserID]; q.Memory && ok && !u.Disabled {
+		st.Memory = chat.MemoryBlock{Text: u.Block, Tokens: u.BlockTokens}
+	}
+	if d, ok := db.drafts[q.SessionID]; q.Draft && ok {
+		st.DraftReplyID, st.DraftVersion = d.replyID, d.version
+	}
+	w, err := plan(st)
+	if err != nil || w == nil {
+		return st, err
+	}
+	if w.Session != nil {
+		if st.Session == nil {
+			if _, ok := db.sessions[w.Session.ID]; ok {
+				return nil, sessions.Errorf(sessions.EINTERNAL, "memorydb: session %q exists", w.Session.ID)
+			}
+		}
+		db.sessions[q.SessionID] = w.Session.Clone()
+	}
+	for i, m := range w.Messages {
+		if m.Seq != len(db.messages[q.SessionID]) {
+			return nil, sessions.Errorf(sessions.EINTERNAL, "memorydb: seq %d out of order", m.Seq)
+		}
+		db.messages[q.SessionID] = append(db.messages[q.SessionID], cloneMessage(m))
+		switch {
+		case m.ClientMessageID != "":
+			if db.keys[q.SessionID] == nil {
+				db.keys[q.SessionID] = map[string][]int{}
+			}
+			db.keys[q.SessionID][m.ClientMessageID] = []int{m.Seq}
+			st.Asked = &w.Messages[i]
+		case q.Key != "" && m.ID == history.ReplyDocID(q.Key):
+			if db.replies[q.SessionID] == nil {
+				db.replies[q.SessionID] = map[string]int{}
+			}
+			db.replies[q.SessionID][q.Key] = m.Seq
+			st.Answer = &w.Messages[i]
+		}
+	}
+	if w.Tail != nil {
+		db.tails[q.SessionID] = cloneTail(w.Tail)
+		st.Tail = cloneTail(w.Tail)
+	}
+	if w.Lease != nil && st.Asked != nil {
+		seq := st.Asked.Seq
+		if q.AskedID != "" {
+			db.messages[q.SessionID][seq].RegenerateBy = *w.Lease
+		} else {
+			db.messages[q.SessionID][seq].ReplyBy = *w.Lease
+		}
+		a := cloneMessage(db.messages[q.SessionID][seq])
+		st.Asked = &a
+	}
+	if w.Slot >= 0 {
+		slots := db.slots[q.UserID]
+		for len(slots) <= w.Slot {
+			slots = append(slots, 0)
+		}
+		slots[w.Slot] = w.Minute
+		db.slots[q.UserID] = slots
+		st.Slots[w.Slot] = w.Minute
+	}
+	if w.Tokens > 0 {
+		db.addTokensLocked(q.UserID, q.Day, w.Tokens)
+		st.DayTokens += w.Tokens
+	}
+	if d := w.Draft; d != nil {
+		switch cur := db.drafts[q.SessionID]; {
+		case d.Create:
+			db.draftSeq++
+			db.drafts[q.SessionID] = &draft{userID: q.UserID, replyID: d.ReplyID, version: db.draftSeq}
+			st.DraftReplyID, st.DraftVersion = d.ReplyID, db.draftSeq
+		case cur != nil && cur.replyID == d.ReplyID:
+			delete(db.drafts, q.SessionID)
+			st.DraftReplyID, st.DraftVersion = "", nil
+		}
+	}
+	if s, ok := db.sessions[q.SessionID]; ok {
+		st.Session = s.Clone()
+	}
+	return st, nil
+}

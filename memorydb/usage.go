@@ -1,0 +1,61 @@
+package memorydb
+
+import (
+	"context"
+
+	"github.com/chatmemory/backend/chat"
+)
+
+func (db *DB) UpdateUsage(_ context.Context, userID, day string, fn func(*chat.Usage) error) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	u := db.usage[userID]
+	u.UserID, u.Day, u.DayTokens = userID, day, db.days[userID][day]
+	if err := fn(&u); err != nil {
+		return err
+	}
+	db.usage[userID] = u
+	return nil
+}
+
+func (db *DB) AddTokens(_ context.Context, userID, day string, n int) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	db.addTokensLocked(userID, day, n)
+	return nil
+}
+
+func (db *DB) addTokensLocked(userID, day string, n int) {
+	if db.days[userID] == nil {
+		db.days[userID] = map[string]int{}
+	}
+	db.days[userID][day] += n
+}
+
+func (db *DB) GetUsage(_ context.Context, userID string) (*chat.UsageRecord, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	u, ok := db.usage[userID]
+	if !ok && len(db.days[userID]) == 0 && len(db.slots[userID]) == 0 {
+		return nil, nil
+	}
+	r := &chat.UsageRecord{Minute: u.Minute, MinuteMessages: u.MinuteMessages, Days: map[string]int{},
+		TurnMinutes: append([]int64(nil), db.slots[userID]...)}
+	for d, n := range db.days[userID] {
+		r.Days[d] = n
+	}
+	return r, nil
+}
+
+func (db *DB) DeleteUsage(_ context.Context, userID string) (int, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	n := len(db.days[userID]) + len(db.slots[userID])
+	if _, ok := db.usage[userID]; ok {
+		n++
+	}
+	delete(db.usage, userID)
+	delete(db.days, userID)
+	delete(db.slots, userID)
+	return n, nil
+}
