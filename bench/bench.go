@@ -24,6 +24,7 @@ import (
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm"
@@ -152,10 +153,10 @@ func (c *countingTokens) Count(model string, m *history.Message) int {
 // and notes what Firestore had done when it was called.
 type timedModel struct {
 	chat.Model
-	counter *firestoredb.Counter
+	counter *firestoretest.Counter
 	mu      sync.Mutex
 	last    time.Duration
-	atCall  firestoredb.Counts
+	atCall  firestoretest.Counts
 }
 
 func (t *timedModel) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
@@ -169,7 +170,7 @@ func (t *timedModel) Generate(ctx context.Context, req chat.Request, onDelta fun
 }
 
 // call returns the duration of the last call and the counts when it began.
-func (t *timedModel) call() (time.Duration, firestoredb.Counts) {
+func (t *timedModel) call() (time.Duration, firestoretest.Counts) {
 	t.mu.Lock()
 	defer t.mu.Unlock()
 	return t.last, t.atCall
@@ -256,7 +257,7 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 
 type app struct {
 	app     *functions.App
-	counter *firestoredb.Counter
+	counter *firestoretest.Counter
 	tokens  *countingTokens
 	model   *timedModel
 	clock   *clock
@@ -284,8 +285,8 @@ func (c *clock) advance(d time.Duration) {
 
 // newApp is the backend with its default limits and long-term memory on.
 func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project string) (*app, error) {
-	counter := &firestoredb.Counter{}
-	client, err := firestoredb.Dial(ctx, project, counter)
+	counter := &firestoretest.Counter{}
+	client, err := firestoretest.Dial(ctx, project, counter)
 	if err != nil {
 		return nil, err
 	}
@@ -400,8 +401,8 @@ func runDefaults(ctx context.Context, cfg Config, modelURL string, tok *history.
 // baseline is the common design: every turn reads the whole history, then
 // appends the user's message and the reply with separate writes.
 func runBaseline(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken) (Side, error) {
-	counter := &firestoredb.Counter{}
-	client, err := firestoredb.Dial(ctx, fmt.Sprintf("bench-baseline-%d", time.Now().UnixNano()), counter)
+	counter := &firestoretest.Counter{}
+	client, err := firestoretest.Dial(ctx, fmt.Sprintf("bench-baseline-%d", time.Now().UnixNano()), counter)
 	if err != nil {
 		return Side{}, err
 	}

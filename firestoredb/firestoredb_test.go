@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
 	"github.com/chatmemory/backend/storetest"
@@ -137,13 +138,13 @@ func TestPurgeReadsIDsFromTheContext(t *testing.T) {
 	t.Parallel()
 	ctx := context.Background()
 	var queries atomic.Int64
-	counter := &firestoredb.Counter{OnCall: func(method string) {
+	counter := &firestoretest.Counter{OnCall: func(method string) {
 		if strings.HasSuffix(method, "/RunQuery") {
 			queries.Add(1)
 		}
 	}}
 	client, _ := emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {
-		return firestoredb.Dial(ctx, project, counter)
+		return firestoretest.Dial(ctx, project, counter)
 	})
 	db := firestoredb.New(client)
 	e := storetest.NewEnv(t, db)

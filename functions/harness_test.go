@@ -24,6 +24,7 @@ import (
 	"github.com/chatmemory/backend/emulator"
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
@@ -35,8 +36,8 @@ import (
 // client talking to a scripted OpenAI-compatible server.
 type harness struct {
 	t         *testing.T
-	counter   *firestoredb.Counter // what the server's Firestore client did
-	firestore *firestore.Client    // the server's client, for looking behind the API
+	counter   *firestoretest.Counter // what the server's Firestore client did
+	firestore *firestore.Client      // the server's client, for looking behind the API
 	srv       *httptest.Server
 	app       *functions.App
 	model     *llmtest.Server
@@ -111,9 +112,9 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Con
 	h := &harness{t: t, model: llmtest.New(t), clock: storetest.NewClock(clockStart), logs: &syncBuffer{}}
 	var store functions.Store = memorydb.New()
 	if backend == "firestore" {
-		h.counter = &firestoredb.Counter{}
+		h.counter = &firestoretest.Counter{}
 		h.firestore, _ = emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {
-			return firestoredb.Dial(ctx, project, h.counter)
+			return firestoretest.Dial(ctx, project, h.counter)
 		})
 		store = firestoredb.New(h.firestore)
 	}

@@ -12,7 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm/llmtest"
 )
@@ -44,7 +44,7 @@ func TestTurnRoundTrips(t *testing.T) {
 
 	// Round trips, reads and writes (bytes grow with the page being filled).
 	type calls struct{ Reads, Writes, RoundTrips int64 }
-	of := func(c firestoredb.Counts) calls { return calls{c.Reads, c.Writes, c.RoundTrips} }
+	of := func(c firestoretest.Counts) calls { return calls{c.Reads, c.Writes, c.RoundTrips} }
 	type cost struct{ before, after, afterTurn calls }
 	measure := func(body map[string]any) cost {
 		t.Helper()
@@ -52,7 +52,7 @@ func TestTurnRoundTrips(t *testing.T) {
 		h.do("POST", "/chat", alice.token, body).want(t, 200)
 		done := h.counter.Snapshot()
 		h.idle()
-		at := atModel.Load().(firestoredb.Counts)
+		at := atModel.Load().(firestoretest.Counts)
 		return cost{before: of(at.Sub(start)), after: of(done.Sub(at)), afterTurn: of(h.counter.Snapshot().Sub(done))}
 	}
 	turn := func(id string, stream bool) cost {
@@ -248,7 +248,7 @@ func TestOneUserManySessions(t *testing.T) {
 	h := newHarness(t)
 	h.script(&script{})
 	const n = 20
-	run := func(users []user) (firestoredb.Counts, time.Duration) {
+	run := func(users []user) (firestoretest.Counts, time.Duration) {
 		ids := make([]string, n)
 		for i := range ids {
 			ids[i] = h.newSession(users[i%len(users)].token, map[string]any{"title": "concurrent"})

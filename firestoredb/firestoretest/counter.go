@@ -1,4 +1,7 @@
-package firestoredb
+// Package firestoretest holds what tests and the benchmark use to look at
+// the Firestore client from outside: a gRPC call counter and a dialer that
+// installs it. No production code imports it.
+package firestoretest
 
 import (
 	"context"
