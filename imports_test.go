@@ -17,7 +17,9 @@ func TestNoTestCodeInProduction(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	const module = "github.com/chatmemory/backend"
-	helper := func(p string) bool { return strings.HasPrefix(p, module+"/") && strings.HasSuffix(path.Base(p), "test") }
+	helper := func(p string) bool {
+		return strings.HasPrefix(p, module+"/") && strings.HasSuffix(path.Base(p), "test")
+	}
 	benchmark := map[string]bool{module + "/bench": true, module + "/cmd/bench": true}
 	checked := 0
 	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
