@@ -760,7 +760,7 @@ func (svc *Service) validate(req TurnRequest, draft history.Draft) error {
 		if err := sessions.CheckID(req.Regenerate); err != nil {
 			return err
 		}
-		return history.Validate(req.ClientMessageID, history.Draft{Role: history.RoleUser, Content: "-"})
+		return history.ValidateKey(req.ClientMessageID)
 	case req.Edit != "":
 		if err := sessions.CheckID(req.Edit); err != nil {
 			return err

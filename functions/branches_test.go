@@ -24,6 +24,14 @@ type branchMsg struct {
 	Siblings  []int  `json:"siblings"`
 }
 
+// turn runs a turn as token's user and returns it.
+func (h *harness) turn(token string, body map[string]any) chatResp {
+	h.t.Helper()
+	var r chatResp
+	h.do("POST", "/chat", token, body).want(h.t, 200).decode(h.t, &r)
+	return r
+}
+
 // numbered answers each turn with a reply no other turn gets.
 func numbered(h *harness) {
 	var n atomic.Int64
@@ -128,10 +136,9 @@ func testBranches(t *testing.T, backend string) {
 	h := newHarnessOn(t, backend)
 	numbered(h)
 	alice := h.signUp()
-	var r chatResp
-	h.do("POST", "/chat", alice.token, map[string]any{"message": "one"}).want(t, 200).decode(t, &r)
+	r := h.turn(alice.token, map[string]any{"message": "one"})
 	id := r.SessionID
-	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": "two"}).want(t, 200).decode(t, &r)
+	r = h.turn(alice.token, map[string]any{"sessionId": id, "message": "two"})
 	two, firstReply := r.UserMessage, r.Reply
 
 	// Regenerate the reply: a new reply beside the old one.
@@ -186,7 +193,7 @@ func testBranches(t *testing.T, backend string) {
 		t.Fatalf("after switching back: %+v", active)
 	}
 	// The conversation continues from the branch shown.
-	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": "three"}).want(t, 200).decode(t, &r)
+	r = h.turn(alice.token, map[string]any{"sessionId": id, "message": "three"})
 	if r.UserMessage.ID == "" || h.lastTurnRequest()[3] != latest.Content {
 		t.Fatalf("the turn after the switch sent %q", h.lastTurnRequest())
 	}
@@ -262,7 +269,7 @@ func testBranchSummaries(t *testing.T, backend string) {
 		if i == 40 {
 			t.Fatal("no compaction after 40 turns")
 		}
-		h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": fmt.Sprintf("Turn %d: tell me about topic number %d please.", i, i)}).want(t, 200).decode(t, &r)
+		r = h.turn(alice.token, map[string]any{"sessionId": id, "message": fmt.Sprintf("Turn %d: tell me about topic number %d please.", i, i)})
 		if i == 0 {
 			first = r
 		}
@@ -305,8 +312,7 @@ func testConcurrentBranching(t *testing.T, backend string) {
 	h := newHarnessOn(t, backend)
 	numbered(h)
 	alice := h.signUp()
-	var r chatResp
-	h.do("POST", "/chat", alice.token, map[string]any{"message": "one"}).want(t, 200).decode(t, &r)
+	r := h.turn(alice.token, map[string]any{"message": "one"})
 	id, one, reply := r.SessionID, r.UserMessage, r.Reply
 	var wg sync.WaitGroup
 	var written atomic.Int64 // messages the successful requests wrote
@@ -416,8 +422,7 @@ func testSwitchWhileAnswering(t *testing.T, backend string) {
 	h := newHarnessOn(t, backend)
 	numbered(h)
 	alice := h.signUp()
-	var r chatResp
-	h.do("POST", "/chat", alice.token, map[string]any{"message": "one"}).want(t, 200).decode(t, &r)
+	r := h.turn(alice.token, map[string]any{"message": "one"})
 	id, first := r.SessionID, r.Reply
 	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "regenerate": first.ID}).want(t, 200)
 	g := newGate(h)

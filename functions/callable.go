@@ -5,6 +5,7 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"maps"
 	"net/http"
 	"net/url"
 	"slices"
@@ -156,7 +157,10 @@ func (a *App) callable(w http.ResponseWriter, r *http.Request) {
 // request is the REST request that runs the callable: data's fields in
 // the path, the query and the body as op says.
 func (op callableOp) request(r *http.Request, data map[string]json.RawMessage) (*http.Request, error) {
-	data = maps(data)
+	data = maps.Clone(data)
+	if data == nil {
+		data = map[string]json.RawMessage{} // no data: an empty body
+	}
 	str := func(field string) (string, error) {
 		raw, ok := data[field]
 		delete(data, field)
@@ -238,14 +242,6 @@ func (op callableOp) request(r *http.Request, data map[string]json.RawMessage) (
 		inner.Header.Set("Accept", "text/event-stream")
 	}
 	return inner, nil
-}
-
-func maps(m map[string]json.RawMessage) map[string]json.RawMessage {
-	out := make(map[string]json.RawMessage, len(m))
-	for k, v := range m {
-		out[k] = v
-	}
-	return out
 }
 
 // captured is a response held in memory.

@@ -124,17 +124,14 @@ func (svc *Service) SwitchBranch(ctx context.Context, userID, sessionID string, 
 			return err
 		}
 		// The tree only grows, so leaf is still where it was; a message
-		// written meanwhile stays on the branch it continued.
-		cur.SetLeaf(cur.LatestLeaf(leaf))
-		if cur.Leaf() != leaf {
+		// written under it meanwhile would make it no longer the leaf.
+		if cur.LatestLeaf(leaf) != leaf {
 			return sessions.Errorf(sessions.ECONFLICT, "the branch changed meanwhile; try again")
 		}
-		cur.PendingToolCalls = pendingCalls(base.Messages)
-		cur.Summary = summaryOf(base)
-		cur.UpdatedAt = sessions.Clock(svc.Now)
 		lease := t.CompactingUntil
-		*t = *base.Clone()
+		*t = *svc.ForkTail(cur, base, leaf)
 		t.CompactingUntil = lease
+		cur.UpdatedAt = sessions.Clock(svc.Now)
 		out = cur
 		return nil
 	})
@@ -144,9 +141,10 @@ func (svc *Service) SwitchBranch(ctx context.Context, userID, sessionID string, 
 	return out, nil
 }
 
-// ForkTail is the tail a turn that forks the active branch after message
-// leaf starts from: BranchTail, trimmed to s's current budget. It is meant
-// for a plan, given a tail read before the plan's transaction.
+// ForkTail makes the branch ending at message leaf the active one of s
+// (its leaf, pending tool calls and summary) and returns its tail: base, a
+// BranchTail read before the plan that calls this, trimmed to s's current
+// budget. Turns that fork and switches use it.
 func (svc *Service) ForkTail(s *sessions.Session, base *Tail, leaf int) *Tail {
 	t := &Tail{Compaction: base.Compaction}
 	t.add(base.Messages, svc.BudgetFor(s))

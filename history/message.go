@@ -211,6 +211,14 @@ func (m *MessageMetadata) validate(i int) error {
 	return nil
 }
 
+// ValidateKey checks a clientMessageId ("" is none).
+func ValidateKey(key string) error {
+	if key != "" && !idRE.MatchString(key) {
+		return sessions.Errorf(sessions.EINVALID, "clientMessageId must be 1 to %d printable characters", MaxKeyLen)
+	}
+	return nil
+}
+
 // Validate checks a batch of drafts and its key without storing anything.
 func Validate(key string, drafts ...Draft) error { return validateBatch(key, drafts) }
 
@@ -222,8 +230,8 @@ func validateBatch(key string, drafts []Draft) error {
 	if len(drafts) > MaxBatch {
 		return sessions.Errorf(sessions.EINVALID, "at most %d messages in one append", MaxBatch)
 	}
-	if key != "" && !idRE.MatchString(key) {
-		return sessions.Errorf(sessions.EINVALID, "clientMessageId must be 1 to %d printable characters", MaxKeyLen)
+	if err := ValidateKey(key); err != nil {
+		return err
 	}
 	for i := range drafts {
 		if err := drafts[i].validate(i); err != nil {

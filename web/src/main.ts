@@ -11,10 +11,10 @@ import {
   collection, connectFirestoreEmulator, doc, getFirestore, limit, limitToLast, onSnapshot,
   orderBy, query, where, type Unsubscribe,
 } from "firebase/firestore";
-import { ApiError, ChatMemoryClient, type MemoryView, type Message } from "../client";
+import { ApiError, ChatMemoryClient, type ChatRequest, type MemoryView, type Message } from "../client";
 
 // A turn that branches: answer a message anew, or send an edited one.
-type Fork = { regenerate?: string; edit?: string };
+type Fork = Pick<ChatRequest, "regenerate" | "edit">;
 import { renderMarkdown } from "./markdown";
 
 type Config = {
