@@ -15,6 +15,7 @@ import (
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/clock/clocktest"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
@@ -75,7 +76,7 @@ func RunRetention(ctx context.Context, cfg RetentionConfig, log func(string, ...
 	if err != nil {
 		return nil, err
 	}
-	clock := &fakeClock{t: time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)}
+	clock := clocktest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
 	fcfg := functions.Config{ChatModel: "gpt-4o-mini", MaxSessionMessages: 1 << 20, MemoryStrategy: "summary_buffer",
 		WindowExchanges: 10, ModelTimeout: time.Minute, SweepBudget: cfg.Budget}
 	app := functions.NewApp(fcfg, functions.Deps{Store: firestoredb.New(client), Model: llm.Offline{}, Tokens: tok,
@@ -259,23 +260,6 @@ func parallel(ctx context.Context, n, workers int, fn func(int) error) error {
 	}
 	wg.Wait()
 	return first
-}
-
-type fakeClock struct {
-	mu sync.Mutex
-	t  time.Time
-}
-
-func (c *fakeClock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return c.t
-}
-
-func (c *fakeClock) Set(t time.Time) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	c.t = t
 }
 
 // WriteRetentionTable prints the run as README shows it.

@@ -17,6 +17,9 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/clock"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -181,7 +184,7 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	mem := blockOf(st.Memory)
 	built, err := svc.build(st.Session, st.Tail, mem)
 	if err == nil && !contains(built.Messages, c.user.Seq) {
-		err = sessions.Errorf(sessions.EINVALID, "the message does not fit the model's context budget of %d tokens", built.Budget)
+		err = errs.Errorf(errs.EINVALID, "the message does not fit the model's context budget of %d tokens", built.Budget)
 	}
 	var reply *Reply
 	start := svc.now()
@@ -301,7 +304,7 @@ func (svc *Service) generate(ctx context.Context, req TurnRequest, q TurnQuery, 
 	if stopped.Load() {
 		text := partial.String()
 		if text == "" {
-			return nil, sessions.Errorf(sessions.ECONFLICT, "the reply was stopped before any of it arrived; your message is saved")
+			return nil, errs.Errorf(errs.ECONFLICT, "the reply was stopped before any of it arrived; your message is saved")
 		}
 		return &Reply{Content: text, Model: mreq.Model, FinishReason: StoppedReason}, nil
 	}
@@ -309,7 +312,7 @@ func (svc *Service) generate(ctx context.Context, req TurnRequest, q TurnQuery, 
 		err = errEmptyReply
 	}
 	if err != nil {
-		return nil, sessions.Wrap(sessions.EUPSTREAM, err, "the model did not answer; your message is saved, retry with the same clientMessageId")
+		return nil, errs.Wrap(errs.EUPSTREAM, err, "the model did not answer; your message is saved, retry with the same clientMessageId")
 	}
 	return reply, nil
 }
@@ -325,7 +328,7 @@ func (svc *Service) Stop(ctx context.Context, userID, sessionID, replyID string)
 		return err
 	}
 	if svc.Drafts == nil {
-		return sessions.Errorf(sessions.ENOTFOUND, "no reply in progress can be stopped here")
+		return errs.Errorf(errs.ENOTFOUND, "no reply in progress can be stopped here")
 	}
 	return svc.Drafts.RequestStop(ctx, userID, sessionID, replyID)
 }
@@ -339,7 +342,7 @@ const leaseMargin = 15 * time.Second
 // appends the user's message (or, taking a failed turn over, moves its
 // lease).
 func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now time.Time, streaming bool, f *fork, c *claim) (*TurnWrite, error) {
-	*c = claim{lease: now.Add(svc.ModelTimeout + leaseMargin), draft: streaming, replyID: sessions.NewID()}
+	*c = claim{lease: now.Add(svc.ModelTimeout + leaseMargin), draft: streaming, replyID: ids.New()}
 	if q.Key != "" {
 		c.replyID = history.ReplyDocID(q.Key)
 	}
@@ -359,11 +362,11 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now t
 		}
 	}
 	if f != nil && f.regenerate && st.Asked == nil {
-		return nil, sessions.Errorf(sessions.ENOTFOUND, "message %s not found", q.AskedID)
+		return nil, errs.Errorf(errs.ENOTFOUND, "message %s not found", q.AskedID)
 	}
 	if st.Asked != nil {
 		if !st.Asked.SameContent(&draft) {
-			return nil, sessions.Errorf(sessions.ECONFLICT, "clientMessageId %q was already used for another message", q.Key)
+			return nil, errs.Errorf(errs.ECONFLICT, "clientMessageId %q was already used for another message", q.Key)
 		}
 		if st.Answer != nil {
 			c.replay = &TurnResult{Session: s, User: *st.Asked, Reply: *st.Answer, Replayed: true}
@@ -398,7 +401,7 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now t
 	}
 	id := "" // a keyed message is named by its key
 	if q.Key == "" {
-		id = sessions.NewID()
+		id = ids.New()
 	}
 	tail := st.Tail
 	if f != nil { // an edit: the new message's parent is the edited one's
@@ -516,7 +519,7 @@ func (svc *Service) release(ctx context.Context, q TurnQuery, st *TurnState, c c
 // from the key, so a retry finds it.
 func (svc *Service) newSessionID(req TurnRequest) string {
 	if req.ClientMessageID == "" {
-		return sessions.NewID()
+		return ids.New()
 	}
 	h := sha256.Sum256([]byte(req.UserID + "\x00" + req.ClientMessageID))
 	return hex.EncodeToString(h[:10])
@@ -636,7 +639,7 @@ func (svc *Service) AfterTurn(ctx context.Context, res *TurnResult) {
 	if svc.Memory != nil && res.learn != nil {
 		err := svc.Memory.LearnClaimed(ctx, s, s.Model, *res.learn)
 		// Preconditions (nothing learned, opted out) are outcomes.
-		if err != nil && sessions.ErrorCode(err) != sessions.EPRECONDITION {
+		if err != nil && errs.CodeOf(err) != errs.EPRECONDITION {
 			svc.logError(ctx, "learning long-term memory failed", s.ID, err)
 		}
 	}
@@ -690,7 +693,7 @@ func (e upstreamError) Error() string { return string(e) }
 
 const errEmptyReply = upstreamError("the model returned an empty reply")
 
-func (svc *Service) now() time.Time { return sessions.Clock(svc.Now) }
+func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }
 
 // addTokens records n tokens against the user's daily limit. What they
 // paid for is stored already, so a failure here is logged, not returned.
@@ -700,7 +703,7 @@ func (svc *Service) addTokens(ctx context.Context, userID string, n int) {
 	}
 	err := svc.Usage.AddTokens(ctx, userID, Day(svc.now()), n)
 	if err != nil && svc.Log != nil {
-		svc.Log.ErrorContext(ctx, "recording token usage failed", "code", string(sessions.ErrorCode(err)))
+		svc.Log.ErrorContext(ctx, "recording token usage failed", "code", string(errs.CodeOf(err)))
 	}
 }
 
@@ -718,7 +721,7 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key string, d
 	if !svc.AllowSystemMessages {
 		for i, d := range drafts {
 			if d.Role == history.RoleSystem {
-				return nil, sessions.Errorf(sessions.EINVALID, "messages[%d].role: system messages come from the server only (the operator can allow them with CLIENT_SYSTEM_MESSAGES=on)", i)
+				return nil, errs.Errorf(errs.EINVALID, "messages[%d].role: system messages come from the server only (the operator can allow them with CLIENT_SYSTEM_MESSAGES=on)", i)
 			}
 		}
 	}
@@ -750,12 +753,12 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key string, d
 func (svc *Service) validate(req TurnRequest, draft history.Draft) error {
 	switch {
 	case req.Regenerate != "" && req.Edit != "":
-		return sessions.Errorf(sessions.EINVALID, "a turn either regenerates a reply or edits a message, not both")
+		return errs.Errorf(errs.EINVALID, "a turn either regenerates a reply or edits a message, not both")
 	case (req.Regenerate != "" || req.Edit != "") && req.SessionID == "":
-		return sessions.Errorf(sessions.EINVALID, "sessionId is required to regenerate or edit")
+		return errs.Errorf(errs.EINVALID, "sessionId is required to regenerate or edit")
 	case req.Regenerate != "":
 		if req.Message != "" {
-			return sessions.Errorf(sessions.EINVALID, "a regeneration sends no message: it answers the stored one again")
+			return errs.Errorf(errs.EINVALID, "a regeneration sends no message: it answers the stored one again")
 		}
 		if err := sessions.CheckID(req.Regenerate); err != nil {
 			return err
@@ -804,7 +807,7 @@ func (svc *Service) planFork(ctx context.Context, req TurnRequest) (*fork, error
 		return nil, err
 	}
 	if st.Asked == nil {
-		return nil, sessions.Errorf(sessions.ENOTFOUND, "message %s not found in this session", id)
+		return nil, errs.Errorf(errs.ENOTFOUND, "message %s not found in this session", id)
 	}
 	target := *st.Asked
 	if f.regenerate && target.Role == history.RoleAssistant {
@@ -817,12 +820,12 @@ func (svc *Service) planFork(ctx context.Context, req TurnRequest) (*fork, error
 			}
 		}
 		if len(msgs) != 1 || msgs[0].Role != history.RoleUser {
-			return nil, sessions.Errorf(sessions.EINVALID, "message %s does not answer a user message, so it cannot be regenerated", id)
+			return nil, errs.Errorf(errs.EINVALID, "message %s does not answer a user message, so it cannot be regenerated", id)
 		}
 		target = msgs[0]
 	}
 	if target.Role != history.RoleUser {
-		return nil, sessions.Errorf(sessions.EINVALID, "message %s is not a user message or a reply to one", id)
+		return nil, errs.Errorf(errs.EINVALID, "message %s is not a user message or a reply to one", id)
 	}
 	f.target, f.leaf = target, target.Seq
 	if !f.regenerate {
@@ -837,7 +840,7 @@ func (svc *Service) planFork(ctx context.Context, req TurnRequest) (*fork, error
 // inProgress is the conflict of a request whose work another holds until
 // lease, with a Retry-After of at most 5 s.
 func inProgress(now, lease time.Time, format string, args ...any) error {
-	e := sessions.Errorf(sessions.ECONFLICT, format, args...)
+	e := errs.Errorf(errs.ECONFLICT, format, args...)
 	e.RetryAfter = max(min(lease.Sub(now), 5*time.Second).Round(time.Second), time.Second)
 	return e
 }

@@ -4,7 +4,7 @@ import (
 	"context"
 	"time"
 
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // Limits protect the model bill and the servers: each signed-in user may
@@ -102,7 +102,7 @@ func limited(wait time.Duration, format string, args ...any) error {
 	if wait < time.Second {
 		wait = time.Second
 	}
-	e := sessions.Errorf(sessions.ERATELIMITED, format, args...)
+	e := errs.Errorf(errs.ERATELIMITED, format, args...)
 	e.RetryAfter = wait.Round(time.Second)
 	return e
 }

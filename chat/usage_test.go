@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 func TestAdmitTurn(t *testing.T) {
@@ -35,8 +35,8 @@ func TestAdmitTurn(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			slot, err := AdmitTurn(tc.at, tc.limits, tc.dayTokens, tc.slots, first)
 			if tc.wantRetry != 0 {
-				if sessions.ErrorCode(err) != sessions.ERATELIMITED || sessions.RetryAfter(err) != tc.wantRetry {
-					t.Fatalf("got slot %d, %v (retry %s); want rate limited, retry %s", slot, err, sessions.RetryAfter(err), tc.wantRetry)
+				if errs.CodeOf(err) != errs.ERATELIMITED || errs.RetryAfter(err) != tc.wantRetry {
+					t.Fatalf("got slot %d, %v (retry %s); want rate limited, retry %s", slot, err, errs.RetryAfter(err), tc.wantRetry)
 				}
 				return
 			}
@@ -77,8 +77,8 @@ func TestAppendedMessagesWindow(t *testing.T) {
 	if err := u.AdmitMessages(noon, l, 4); err != nil {
 		t.Fatal(err)
 	}
-	if err := u.AdmitMessages(noon, l, 2); sessions.ErrorCode(err) != sessions.ERATELIMITED || sessions.RetryAfter(err) != 50*time.Second {
-		t.Errorf("a batch over the minute's messages: %v (retry %s)", err, sessions.RetryAfter(err))
+	if err := u.AdmitMessages(noon, l, 2); errs.CodeOf(err) != errs.ERATELIMITED || errs.RetryAfter(err) != 50*time.Second {
+		t.Errorf("a batch over the minute's messages: %v (retry %s)", err, errs.RetryAfter(err))
 	}
 	if err := u.AdmitMessages(noon, l, 1); err != nil || u.MinuteMessages != 5 {
 		t.Errorf("a refused batch counted: %v, %d messages", err, u.MinuteMessages)
@@ -87,7 +87,7 @@ func TestAppendedMessagesWindow(t *testing.T) {
 		t.Errorf("a new minute: %v", err)
 	}
 	u.DayTokens = 100
-	if err := u.AdmitMessages(noon.Add(2*time.Minute), l, 1); sessions.ErrorCode(err) != sessions.ERATELIMITED {
+	if err := u.AdmitMessages(noon.Add(2*time.Minute), l, 1); errs.CodeOf(err) != errs.ERATELIMITED {
 		t.Errorf("over the day's tokens: %v", err)
 	}
 }

@@ -10,6 +10,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -127,13 +128,13 @@ func decodeStored(snaps []*firestore.DocumentSnapshot, sessionID string) (*store
 	}
 	st.headTime = snaps[1].UpdateTime
 	if err := snaps[1].DataTo(&st.head); err != nil {
-		return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+		return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
 	}
 	st.t.CompactingUntil = st.head.CompactingUntil.UTC()
 	if snaps[2].Exists() {
 		var d summaryDoc
 		if err := snaps[2].DataTo(&d); err != nil {
-			return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+			return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
 		}
 		if d.Compaction != nil {
 			st.t.Compaction = fromCompactionDoc(history.CompactionID(d.Compaction.EndSeq), d.Compaction)
@@ -146,7 +147,7 @@ func decodeStored(snaps []*firestore.DocumentSnapshot, sessionID string) (*store
 		}
 		var p pageDoc
 		if err := snap.DataTo(&p); err != nil {
-			return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+			return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
 		}
 		st.pages[i] = &p
 		for j := range p.Messages {
@@ -176,7 +177,7 @@ func (db *DB) readLegacy(get getAll, st *stored) error {
 		CompactingUntil time.Time      `firestore:"compactingUntil"`
 	}
 	if err := snap.DataTo(&d); err != nil {
-		return sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+		return errs.Wrap(errs.EINTERNAL, err, "internal error")
 	}
 	st.t.CompactingUntil = d.CompactingUntil.UTC()
 	if d.Compaction != nil {
@@ -312,7 +313,7 @@ func layout(c *firestore.CollectionRef, st *stored, s *sessions.Session, t *hist
 		}
 		if p == nil || p.Page != l.head.Page {
 			if p != nil && len(p.Messages) > 0 && p.Messages[len(p.Messages)-1].Seq >= l.head.From {
-				return nil, sessions.Errorf(sessions.EINTERNAL, "context page %d of session %s would overwrite live messages", p.Page, s.ID)
+				return nil, errs.Errorf(errs.EINTERNAL, "context page %d of session %s would overwrite live messages", p.Page, s.ID)
 			}
 			p = &pageDoc{UserID: s.UserID, Page: l.head.Page}
 		} else if l.set[slot] == nil {
@@ -334,7 +335,7 @@ func layout(c *firestore.CollectionRef, st *stored, s *sessions.Session, t *hist
 			}
 		case l.set[i] != nil:
 			if n := pageSize(c, i, p); n > MaxDocBytes*9/10 {
-				return nil, sessions.Errorf(sessions.EINTERNAL, "context page of %d bytes", n)
+				return nil, errs.Errorf(errs.EINTERNAL, "context page of %d bytes", n)
 			}
 		case p.Page != l.head.Page && (len(p.Messages) == 0 || p.Messages[len(p.Messages)-1].Seq < l.head.From):
 			l.del = append(l.del, i) // wholly out of the tail
@@ -434,7 +435,7 @@ func (db *DB) SaveCompaction(ctx context.Context, sessionID string, c *history.C
 			return nil, sessions.NotFound(sessionID)
 		}
 		if extra[0].Exists() {
-			return nil, sessions.Errorf(sessions.ECONFLICT, "compaction %s exists", c.ID)
+			return nil, errs.Errorf(errs.ECONFLICT, "compaction %s exists", c.ID)
 		}
 		s, t := st.s.Clone(), st.t.Clone()
 		if err := fn(s, t); err != nil {
@@ -460,7 +461,7 @@ func (db *DB) ListCompactions(ctx context.Context, sessionID string) ([]history.
 	for _, snap := range snaps {
 		var d compactionDoc
 		if err := snap.DataTo(&d); err != nil {
-			return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+			return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
 		}
 		out = append(out, *fromCompactionDoc(snap.Ref.ID, &d))
 	}

@@ -6,6 +6,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -102,7 +103,7 @@ func toSessionDoc(s *sessions.Session) *sessionDoc {
 func decodeSession(snap *firestore.DocumentSnapshot) (*sessions.Session, error) {
 	var d sessionDoc
 	if err := snap.DataTo(&d); err != nil {
-		return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+		return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
 	}
 	return &sessions.Session{
 		ID: snap.Ref.ID, UserID: d.UserID, Title: d.Title, TitleSource: sessions.TitleSource(d.TitleSource),
@@ -203,7 +204,7 @@ func toMessageDoc(m *history.Message, batchSize int) *messageDoc {
 func decodeMessage(snap *firestore.DocumentSnapshot) (history.Message, int, error) {
 	var d messageDoc
 	if err := snap.DataTo(&d); err != nil {
-		return history.Message{}, 0, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+		return history.Message{}, 0, errs.Wrap(errs.EINTERNAL, err, "internal error")
 	}
 	m := d.message(snap.Ref.ID, snap.Ref.Parent.Parent.ID)
 	m.UserID, m.ClientMessageID = d.UserID, d.ClientMessageID

@@ -18,7 +18,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // Collection names.
@@ -105,24 +105,24 @@ func translate(err error) error {
 	if err == nil {
 		return nil
 	}
-	var e *sessions.Error
+	var e *errs.Error
 	if errors.As(err, &e) {
 		return err
 	}
 	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return sessions.Wrap(sessions.EUNAVAILABLE, err, "the request was cancelled or timed out")
+		return errs.Wrap(errs.EUNAVAILABLE, err, "the request was cancelled or timed out")
 	}
 	switch status.Code(err) {
 	case codes.NotFound:
-		return sessions.Wrap(sessions.ENOTFOUND, err, "not found")
+		return errs.Wrap(errs.ENOTFOUND, err, "not found")
 	case codes.AlreadyExists:
-		return sessions.Wrap(sessions.ECONFLICT, err, "already exists")
+		return errs.Wrap(errs.ECONFLICT, err, "already exists")
 	case codes.Aborted:
-		return sessions.Wrap(sessions.EUNAVAILABLE, err, "too many concurrent writes; try again")
+		return errs.Wrap(errs.EUNAVAILABLE, err, "too many concurrent writes; try again")
 	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled:
-		return sessions.Wrap(sessions.EUNAVAILABLE, err, "the database is unavailable; try again")
+		return errs.Wrap(errs.EUNAVAILABLE, err, "the database is unavailable; try again")
 	default:
-		return sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+		return errs.Wrap(errs.EINTERNAL, err, "internal error")
 	}
 }
 

@@ -13,6 +13,7 @@ import (
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 	"github.com/chatmemory/backend/storetest"
 )
@@ -101,7 +102,7 @@ func TestResumePurge(t *testing.T) {
 	cancel()
 	// With a cancelled context the transaction itself fails: nothing happens.
 	_, err := e.Sessions.Purge(cancelled, "alice", s.ID)
-	storetest.WantCode(t, err, sessions.EUNAVAILABLE)
+	storetest.WantCode(t, err, errs.EUNAVAILABLE)
 	if n := countUnder(t, client, s.ID); n != 7 { // 5 messages and the context (head and one page)
 		t.Fatalf("a failed purge deleted messages: %d left", n)
 	}

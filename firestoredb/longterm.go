@@ -8,8 +8,8 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/longterm"
-	"github.com/chatmemory/backend/sessions"
 )
 
 // Long-term memory lives under users/{uid}: the memory document and its
@@ -117,7 +117,7 @@ func decodeMemoryUser(snap *firestore.DocumentSnapshot, userID string) (*longter
 	}
 	var d memoryUserDoc
 	if err := snap.DataTo(&d); err != nil {
-		return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+		return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
 	}
 	u := &longterm.User{UserID: userID, Disabled: d.Disabled, Block: d.Block, BlockTokens: d.BlockTokens,
 		Version: d.Version, UpdatedAt: d.UpdatedAt.UTC(),
@@ -139,7 +139,7 @@ func (db *DB) ListSuperseded(ctx context.Context, userID string) ([]longterm.Fac
 	for _, snap := range snaps {
 		var d factDoc
 		if err := snap.DataTo(&d); err != nil {
-			return nil, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+			return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
 		}
 		out = append(out, fromFactDoc(d))
 	}
@@ -177,7 +177,7 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 			cur, _ = v.(int64)
 		}
 		if cur != version {
-			return sessions.Errorf(sessions.ECONFLICT, "memory changed meanwhile")
+			return errs.Errorf(errs.ECONFLICT, "memory changed meanwhile")
 		}
 		for _, f := range c.File {
 			if err := tx.Set(facts.Doc(f.ID), toFactDoc(userID, f)); err != nil {

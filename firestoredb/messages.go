@@ -6,6 +6,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -109,7 +110,7 @@ func readBatch(getAll func([]*firestore.DocumentRef) ([]*firestore.DocumentSnaps
 	}
 	for _, snap := range snaps {
 		if !snap.Exists() {
-			return nil, sessions.Errorf(sessions.EINTERNAL, "batch %q is incomplete", key)
+			return nil, errs.Errorf(errs.EINTERNAL, "batch %q is incomplete", key)
 		}
 		m, _, err := decodeMessage(snap)
 		if err != nil {

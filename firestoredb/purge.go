@@ -8,6 +8,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -51,7 +52,7 @@ func PurgeLease(d time.Duration) Option { return func(db *DB) { db.purgeLease = 
 func Clock(now func() time.Time) Option { return func(db *DB) { db.now = now } }
 
 // errPurgeBusy is the answer for a purge another sweep holds.
-var errPurgeBusy = &sessions.Error{Code: sessions.EPRECONDITION, Message: "another sweep is purging this session"}
+var errPurgeBusy = &errs.Error{Code: errs.EPRECONDITION, Message: "another sweep is purging this session"}
 
 // PurgeSession purges one session (see PurgeSessions).
 func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error, forget sessions.Forget) (int, error) {
@@ -99,7 +100,7 @@ func (db *DB) ResumePurges(ctx context.Context, ids []string, forget sessions.Fo
 // purge already finished is 0 documents and no error.
 func (db *DB) ResumePurge(ctx context.Context, id string, forget sessions.Forget) (int, error) {
 	p := db.ResumePurges(ctx, []string{id}, forget)[0]
-	if sessions.ErrorCode(p.Err) == sessions.ENOTFOUND {
+	if errs.CodeOf(p.Err) == errs.ENOTFOUND {
 		return 0, nil
 	}
 	return p.Documents, p.Err

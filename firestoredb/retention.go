@@ -9,6 +9,7 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -72,7 +73,7 @@ func (db *DB) count(ctx context.Context, q firestore.Query) (int, error) {
 	case int64:
 		return int(v), nil
 	}
-	return 0, sessions.Errorf(sessions.EINTERNAL, "internal error")
+	return 0, errs.Errorf(errs.EINTERNAL, "internal error")
 }
 
 // SweepsCollection holds the sweep's state between runs (its backlog).
@@ -95,7 +96,7 @@ func (db *DB) LastBacklog(ctx context.Context) (int, time.Time, bool, error) {
 	}
 	var st sweepState
 	if err := snap.DataTo(&st); err != nil {
-		return 0, time.Time{}, false, sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+		return 0, time.Time{}, false, errs.Wrap(errs.EINTERNAL, err, "internal error")
 	}
 	return st.Backlog, st.At.UTC(), true, nil
 }

@@ -8,7 +8,7 @@ import (
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // turnVersion is what a chat.TurnState was read (or written) as: the
@@ -228,7 +228,7 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 	}
 	if w.Slot >= 0 {
 		if w.Slot >= len(r.slots) {
-			return nil, nil, sessions.Errorf(sessions.EINTERNAL, "turn slot %d of %d", w.Slot, len(r.slots))
+			return nil, nil, errs.Errorf(errs.EINTERNAL, "turn slot %d of %d", w.Slot, len(r.slots))
 		}
 		d := slotDoc{UserID: q.UserID, Minute: w.Minute}
 		if t := v.slotTimes[w.Slot]; t.IsZero() {
@@ -333,7 +333,7 @@ func (db *DB) SaveDraft(ctx context.Context, d *chat.Draft) (bool, error) {
 		}
 		d.Version = snap.UpdateTime
 	}
-	return false, sessions.Errorf(sessions.EUNAVAILABLE, "the draft keeps changing")
+	return false, errs.Errorf(errs.EUNAVAILABLE, "the draft keeps changing")
 }
 
 // RequestStop marks the session's draft to be stopped if it follows
@@ -345,7 +345,7 @@ func (db *DB) RequestStop(ctx context.Context, userID, sessionID, replyID string
 	for range 5 {
 		snap, err := ref.Get(ctx)
 		if isNotFound(err) {
-			return sessions.Errorf(sessions.ENOTFOUND, "no reply %s is in progress", replyID)
+			return errs.Errorf(errs.ENOTFOUND, "no reply %s is in progress", replyID)
 		}
 		if err != nil {
 			return translate(err)
@@ -355,14 +355,14 @@ func (db *DB) RequestStop(ctx context.Context, userID, sessionID, replyID string
 			return err
 		}
 		if d.UserID != userID || d.ReplyID != replyID {
-			return sessions.Errorf(sessions.ENOTFOUND, "no reply %s is in progress", replyID)
+			return errs.Errorf(errs.ENOTFOUND, "no reply %s is in progress", replyID)
 		}
 		_, err = ref.Update(ctx, []firestore.Update{{Path: "stopRequested", Value: true}}, firestore.LastUpdateTime(snap.UpdateTime))
 		if err == nil || !stale(err) {
 			return translate(err)
 		}
 	}
-	return sessions.Errorf(sessions.EUNAVAILABLE, "the reply kept changing; try again")
+	return errs.Errorf(errs.EUNAVAILABLE, "the reply kept changing; try again")
 }
 
 // leaseField is the field of the message Asked that holds q's lease.

@@ -9,7 +9,8 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/chatmemory/backend/chat"
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
 )
 
 // A user's usage is kept in documents no two concurrent turns of theirs
@@ -44,7 +45,7 @@ type slotDoc struct {
 // UserDocID is the document id used for a user's own documents: the uid
 // itself when it is a safe id, else its hash.
 func UserDocID(uid string) string {
-	if sessions.ValidID(uid) {
+	if ids.Valid(uid) {
 		return uid
 	}
 	h := sha256.Sum256([]byte(uid))
@@ -92,7 +93,7 @@ func dataTo(snap *firestore.DocumentSnapshot, v any) error {
 		return nil
 	}
 	if err := snap.DataTo(v); err != nil {
-		return sessions.Wrap(sessions.EINTERNAL, err, "internal error")
+		return errs.Wrap(errs.EINTERNAL, err, "internal error")
 	}
 	return nil
 }

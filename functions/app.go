@@ -22,6 +22,7 @@ import (
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/memorydb"
@@ -205,11 +206,11 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 
 // Close releases the App's clients.
 func (a *App) Close() error {
-	var errs []error
+	var failures []error
 	for _, c := range a.closers {
-		errs = append(errs, c())
+		failures = append(failures, c())
 	}
-	return errors.Join(errs...)
+	return errors.Join(failures...)
 }
 
 // defaultApp is the App of a deployed function, built from the
@@ -233,7 +234,7 @@ func Serve(w http.ResponseWriter, r *http.Request) {
 	a, err := defaultApp()
 	if err != nil {
 		slog.New(logHandler(os.Stderr, slog.LevelInfo)).Error("start-up failed", "error", err.Error())
-		writeJSON(w, http.StatusServiceUnavailable, bodyOf(sessions.Errorf(sessions.EUNAVAILABLE, "the service is not configured")))
+		writeJSON(w, http.StatusServiceUnavailable, bodyOf(errs.Errorf(errs.EUNAVAILABLE, "the service is not configured")))
 		return
 	}
 	a.handler.ServeHTTP(w, r)

@@ -8,7 +8,7 @@ import (
 
 	"firebase.google.com/go/v4/appcheck"
 
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // AppCheckMode is what the API does with Firebase App Check tokens
@@ -107,6 +107,6 @@ func (a *App) checkApp(w http.ResponseWriter, r *http.Request) bool {
 		return true
 	}
 	a.Log.WarnContext(r.Context(), "App Check token "+v+": refused", "appCheck", v, "count", n, "reason", reason)
-	a.writeError(w, r, sessions.Errorf(sessions.EUNAUTHENTICATED, "this app could not be verified: send a valid App Check token in %s", AppCheckHeader))
+	a.writeError(w, r, errs.Errorf(errs.EUNAUTHENTICATED, "this app could not be verified: send a valid App Check token in %s", AppCheckHeader))
 	return false
 }

@@ -10,7 +10,7 @@ import (
 
 	"firebase.google.com/go/v4/auth"
 
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // Verifier turns a Firebase ID token into the uid of its user.
@@ -149,22 +149,22 @@ func authError(err error) error {
 	var ae accountError
 	switch {
 	case errors.As(err, &ae):
-		return sessions.Wrap(sessions.EUNAUTHENTICATED, err, string(ae))
+		return errs.Wrap(errs.EUNAUTHENTICATED, err, string(ae))
 	case auth.IsIDTokenExpired(err):
-		return sessions.Wrap(sessions.EUNAUTHENTICATED, err, "the ID token has expired")
+		return errs.Wrap(errs.EUNAUTHENTICATED, err, "the ID token has expired")
 	case auth.IsIDTokenRevoked(err):
-		return sessions.Wrap(sessions.EUNAUTHENTICATED, err, "the ID token has been revoked")
+		return errs.Wrap(errs.EUNAUTHENTICATED, err, "the ID token has been revoked")
 	case auth.IsUserDisabled(err):
-		return sessions.Wrap(sessions.EUNAUTHENTICATED, err, "the account is disabled")
+		return errs.Wrap(errs.EUNAUTHENTICATED, err, "the account is disabled")
 	case auth.IsUserNotFound(err):
-		return sessions.Wrap(sessions.EUNAUTHENTICATED, err, "the account no longer exists")
+		return errs.Wrap(errs.EUNAUTHENTICATED, err, "the account no longer exists")
 	case auth.IsIDTokenInvalid(err), auth.IsTenantIDMismatch(err):
-		return sessions.Wrap(sessions.EUNAUTHENTICATED, err, "the ID token is invalid")
+		return errs.Wrap(errs.EUNAUTHENTICATED, err, "the ID token is invalid")
 	case auth.IsCertificateFetchFailed(err), isTransport(err):
-		return sessions.Wrap(sessions.EUNAVAILABLE, err, "authentication is unavailable; try again")
+		return errs.Wrap(errs.EUNAVAILABLE, err, "authentication is unavailable; try again")
 	default:
 		// The verifier reports malformed tokens as plain errors.
-		return sessions.Wrap(sessions.EUNAUTHENTICATED, err, "the ID token is invalid")
+		return errs.Wrap(errs.EUNAUTHENTICATED, err, "the ID token is invalid")
 	}
 }
 
@@ -202,12 +202,12 @@ func (a *App) authenticate(next http.Handler) http.Handler {
 		token = strings.TrimSpace(token)
 		if !ok || token == "" {
 			w.Header().Set("WWW-Authenticate", `Bearer realm="api"`)
-			a.writeError(w, r, sessions.Errorf(sessions.EUNAUTHENTICATED, "sign in: send Authorization: Bearer <Firebase ID token>"))
+			a.writeError(w, r, errs.Errorf(errs.EUNAUTHENTICATED, "sign in: send Authorization: Bearer <Firebase ID token>"))
 			return
 		}
 		uid, err := a.Auth.Verify(r.Context(), token)
 		if err != nil {
-			if sessions.ErrorCode(err) == sessions.EUNAUTHENTICATED {
+			if errs.CodeOf(err) == errs.EUNAUTHENTICATED {
 				w.Header().Set("WWW-Authenticate", `Bearer realm="api", error="invalid_token"`)
 			}
 			a.writeError(w, r, err)

@@ -11,6 +11,7 @@ import (
 	"slices"
 	"strings"
 
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -55,19 +56,19 @@ var callables = map[string]callableOp{
 // callableStatus is the callable protocol's status name for each error
 // code, beside statusOf's HTTP status; the protocol fixes the HTTP status
 // of each name (callableHTTP).
-var callableStatus = map[sessions.Code]string{
-	sessions.EINVALID:         "INVALID_ARGUMENT",
-	sessions.EUNAUTHENTICATED: "UNAUTHENTICATED",
-	sessions.ENOTFOUND:        "NOT_FOUND",
-	eMethod:                   "INVALID_ARGUMENT",
-	sessions.ECONFLICT:        "ABORTED",
-	sessions.EPRECONDITION:    "FAILED_PRECONDITION",
-	sessions.ETOOLARGE:        "INVALID_ARGUMENT",
-	sessions.ERATELIMITED:     "RESOURCE_EXHAUSTED",
-	sessions.EINTERNAL:        "INTERNAL",
-	sessions.EUPSTREAM:        "UNAVAILABLE",
-	sessions.EUNAVAILABLE:     "UNAVAILABLE",
-	eTimeout:                  "DEADLINE_EXCEEDED",
+var callableStatus = map[errs.Code]string{
+	errs.EINVALID:         "INVALID_ARGUMENT",
+	errs.EUNAUTHENTICATED: "UNAUTHENTICATED",
+	errs.ENOTFOUND:        "NOT_FOUND",
+	eMethod:               "INVALID_ARGUMENT",
+	errs.ECONFLICT:        "ABORTED",
+	errs.EPRECONDITION:    "FAILED_PRECONDITION",
+	errs.ETOOLARGE:        "INVALID_ARGUMENT",
+	errs.ERATELIMITED:     "RESOURCE_EXHAUSTED",
+	errs.EINTERNAL:        "INTERNAL",
+	errs.EUPSTREAM:        "UNAVAILABLE",
+	errs.EUNAVAILABLE:     "UNAVAILABLE",
+	eTimeout:              "DEADLINE_EXCEEDED",
 }
 
 var callableHTTP = map[string]int{
@@ -112,7 +113,7 @@ func writeCallableError(w http.ResponseWriter, r *http.Request, err error) {
 func (a *App) callable(w http.ResponseWriter, r *http.Request) {
 	op, ok := callables[r.PathValue("name")]
 	if !ok {
-		a.writeError(w, r, sessions.Errorf(sessions.ENOTFOUND, "no callable function %q", r.PathValue("name")))
+		a.writeError(w, r, errs.Errorf(errs.ENOTFOUND, "no callable function %q", r.PathValue("name")))
 		return
 	}
 	var env struct {
@@ -165,13 +166,13 @@ func (op callableOp) request(r *http.Request, data map[string]json.RawMessage) (
 		raw, ok := data[field]
 		delete(data, field)
 		if !ok {
-			return "", sessions.Errorf(sessions.EINVALID, "data.%s is required", field)
+			return "", errs.Errorf(errs.EINVALID, "data.%s is required", field)
 		}
 		var s string
 		if err := json.Unmarshal(raw, &s); err != nil {
 			var n json.Number
 			if json.Unmarshal(raw, &n) != nil {
-				return "", sessions.Errorf(sessions.EINVALID, "data.%s must be a string", field)
+				return "", errs.Errorf(errs.EINVALID, "data.%s must be a string", field)
 			}
 			s = n.String()
 		}
@@ -186,7 +187,7 @@ func (op callableOp) request(r *http.Request, data map[string]json.RawMessage) (
 			return nil, err
 		}
 		if err := sessions.CheckID(v); err != nil {
-			return nil, sessions.Errorf(sessions.EINVALID, "data.%s: %s", field, sessions.ErrorMessage(err))
+			return nil, errs.Errorf(errs.EINVALID, "data.%s: %s", field, errs.Message(err))
 		}
 		inner.SetPathValue(name, v)
 		if name == "id" {
@@ -214,18 +215,18 @@ func (op callableOp) request(r *http.Request, data map[string]json.RawMessage) (
 				keys = append(keys, k)
 			}
 			slices.Sort(keys)
-			return nil, sessions.Errorf(sessions.EINVALID, "data has unknown fields: %s", strings.Join(keys, ", "))
+			return nil, errs.Errorf(errs.EINVALID, "data has unknown fields: %s", strings.Join(keys, ", "))
 		}
 	case "":
 		body = data
 	default:
 		raw, ok := data[op.body]
 		if !ok {
-			return nil, sessions.Errorf(sessions.EINVALID, "data.%s is required", op.body)
+			return nil, errs.Errorf(errs.EINVALID, "data.%s is required", op.body)
 		}
 		delete(data, op.body)
 		if len(data) > 0 {
-			return nil, sessions.Errorf(sessions.EINVALID, "data has unknown fields besides %s", op.body)
+			return nil, errs.Errorf(errs.EINVALID, "data has unknown fields besides %s", op.body)
 		}
 		body = raw
 	}

@@ -8,34 +8,34 @@ import (
 	"strconv"
 	"time"
 
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // Codes that exist only at the HTTP edge.
 const (
-	eMethod  sessions.Code = "method_not_allowed"
-	eTimeout sessions.Code = "request_timeout" // the body came too slowly
+	eMethod  errs.Code = "method_not_allowed"
+	eTimeout errs.Code = "request_timeout" // the body came too slowly
 )
 
 // statusOf is the one table from error code to HTTP status.
-var statusOf = map[sessions.Code]int{
-	sessions.EINVALID:         http.StatusBadRequest,
-	sessions.EUNAUTHENTICATED: http.StatusUnauthorized,
-	sessions.ENOTFOUND:        http.StatusNotFound,
-	eMethod:                   http.StatusMethodNotAllowed,
-	sessions.ECONFLICT:        http.StatusConflict,
-	sessions.EPRECONDITION:    http.StatusConflict,
-	sessions.ETOOLARGE:        http.StatusRequestEntityTooLarge,
-	sessions.ERATELIMITED:     http.StatusTooManyRequests,
-	sessions.EINTERNAL:        http.StatusInternalServerError,
-	sessions.EUPSTREAM:        http.StatusBadGateway,
-	sessions.EUNAVAILABLE:     http.StatusServiceUnavailable,
-	eTimeout:                  http.StatusRequestTimeout,
+var statusOf = map[errs.Code]int{
+	errs.EINVALID:         http.StatusBadRequest,
+	errs.EUNAUTHENTICATED: http.StatusUnauthorized,
+	errs.ENOTFOUND:        http.StatusNotFound,
+	eMethod:               http.StatusMethodNotAllowed,
+	errs.ECONFLICT:        http.StatusConflict,
+	errs.EPRECONDITION:    http.StatusConflict,
+	errs.ETOOLARGE:        http.StatusRequestEntityTooLarge,
+	errs.ERATELIMITED:     http.StatusTooManyRequests,
+	errs.EINTERNAL:        http.StatusInternalServerError,
+	errs.EUPSTREAM:        http.StatusBadGateway,
+	errs.EUNAVAILABLE:     http.StatusServiceUnavailable,
+	eTimeout:              http.StatusRequestTimeout,
 }
 
 // StatusOf returns the HTTP status for err.
 func StatusOf(err error) int {
-	if s, ok := statusOf[sessions.ErrorCode(err)]; ok {
+	if s, ok := statusOf[errs.CodeOf(err)]; ok {
 		return s
 	}
 	return http.StatusInternalServerError
@@ -46,17 +46,17 @@ type errorBody struct {
 }
 
 type errorDetail struct {
-	Code    sessions.Code `json:"code"`
-	Message string        `json:"message"`
+	Code    errs.Code `json:"code"`
+	Message string    `json:"message"`
 }
 
 // bodyOf is what a caller is shown of err: its code and safe message.
 func bodyOf(err error) errorBody {
-	code := sessions.ErrorCode(err)
+	code := errs.CodeOf(err)
 	if _, ok := statusOf[code]; !ok {
-		code = sessions.EINTERNAL
+		code = errs.EINTERNAL
 	}
-	return errorBody{Error: errorDetail{Code: code, Message: sessions.ErrorMessage(err)}}
+	return errorBody{Error: errorDetail{Code: code, Message: errs.Message(err)}}
 }
 
 // unavailableRetry is the Retry-After of a 503 that says nothing better.
@@ -67,7 +67,7 @@ const unavailableRetry = 5 * time.Second
 func (a *App) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := StatusOf(err)
 	a.logFailure(r, status, err)
-	d := sessions.RetryAfter(err)
+	d := errs.RetryAfter(err)
 	if d == 0 && status == http.StatusServiceUnavailable {
 		d = unavailableRetry
 	}
@@ -86,7 +86,7 @@ func (a *App) logFailure(r *http.Request, status int, err error) {
 	case status >= 500:
 		a.Log.ErrorContext(r.Context(), "request failed", "status", status, "error", err.Error())
 	case status != http.StatusNotFound && status != http.StatusUnauthorized:
-		a.Log.InfoContext(r.Context(), "request refused", "status", status, "code", string(sessions.ErrorCode(err)))
+		a.Log.InfoContext(r.Context(), "request refused", "status", status, "code", string(errs.CodeOf(err)))
 	}
 }
 

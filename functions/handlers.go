@@ -10,6 +10,8 @@ import (
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/sessions"
@@ -18,7 +20,7 @@ import (
 // sessionID reads {id} from the path and notes it for the request log.
 func sessionID(r *http.Request) string {
 	id := r.PathValue("id")
-	if sessions.ValidID(id) {
+	if ids.Valid(id) {
 		info(r.Context()).sessionID = id
 	}
 	return id
@@ -121,7 +123,7 @@ func (a *App) listMessages(w http.ResponseWriter, r *http.Request) {
 	case "all":
 		all = true
 	default:
-		a.writeError(w, r, sessions.Errorf(sessions.EINVALID, "branch must be active or all"))
+		a.writeError(w, r, errs.Errorf(errs.EINVALID, "branch must be active or all"))
 		return
 	}
 	page, err := a.History.Page(r.Context(), s, history.PageRequest{
@@ -146,7 +148,7 @@ func (a *App) switchBranch(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Seq == nil {
-		a.writeError(w, r, sessions.Errorf(sessions.EINVALID, "seq is required: the message whose branch to show"))
+		a.writeError(w, r, errs.Errorf(errs.EINVALID, "seq is required: the message whose branch to show"))
 		return
 	}
 	s, err := a.History.SwitchBranch(r.Context(), UserID(r.Context()), sessionID(r), *req.Seq)
@@ -361,7 +363,7 @@ func (a *App) setMemory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	if req.Enabled == nil {
-		a.writeError(w, r, sessions.Errorf(sessions.EINVALID, "give enabled: true or false"))
+		a.writeError(w, r, errs.Errorf(errs.EINVALID, "give enabled: true or false"))
 		return
 	}
 	if err := a.Memory.SetEnabled(r.Context(), UserID(r.Context()), *req.Enabled); err != nil {

@@ -26,6 +26,7 @@ import (
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/kernel/clock/clocktest"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/memorydb"
@@ -41,7 +42,7 @@ type harness struct {
 	srv       *httptest.Server
 	app       *functions.App
 	model     *llmtest.Server
-	clock     *storetest.Clock
+	clock     *clocktest.Clock
 	auth      *auth.Client
 	logs      *syncBuffer
 	sent      atomic.Int64 // requests sent with do
@@ -109,7 +110,7 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Con
 	t.Helper()
 	t.Parallel()
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
-	h := &harness{t: t, model: llmtest.New(t), clock: storetest.NewClock(clockStart), logs: &syncBuffer{}}
+	h := &harness{t: t, model: llmtest.New(t), clock: clocktest.NewClock(clockStart), logs: &syncBuffer{}}
 	var store functions.Store = memorydb.New()
 	if backend == "firestore" {
 		h.counter = &firestoretest.Counter{}

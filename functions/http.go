@@ -14,7 +14,8 @@ import (
 	"strings"
 	"time"
 
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/strictjson"
 )
 
 // Handler returns every endpoint under its path, behind logging, panic
@@ -58,10 +59,10 @@ func (a *App) Handler() http.Handler {
 		h.ServeHTTP(probe, r)
 		if probe.status == http.StatusMethodNotAllowed {
 			w.Header().Set("Allow", probe.header.Get("Allow"))
-			a.writeError(w, r, sessions.Errorf(eMethod, "method %s is not allowed here", r.Method))
+			a.writeError(w, r, errs.Errorf(eMethod, "method %s is not allowed here", r.Method))
 			return
 		}
-		a.writeError(w, r, sessions.Errorf(sessions.ENOTFOUND, "no such endpoint"))
+		a.writeError(w, r, errs.Errorf(errs.ENOTFOUND, "no such endpoint"))
 	})
 	return a.traceRequests(a.logRequests(a.recoverPanics(a.cors(a.limitBody(routed)))))
 }
@@ -157,7 +158,7 @@ func (a *App) recoverPanics(next http.Handler) http.Handler {
 				if v == http.ErrAbortHandler {
 					panic(v)
 				}
-				a.writeError(w, r, sessions.Wrap(sessions.EINTERNAL, panicError{v}, "internal error"))
+				a.writeError(w, r, errs.Wrap(errs.EINTERNAL, panicError{v}, "internal error"))
 			}
 		}()
 		next.ServeHTTP(w, r)
@@ -238,7 +239,7 @@ func (b *deadlineBody) Read(p []byte) (int, error) {
 }
 
 func tooLarge(n int64) error {
-	return sessions.Errorf(sessions.ETOOLARGE, "the request body is larger than %d bytes", n)
+	return errs.Errorf(errs.ETOOLARGE, "the request body is larger than %d bytes", n)
 }
 
 // decode reads a JSON body strictly into v.
@@ -250,13 +251,13 @@ func (a *App) decode(r *http.Request, v any) error {
 	case errors.As(err, &mbe):
 		return tooLarge(mbe.Limit)
 	case errors.As(err, &ne) && ne.Timeout():
-		return sessions.Errorf(eTimeout, "the request body did not arrive within %s", a.ReadTimeout)
+		return errs.Errorf(eTimeout, "the request body did not arrive within %s", a.ReadTimeout)
 	case err != nil:
-		return sessions.Wrap(sessions.EINVALID, err, "could not read the request body")
+		return errs.Wrap(errs.EINVALID, err, "could not read the request body")
 	case len(strings.TrimSpace(string(data))) == 0:
-		return sessions.Errorf(sessions.EINVALID, "the request body is empty; send JSON")
+		return errs.Errorf(errs.EINVALID, "the request body is empty; send JSON")
 	}
-	return sessions.DecodeJSON(data, v)
+	return strictjson.Decode(data, v)
 }
 
 // queryInt reads an optional whole-number query parameter.
@@ -267,7 +268,7 @@ func queryInt(r *http.Request, name string) (int, error) {
 	}
 	n, err := strconv.Atoi(v)
 	if err != nil {
-		return 0, sessions.Errorf(sessions.EINVALID, "%s must be a whole number", name)
+		return 0, errs.Errorf(errs.EINVALID, "%s must be a whole number", name)
 	}
 	return n, nil
 }

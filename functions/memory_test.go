@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/sessions"
@@ -265,13 +266,13 @@ func TestRacingCompactions(t *testing.T) {
 	h.idle()
 	summaryOK.Store(true)
 	before = sc.summaries.Load()
-	errs := make(chan error, 2)
-	go func() { _, err := h.app.History.Compact(context.Background(), id, fixed); errs <- err }()
+	errc := make(chan error, 2)
+	go func() { _, err := h.app.History.Compact(context.Background(), id, fixed); errc <- err }()
 	waitFor(t, "the first summary request", func() bool { return sc.summaries.Load() > before })
 	h.clock.Advance(history.CompactionLease + time.Second) // the first holder looks dead
-	go func() { _, err := h.app.History.Compact(context.Background(), id, fixed); errs <- err }()
-	e1, e2 := <-errs, <-errs
-	if (e1 == nil) == (e2 == nil) || sessions.ErrorCode(errors.Join(e1, e2)) != sessions.ECONFLICT {
+	go func() { _, err := h.app.History.Compact(context.Background(), id, fixed); errc <- err }()
+	e1, e2 := <-errc, <-errc
+	if (e1 == nil) == (e2 == nil) || errs.CodeOf(errors.Join(e1, e2)) != errs.ECONFLICT {
 		t.Errorf("two compactions past the lease: %v / %v", e1, e2)
 	}
 	if n := len(h.compactions(id)); n != 2 || sc.summaries.Load()-before != 2 {

@@ -8,7 +8,7 @@ import (
 
 	"firebase.google.com/go/v4/auth"
 
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // account is what a fake Auth backend holds of one user.
@@ -40,13 +40,13 @@ func TestRevocationIsCheckedOncePerTTL(t *testing.T) {
 			},
 		}
 	}
-	verify := func(v *FirebaseVerifier, uid string) sessions.Code {
+	verify := func(v *FirebaseVerifier, uid string) errs.Code {
 		t.Helper()
 		got, err := v.Verify(context.Background(), uid)
 		if err == nil && got != uid {
 			t.Fatalf("uid %q, want %q", got, uid)
 		}
-		return sessions.ErrorCode(err)
+		return errs.CodeOf(err)
 	}
 
 	t.Run("CachedWithinTTL", func(t *testing.T) {
@@ -76,7 +76,7 @@ func TestRevocationIsCheckedOncePerTTL(t *testing.T) {
 			t.Fatalf("within the TTL the cached state holds, got %q", c)
 		}
 		now = start.Add(5 * time.Minute)
-		if c := verify(v, "alice"); c != sessions.EUNAUTHENTICATED {
+		if c := verify(v, "alice"); c != errs.EUNAUTHENTICATED {
 			t.Fatalf("after the TTL a revoked token must be refused, got %q", c)
 		}
 		now = start
@@ -86,7 +86,7 @@ func TestRevocationIsCheckedOncePerTTL(t *testing.T) {
 		v := newVerifier(0)
 		verify(v, "alice")
 		acct.disabled = true
-		if c := verify(v, "alice"); c != sessions.EUNAUTHENTICATED {
+		if c := verify(v, "alice"); c != errs.EUNAUTHENTICATED {
 			t.Fatalf("disabled account with TTL 0: %q", c)
 		}
 		if lookups != 2 {
@@ -96,8 +96,8 @@ func TestRevocationIsCheckedOncePerTTL(t *testing.T) {
 	t.Run("FailuresAreNotCached", func(t *testing.T) {
 		*acct, lookups = account{down: true}, 0
 		v := newVerifier(5 * time.Minute)
-		if c := verify(v, "alice"); c != sessions.EUNAVAILABLE {
-			t.Fatalf("unreachable Auth: %q, want %q", c, sessions.EUNAVAILABLE)
+		if c := verify(v, "alice"); c != errs.EUNAVAILABLE {
+			t.Fatalf("unreachable Auth: %q, want %q", c, errs.EUNAVAILABLE)
 		}
 		acct.down = false
 		if c := verify(v, "alice"); c != "" {
@@ -111,7 +111,7 @@ func TestRevocationIsCheckedOncePerTTL(t *testing.T) {
 		lookups = 0
 		v := newVerifier(5 * time.Minute)
 		v.decode = func(context.Context, string) (*auth.Token, error) { return nil, errors.New("malformed") }
-		if c := verify(v, "x"); c != sessions.EUNAUTHENTICATED {
+		if c := verify(v, "x"); c != errs.EUNAUTHENTICATED {
 			t.Fatalf("malformed token: %q", c)
 		}
 		if lookups != 0 {

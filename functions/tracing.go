@@ -21,7 +21,7 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chatmemory/backend/chat"
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // Traces: every request is a span, a turn a child span of it, and under
@@ -133,7 +133,7 @@ func (a *App) tracedTurn(ctx context.Context, req chat.TurnRequest) (*chat.TurnR
 	}
 	res, err := a.Chat.Turn(ctx, req)
 	if err != nil {
-		span.SetStatus(codes.Error, string(sessions.ErrorCode(err)))
+		span.SetStatus(codes.Error, string(errs.CodeOf(err)))
 		return nil, err
 	}
 	span.SetAttributes(attribute.String("session.id", res.Session.ID), attribute.Bool("turn.replayed", res.Replayed),

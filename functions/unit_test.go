@@ -10,17 +10,18 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
 func TestErrorTable(t *testing.T) {
-	for code, status := range map[sessions.Code]int{
-		sessions.EINVALID: 400, sessions.EUNAUTHENTICATED: 401, sessions.ENOTFOUND: 404,
-		sessions.ECONFLICT: 409, sessions.EPRECONDITION: 409, sessions.ETOOLARGE: 413,
-		sessions.ERATELIMITED: 429, sessions.EINTERNAL: 500, sessions.EUPSTREAM: 502,
-		sessions.EUNAVAILABLE: 503,
+	for code, status := range map[errs.Code]int{
+		errs.EINVALID: 400, errs.EUNAUTHENTICATED: 401, errs.ENOTFOUND: 404,
+		errs.ECONFLICT: 409, errs.EPRECONDITION: 409, errs.ETOOLARGE: 413,
+		errs.ERATELIMITED: 429, errs.EINTERNAL: 500, errs.EUPSTREAM: 502,
+		errs.EUNAVAILABLE: 503,
 	} {
-		if got := StatusOf(sessions.Errorf(code, "x")); got != status {
+		if got := StatusOf(errs.Errorf(code, "x")); got != status {
 			t.Errorf("%s → %d, want %d", code, got, status)
 		}
 	}
@@ -33,7 +34,7 @@ func TestInternalErrorsHidden(t *testing.T) {
 	a := &App{Log: slog.New(logHandler(&logs, slog.LevelInfo))}
 	for _, err := range []error{
 		errors.New("firestore: row 7 of /secret/path exploded"),
-		sessions.Wrap(sessions.EINTERNAL, errors.New("firestore: /secret/path"), "internal error"),
+		errs.Wrap(errs.EINTERNAL, errors.New("firestore: /secret/path"), "internal error"),
 	} {
 		logs.Reset()
 		rec := httptest.NewRecorder()
@@ -46,7 +47,7 @@ func TestInternalErrorsHidden(t *testing.T) {
 		}
 	}
 	rec := httptest.NewRecorder()
-	e := sessions.Errorf(sessions.ERATELIMITED, "slow down")
+	e := errs.Errorf(errs.ERATELIMITED, "slow down")
 	e.RetryAfter = 42 * time.Second
 	a.writeError(rec, httptest.NewRequest("GET", "/x", nil), e)
 	if rec.Code != http.StatusTooManyRequests || rec.Header().Get("Retry-After") != "42" {

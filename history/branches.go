@@ -4,6 +4,8 @@ import (
 	"context"
 	"slices"
 
+	"github.com/chatmemory/backend/kernel/clock"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -102,7 +104,7 @@ func (svc *Service) SwitchBranch(ctx context.Context, userID, sessionID string, 
 		return nil, err
 	}
 	if seq < 0 || seq >= s.NextSeq {
-		return nil, sessions.Errorf(sessions.EINVALID, "seq must name a message of the session (0 to %d)", s.NextSeq-1)
+		return nil, errs.Errorf(errs.EINVALID, "seq must name a message of the session (0 to %d)", s.NextSeq-1)
 	}
 	if err := s.CheckWritable(); err != nil {
 		return nil, err
@@ -126,12 +128,12 @@ func (svc *Service) SwitchBranch(ctx context.Context, userID, sessionID string, 
 		// The tree only grows, so leaf is still where it was; a message
 		// written under it meanwhile would make it no longer the leaf.
 		if cur.LatestLeaf(leaf) != leaf {
-			return sessions.Errorf(sessions.ECONFLICT, "the branch changed meanwhile; try again")
+			return errs.Errorf(errs.ECONFLICT, "the branch changed meanwhile; try again")
 		}
 		lease := t.CompactingUntil
 		*t = *svc.ForkTail(cur, base, leaf)
 		t.CompactingUntil = lease
-		cur.UpdatedAt = sessions.Clock(svc.Now)
+		cur.UpdatedAt = clock.Stored(svc.Now)
 		out = cur
 		return nil
 	})

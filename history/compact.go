@@ -7,6 +7,8 @@ import (
 	"strings"
 	"time"
 
+	"github.com/chatmemory/backend/kernel/clock"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -25,11 +27,11 @@ const SummaryInstructions = "You maintain the running summary of a conversation 
 // CompactionLease is how long one instance may hold a session's compaction.
 const CompactionLease = 2 * time.Minute
 
-// Outcomes of Compact that are not failures. They are *sessions.Error
+// Outcomes of Compact that are not failures. They are *errs.Error
 // values, so storage passes them through unchanged.
 var (
-	ErrNothingToCompact = &sessions.Error{Code: sessions.EPRECONDITION, Message: "nothing to compact"}
-	ErrCompactionBusy   = &sessions.Error{Code: sessions.EPRECONDITION, Message: "another compaction holds the lease"}
+	ErrNothingToCompact = &errs.Error{Code: errs.EPRECONDITION, Message: "nothing to compact"}
+	ErrCompactionBusy   = &errs.Error{Code: errs.EPRECONDITION, Message: "another compaction holds the lease"}
 )
 
 // MaxSummaryChars bounds a stored summary (about 2,000 tokens).
@@ -46,7 +48,7 @@ func (svc *Service) Compact(ctx context.Context, sessionID string, fixed int) (*
 	var plan CompactionPlan
 	var model string
 	var path sessions.Path
-	now := sessions.Clock(svc.Now)
+	now := clock.Stored(svc.Now)
 	err := svc.Repo.UpdateTail(ctx, sessionID, func(s *sessions.Session, t *Tail) error {
 		var ok bool
 		if plan, ok = PlanCompaction(s, t, svc.BudgetFor(s), fixed); !ok {
@@ -69,7 +71,7 @@ func (svc *Service) Compact(ctx context.Context, sessionID string, fixed int) (*
 	}
 	err = svc.Repo.SaveCompaction(ctx, sessionID, c, func(s *sessions.Session, t *Tail) error {
 		if prevEnd(t.Compaction) != prevEnd(plan.Previous) {
-			return sessions.Errorf(sessions.ECONFLICT, "the summary moved on meanwhile")
+			return errs.Errorf(errs.ECONFLICT, "the summary moved on meanwhile")
 		}
 		if !s.Path().Contains(c.EndSeq) {
 			// The record stays: it is the summary of its own branch, which
@@ -91,7 +93,7 @@ func (svc *Service) Compact(ctx context.Context, sessionID string, fixed int) (*
 	if err != nil {
 		// A conflict means another compaction saved, and cleared the lease.
 		// Any other failure would leave the lease held until it expires.
-		if sessions.ErrorCode(err) != sessions.ECONFLICT {
+		if errs.CodeOf(err) != errs.ECONFLICT {
 			svc.releaseLease(ctx, sessionID)
 		}
 		return nil, err
@@ -134,7 +136,7 @@ func (svc *Service) summarize(ctx context.Context, sessionID, model string, path
 	}
 	c := &Compaction{
 		ID: CompactionID(plan.EndSeq), StartSeq: plan.StartSeq, EndSeq: plan.EndSeq,
-		Summary: text, Model: used, CreatedAt: sessions.Clock(svc.Now),
+		Summary: text, Model: used, CreatedAt: clock.Stored(svc.Now),
 	}
 	sm := SummaryMessage(c)
 	c.Tokens = svc.Tokens.Count(model, &sm)

@@ -7,6 +7,7 @@ import (
 	"testing"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/memorydb"
 	"github.com/chatmemory/backend/sessions"
 	"github.com/chatmemory/backend/storetest"
@@ -30,7 +31,7 @@ type failingSave struct {
 func (f *failingSave) SaveCompaction(ctx context.Context, id string, c *history.Compaction, fn func(*sessions.Session, *history.Tail) error) error {
 	if f.failures > 0 {
 		f.failures--
-		return sessions.Wrap(sessions.EUNAVAILABLE, errors.New("commit failed"), "storage unavailable")
+		return errs.Wrap(errs.EUNAVAILABLE, errors.New("commit failed"), "storage unavailable")
 	}
 	return f.DB.SaveCompaction(ctx, id, c, fn)
 }
@@ -55,7 +56,7 @@ func TestCompactAfterFailedSave(t *testing.T) {
 		env.Say(t, s, role, fmt.Sprintf("message %d, with enough words in it to fill a small budget soon", i))
 	}
 	_, err := env.History.Compact(ctx, s.ID, 0)
-	storetest.WantCode(t, err, sessions.EUNAVAILABLE)
+	storetest.WantCode(t, err, errs.EUNAVAILABLE)
 	c, err := env.History.Compact(ctx, s.ID, 0)
 	if err != nil {
 		t.Fatalf("the compaction after a failed save: %v", err)

@@ -5,7 +5,8 @@ import (
 	"sync"
 	"testing"
 
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/strictjson"
 )
 
 var fuzzTok = sync.OnceValues(NewTikToken)
@@ -49,14 +50,14 @@ func FuzzDrafts(f *testing.F) {
 	}
 	f.Fuzz(func(t *testing.T, body []byte, key string) {
 		var drafts []Draft
-		if err := sessions.DecodeJSON(body, &drafts); err != nil {
-			if sessions.ErrorCode(err) != sessions.EINVALID {
+		if err := strictjson.Decode(body, &drafts); err != nil {
+			if errs.CodeOf(err) != errs.EINVALID {
 				t.Fatalf("decode: %v", err)
 			}
 			return
 		}
 		if err := Validate(key, drafts...); err != nil {
-			if sessions.ErrorCode(err) != sessions.EINVALID {
+			if errs.CodeOf(err) != errs.EINVALID {
 				t.Fatalf("validate: %v", err)
 			}
 			return
@@ -65,7 +66,7 @@ func FuzzDrafts(f *testing.F) {
 		for i, d := range drafts {
 			msgs[i] = Message{Role: d.Role, Content: d.Content, ToolCalls: d.ToolCalls, ToolCallID: d.ToolCallID}
 		}
-		if _, err := toolSequence(nil, msgs); err != nil && sessions.ErrorCode(err) != sessions.EINVALID {
+		if _, err := toolSequence(nil, msgs); err != nil && errs.CodeOf(err) != errs.EINVALID {
 			t.Fatalf("tool sequence: %v", err)
 		}
 	})

@@ -5,6 +5,7 @@ import (
 	"slices"
 	"time"
 
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -137,7 +138,7 @@ func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
 	case sessions.StrategyBuffer:
 		all := FitBudget(t.Messages, 1<<62)
 		if !t.Complete(s) || tokensOf(all) > avail {
-			return nil, sessions.Errorf(sessions.EPRECONDITION,
+			return nil, errs.Errorf(errs.EPRECONDITION,
 				"the whole history no longer fits the model's context budget of %d tokens: switch this session to another memory strategy", budget)
 		}
 		c.Messages = all

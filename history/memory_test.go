@@ -5,6 +5,7 @@ import (
 	"math/rand/v2"
 	"testing"
 
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -67,7 +68,7 @@ func TestBuildStrategies(t *testing.T) {
 		t.Run(c.name, func(t *testing.T) {
 			got, err := Build(c.s, c.tail, c.budget, fixed)
 			if c.refused {
-				if sessions.ErrorCode(err) != sessions.EPRECONDITION {
+				if errs.CodeOf(err) != errs.EPRECONDITION {
 					t.Fatalf("want refusal, got %v", err)
 				}
 				return

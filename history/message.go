@@ -10,7 +10,8 @@ import (
 	"time"
 	"unicode/utf8"
 
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/strictjson"
 )
 
 // Role is who speaks in a message, in OpenAI's chat vocabulary.
@@ -63,7 +64,7 @@ type MessageMetadata struct {
 // UnmarshalJSON rejects unknown keys.
 func (m *MessageMetadata) UnmarshalJSON(data []byte) error {
 	type plain MessageMetadata // without this method
-	return sessions.DecodeJSON(data, (*plain)(m))
+	return strictjson.Decode(data, (*plain)(m))
 }
 
 // Draft is a message as a caller submits it; the server assigns the rest.
@@ -79,7 +80,7 @@ type Draft struct {
 // UnmarshalJSON rejects unknown keys.
 func (d *Draft) UnmarshalJSON(data []byte) error {
 	type plain Draft // without this method
-	return sessions.DecodeJSON(data, (*plain)(d))
+	return strictjson.Decode(data, (*plain)(d))
 }
 
 // Message is a stored message. Tokens was counted once, when it was written.
@@ -132,7 +133,7 @@ var (
 
 // invalid is the error for messages[i] of a batch.
 func invalid(i int, format string, args ...any) error {
-	return sessions.Errorf(sessions.EINVALID, "messages[%d]: "+format, append([]any{i}, args...)...)
+	return errs.Errorf(errs.EINVALID, "messages[%d]: "+format, append([]any{i}, args...)...)
 }
 
 // validate checks one draft on its own; i is its place in the batch.
@@ -214,7 +215,7 @@ func (m *MessageMetadata) validate(i int) error {
 // ValidateKey checks a clientMessageId ("" is none).
 func ValidateKey(key string) error {
 	if key != "" && !idRE.MatchString(key) {
-		return sessions.Errorf(sessions.EINVALID, "clientMessageId must be 1 to %d printable characters", MaxKeyLen)
+		return errs.Errorf(errs.EINVALID, "clientMessageId must be 1 to %d printable characters", MaxKeyLen)
 	}
 	return nil
 }
@@ -225,10 +226,10 @@ func Validate(key string, drafts ...Draft) error { return validateBatch(key, dra
 // validateBatch checks a whole append before anything is counted or written.
 func validateBatch(key string, drafts []Draft) error {
 	if len(drafts) == 0 {
-		return sessions.Errorf(sessions.EINVALID, "no messages to append")
+		return errs.Errorf(errs.EINVALID, "no messages to append")
 	}
 	if len(drafts) > MaxBatch {
-		return sessions.Errorf(sessions.EINVALID, "at most %d messages in one append", MaxBatch)
+		return errs.Errorf(errs.EINVALID, "at most %d messages in one append", MaxBatch)
 	}
 	if err := ValidateKey(key); err != nil {
 		return err

@@ -8,6 +8,9 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/chatmemory/backend/kernel/clock"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/paging"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -27,7 +30,7 @@ type Appended struct {
 	Replayed bool // the batch had been stored before; nothing was written
 }
 
-// Repo is the storage history needs. Implementations return *sessions.Error
+// Repo is the storage history needs. Implementations return *errs.Error
 // values (ENOTFOUND for a missing session, EUNAVAILABLE when unreachable).
 type Repo interface {
 	// Append atomically reads session sessionID (ENOTFOUND if missing), its
@@ -149,7 +152,7 @@ func (svc *Service) Prepare(s *sessions.Session, key string, drafts ...Draft) (P
 	if err := validateBatch(key, drafts); err != nil {
 		return nil, err
 	}
-	now := sessions.Clock(svc.Now)
+	now := clock.Stored(svc.Now)
 	msgs := make([]Message, len(drafts))
 	total := 0
 	for i, d := range drafts {
@@ -179,7 +182,7 @@ func (svc *Service) Prepare(s *sessions.Session, key string, drafts ...Draft) (P
 		}
 		if stored != nil {
 			if !sameBatch(stored, drafts) {
-				return nil, sessions.Errorf(sessions.ECONFLICT, "clientMessageId %q was already used for other messages", key)
+				return nil, errs.Errorf(errs.ECONFLICT, "clientMessageId %q was already used for other messages", key)
 			}
 			return nil, nil
 		}
@@ -187,7 +190,7 @@ func (svc *Service) Prepare(s *sessions.Session, key string, drafts ...Draft) (P
 			return nil, err
 		}
 		if svc.MaxMessages > 0 && cur.MessageCount+len(msgs) > svc.MaxMessages {
-			return nil, sessions.Errorf(sessions.ETOOLARGE, "the session has reached its limit of %d messages; start a new session", svc.MaxMessages)
+			return nil, errs.Errorf(errs.ETOOLARGE, "the session has reached its limit of %d messages; start a new session", svc.MaxMessages)
 		}
 		open, err := toolSequence(cur.PendingToolCalls, msgs)
 		if err != nil {
@@ -248,7 +251,7 @@ const (
 // PageRequest asks for one page of a session's messages.
 type PageRequest struct {
 	Order     Order // empty: oldest first
-	Limit     int   // 0: sessions.DefaultPageSize
+	Limit     int   // 0: paging.DefaultSize
 	PageToken string
 	// All lists every message of every branch, in the order written;
 	// otherwise only the active branch is listed.
@@ -275,20 +278,20 @@ func (svc *Service) Page(ctx context.Context, s *sessions.Session, req PageReque
 		req.Order = OldestFirst
 	case OldestFirst, NewestFirst:
 	default:
-		return nil, sessions.Errorf(sessions.EINVALID, "order must be asc or desc")
+		return nil, errs.Errorf(errs.EINVALID, "order must be asc or desc")
 	}
-	limit, err := sessions.PageLimit(req.Limit)
+	limit, err := paging.Limit(req.Limit)
 	if err != nil {
 		return nil, err
 	}
 	q := ListQuery{SessionID: s.ID, Desc: req.Order == NewestFirst, Limit: limit + 1}
 	if req.PageToken != "" {
 		var t pageToken
-		if err := sessions.DecodeToken(req.PageToken, &t); err != nil {
+		if err := paging.Decode(req.PageToken, &t); err != nil {
 			return nil, err
 		}
 		if t.Session != s.ID || t.Order != req.Order || t.Seq < 0 || t.All != req.All {
-			return nil, sessions.Errorf(sessions.EINVALID, "pageToken does not belong to this query")
+			return nil, errs.Errorf(errs.EINVALID, "pageToken does not belong to this query")
 		}
 		q.AfterSeq = &t.Seq
 	}
@@ -304,7 +307,7 @@ func (svc *Service) Page(ctx context.Context, s *sessions.Session, req PageReque
 	p := &Page{Messages: msgs}
 	if len(msgs) > limit {
 		p.Messages = msgs[:limit]
-		p.NextPageToken = sessions.EncodeToken(pageToken{Session: s.ID, Order: req.Order, Seq: p.Messages[limit-1].Seq, All: req.All})
+		p.NextPageToken = paging.Encode(pageToken{Session: s.ID, Order: req.Order, Seq: p.Messages[limit-1].Seq, All: req.All})
 	}
 	siblingsOf(s, p.Messages)
 	if p.Messages == nil {
@@ -346,7 +349,7 @@ const MaxRange = 1000
 // Range returns the messages of s with from <= seq <= to.
 func (svc *Service) Range(ctx context.Context, s *sessions.Session, from, to int) ([]Message, error) {
 	if from < 0 || to < from || to-from >= MaxRange {
-		return nil, sessions.Errorf(sessions.EINVALID, "a range needs 0 <= from <= to and at most %d messages", MaxRange)
+		return nil, errs.Errorf(errs.EINVALID, "a range needs 0 <= from <= to and at most %d messages", MaxRange)
 	}
 	return svc.Repo.MessageRange(ctx, s.ID, from, to)
 }

@@ -12,7 +12,7 @@ import (
 	"time"
 	"unicode"
 
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // Category of a fact.
@@ -269,9 +269,9 @@ func clip(s string, n int) string {
 
 // errDisabled and friends are outcomes of an extraction that are not failures.
 var (
-	ErrNothingToLearn = &sessions.Error{Code: sessions.EPRECONDITION, Message: "nothing to learn"}
-	ErrBatchTaken     = &sessions.Error{Code: sessions.EPRECONDITION, Message: "another instance took this batch"}
+	ErrNothingToLearn = &errs.Error{Code: errs.EPRECONDITION, Message: "nothing to learn"}
+	ErrBatchTaken     = &errs.Error{Code: errs.EPRECONDITION, Message: "another instance took this batch"}
 	// ErrSourceGone is the answer of a save whose source session was
 	// purged (or erased) meanwhile: what was learned from it is dropped.
-	ErrSourceGone = &sessions.Error{Code: sessions.EPRECONDITION, Message: "the session learned from is gone"}
+	ErrSourceGone = &errs.Error{Code: errs.EPRECONDITION, Message: "the session learned from is gone"}
 )

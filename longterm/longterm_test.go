@@ -14,6 +14,7 @@ import (
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/memorydb"
 	"github.com/chatmemory/backend/sessions"
@@ -89,7 +90,7 @@ func (e *env) converse(t *testing.T, s *sessions.Session, k int, text string) *s
 		e.Say(t, s, []history.Role{history.RoleUser, history.RoleAssistant}[i%2], fmt.Sprintf("%s (%d)", text, i))
 	}
 	s = e.Reload(t, s)
-	if err := e.lt.Learn(context.Background(), s, s.Model); err != nil && sessions.ErrorCode(err) != sessions.EPRECONDITION {
+	if err := e.lt.Learn(context.Background(), s, s.Model); err != nil && errs.CodeOf(err) != errs.EPRECONDITION {
 		t.Fatalf("learn: %v", err)
 	}
 	return e.Reload(t, s)
@@ -257,7 +258,7 @@ func TestDedupAndContradiction(t *testing.T) {
 		if err := e.lt.Forget(ctx, "alice", py); err != nil {
 			t.Fatal(err)
 		}
-		if err := e.lt.Forget(ctx, "bob", berlin); sessions.ErrorCode(err) != sessions.ENOTFOUND {
+		if err := e.lt.Forget(ctx, "bob", berlin); errs.CodeOf(err) != errs.ENOTFOUND {
 			t.Errorf("forgetting another user's fact: %v", err)
 		}
 		if block, _, _ := e.lt.Block(ctx, "alice"); strings.Contains(block, "Python") {

@@ -4,7 +4,9 @@ import (
 	"context"
 	"errors"
 
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
+	"github.com/chatmemory/backend/kernel/strictjson"
 )
 
 // View is what a user sees of their memory.
@@ -54,7 +56,7 @@ func (svc *Service) change(ctx context.Context, userID string, fn func(u *User) 
 			return err
 		}
 		err = svc.save(ctx, u, c)
-		if sessions.ErrorCode(err) != sessions.ECONFLICT || attempt == 2 {
+		if errs.CodeOf(err) != errs.ECONFLICT || attempt == 2 {
 			return err
 		}
 	}
@@ -79,17 +81,17 @@ type ProfilePatch struct {
 // UnmarshalJSON rejects unknown keys.
 func (p *ProfilePatch) UnmarshalJSON(data []byte) error {
 	type plain ProfilePatch // without this method
-	return sessions.DecodeJSON(data, (*plain)(p))
+	return strictjson.Decode(data, (*plain)(p))
 }
 
 // UpdateProfile lets the user write their own profile.
 func (svc *Service) UpdateProfile(ctx context.Context, userID string, p ProfilePatch) (*View, error) {
 	if p.Work == nil && p.Personal == nil && p.Focus == nil {
-		return nil, sessions.Errorf(sessions.EINVALID, "nothing to update: give work, personal and/or focus")
+		return nil, errs.Errorf(errs.EINVALID, "nothing to update: give work, personal and/or focus")
 	}
 	for _, v := range []*string{p.Work, p.Personal, p.Focus} {
 		if v != nil && len([]rune(*v)) > svc.Settings.MaxContent {
-			return nil, sessions.Errorf(sessions.EINVALID, "each profile part has at most %d characters", svc.Settings.MaxContent)
+			return nil, errs.Errorf(errs.EINVALID, "each profile part has at most %d characters", svc.Settings.MaxContent)
 		}
 	}
 	now := svc.now()
@@ -112,8 +114,8 @@ func (svc *Service) UpdateProfile(ctx context.Context, userID string, p ProfileP
 
 // Forget deletes one fact of the user's (ENOTFOUND for anyone else's).
 func (svc *Service) Forget(ctx context.Context, userID, factID string) error {
-	if !sessions.ValidID(factID) {
-		return sessions.Errorf(sessions.EINVALID, "malformed fact id")
+	if !ids.Valid(factID) {
+		return errs.Errorf(errs.EINVALID, "malformed fact id")
 	}
 	return svc.change(ctx, userID, func(u *User) (Change, error) {
 		for i, f := range u.Facts {
@@ -122,7 +124,7 @@ func (svc *Service) Forget(ctx context.Context, userID, factID string) error {
 				return Change{}, nil
 			}
 		}
-		return Change{}, sessions.Errorf(sessions.ENOTFOUND, "fact %q not found", factID)
+		return Change{}, errs.Errorf(errs.ENOTFOUND, "fact %q not found", factID)
 	})
 }
 

@@ -9,6 +9,10 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/clock"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
+	"github.com/chatmemory/backend/kernel/strictjson"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -63,7 +67,7 @@ type Service struct {
 	Log      *slog.Logger
 }
 
-func (svc *Service) now() time.Time { return sessions.Clock(svc.Now) }
+func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }
 
 // Block returns the user's memory block and its tokens: one read, whatever
 // the user knows. It is empty when memory is off or holds nothing.
@@ -162,7 +166,7 @@ func (svc *Service) LearnClaimed(ctx context.Context, s *sessions.Session, model
 	var err error
 	for attempt := 0; ; attempt++ {
 		err = svc.extract(ctx, s, model, from, to, b.Have)
-		if sessions.ErrorCode(err) != sessions.ECONFLICT || attempt == 2 {
+		if errs.CodeOf(err) != errs.ECONFLICT || attempt == 2 {
 			break
 		}
 	}
@@ -270,7 +274,7 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 		if f.Confidence < svc.Settings.Threshold {
 			continue
 		}
-		c := cand{fact: Fact{ID: sessions.NewID(), UserID: s.UserID, Content: clip(f.Content, svc.Settings.MaxContent), Category: f.Category,
+		c := cand{fact: Fact{ID: ids.New(), UserID: s.UserID, Content: clip(f.Content, svc.Settings.MaxContent), Category: f.Category,
 			Confidence: f.Confidence, Sources: []Source{src}, CreatedAt: now, LastConfirmedAt: now}}
 		for i := range facts {
 			if Similarity(c.fact.Content, facts[i].Content) >= svc.Settings.Similar {
@@ -414,7 +418,7 @@ func decodeModelJSON(raw string, v any) error {
 	s = strings.TrimPrefix(s, "```json")
 	s = strings.TrimPrefix(s, "```")
 	s = strings.TrimSuffix(strings.TrimSpace(s), "```")
-	return sessions.DecodeJSON([]byte(s), v)
+	return strictjson.Decode([]byte(s), v)
 }
 
 func orNone(s string) string {

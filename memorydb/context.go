@@ -5,6 +5,7 @@ import (
 	"sort"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -64,7 +65,7 @@ func (db *DB) SaveCompaction(_ context.Context, sessionID string, c *history.Com
 	}
 	for _, old := range db.compact[sessionID] {
 		if old.ID == c.ID {
-			return sessions.Errorf(sessions.ECONFLICT, "compaction %s exists", c.ID)
+			return errs.Errorf(errs.ECONFLICT, "compaction %s exists", c.ID)
 		}
 	}
 	sc, t := s.Clone(), db.tail(sessionID)

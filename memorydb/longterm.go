@@ -4,8 +4,8 @@ import (
 	"context"
 	"sort"
 
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/longterm"
-	"github.com/chatmemory/backend/sessions"
 )
 
 func (db *DB) GetUser(_ context.Context, userID string) (*longterm.User, error) {
@@ -39,7 +39,7 @@ func (db *DB) SaveMemory(_ context.Context, userID string, version int64, u *lon
 		}
 	}
 	if db.users[userID].Version != version {
-		return sessions.Errorf(sessions.ECONFLICT, "memory changed meanwhile")
+		return errs.Errorf(errs.ECONFLICT, "memory changed meanwhile")
 	}
 	if db.facts[userID] == nil {
 		db.facts[userID] = map[string]longterm.Fact{}

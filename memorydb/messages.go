@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -29,12 +31,12 @@ func (db *DB) Append(_ context.Context, sessionID, key string, plan history.Plan
 	out := make([]history.Message, len(write))
 	for i, m := range write {
 		if m.Seq != len(db.messages[sessionID])+i {
-			return nil, sessions.Errorf(sessions.EINTERNAL, "memorydb: seq %d out of order", m.Seq)
+			return nil, errs.Errorf(errs.EINTERNAL, "memorydb: seq %d out of order", m.Seq)
 		}
 		if key != "" {
 			m.ID = history.KeyDocID(key, i)
 		} else {
-			m.ID = sessions.NewID()
+			m.ID = ids.New()
 		}
 		out[i] = m
 	}

@@ -4,6 +4,7 @@ import (
 	"context"
 	"sort"
 
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -11,7 +12,7 @@ func (db *DB) CreateSession(_ context.Context, s *sessions.Session) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	if _, ok := db.sessions[s.ID]; ok {
-		return sessions.Errorf(sessions.ECONFLICT, "session %q already exists", s.ID)
+		return errs.Errorf(errs.ECONFLICT, "session %q already exists", s.ID)
 	}
 	db.sessions[s.ID] = s.Clone()
 	return nil

@@ -5,7 +5,7 @@ import (
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
-	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // draft is a session's streaming reply, as its followers see it.
@@ -38,7 +38,7 @@ func (db *DB) RequestStop(_ context.Context, userID, sessionID, replyID string) 
 	defer db.mu.Unlock()
 	cur, ok := db.drafts[sessionID]
 	if !ok || cur.userID != userID || cur.replyID != replyID {
-		return sessions.Errorf(sessions.ENOTFOUND, "no reply %s is in progress", replyID)
+		return errs.Errorf(errs.ENOTFOUND, "no reply %s is in progress", replyID)
 	}
 	cur.stop = true
 	db.draftSeq++
@@ -90,14 +90,14 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 	if w.Session != nil {
 		if st.Session == nil {
 			if _, ok := db.sessions[w.Session.ID]; ok {
-				return nil, sessions.Errorf(sessions.EINTERNAL, "memorydb: session %q exists", w.Session.ID)
+				return nil, errs.Errorf(errs.EINTERNAL, "memorydb: session %q exists", w.Session.ID)
 			}
 		}
 		db.sessions[q.SessionID] = w.Session.Clone()
 	}
 	for i, m := range w.Messages {
 		if m.Seq != len(db.messages[q.SessionID]) {
-			return nil, sessions.Errorf(sessions.EINTERNAL, "memorydb: seq %d out of order", m.Seq)
+			return nil, errs.Errorf(errs.EINTERNAL, "memorydb: seq %d out of order", m.Seq)
 		}
 		db.messages[q.SessionID] = append(db.messages[q.SessionID], cloneMessage(m))
 		switch {

@@ -9,6 +9,8 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/clock"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -61,7 +63,7 @@ func (p *Privacy) Export(ctx context.Context, userID string, w io.Writer) error 
 			return nil
 		}
 		opened = true
-		head, _ := json.Marshal(map[string]any{"userId": userID, "exportedAt": sessions.Clock(p.Now)})
+		head, _ := json.Marshal(map[string]any{"userId": userID, "exportedAt": clock.Stored(p.Now)})
 		return put(string(head[:len(head)-1]) + `,"sessions":[`)
 	}
 	first := true
@@ -179,7 +181,7 @@ type Erasure struct {
 // continues where the last run stopped.
 func (p *Privacy) Erase(ctx context.Context, userID string) (*Erasure, error) {
 	if userID == "" {
-		return nil, sessions.Errorf(sessions.EUNAUTHENTICATED, "no signed-in user")
+		return nil, errs.Errorf(errs.EUNAUTHENTICATED, "no signed-in user")
 	}
 	e := &Erasure{}
 	for _, st := range statuses {
@@ -193,7 +195,7 @@ func (p *Privacy) Erase(ctx context.Context, userID string) (*Erasure, error) {
 				// Nothing to forget session by session: the user's other
 				// data goes whole below, after every session is gone.
 				n, err := p.Repo.PurgeSession(ctx, s.ID, func(s *sessions.Session) error { return s.CheckOwner(userID) }, nil)
-				if sessions.ErrorCode(err) == sessions.ENOTFOUND {
+				if errs.CodeOf(err) == errs.ENOTFOUND {
 					continue // a concurrent erasure got there first
 				}
 				if err != nil {

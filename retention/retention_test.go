@@ -15,6 +15,8 @@ import (
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/clock/clocktest"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/memorydb"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
@@ -37,7 +39,7 @@ var backends = map[string]func(t *testing.T) store{
 	},
 }
 
-func sweeper(db store, clock *storetest.Clock) *retention.Sweeper {
+func sweeper(db store, clock *clocktest.Clock) *retention.Sweeper {
 	sw := retention.NewSweeper(db)
 	sw.Now = clock.Now
 	sw.PageSize = 7 // several pages even in small tests
@@ -57,7 +59,7 @@ func run(t *testing.T, sw *retention.Sweeper) *retention.Report {
 func status(t *testing.T, e *storetest.Env, s *sessions.Session) string {
 	t.Helper()
 	got, err := e.Sessions.Get(context.Background(), s.UserID, s.ID)
-	if sessions.ErrorCode(err) == sessions.ENOTFOUND {
+	if errs.CodeOf(err) == errs.ENOTFOUND {
 		return "gone"
 	}
 	if err != nil {
@@ -477,7 +479,7 @@ func TestDryRunSince(t *testing.T) {
 func TestKilledMidPurge(t *testing.T) {
 	t.Parallel()
 	client, _ := emulatortest.Firestore(t)
-	lease := storetest.NewClock(time.Now())
+	lease := clocktest.NewClock(time.Now())
 	db := firestoredb.New(client, firestoredb.Clock(lease.Now), firestoredb.PurgeLease(time.Minute))
 	e := storetest.NewEnv(t, db)
 	ctx := context.Background()

@@ -13,6 +13,8 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chatmemory/backend/kernel/clock"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -160,7 +162,7 @@ func (sw *Sweeper) Run(ctx context.Context, dryRun bool) (*Report, error) {
 	budget := sw.Budget - sw.Budget/stopMargin
 	r := &Report{DryRun: dryRun}
 	out := func() bool { return ctx.Err() != nil || (sw.Budget > 0 && elapsed(start) >= budget) }
-	now := sessions.Clock(sw.Now)
+	now := clock.Stored(sw.Now)
 	err := sw.resumePurges(ctx, r, dryRun, out)
 	kinds := []*work{
 		{status: sessions.StatusDeleted, action: sessions.ActionPurge},
@@ -227,12 +229,12 @@ func (sw *Sweeper) resumePurges(ctx context.Context, r *Report, dryRun bool, out
 		r.PurgeMs += time.Since(t0).Milliseconds()
 		for _, p := range purged {
 			r.DocumentsDeleted += p.Documents // what was deleted, even by a purge that then failed
-			switch code := sessions.ErrorCode(p.Err); {
+			switch code := errs.CodeOf(p.Err); {
 			case p.Err == nil:
 				r.ResumedPurges++
-			case code == sessions.ENOTFOUND: // finished meanwhile
+			case code == errs.ENOTFOUND: // finished meanwhile
 				r.Skipped++
-			case code == sessions.EPRECONDITION:
+			case code == errs.EPRECONDITION:
 				r.PurgesBusy++
 			case ctx.Err() != nil:
 			default:
@@ -300,7 +302,7 @@ func (sw *Sweeper) page(ctx context.Context, r *Report, now time.Time, k *work, 
 		}
 	default:
 		defer func(t time.Time) { r.SoftDeleteMs += time.Since(t).Milliseconds() }(time.Now())
-		errs := make([]error, len(due))
+		failures := make([]error, len(due))
 		var wg sync.WaitGroup
 		sem := make(chan struct{}, softDeleteWorkers)
 		for i, s := range due {
@@ -308,7 +310,7 @@ func (sw *Sweeper) page(ctx context.Context, r *Report, now time.Time, k *work, 
 			sem <- struct{}{}
 			go func() {
 				defer func() { <-sem; wg.Done() }()
-				_, errs[i] = sw.Repo.UpdateSession(ctx, s.ID, func(s *sessions.Session) error {
+				_, failures[i] = sw.Repo.UpdateSession(ctx, s.ID, func(s *sessions.Session) error {
 					if err := isDue(s, k.status, now); err != nil {
 						return err
 					}
@@ -319,7 +321,7 @@ func (sw *Sweeper) page(ctx context.Context, r *Report, now time.Time, k *work, 
 		wg.Wait()
 		var fatal error
 		for i, s := range due {
-			if err := sw.tally(ctx, r, s.ID, errs[i], &r.SoftDeleted); err != nil && fatal == nil {
+			if err := sw.tally(ctx, r, s.ID, failures[i], &r.SoftDeleted); err != nil && fatal == nil {
 				fatal = err
 			}
 		}
@@ -339,7 +341,7 @@ func (sw *Sweeper) tally(ctx context.Context, r *Report, id string, err error, d
 	switch {
 	case err == nil:
 		*done++
-	case errors.Is(err, errSkip) || sessions.ErrorCode(err) == sessions.ENOTFOUND:
+	case errors.Is(err, errSkip) || errs.CodeOf(err) == errs.ENOTFOUND:
 		r.Skipped++
 	case ctx.Err() != nil:
 		return err
@@ -374,19 +376,19 @@ func isDue(s *sessions.Session, status sessions.Status, now time.Time) error {
 // work is done either way.
 func (sw *Sweeper) measureBacklog(ctx context.Context, r *Report, now time.Time) {
 	var b Backlog
-	var errs []error
+	var failures []error
 	for _, c := range []struct {
 		status sessions.Status
 		n      *int
 	}{{sessions.StatusActive, &b.ToSoftDelete}, {sessions.StatusArchived, &b.ToSoftDelete}, {sessions.StatusDeleted, &b.ToPurge}} {
 		n, err := sw.Repo.CountExpired(ctx, c.status, now)
 		*c.n += n
-		errs = append(errs, err)
+		failures = append(failures, err)
 	}
 	pending, err := sw.Repo.CountPendingPurges(ctx)
 	b.PurgesPending = pending
-	errs = append(errs, err)
-	if err := errors.Join(errs...); err != nil {
+	failures = append(failures, err)
+	if err := errors.Join(failures...); err != nil {
 		if sw.Log != nil {
 			sw.Log.WarnContext(ctx, "retention: could not count the backlog", "error", err.Error())
 		}

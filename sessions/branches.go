@@ -3,6 +3,8 @@ package sessions
 import (
 	"slices"
 	"sort"
+
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // A session's messages form a tree. Each message has a parent: the
@@ -194,7 +196,7 @@ func (s *Session) Continue(seq int) (int, error) {
 		s.Branches = &Branches{}
 	}
 	if len(s.Branches.Forks) >= MaxForks {
-		return 0, Errorf(ETOOLARGE, "the session has %d branches, the most one session can have; start a new session", MaxForks)
+		return 0, errs.Errorf(errs.ETOOLARGE, "the session has %d branches, the most one session can have; start a new session", MaxForks)
 	}
 	s.Branches.Forks = append(s.Branches.Forks, Fork{Seq: seq, Parent: parent})
 	s.Branches.Leaf = seq

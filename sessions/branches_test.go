@@ -3,6 +3,8 @@ package sessions
 import (
 	"reflect"
 	"testing"
+
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // tree builds a session by writing messages whose parents are given in
@@ -74,7 +76,7 @@ func TestLinearSessionHasNoBranches(t *testing.T) {
 func TestForksAreCapped(t *testing.T) {
 	s := &Session{Branches: &Branches{Forks: make([]Fork, MaxForks)}, NextSeq: 5}
 	s.SetLeaf(1)
-	if _, err := s.Continue(5); ErrorCode(err) != ETOOLARGE {
+	if _, err := s.Continue(5); errs.CodeOf(err) != errs.ETOOLARGE {
 		t.Fatalf("fork past the cap: %v", err)
 	}
 }

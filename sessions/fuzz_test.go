@@ -4,6 +4,11 @@ import (
 	"strings"
 	"testing"
 	"unicode/utf8"
+
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
+	"github.com/chatmemory/backend/kernel/paging"
+	"github.com/chatmemory/backend/kernel/strictjson"
 )
 
 // FuzzDecodeRequest: any body decodes into what the API accepts, or is an
@@ -21,12 +26,12 @@ func FuzzDecodeRequest(f *testing.F) {
 	svc := &Service{ContextWindow: func(string) int { return 128_000 }}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, v := range []any{&CreateInput{}, &Update{}} {
-			err := DecodeJSON(body, v)
+			err := strictjson.Decode(body, v)
 			if err != nil {
-				if ErrorCode(err) != EINVALID {
-					t.Fatalf("%q: code %s", body, ErrorCode(err))
+				if errs.CodeOf(err) != errs.EINVALID {
+					t.Fatalf("%q: code %s", body, errs.CodeOf(err))
 				}
-				if msg := ErrorMessage(err); len(msg) > 512 || !utf8.ValidString(msg) || strings.Contains(msg, "malformed JSON: malformed JSON") {
+				if msg := errs.Message(err); len(msg) > 512 || !utf8.ValidString(msg) || strings.Contains(msg, "malformed JSON: malformed JSON") {
 					t.Fatalf("%q: message %q", body, msg)
 				}
 				continue
@@ -49,8 +54,8 @@ func FuzzDecodeRequest(f *testing.F) {
 
 func checkCode(t *testing.T, err error) {
 	t.Helper()
-	if err != nil && ErrorCode(err) != EINVALID {
-		t.Fatalf("validation: code %s: %v", ErrorCode(err), err)
+	if err != nil && errs.CodeOf(err) != errs.EINVALID {
+		t.Fatalf("validation: code %s: %v", errs.CodeOf(err), err)
 	}
 }
 
@@ -62,16 +67,16 @@ func FuzzPageToken(f *testing.F) {
 	f.Add("!!!", "x", int64(-1))
 	f.Fuzz(func(t *testing.T, tok, id string, updated int64) {
 		if c, err := decodeSessionToken(tok, StatusActive); err != nil {
-			if ErrorCode(err) != EINVALID {
-				t.Fatalf("%q: code %s", tok, ErrorCode(err))
+			if errs.CodeOf(err) != errs.EINVALID {
+				t.Fatalf("%q: code %s", tok, errs.CodeOf(err))
 			}
-		} else if !ValidID(c.ID) {
+		} else if !ids.Valid(c.ID) {
 			t.Fatalf("%q decoded to a malformed id %q", tok, c.ID)
 		}
-		if !ValidID(id) {
+		if !ids.Valid(id) {
 			return
 		}
-		own := EncodeToken(sessionToken{Status: StatusActive, UpdatedAt: updated, ID: id})
+		own := paging.Encode(sessionToken{Status: StatusActive, UpdatedAt: updated, ID: id})
 		c, err := decodeSessionToken(own, StatusActive)
 		if err != nil || c.ID != id || c.UpdatedAt.UnixNano() != updated {
 			t.Fatalf("round trip of (%q, %d): %+v %v", id, updated, c, err)

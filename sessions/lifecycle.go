@@ -1,6 +1,10 @@
 package sessions
 
-import "time"
+import (
+	"time"
+
+	"github.com/chatmemory/backend/kernel/errs"
+)
 
 // Action is something that moves a session through its lifecycle.
 type Action string
@@ -22,7 +26,7 @@ var lifecycle = map[Action]map[Status]Status{
 }
 
 // TransitionError is the typed error for a transition the lifecycle table
-// does not allow. Its code is EPRECONDITION.
+// does not allow. Its code is errs.EPRECONDITION.
 type TransitionError struct {
 	Action Action
 	From   Status
@@ -38,7 +42,7 @@ func Next(from Status, action Action) (Status, error) {
 		return to, nil
 	}
 	te := &TransitionError{Action: action, From: from}
-	return "", &Error{Code: EPRECONDITION, Message: te.Error(), Err: te}
+	return "", &errs.Error{Code: errs.EPRECONDITION, Message: te.Error(), Err: te}
 }
 
 // Apply moves s through action at now, setting the timestamps that go with
@@ -76,7 +80,7 @@ func (s *Session) Touch(now time.Time, p Policy) {
 // CheckWritable refuses new messages for a session that is not active.
 func (s *Session) CheckWritable() error {
 	if s.Status != StatusActive {
-		return Errorf(EPRECONDITION, "session is %s: restore it before adding messages", s.Status)
+		return errs.Errorf(errs.EPRECONDITION, "session is %s: restore it before adding messages", s.Status)
 	}
 	return nil
 }

@@ -1,5 +1,10 @@
 package sessions
 
+import (
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/strictjson"
+)
+
 // Strategy names how a session's history is chosen for the model.
 type Strategy string
 
@@ -37,7 +42,7 @@ type Memory struct {
 // UnmarshalJSON rejects unknown keys.
 func (m *Memory) UnmarshalJSON(data []byte) error {
 	type plain Memory // without this method
-	return DecodeJSON(data, (*plain)(m))
+	return strictjson.Decode(data, (*plain)(m))
 }
 
 // Validate checks the settings a caller chose.
@@ -45,10 +50,10 @@ func (m Memory) Validate() error {
 	switch m.Strategy {
 	case "", StrategyBuffer, StrategyWindow, StrategyTokenBuffer, StrategySummaryBuffer:
 	default:
-		return Errorf(EINVALID, "memory.strategy must be buffer, window, token_buffer or summary_buffer")
+		return errs.Errorf(errs.EINVALID, "memory.strategy must be buffer, window, token_buffer or summary_buffer")
 	}
 	if m.WindowExchanges < 0 || m.WindowExchanges > MaxWindowExchanges {
-		return Errorf(EINVALID, "memory.windowExchanges must be between 1 and %d", MaxWindowExchanges)
+		return errs.Errorf(errs.EINVALID, "memory.windowExchanges must be between 1 and %d", MaxWindowExchanges)
 	}
 	return m.checkBudget(MaxBudgetTokens, "")
 }
@@ -59,9 +64,9 @@ func (m Memory) checkBudget(max int, model string) error {
 		return nil
 	}
 	if model != "" {
-		return Errorf(EINVALID, "memory.budgetTokens must be between %d and %d (the context window of %s), or 0 for the default", MinBudgetTokens, max, model)
+		return errs.Errorf(errs.EINVALID, "memory.budgetTokens must be between %d and %d (the context window of %s), or 0 for the default", MinBudgetTokens, max, model)
 	}
-	return Errorf(EINVALID, "memory.budgetTokens must be between %d and %d, or 0 for the default", MinBudgetTokens, max)
+	return errs.Errorf(errs.EINVALID, "memory.budgetTokens must be between %d and %d, or 0 for the default", MinBudgetTokens, max)
 }
 
 // withDefaults fills what m leaves open from def.

@@ -2,14 +2,18 @@ package sessions
 
 import (
 	"context"
-	"encoding/base64"
-	"encoding/json"
 	"strings"
 	"time"
+
+	"github.com/chatmemory/backend/kernel/clock"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
+	"github.com/chatmemory/backend/kernel/paging"
+	"github.com/chatmemory/backend/kernel/strictjson"
 )
 
 // Repo is the storage the sessions service needs. Implementations return
-// *Error values: ENOTFOUND for a missing session, EUNAVAILABLE when the
+// *errs.Error values: errs.ENOTFOUND for a missing session, errs.EUNAVAILABLE when the
 // database cannot be reached.
 type Repo interface {
 	CreateSession(ctx context.Context, s *Session) error
@@ -49,12 +53,6 @@ type Cursor struct {
 	ID        string
 }
 
-// Page sizes for lists.
-const (
-	DefaultPageSize = 20
-	MaxPageSize     = 100
-)
-
 // Service carries out session operations for a signed-in user. Another
 // user's session is reported exactly like a missing one.
 type Service struct {
@@ -85,13 +83,7 @@ func NewService(repo Repo, defaultModel string) *Service {
 	return &Service{Repo: repo, Policy: DefaultPolicy(), Now: time.Now, DefaultModel: defaultModel}
 }
 
-// Clock returns the service's current time as stored: UTC, to the
-// microsecond (Firestore's precision), so both backends agree exactly.
-func Clock(now func() time.Time) time.Time {
-	return now().UTC().Truncate(time.Microsecond)
-}
-
-func (svc *Service) now() time.Time { return Clock(svc.Now) }
+func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }
 
 // CreateInput is what a caller may choose when creating a session.
 type CreateInput struct {
@@ -111,7 +103,7 @@ type CreateInput struct {
 // UnmarshalJSON rejects unknown keys.
 func (in *CreateInput) UnmarshalJSON(data []byte) error {
 	type plain CreateInput // without this method
-	return DecodeJSON(data, (*plain)(in))
+	return strictjson.Decode(data, (*plain)(in))
 }
 
 // Create starts an active session owned by userID.
@@ -146,11 +138,11 @@ func (svc *Service) New(userID string, in CreateInput) (*Session, error) {
 		return nil, err
 	}
 	if in.RetentionDays < 0 || in.RetentionDays > MaxRetentionDays {
-		return nil, Errorf(EINVALID, "retentionDays must be between 1 and %d", MaxRetentionDays)
+		return nil, errs.Errorf(errs.EINVALID, "retentionDays must be between 1 and %d", MaxRetentionDays)
 	}
 	id := in.ID
 	if id == "" {
-		id = NewID()
+		id = ids.New()
 	} else if err := CheckID(id); err != nil {
 		return nil, err
 	}
@@ -195,7 +187,7 @@ func (svc *Service) Get(ctx context.Context, userID, id string) (*Session, error
 	return s, nil
 }
 
-// CheckOwner returns ENOTFOUND unless userID owns s.
+// CheckOwner returns errs.ENOTFOUND unless userID owns s.
 func (s *Session) CheckOwner(userID string) error {
 	if userID == "" || s.UserID != userID {
 		return NotFound(s.ID)
@@ -206,7 +198,7 @@ func (s *Session) CheckOwner(userID string) error {
 // ListRequest asks for one page of the caller's sessions.
 type ListRequest struct {
 	Status    Status // empty: active
-	Limit     int    // 0: DefaultPageSize
+	Limit     int    // 0: paging.DefaultSize
 	PageToken string
 }
 
@@ -227,7 +219,7 @@ func (svc *Service) List(ctx context.Context, userID string, req ListRequest) (*
 	if _, err := ParseStatus(string(req.Status)); err != nil {
 		return nil, err
 	}
-	limit, err := PageLimit(req.Limit)
+	limit, err := paging.Limit(req.Limit)
 	if err != nil {
 		return nil, err
 	}
@@ -245,23 +237,12 @@ func (svc *Service) List(ctx context.Context, userID string, req ListRequest) (*
 	if len(list) > limit {
 		page.Sessions = list[:limit]
 		last := page.Sessions[limit-1]
-		page.NextPageToken = EncodeToken(sessionToken{Status: req.Status, UpdatedAt: last.UpdatedAt.UnixNano(), ID: last.ID})
+		page.NextPageToken = paging.Encode(sessionToken{Status: req.Status, UpdatedAt: last.UpdatedAt.UnixNano(), ID: last.ID})
 	}
 	if page.Sessions == nil {
 		page.Sessions = []*Session{}
 	}
 	return page, nil
-}
-
-// PageLimit checks a requested page size; 0 means DefaultPageSize.
-func PageLimit(n int) (int, error) {
-	switch {
-	case n == 0:
-		return DefaultPageSize, nil
-	case n < 0 || n > MaxPageSize:
-		return 0, Errorf(EINVALID, "limit must be between 1 and %d", MaxPageSize)
-	}
-	return n, nil
 }
 
 type sessionToken struct {
@@ -272,32 +253,13 @@ type sessionToken struct {
 
 func decodeSessionToken(tok string, status Status) (*Cursor, error) {
 	var t sessionToken
-	if err := DecodeToken(tok, &t); err != nil {
+	if err := paging.Decode(tok, &t); err != nil {
 		return nil, err
 	}
-	if t.Status != status || !ValidID(t.ID) {
-		return nil, Errorf(EINVALID, "pageToken does not belong to this query")
+	if t.Status != status || !ids.Valid(t.ID) {
+		return nil, errs.Errorf(errs.EINVALID, "pageToken does not belong to this query")
 	}
 	return &Cursor{UpdatedAt: time.Unix(0, t.UpdatedAt).UTC(), ID: t.ID}, nil
-}
-
-// EncodeToken makes an opaque page token of v, a small struct of strings and
-// numbers (which cannot fail to marshal).
-func EncodeToken(v any) string {
-	b, _ := json.Marshal(v)
-	return base64.RawURLEncoding.EncodeToString(b)
-}
-
-// DecodeToken reads a token made by EncodeToken into v.
-func DecodeToken(tok string, v any) error {
-	b, err := base64.RawURLEncoding.DecodeString(tok)
-	if err != nil || len(b) == 0 {
-		return Errorf(EINVALID, "malformed pageToken")
-	}
-	if err := DecodeJSON(b, v); err != nil {
-		return Errorf(EINVALID, "malformed pageToken")
-	}
-	return nil
 }
 
 // Update is a change of a session's title, metadata and memory settings:
@@ -312,7 +274,7 @@ type Update struct {
 // UnmarshalJSON rejects any field Update does not have.
 func (u *Update) UnmarshalJSON(data []byte) error {
 	type plain Update // without this method
-	return DecodeJSON(data, (*plain)(u))
+	return strictjson.Decode(data, (*plain)(u))
 }
 
 // Update changes the title and/or replaces the metadata of the caller's session.
@@ -324,7 +286,7 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 		return nil, err
 	}
 	if upd.Title == nil && upd.Metadata == nil && upd.Memory == nil && upd.NoLearning == nil {
-		return nil, Errorf(EINVALID, "nothing to update: give title, metadata, memory and/or noLearning")
+		return nil, errs.Errorf(errs.EINVALID, "nothing to update: give title, metadata, memory and/or noLearning")
 	}
 	var title string
 	if upd.Title != nil {
@@ -333,7 +295,7 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 			return nil, err
 		}
 		if title == "" {
-			return nil, Errorf(EINVALID, "title must not be empty")
+			return nil, errs.Errorf(errs.EINVALID, "title must not be empty")
 		}
 	}
 	if upd.Metadata != nil {
@@ -378,7 +340,7 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 func (svc *Service) SetGeneratedTitle(ctx context.Context, id, title string) (bool, error) {
 	title, err := normalizeTitle(title)
 	if err != nil || title == "" {
-		return false, Errorf(EINVALID, "unusable generated title")
+		return false, errs.Errorf(errs.EINVALID, "unusable generated title")
 	}
 	set := false
 	_, err = svc.Repo.UpdateSession(ctx, id, func(s *Session) error {
@@ -440,7 +402,7 @@ func (svc *Service) Purge(ctx context.Context, userID, id string) (int, error) {
 
 func checkUser(userID string) error {
 	if strings.TrimSpace(userID) == "" {
-		return Errorf(EUNAUTHENTICATED, "no signed-in user")
+		return errs.Errorf(errs.EUNAUTHENTICATED, "no signed-in user")
 	}
 	return nil
 }

@@ -4,22 +4,10 @@ import (
 	"strings"
 	"testing"
 	"time"
-)
 
-func TestValidID(t *testing.T) {
-	for id, want := range map[string]bool{
-		"abc": true, "A-b_9": true, NewID(): true, strings.Repeat("a", 128): true,
-		"": false, "a/b": false, ".": false, "..": false, "__x__": false, "a b": false,
-		strings.Repeat("a", 129): false, "é": false,
-	} {
-		if got := ValidID(id); got != want {
-			t.Errorf("ValidID(%q) = %v, want %v", id, got, want)
-		}
-	}
-	if a, b := NewID(), NewID(); a == b || len(a) != 20 {
-		t.Errorf("NewID: %q %q", a, b)
-	}
-}
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/strictjson"
+)
 
 func TestDecodeStrict(t *testing.T) {
 	cases := map[string]bool{ // body → accepted
@@ -33,12 +21,12 @@ func TestDecodeStrict(t *testing.T) {
 	}
 	for body, ok := range cases {
 		var u Update
-		err := DecodeJSON([]byte(body), &u) // as the HTTP layer decodes bodies
+		err := strictjson.Decode([]byte(body), &u) // as the HTTP layer decodes bodies
 		if (err == nil) != ok {
 			t.Errorf("%s: err = %v", body, err)
 		}
-		if err != nil && ErrorCode(err) != EINVALID {
-			t.Errorf("%s: code %s", body, ErrorCode(err))
+		if err != nil && errs.CodeOf(err) != errs.EINVALID {
+			t.Errorf("%s: code %s", body, errs.CodeOf(err))
 		}
 	}
 }
@@ -86,8 +74,8 @@ func TestLifecycleTable(t *testing.T) {
 			if ok != (err == nil) || to != exp {
 				t.Errorf("%s --%s--> %q, %v; want %q", from, a, to, err, exp)
 			}
-			if err != nil && ErrorCode(err) != EPRECONDITION {
-				t.Errorf("%s/%s: code %s", from, a, ErrorCode(err))
+			if err != nil && errs.CodeOf(err) != errs.EPRECONDITION {
+				t.Errorf("%s/%s: code %s", from, a, errs.CodeOf(err))
 			}
 		}
 	}
@@ -111,9 +99,9 @@ func TestDecodeMessages(t *testing.T) {
 	}
 	for _, c := range cases {
 		var in CreateInput
-		err := DecodeJSON([]byte(c.body), &in)
-		if got := ErrorMessage(err); got != c.want || ErrorCode(err) != EINVALID {
-			t.Errorf("%s: %q (%s), want %q", c.body, got, ErrorCode(err), c.want)
+		err := strictjson.Decode([]byte(c.body), &in)
+		if got := errs.Message(err); got != c.want || errs.CodeOf(err) != errs.EINVALID {
+			t.Errorf("%s: %q (%s), want %q", c.body, got, errs.CodeOf(err), c.want)
 		}
 	}
 }
@@ -134,8 +122,8 @@ func TestBudgetBounds(t *testing.T) {
 		if (err == nil) != ok {
 			t.Errorf("budget %d: %v", budget, err)
 		}
-		if err != nil && !strings.Contains(ErrorMessage(err), "memory.budgetTokens must be between 256 and 8192") {
-			t.Errorf("budget %d: message %q does not name the field and range", budget, ErrorMessage(err))
+		if err != nil && !strings.Contains(errs.Message(err), "memory.budgetTokens must be between 256 and 8192") {
+			t.Errorf("budget %d: message %q does not name the field and range", budget, errs.Message(err))
 		}
 	}
 }

@@ -8,6 +8,7 @@ import (
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -75,7 +76,7 @@ func testBranches(t *testing.T, e *Env) {
 		t.Errorf("all = %v", seqOf(p.Messages))
 	}
 	_, err = e.History.Page(ctx, s, history.PageRequest{All: true, PageToken: "x"})
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 	within := Must[[]history.Message](t)(e.History.Repo.ListMessages(ctx, history.ListQuery{SessionID: s.ID, Limit: 10, Within: &sessions.Span{From: 1, To: 3}}))
 	if fmt.Sprint(seqOf(within)) != "[1 2 3]" {
 		t.Errorf("within 1..3 = %v", seqOf(within))
@@ -88,9 +89,9 @@ func testBranches(t *testing.T, e *Env) {
 		t.Fatalf("after switching: leaf %d, tail %v", s.Leaf(), seqOf(tail.Messages))
 	}
 	_, err = e.History.SwitchBranch(ctx, "mallory", s.ID, 2)
-	WantCode(t, err, sessions.ENOTFOUND)
+	WantCode(t, err, errs.ENOTFOUND)
 	_, err = e.History.SwitchBranch(ctx, "alice", s.ID, 5)
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 
 	// A turn reads the message it answers by id.
 	turns := e.DB.(chat.TurnStore)

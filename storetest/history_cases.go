@@ -11,6 +11,7 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -76,9 +77,9 @@ func testAppendAndRead(t *testing.T, e *Env) {
 	}
 	// A token is bound to its order and session.
 	_, err := e.History.Page(ctx, got, history.PageRequest{Order: history.NewestFirst, PageToken: req.PageToken})
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 	_, err = e.History.Page(ctx, got, history.PageRequest{Order: "sideways"})
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 
 	r := Must[[]history.Message](t)(e.History.Range(ctx, got, 2, 4))
 	if fmt.Sprint(seqOf(r)) != "[2 3 4]" {
@@ -89,7 +90,7 @@ func testAppendAndRead(t *testing.T, e *Env) {
 		t.Errorf("range 5..50 = %v", seqOf(r))
 	}
 	_, err = e.History.Range(ctx, got, 3, 2)
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 }
 
 func seqOf(msgs []history.Message) []int {
@@ -124,7 +125,7 @@ func testIdempotency(t *testing.T, e *Env) {
 		"More":         append(append([]history.Draft{}, batch...), history.Draft{Role: history.RoleUser, Content: "x"}),
 	} {
 		_, err := e.History.Append(ctx, s, "req-1", b...)
-		if sessions.ErrorCode(err) != sessions.ECONFLICT {
+		if errs.CodeOf(err) != errs.ECONFLICT {
 			t.Errorf("%s: err = %v, want conflict", name, err)
 		}
 	}
@@ -148,13 +149,13 @@ func testAppendNotWritable(t *testing.T, e *Env) {
 			Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", s.ID))
 		}
 		_, err := e.History.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "more"})
-		WantCode(t, err, sessions.EPRECONDITION)
+		WantCode(t, err, errs.EPRECONDITION)
 		if got := e.Reload(t, s); got.MessageCount != 1 || len(e.All(t, got)) != 1 {
 			t.Errorf("%s: append wrote to a %s session", a, got.Status)
 		}
 	}
 	_, err := e.History.Append(ctx, &sessions.Session{ID: "missing", UserID: "alice"}, "", history.Draft{Role: history.RoleUser, Content: "x"})
-	WantCode(t, err, sessions.ENOTFOUND)
+	WantCode(t, err, errs.ENOTFOUND)
 }
 
 // testAppendOtherUser: the append transaction checks ownership itself.
@@ -163,7 +164,7 @@ func testAppendOtherUser(t *testing.T, e *Env) {
 	forged := s.Clone()
 	forged.UserID = "mallory"
 	_, err := e.History.Append(context.Background(), forged, "", history.Draft{Role: history.RoleUser, Content: "hi"})
-	WantCode(t, err, sessions.ENOTFOUND)
+	WantCode(t, err, errs.ENOTFOUND)
 	if got := e.Reload(t, s); got.MessageCount != 0 {
 		t.Errorf("another user appended %d messages", got.MessageCount)
 	}
@@ -192,30 +193,30 @@ func testBadInput(t *testing.T, e *Env) {
 	}
 	for name, batch := range cases {
 		_, err := e.History.Append(ctx, s, "", batch...)
-		if sessions.ErrorCode(err) != sessions.EINVALID {
+		if errs.CodeOf(err) != errs.EINVALID {
 			t.Errorf("%s: err = %v, want invalid_argument", name, err)
 		}
 	}
 	_, err := e.History.Append(ctx, s, "bad key with spaces", history.Draft{Role: history.RoleUser, Content: "x"})
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 	tooMany := make([]history.Draft, history.MaxBatch+1)
 	for i := range tooMany {
 		tooMany[i] = history.Draft{Role: history.RoleUser, Content: "x"}
 	}
 	_, err = e.History.Append(ctx, s, "", tooMany...)
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 	// Unknown keys in a message or its metadata, as a client would send them.
 	for _, raw := range []string{
 		`{"role":"user","content":"x","metadata":{"model":"m","colour":"red"}}`,
 		`{"role":"user","content":"x","seq":7}`,
 	} {
 		var d history.Draft
-		WantCode(t, json.Unmarshal([]byte(raw), &d), sessions.EINVALID)
+		WantCode(t, json.Unmarshal([]byte(raw), &d), errs.EINVALID)
 	}
 	var md sessions.Metadata
-	WantCode(t, json.Unmarshal([]byte(`{"topic":"x","owner":"mallory"}`), &md), sessions.EINVALID)
+	WantCode(t, json.Unmarshal([]byte(`{"topic":"x","owner":"mallory"}`), &md), errs.EINVALID)
 	var upd sessions.Update
-	WantCode(t, json.Unmarshal([]byte(`{"title":"x","status":"active"}`), &upd), sessions.EINVALID)
+	WantCode(t, json.Unmarshal([]byte(`{"title":"x","status":"active"}`), &upd), errs.EINVALID)
 
 	if got := e.Reload(t, s); got.MessageCount != 1 || got.NextSeq != 1 || len(e.All(t, got)) != 1 {
 		t.Errorf("bad input wrote something: %+v", got)
@@ -240,18 +241,18 @@ func testToolExchanges(t *testing.T, e *Env) {
 	// A call, then its result in a later append.
 	Must[[]history.Message](t)(e.History.Append(ctx, s, "", history.Draft{Role: history.RoleAssistant, ToolCalls: []history.ToolCall{call("c3")}}))
 	_, err := e.History.Append(ctx, s, "", history.Draft{Role: history.RoleTool, ToolCallID: "c1", Content: "answered already"})
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 	res := Must[[]history.Message](t)(e.History.Append(ctx, s, "", history.Draft{Role: history.RoleTool, ToolCallID: "c3", Content: "ok"}))
 	if res[0].Seq != 6 {
 		t.Errorf("tool result seq = %d", res[0].Seq)
 	}
 	// A result may not answer a call twice, nor one abandoned by a later message.
 	_, err = e.History.Append(ctx, s, "", history.Draft{Role: history.RoleTool, ToolCallID: "c3", Content: "again"})
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 	Must[[]history.Message](t)(e.History.Append(ctx, s, "", history.Draft{Role: history.RoleAssistant, ToolCalls: []history.ToolCall{call("c4")}}))
 	e.Say(t, s, history.RoleUser, "never mind")
 	_, err = e.History.Append(ctx, s, "", history.Draft{Role: history.RoleTool, ToolCallID: "c4", Content: "late"})
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 
 	all := e.All(t, s)
 	if len(all) != 9 || len(all[1].ToolCalls) != 2 || all[1].ToolCalls[1] != call("c2") || all[2].ToolCallID != "c2" {
@@ -270,26 +271,26 @@ func testPurge(t *testing.T, e *Env) {
 	e.Say(t, keep, history.RoleUser, "stays")
 
 	_, err := e.Sessions.Purge(ctx, "alice", s.ID)
-	WantCode(t, err, sessions.EPRECONDITION) // only a deleted session can be purged
+	WantCode(t, err, errs.EPRECONDITION) // only a deleted session can be purged
 	Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", s.ID))
 	_, err = e.Sessions.Purge(ctx, "mallory", s.ID)
-	WantCode(t, err, sessions.ENOTFOUND)
+	WantCode(t, err, errs.ENOTFOUND)
 	n := Must[int](t)(e.Sessions.Purge(ctx, "alice", s.ID))
 	if n < 15 || n > 17 { // how many documents a context takes is the store's choice
 		t.Errorf("purge deleted %d documents, want the session, its 13 messages and a context of 1 to 3 documents", n)
 	}
 	_, err = e.Sessions.Get(ctx, "alice", s.ID)
-	WantCode(t, err, sessions.ENOTFOUND)
+	WantCode(t, err, errs.ENOTFOUND)
 	_, err = e.Sessions.Restore(ctx, "alice", s.ID)
-	WantCode(t, err, sessions.ENOTFOUND)
+	WantCode(t, err, errs.ENOTFOUND)
 	_, err = e.Sessions.Purge(ctx, "alice", s.ID)
-	WantCode(t, err, sessions.ENOTFOUND)
+	WantCode(t, err, errs.ENOTFOUND)
 	left := Must[[]history.Message](t)(e.DB.ListMessages(ctx, history.ListQuery{SessionID: s.ID, Limit: 100}))
 	if len(left) != 0 {
 		t.Errorf("%d messages left after purge", len(left))
 	}
 	_, err = e.History.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "ghost"})
-	WantCode(t, err, sessions.ENOTFOUND)
+	WantCode(t, err, errs.ENOTFOUND)
 	if got := e.All(t, keep); len(got) != 1 {
 		t.Errorf("purge touched another session: %d messages", len(got))
 	}
@@ -302,7 +303,7 @@ func testConcurrentAppends(t *testing.T, e *Env) {
 	ctx := context.Background()
 	s := e.NewSession(t, "alice")
 	var wg sync.WaitGroup
-	errs := make(chan error, writers*each)
+	errc := make(chan error, writers*each)
 	for w := 0; w < writers; w++ {
 		wg.Add(1)
 		go func() {
@@ -310,15 +311,15 @@ func testConcurrentAppends(t *testing.T, e *Env) {
 			for i := 0; i < each; i++ {
 				_, err := e.History.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: fmt.Sprintf("writer %d message %d", w, i)})
 				if err != nil {
-					errs <- err
+					errc <- err
 					return
 				}
 			}
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
+	close(errc)
+	for err := range errc {
 		t.Fatalf("append failed: %v", err)
 	}
 	all := e.All(t, s)

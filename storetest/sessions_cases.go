@@ -7,6 +7,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/paging"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -42,18 +44,18 @@ func testCreateGet(t *testing.T, e *Env) {
 	}
 
 	_, err := e.Sessions.Get(ctx, "bob", s.ID)
-	WantCode(t, err, sessions.ENOTFOUND)
+	WantCode(t, err, errs.ENOTFOUND)
 	_, errMissing := e.Sessions.Get(ctx, "alice", "doesNotExist")
-	WantCode(t, errMissing, sessions.ENOTFOUND)
-	if sessions.ErrorMessage(err) != sessions.ErrorMessage(sessions.NotFound(s.ID)) {
-		t.Errorf("another user's session must look missing: %q", sessions.ErrorMessage(err))
+	WantCode(t, errMissing, errs.ENOTFOUND)
+	if errs.Message(err) != errs.Message(sessions.NotFound(s.ID)) {
+		t.Errorf("another user's session must look missing: %q", errs.Message(err))
 	}
 	for _, id := range []string{"", "a/b", "..", "__x__", strings.Repeat("a", 129), "sp ace"} {
 		_, err := e.Sessions.Get(ctx, "alice", id)
-		WantCode(t, err, sessions.EINVALID)
+		WantCode(t, err, errs.EINVALID)
 	}
 	_, err = e.Sessions.Get(ctx, "", s.ID)
-	WantCode(t, err, sessions.EUNAUTHENTICATED)
+	WantCode(t, err, errs.EUNAUTHENTICATED)
 }
 
 func testCreateInvalid(t *testing.T, e *Env) {
@@ -74,7 +76,7 @@ func testCreateInvalid(t *testing.T, e *Env) {
 	for name, in := range cases {
 		t.Run(name, func(t *testing.T) {
 			_, err := e.Sessions.Create(ctx, "alice", in)
-			WantCode(t, err, sessions.EINVALID)
+			WantCode(t, err, errs.EINVALID)
 		})
 	}
 	p := Must[*sessions.SessionPage](t)(e.Sessions.List(ctx, "alice", sessions.ListRequest{}))
@@ -102,20 +104,20 @@ func testUpdate(t *testing.T, e *Env) {
 
 	other := "Mallory's"
 	_, err := e.Sessions.Update(ctx, "mallory", s.ID, sessions.Update{Title: &other})
-	WantCode(t, err, sessions.ENOTFOUND)
+	WantCode(t, err, errs.ENOTFOUND)
 	if got := e.Reload(t, s); got.Title != "Renamed" {
 		t.Errorf("another user's update changed the title to %q", got.Title)
 	}
 	empty := " "
 	_, err = e.Sessions.Update(ctx, "alice", s.ID, sessions.Update{Title: &empty})
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 	_, err = e.Sessions.Update(ctx, "alice", s.ID, sessions.Update{})
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 	bad := sessions.Metadata{Tags: []string{strings.Repeat("t", 65)}}
 	_, err = e.Sessions.Update(ctx, "alice", s.ID, sessions.Update{Metadata: &bad})
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 	_, err = e.Sessions.Update(ctx, "alice", "missing", sessions.Update{Title: &title})
-	WantCode(t, err, sessions.ENOTFOUND)
+	WantCode(t, err, errs.ENOTFOUND)
 }
 
 // testLifecycle tries every action from every status.
@@ -174,13 +176,13 @@ func testLifecycle(t *testing.T, e *Env) {
 				before := e.Reload(t, s)
 				// Another user can do nothing to it, whatever the action.
 				_, err := do("mallory", s.ID, action)
-				WantCode(t, err, sessions.ENOTFOUND)
+				WantCode(t, err, errs.ENOTFOUND)
 
 				got, err := do("alice", s.ID, action)
 				after, getErr := e.Sessions.Get(ctx, "alice", s.ID)
 				switch {
 				case w.to == "":
-					WantCode(t, err, sessions.EPRECONDITION)
+					WantCode(t, err, errs.EPRECONDITION)
 					if !reflect.DeepEqual(after, before) {
 						t.Errorf("refused %s changed the session:\n%+v\n%+v", action, before, after)
 					}
@@ -188,7 +190,7 @@ func testLifecycle(t *testing.T, e *Env) {
 					if err != nil {
 						t.Fatal(err)
 					}
-					WantCode(t, getErr, sessions.ENOTFOUND)
+					WantCode(t, getErr, errs.ENOTFOUND)
 				default:
 					if err != nil {
 						t.Fatal(err)
@@ -259,13 +261,13 @@ func testListPagination(t *testing.T, e *Env) {
 
 	first := Must[*sessions.SessionPage](t)(e.Sessions.List(ctx, "alice", sessions.ListRequest{Limit: 2}))
 	_, err := e.Sessions.List(ctx, "alice", sessions.ListRequest{Status: sessions.StatusArchived, PageToken: first.NextPageToken})
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 	_, err = e.Sessions.List(ctx, "alice", sessions.ListRequest{PageToken: "not-a-token"})
-	WantCode(t, err, sessions.EINVALID)
-	_, err = e.Sessions.List(ctx, "alice", sessions.ListRequest{Limit: sessions.MaxPageSize + 1})
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
+	_, err = e.Sessions.List(ctx, "alice", sessions.ListRequest{Limit: paging.MaxSize + 1})
+	WantCode(t, err, errs.EINVALID)
 	_, err = e.Sessions.List(ctx, "alice", sessions.ListRequest{Status: "purged"})
-	WantCode(t, err, sessions.EINVALID)
+	WantCode(t, err, errs.EINVALID)
 }
 
 // testListTies pages through sessions that share one updatedAt: the id

@@ -11,6 +11,9 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/clock/clocktest"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/paging"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -23,7 +26,7 @@ type Backend interface {
 // Env is one backend with services on a fake clock.
 type Env struct {
 	DB       Backend
-	Clock    *Clock
+	Clock    *clocktest.Clock
 	Sessions *sessions.Service
 	History  *history.Service
 	Tokens   *history.TikToken
@@ -47,7 +50,7 @@ func Tokens(tb testing.TB) *history.TikToken {
 // NewEnv wires services around db.
 func NewEnv(tb testing.TB, db Backend) *Env {
 	tb.Helper()
-	clock := NewClock(Epoch)
+	clock := clocktest.NewClock(Epoch)
 	tok := Tokens(tb)
 	ss := sessions.NewService(db, "gpt-4o-mini")
 	ss.Now = clock.Now
@@ -57,9 +60,9 @@ func NewEnv(tb testing.TB, db Backend) *Env {
 }
 
 // WantCode fails tb unless err carries code.
-func WantCode(tb testing.TB, err error, code sessions.Code) {
+func WantCode(tb testing.TB, err error, code errs.Code) {
 	tb.Helper()
-	if got := sessions.ErrorCode(err); got != code {
+	if got := errs.CodeOf(err); got != code {
 		tb.Fatalf("error code = %q, want %q (err: %v)", got, code, err)
 	}
 }
@@ -98,7 +101,7 @@ func (e *Env) Reload(tb testing.TB, s *sessions.Session) *sessions.Session {
 func (e *Env) All(tb testing.TB, s *sessions.Session) []history.Message {
 	tb.Helper()
 	var all []history.Message
-	req := history.PageRequest{Limit: sessions.MaxPageSize, All: true}
+	req := history.PageRequest{Limit: paging.MaxSize, All: true}
 	for {
 		p := Must[*history.Page](tb)(e.History.Page(context.Background(), s, req))
 		all = append(all, p.Messages...)

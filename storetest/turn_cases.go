@@ -10,6 +10,8 @@ import (
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -27,7 +29,7 @@ func appendPlan(e *Env, q chat.TurnQuery, content string) func(*chat.TurnState) 
 		}
 		id := ""
 		if q.Key == "" {
-			id = sessions.NewID()
+			id = ids.New()
 		}
 		m, t, err := e.History.AppendOne(s, st.Tail, q.Key, id, history.Draft{Role: history.RoleUser, Content: content})
 		if err != nil {
@@ -45,7 +47,7 @@ func testTurns(t *testing.T, e *Env) {
 		t.Fatal("the store does not implement chat.TurnStore")
 	}
 	day := "2026-01-15"
-	id := sessions.NewID()
+	id := ids.New()
 	q := chat.TurnQuery{UserID: "alice", SessionID: id, New: true, Key: "k1", Day: day, Slots: 3}
 
 	// A turn that starts its session creates it in the same commit.
@@ -94,7 +96,7 @@ func testTurns(t *testing.T, e *Env) {
 	// gapless, spend exact.
 	const n = 8
 	var wg sync.WaitGroup
-	errs := make(chan error, n)
+	errc := make(chan error, n)
 	for i := range n {
 		wg.Add(1)
 		go func() {
@@ -108,12 +110,12 @@ func testTurns(t *testing.T, e *Env) {
 				}
 				return w, err
 			})
-			errs <- err
+			errc <- err
 		}()
 	}
 	wg.Wait()
-	close(errs)
-	for err := range errs {
+	close(errc)
+	for err := range errc {
 		if err != nil {
 			t.Fatal(err)
 		}
@@ -134,7 +136,7 @@ func testTurns(t *testing.T, e *Env) {
 	}
 
 	// Another user's turn on the same day and slots starts from zero.
-	other := Must[*chat.TurnState](t)(turns.RunTurn(ctx, chat.TurnQuery{UserID: "bob", SessionID: sessions.NewID(), Day: day, Slots: 3}, nil,
+	other := Must[*chat.TurnState](t)(turns.RunTurn(ctx, chat.TurnQuery{UserID: "bob", SessionID: ids.New(), Day: day, Slots: 3}, nil,
 		func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }))
 	if other.Session != nil || other.DayTokens != 0 || other.Slots[2] != 0 {
 		t.Fatalf("bob's state: %+v", other)
@@ -150,7 +152,7 @@ func testDrafts(t *testing.T, e *Env) {
 	if !ok || !ok2 {
 		t.Fatal("the store does not implement chat.TurnStore and chat.Drafts")
 	}
-	id := sessions.NewID()
+	id := ids.New()
 	q := chat.TurnQuery{UserID: "alice", SessionID: id, New: true, Day: "2026-01-15", Draft: true}
 	start := func(replyID string) *chat.TurnState {
 		t.Helper()
@@ -174,8 +176,8 @@ func testDrafts(t *testing.T, e *Env) {
 	if stop, err := drafts.SaveDraft(ctx, d); err != nil || stop {
 		t.Fatalf("second save: %v, stop %v", err, stop)
 	}
-	WantCode(t, drafts.RequestStop(ctx, "bob", id, "r1"), sessions.ENOTFOUND)
-	WantCode(t, drafts.RequestStop(ctx, "alice", id, "r9"), sessions.ENOTFOUND)
+	WantCode(t, drafts.RequestStop(ctx, "bob", id, "r1"), errs.ENOTFOUND)
+	WantCode(t, drafts.RequestStop(ctx, "alice", id, "r9"), errs.ENOTFOUND)
 	if err := drafts.RequestStop(ctx, "alice", id, "r1"); err != nil {
 		t.Fatal(err)
 	}
@@ -207,5 +209,5 @@ func testDrafts(t *testing.T, e *Env) {
 	if read.DraftReplyID != "" {
 		t.Fatalf("the draft outlived its turn: %q", read.DraftReplyID)
 	}
-	WantCode(t, drafts.RequestStop(ctx, "alice", id, "r2"), sessions.ENOTFOUND)
+	WantCode(t, drafts.RequestStop(ctx, "alice", id, "r2"), errs.ENOTFOUND)
 }

@@ -1,11 +1,12 @@
-package storetest
+// Package clocktest is a fake clock for tests and benchmarks.
+package clocktest
 
 import (
 	"sync"
 	"time"
 )
 
-// Clock is a fake clock for tests: it stands still until moved.
+// Clock is a fake clock: it stands still until moved.
 type Clock struct {
 	mu  sync.Mutex
 	now time.Time

@@ -1,0 +1,70 @@
+package strictjson
+
+import (
+	"encoding/json"
+	"testing"
+	"time"
+
+	"github.com/chatmemory/backend/kernel/errs"
+)
+
+type inner struct {
+	Budget int `json:"budgetTokens"`
+}
+
+// strictInner decodes strictly from its own UnmarshalJSON, as the
+// domain's request types do.
+type strictInner struct {
+	Window int `json:"windowExchanges"`
+}
+
+func (s *strictInner) UnmarshalJSON(data []byte) error {
+	type plain strictInner
+	return Decode(data, (*plain)(s))
+}
+
+type body struct {
+	Title  string            `json:"title"`
+	Tags   []string          `json:"tags"`
+	Custom map[string]string `json:"custom"`
+	Inner  inner             `json:"memory"`
+	Strict *strictInner      `json:"strict"`
+	When   time.Time         `json:"when"`
+	Raw    json.RawMessage   `json:"raw"`
+	Ratio  float64           `json:"ratio"`
+	Hidden string            `json:"-"`
+}
+
+func TestDecode(t *testing.T) {
+	for _, tc := range []struct {
+		body, message string // message "" means accepted
+	}{
+		{`{"title":"x","tags":["a"],"custom":{"k":"v"},"memory":{"budgetTokens":300},"strict":{"windowExchanges":2},"when":"2026-01-02T03:04:05Z","raw":{"any":[1]},"ratio":0.5}`, ""},
+		{`{"title":5}`, "title: must be a string"},
+		{`{"tags":"a"}`, "tags: must be a list"},
+		{`{"tags":["a",1]}`, "tags[1]: must be a string"},
+		{`{"custom":{"k":1}}`, "custom.k: must be a string"},
+		{`{"memory":{"budgetTokens":1.5}}`, "memory.budgetTokens: must be a whole number"},
+		{`{"memory":{"budgetTokens":99999999999999999999}}`, "memory.budgetTokens: must be a whole number in range"},
+		{`{"memory":{"bogus":1}}`, "memory.bogus: unknown field"},
+		{`{"strict":{"bogus":1}}`, "strict.bogus: unknown field"},
+		{`{"strict":{"windowExchanges":"2"}}`, "strict.windowExchanges: must be a whole number"},
+		{`{"Hidden":"x"}`, "Hidden: unknown field"},
+		{`{"ratio":"x"}`, "ratio: must be a number"},
+		{`[]`, "the body must be an object"},
+		{`{"title":"x"} {}`, "malformed JSON: trailing data after the object"},
+		{`{"title":`, "malformed JSON: syntax error"},
+	} {
+		var b body
+		err := Decode([]byte(tc.body), &b)
+		if tc.message == "" {
+			if err != nil {
+				t.Errorf("%s: %v", tc.body, err)
+			}
+			continue
+		}
+		if errs.CodeOf(err) != errs.EINVALID || errs.Message(err) != tc.message {
+			t.Errorf("%s: got %q (%s), want %q", tc.body, errs.Message(err), errs.CodeOf(err), tc.message)
+		}
+	}
+}
