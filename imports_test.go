@@ -54,7 +54,7 @@ func TestLayers(t *testing.T) {
 	}
 	const module = "github.com/chatmemory/backend"
 	domain := []string{"kernel", "sessions", "history", "chat", "longterm", "retention"}
-	stores := append([]string{"firestoredb", "memorydb"}, domain...)
+	stores := append([]string{"firestoredb", "inprocdb"}, domain...)
 	allowed := map[string][]string{ // package → the packages of ours it may import (by prefix)
 		"kernel":      {"kernel"},
 		"sessions":    {"kernel"},
@@ -64,7 +64,7 @@ func TestLayers(t *testing.T) {
 		"chat":        {"kernel", "sessions", "history", "longterm"},
 		"llm":         {"kernel", "chat", "history"},
 		"firestoredb": domain,
-		"memorydb":    domain,
+		"inprocdb":    domain,
 		"storetest":   domain,
 		"functions":   append([]string{"llm"}, stores...),
 		"emulator":    {"emulator"},

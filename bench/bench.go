@@ -1,6 +1,6 @@
 // Package bench measures what a chat turn costs as a conversation grows:
 // Firestore documents read and written, round trips and the latency of the
-// memory path, for this backend and, in the same run, for a baseline that
+// backend path, for this backend and, in the same run, for a baseline that
 // does what the common design does (read the whole history every turn,
 // append with separate writes). It runs against the Firestore emulator with
 // the model replaced by an OpenAI-compatible server that answers at once, so
@@ -63,7 +63,7 @@ type Sample struct {
 	RoundTrips    int64   `json:"roundTrips"`            // the whole turn, after-turn work included
 	BeforeModel   int64   `json:"roundTripsBeforeModel"` // until the model is called
 	Bytes         int64   `json:"bytesWritten"`
-	LatencyMs     float64 `json:"latencyMs"` // memory path: the turn minus the model call
+	LatencyMs     float64 `json:"latencyMs"` // backend path: the turn minus the model call
 	TTFTMs        float64 `json:"ttftMs"`    // request to first streamed token, with a model answering at once
 	Tokenizations int64   `json:"tokenizations"`
 }
@@ -149,7 +149,7 @@ func (c *countingTokens) Count(model string, m *history.Message) int {
 	return c.TikToken.Count(model, m)
 }
 
-// timedModel measures the model call, to take it out of the memory path,
+// timedModel measures the model call, to take it out of the backend path,
 // and notes what Firestore had done when it was called.
 type timedModel struct {
 	chat.Model
@@ -248,7 +248,7 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 	rep.Notes = []string{
 		"Counts come from a gRPC interceptor on the real Firestore client and transfer to production; times are the emulator's on this machine and do not.",
 		"Project turns include the after-turn work (summaries), so compaction turns are in the averages.",
-		"Latency is the memory path: the whole turn minus the model call (an in-process server answering at once); time to first token is from the turn's start to the first streamed piece of the reply.",
+		"Latency is the backend path: the whole turn minus the model call (an in-process server answering at once); time to first token is from the turn's start to the first streamed piece of the reply.",
 		"A few turns warm the emulator up before anything is measured; the hotspot times are medians of five alternating rounds.",
 		"The project runs with its defaults: long-term memory on, 20 turns a minute per user (the run's clock moves a minute per turn), so every turn reads its rate-limit slots and memory block.",
 	}
@@ -294,7 +294,7 @@ func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project
 	model := &timedModel{Model: llm.NewOpenAI("bench", modelURL, nil), counter: counter}
 	clk := &clock{}
 	cfg := functions.Config{ChatModel: "gpt-4o-mini", SystemPrompt: "You are a helpful assistant.",
-		MaxSessionMessages: 1 << 20, ModelTimeout: time.Minute, MemoryStrategy: "summary_buffer", WindowExchanges: 10, LongTermMemory: true,
+		MaxSessionMessages: 1 << 20, ModelTimeout: time.Minute, ContextStrategy: "summary_buffer", WindowExchanges: 10, LongTermMemory: true,
 		TurnsPerMinute: functions.DefaultTurnsPerMinute, MessagesPerMinute: functions.DefaultMessagesPerMinute}
 	a := functions.NewApp(cfg, functions.Deps{Store: firestoredb.New(client), Model: model, Tokens: tokens,
 		Log: slog.New(slog.DiscardHandler), Now: clk.Now})
@@ -308,7 +308,7 @@ func runProject(ctx context.Context, cfg Config, modelURL string, tok *history.T
 	}
 	defer a.close()
 	s, err := a.app.Sessions.Create(ctx, "bench-user", sessions.CreateInput{Title: "bench",
-		Memory: sessions.Memory{Strategy: sessions.StrategySummaryBuffer, BudgetTokens: cfg.Budget}})
+		Context: sessions.ContextSettings{Strategy: sessions.StrategySummaryBuffer, BudgetTokens: cfg.Budget}})
 	if err != nil {
 		return Side{}, err
 	}

@@ -26,7 +26,7 @@ func (r *Report) Chart() image.Image {
 	const W, H = 1000, 760
 	img := image.NewRGBA(image.Rect(0, 0, W, H))
 	draw.Draw(img, img.Bounds(), &image.Uniform{white}, image.Point{}, draw.Src)
-	text(img, 20, 24, ink, "Firestore reads per turn and memory-path latency as the conversation grows (Firestore emulator; "+fmt.Sprint(r.Config.Turns)+" turns)")
+	text(img, 20, 24, ink, "Firestore reads per turn and backend-path latency as the conversation grows (Firestore emulator; "+fmt.Sprint(r.Config.Turns)+" turns)")
 	reads := func(s Side) []float64 {
 		out := make([]float64, len(s.Samples))
 		for i, x := range s.Samples {
@@ -48,7 +48,7 @@ func (r *Report) Chart() image.Image {
 	}
 	panel(img, image.Rect(70, 50, W-30, 380), "documents read per turn (log scale)", true,
 		[][]float64{reads(r.Project), reads(r.Baseline)})
-	panel(img, image.Rect(70, 420, W-30, 720), "memory-path latency per turn, p50 of the last 10 turns (ms)", false,
+	panel(img, image.Rect(70, 420, W-30, 720), "backend-path latency per turn, p50 of the last 10 turns (ms)", false,
 		[][]float64{p50(r.Project), p50(r.Baseline)})
 	text(img, 80, H-14, projectC, "-- this backend")
 	text(img, 220, H-14, baselineC, "-- baseline: whole history read every turn")

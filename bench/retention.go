@@ -77,7 +77,7 @@ func RunRetention(ctx context.Context, cfg RetentionConfig, log func(string, ...
 		return nil, err
 	}
 	clock := clocktest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	fcfg := functions.Config{ChatModel: "gpt-4o-mini", MaxSessionMessages: 1 << 20, MemoryStrategy: "summary_buffer",
+	fcfg := functions.Config{ChatModel: "gpt-4o-mini", MaxSessionMessages: 1 << 20, ContextStrategy: "summary_buffer",
 		WindowExchanges: 10, ModelTimeout: time.Minute, SweepBudget: cfg.Budget}
 	app := functions.NewApp(fcfg, functions.Deps{Store: firestoredb.New(client), Model: llm.Offline{}, Tokens: tok,
 		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock.Now})

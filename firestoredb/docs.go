@@ -94,8 +94,8 @@ func toSessionDoc(s *sessions.Session) *sessionDoc {
 		SummaryUpdatedAt: s.SummaryUpdatedAt, PendingToolCalls: s.PendingToolCalls,
 		Metadata: metadataDoc{AgentType: s.Metadata.AgentType, Topic: s.Metadata.Topic,
 			Tags: s.Metadata.Tags, Custom: s.Metadata.Custom},
-		Memory: memoryDoc{Strategy: string(s.Memory.Strategy), WindowExchanges: s.Memory.WindowExchanges,
-			BudgetTokens: s.Memory.BudgetTokens},
+		Memory: memoryDoc{Strategy: string(s.Context.Strategy), WindowExchanges: s.Context.WindowExchanges,
+			BudgetTokens: s.Context.BudgetTokens},
 		NoLearning: s.NoLearning, LearnFrom: s.LearnFrom, Branches: toBranchesDoc(s.Branches),
 	}
 }
@@ -115,7 +115,7 @@ func decodeSession(snap *firestore.DocumentSnapshot) (*sessions.Session, error) 
 		PendingToolCalls: d.PendingToolCalls,
 		Metadata: sessions.Metadata{AgentType: d.Metadata.AgentType, Topic: d.Metadata.Topic,
 			Tags: d.Metadata.Tags, Custom: d.Metadata.Custom},
-		Memory: sessions.Memory{Strategy: sessions.Strategy(d.Memory.Strategy),
+		Context: sessions.ContextSettings{Strategy: sessions.Strategy(d.Memory.Strategy),
 			WindowExchanges: d.Memory.WindowExchanges, BudgetTokens: d.Memory.BudgetTokens},
 		NoLearning: d.NoLearning, LearnFrom: d.LearnFrom, Branches: fromBranchesDoc(d.Branches),
 	}, nil

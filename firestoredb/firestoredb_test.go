@@ -151,7 +151,7 @@ func TestPurgeReadsIDsFromTheContext(t *testing.T) {
 	e := storetest.NewEnv(t, db)
 	short := e.NewSession(t, "alice")
 	long := storetest.Must[*sessions.Session](t)(e.Sessions.Create(ctx, "alice", sessions.CreateInput{
-		Memory: sessions.Memory{Strategy: sessions.StrategyTokenBuffer, BudgetTokens: 256}}))
+		Context: sessions.ContextSettings{Strategy: sessions.StrategyTokenBuffer, BudgetTokens: 256}}))
 	branched := e.NewSession(t, "alice")
 	for i := 0; i < 30; i++ {
 		for _, s := range []*sessions.Session{short, long, branched} {

@@ -195,7 +195,7 @@ func TestLegacyContextMoves(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
-	_, tail, err := db.ReadContext(ctx, s.ID)
+	_, tail, err := db.ReadTail(ctx, s.ID)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -214,7 +214,7 @@ func TestLegacyContextMoves(t *testing.T) {
 	if _, err := db.contextOf(s.ID).Doc(legacyTailDocID).Set(ctx, legacy); err != nil {
 		t.Fatal(err)
 	}
-	_, got, err := db.ReadContext(ctx, s.ID)
+	_, got, err := db.ReadTail(ctx, s.ID)
 	if err != nil || len(got.Messages) != 3 || got.Messages[2].Content != "three" {
 		t.Fatalf("legacy context read: %+v, %v", got, err)
 	}
@@ -222,7 +222,7 @@ func TestLegacyContextMoves(t *testing.T) {
 	if _, err := hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "four"}); err != nil {
 		t.Fatal(err)
 	}
-	_, got, err = db.ReadContext(ctx, s.ID)
+	_, got, err = db.ReadTail(ctx, s.ID)
 	if err != nil || len(got.Messages) != 4 || got.Messages[3].Content != "four" {
 		t.Fatalf("after the move: %+v, %v", got, err)
 	}

@@ -22,10 +22,10 @@ import (
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/inprocdb"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/longterm"
-	"github.com/chatmemory/backend/memorydb"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -94,7 +94,7 @@ func NewApp(cfg Config, d Deps) *App {
 	d.Model = tracedModel{d.Model}
 	ss := sessions.NewService(d.Store, cfg.ChatModel)
 	ss.Now = d.Now
-	ss.DefaultMemory = cfg.Memory()
+	ss.DefaultContext = cfg.DefaultContext()
 	ss.ContextWindow = history.ContextWindow
 	ss.Policy = cfg.Policy()
 	hs := history.NewService(d.Store, d.Tokens)
@@ -173,9 +173,9 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 	}
 	var closers []func() error
 	switch cfg.Backend {
-	case "memory":
-		d.Store = memorydb.New()
-		log.Warn("STORAGE_BACKEND=memory: sessions live in this process only and are lost when it stops")
+	case "inprocess":
+		d.Store = inprocdb.New()
+		log.Warn("STORAGE_BACKEND=inprocess: sessions live in this process only and are lost when it stops")
 	default:
 		client, err := firestore.NewClient(ctx, cfg.ProjectID)
 		if err != nil {

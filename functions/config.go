@@ -14,7 +14,7 @@ import (
 // Config is everything the backend reads from its environment, parsed once
 // at start-up. See README.md for each variable and its default.
 type Config struct {
-	Backend            string // STORAGE_BACKEND: firestore (default) or memory
+	Backend            string // STORAGE_BACKEND: firestore (default) or inprocess ("memory", its former name, is read as inprocess)
 	ProjectID          string // GOOGLE_CLOUD_PROJECT (or GCLOUD_PROJECT)
 	FirestoreEmulator  string // FIRESTORE_EMULATOR_HOST
 	AuthEmulator       string // FIREBASE_AUTH_EMULATOR_HOST
@@ -30,7 +30,7 @@ type Config struct {
 	MessagesPerMinute  int
 	TokensPerDay       int
 	ContextBudget      int
-	MemoryStrategy     string // MEMORY_STRATEGY
+	ContextStrategy    string // CONTEXT_STRATEGY (formerly MEMORY_STRATEGY, still read)
 	WindowExchanges    int    // WINDOW_EXCHANGES
 	ModelTimeout       time.Duration
 	FirestoreTimeout   time.Duration // FIRESTORE_TIMEOUT_SECONDS: each Firestore operation
@@ -123,7 +123,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		MessagesPerMinute:  num("RATE_MESSAGES_PER_MINUTE", DefaultMessagesPerMinute, 0, many),
 		TokensPerDay:       num("RATE_TOKENS_PER_DAY", DefaultTokensPerDay, 0, many),
 		ContextBudget:      num("CONTEXT_TOKEN_BUDGET", 0, 0, sessions.MaxBudgetTokens),
-		MemoryStrategy:     str("MEMORY_STRATEGY", "summary_buffer"),
+		ContextStrategy:    str("CONTEXT_STRATEGY", str("MEMORY_STRATEGY", "summary_buffer")),
 		WindowExchanges:    num("WINDOW_EXCHANGES", 10, 1, sessions.MaxWindowExchanges),
 		ModelTimeout:       seconds("MODEL_TIMEOUT_SECONDS", DefaultModelTimeout, 3600),
 		FirestoreTimeout:   seconds("FIRESTORE_TIMEOUT_SECONDS", DefaultFirestoreTimeout, 300),
@@ -175,11 +175,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	switch c.Backend {
 	case "firestore":
 		if c.FirestoreEmulator == "" && !c.OnGoogleCloud {
-			bad("STORAGE_BACKEND=firestore needs FIRESTORE_EMULATOR_HOST (the emulator, e.g. 127.0.0.1:8080) or Google Cloud credentials; or set STORAGE_BACKEND=memory")
+			bad("STORAGE_BACKEND=firestore needs FIRESTORE_EMULATOR_HOST (the emulator, e.g. 127.0.0.1:8080) or Google Cloud credentials; or set STORAGE_BACKEND=inprocess")
 		}
+	case "inprocess":
 	case "memory":
+		c.Backend = "inprocess"
 	default:
-		bad("STORAGE_BACKEND must be firestore or memory, not %q", c.Backend)
+		bad("STORAGE_BACKEND must be firestore or inprocess, not %q", c.Backend)
 	}
 	if c.ProjectID == "" {
 		bad("GOOGLE_CLOUD_PROJECT is not set: it names the Firebase project whose ID tokens are accepted")
@@ -194,8 +196,8 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 			}
 		}
 	}
-	if err := c.Memory().Validate(); err != nil {
-		bad("MEMORY_STRATEGY must be buffer, window, token_buffer or summary_buffer")
+	if err := c.DefaultContext().Validate(); err != nil {
+		bad("CONTEXT_STRATEGY (or its former name, MEMORY_STRATEGY) must be buffer, window, token_buffer or summary_buffer")
 	}
 	if c.ContextBudget != 0 && c.ContextBudget < sessions.MinBudgetTokens {
 		bad("CONTEXT_TOKEN_BUDGET must be at least %d (or 0 for 75%% of the model's window)", sessions.MinBudgetTokens)
@@ -217,9 +219,9 @@ func (c Config) Policy() sessions.Policy {
 	return p
 }
 
-// Memory is the default memory of new sessions.
-func (c Config) Memory() sessions.Memory {
-	return sessions.Memory{Strategy: sessions.Strategy(c.MemoryStrategy), WindowExchanges: c.WindowExchanges}
+// DefaultContext is the context settings of new sessions that choose none.
+func (c Config) DefaultContext() sessions.ContextSettings {
+	return sessions.ContextSettings{Strategy: sessions.Strategy(c.ContextStrategy), WindowExchanges: c.WindowExchanges}
 }
 
 // OfflineModel reports whether replies come from the offline stand-in.

@@ -11,7 +11,7 @@ import (
 // FuzzConfigFromEnv: any environment is accepted within every bound or
 // refused with a message; nothing panics.
 func FuzzConfigFromEnv(f *testing.F) {
-	base := "STORAGE_BACKEND=memory\nGOOGLE_CLOUD_PROJECT=p\nFIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:9099\n"
+	base := "STORAGE_BACKEND=inprocess\nGOOGLE_CLOUD_PROJECT=p\nFIREBASE_AUTH_EMULATOR_HOST=127.0.0.1:9099\n"
 	for _, seed := range []string{
 		"", "MODEL_TIMEOUT_SECONDS=9223372036854775807", "CONTEXT_TOKEN_BUDGET=9223372036854775807",
 		"RATE_TURNS_PER_MINUTE=-1", "WINDOW_EXCHANGES=0", "LONG_TERM_MEMORY=maybe", "CLIENT_SYSTEM_MESSAGES=on",

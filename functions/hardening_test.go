@@ -20,10 +20,10 @@ import (
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/inprocdb"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/longterm"
-	"github.com/chatmemory/backend/memorydb"
 )
 
 // errorMessage returns the message of an error body.
@@ -225,7 +225,7 @@ func TestAuthDeadline(t *testing.T) {
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
 	t.Setenv("FIREBASE_AUTH_EMULATOR_HOST", blackHole(t))
 	const deadline = time.Second
-	srv := serveWith(t, memorydb.New(), &functions.FirebaseVerifier{Client: newAuthClient(t), Timeout: deadline})
+	srv := serveWith(t, inprocdb.New(), &functions.FirebaseVerifier{Client: newAuthClient(t), Timeout: deadline})
 	now := time.Now()
 	start := time.Now()
 	r := doRequest(t, srv, "GET", "/sessions", forgeToken(authProject(), "someone", now, now.Add(time.Hour)), nil, nil)

@@ -26,10 +26,10 @@ import (
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/inprocdb"
 	"github.com/chatmemory/backend/kernel/clock/clocktest"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
-	"github.com/chatmemory/backend/memorydb"
 	"github.com/chatmemory/backend/storetest"
 )
 
@@ -111,7 +111,7 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Con
 	t.Parallel()
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
 	h := &harness{t: t, model: llmtest.New(t), clock: clocktest.NewClock(clockStart), logs: &syncBuffer{}}
-	var store functions.Store = memorydb.New()
+	var store functions.Store = inprocdb.New()
 	if backend == "firestore" {
 		h.counter = &firestoretest.Counter{}
 		h.firestore, _ = emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {

@@ -27,7 +27,7 @@ import (
 // Traces: every request is a span, a turn a child span of it, and under
 // the turn each Firestore call (the Go client makes those spans itself,
 // through the global tracer provider) and the model call. Spans carry ids,
-// the memory strategy and token counts, never content. Where they go is
+// the context strategy and token counts, never content. Where they go is
 // TRACE_EXPORTER's choice; log lines carry the trace id where Cloud
 // Logging looks for it, so logs and traces link.
 
@@ -140,7 +140,7 @@ func (a *App) tracedTurn(ctx context.Context, req chat.TurnRequest) (*chat.TurnR
 		attribute.Int("message.seq", res.User.Seq), attribute.Int("reply.seq", res.Reply.Seq),
 		attribute.Int("reply.tokens", res.Reply.Tokens))
 	if c := res.Context; c != nil {
-		span.SetAttributes(attribute.String("memory.strategy", string(c.Strategy)), attribute.Int("context.tokens", c.Tokens),
+		span.SetAttributes(attribute.String("context.strategy", string(c.Strategy)), attribute.Int("context.tokens", c.Tokens),
 			attribute.Int("context.budget", c.Budget), attribute.Int("context.messages", len(c.Messages)),
 			attribute.Bool("context.summary", c.Compaction != nil))
 	}

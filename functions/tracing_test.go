@@ -74,7 +74,7 @@ func TestTraces(t *testing.T) {
 	for _, kv := range turn.Attributes() {
 		attrs[string(kv.Key)] = kv.Value.Emit()
 	}
-	if attrs["session.id"] != res.SessionID || attrs["memory.strategy"] != "summary_buffer" || attrs["context.tokens"] == "" || attrs["reply.tokens"] == "" {
+	if attrs["session.id"] != res.SessionID || attrs["context.strategy"] != "summary_buffer" || attrs["context.tokens"] == "" || attrs["reply.tokens"] == "" {
 		t.Errorf("the turn's attributes: %v", attrs)
 	}
 	under := func(s sdktrace.ReadOnlySpan) bool { // s descends from the turn

@@ -79,6 +79,15 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil || len(c.AllowedOrigins) != 2 || c.OfflineModel() || c.TurnsPerMinute != 0 {
 		t.Errorf("overrides: %+v %v", c, err)
 	}
+	// Former names are still read.
+	c, err = ConfigFromEnv(env("GOOGLE_CLOUD_PROJECT", "p", "FIREBASE_AUTH_EMULATOR_HOST", "h:2", "STORAGE_BACKEND", "memory", "MEMORY_STRATEGY", "window"))
+	if err != nil || c.Backend != "inprocess" || c.DefaultContext().Strategy != sessions.StrategyWindow {
+		t.Errorf("former names: %+v %v", c, err)
+	}
+	c, err = ConfigFromEnv(env("GOOGLE_CLOUD_PROJECT", "p", "FIREBASE_AUTH_EMULATOR_HOST", "h:2", "STORAGE_BACKEND", "inprocess", "MEMORY_STRATEGY", "window", "CONTEXT_STRATEGY", "buffer"))
+	if err != nil || c.DefaultContext().Strategy != sessions.StrategyBuffer {
+		t.Errorf("CONTEXT_STRATEGY over its former name: %+v %v", c, err)
+	}
 	for name, tc := range map[string]struct {
 		env  []string
 		want string
@@ -92,9 +101,11 @@ func TestConfigFromEnv(t *testing.T) {
 		"TinyBodyCap":       {append(local, "MAX_BODY_BYTES", "10"), "MAX_BODY_BYTES"},
 		"ZeroModelTimeout":  {append(local, "MODEL_TIMEOUT_SECONDS", "0"), "MODEL_TIMEOUT_SECONDS"},
 		"MemoryNeedsNoHost": {[]string{"GOOGLE_CLOUD_PROJECT", "p", "STORAGE_BACKEND", "memory", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, ""},
+		"InProcessNoHost":   {[]string{"GOOGLE_CLOUD_PROJECT", "p", "STORAGE_BACKEND", "inprocess", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, ""},
 		"OnCloudNeedsNoEmu": {[]string{"GOOGLE_CLOUD_PROJECT", "p", "K_SERVICE", "api"}, ""},
 		"ZeroRetention":     {append(local, "RETENTION_DELETED_DAYS", "0"), "RETENTION_"},
-		"BadStrategy":       {append(local, "MEMORY_STRATEGY", "everything"), "MEMORY_STRATEGY"},
+		"BadStrategy":       {append(local, "CONTEXT_STRATEGY", "everything"), "CONTEXT_STRATEGY"},
+		"BadFormerStrategy": {append(local, "MEMORY_STRATEGY", "everything"), "MEMORY_STRATEGY"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ConfigFromEnv(env(tc.env...))

@@ -99,7 +99,7 @@ func pendingCalls(msgs []Message) []string {
 // turn continues that branch. Nothing is written or deleted but the
 // session's active leaf and its context.
 func (svc *Service) SwitchBranch(ctx context.Context, userID, sessionID string, seq int) (*sessions.Session, error) {
-	s, _, err := svc.ReadContext(ctx, userID, sessionID)
+	s, _, err := svc.ReadTail(ctx, userID, sessionID)
 	if err != nil {
 		return nil, err
 	}

@@ -3,6 +3,7 @@ package history
 import (
 	"context"
 	"errors"
+	"fmt"
 	"slices"
 	"strings"
 	"time"
@@ -152,13 +153,13 @@ func (svc *Service) releaseLease(ctx context.Context, sessionID string) {
 	})
 }
 
-// ReadContext returns the caller's session and its tail, read in one round
+// ReadTail returns the caller's session and its tail, read in one round
 // trip whatever the length of the session.
-func (svc *Service) ReadContext(ctx context.Context, userID, sessionID string) (*sessions.Session, *Tail, error) {
+func (svc *Service) ReadTail(ctx context.Context, userID, sessionID string) (*sessions.Session, *Tail, error) {
 	if err := sessions.CheckID(sessionID); err != nil {
 		return nil, nil, err
 	}
-	s, t, err := svc.Repo.ReadContext(ctx, sessionID)
+	s, t, err := svc.Repo.ReadTail(ctx, sessionID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -171,4 +172,80 @@ func (svc *Service) ReadContext(ctx context.Context, userID, sessionID string) (
 // Compactions returns the compaction records of s, oldest first.
 func (svc *Service) Compactions(ctx context.Context, s *sessions.Session) ([]Compaction, error) {
 	return svc.Repo.ListCompactions(ctx, s.ID)
+}
+
+// Compaction is a summary record: Summary covers every message up to EndSeq
+// (it was made from the previous summary and messages StartSeq..EndSeq).
+// Records are added, never changed; raw messages stay as they were.
+type Compaction struct {
+	ID        string    `json:"id"`
+	StartSeq  int       `json:"startSeq"`
+	EndSeq    int       `json:"endSeq"`
+	Summary   string    `json:"summary"`
+	Tokens    int       `json:"tokens"` // of the summary as a system message
+	Model     string    `json:"model"`
+	CreatedAt time.Time `json:"createdAt"`
+}
+
+// CompactionID is the record id for a summary up to endSeq: two compactions
+// of the same range cannot both be stored.
+func CompactionID(endSeq int) string { return fmt.Sprintf("e%010d", endSeq) }
+
+// Compaction thresholds, as shares of the budget left for history: once the
+// verbatim part passes compactAbove, the oldest of it is summarized until
+// what stays verbatim is at most keepBelow. Each summarization handles at
+// most MaxCompactMessages messages, so it costs a bounded amount however
+// long the session is.
+const (
+	compactAbovePct    = 60
+	keepBelowPct       = 30
+	MaxCompactMessages = 200
+)
+
+// CompactionPlan is a range of messages to fold into the summary.
+type CompactionPlan struct {
+	Previous *Compaction // the summary to extend; nil for the first
+	StartSeq int
+	EndSeq   int
+}
+
+// PlanCompaction says whether a summary_buffer session should compact now,
+// and which messages. The range starts right after the previous summary and
+// ends on a unit boundary inside the tail, leaving the latest exchange
+// verbatim.
+func PlanCompaction(s *sessions.Session, t *Tail, budget, fixed int) (CompactionPlan, bool) {
+	if s.Context.Strategy != sessions.StrategySummaryBuffer || len(t.Messages) == 0 {
+		return CompactionPlan{}, false
+	}
+	avail := budget - fixed - ReplyPriming
+	p := CompactionPlan{Previous: t.Compaction}
+	verbatim := t.Messages
+	if p.Previous != nil {
+		p.StartSeq = p.Previous.EndSeq + 1
+		verbatim = after(t.Messages, p.Previous.EndSeq)
+		avail -= p.Previous.Tokens
+	}
+	total := tokensOf(verbatim)
+	if total <= avail*compactAbovePct/100 {
+		return CompactionPlan{}, false
+	}
+	us := units(verbatim)
+	keep := avail * keepBelowPct / 100
+	end := -1
+	for i := 0; i < len(us)-1 && total > keep; i++ { // never the last unit
+		total -= us[i].tokens
+		last := us[i].msgs[len(us[i].msgs)-1].Seq
+		if last-p.StartSeq+1 > MaxCompactMessages && end >= 0 {
+			break
+		}
+		end = last
+	}
+	if end < p.StartSeq {
+		return CompactionPlan{}, false
+	}
+	if end-p.StartSeq+1 > MaxCompactMessages { // a long gap behind the tail
+		end = p.StartSeq + MaxCompactMessages - 1
+	}
+	p.EndSeq = end
+	return p, true
 }

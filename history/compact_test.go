@@ -7,8 +7,8 @@ import (
 	"testing"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/inprocdb"
 	"github.com/chatmemory/backend/kernel/errs"
-	"github.com/chatmemory/backend/memorydb"
 	"github.com/chatmemory/backend/sessions"
 	"github.com/chatmemory/backend/storetest"
 )
@@ -24,7 +24,7 @@ func (c *countingSummarizer) Summarize(_ context.Context, model, previous string
 // failingSave fails the next saves of compaction records, as a store that
 // cannot commit would.
 type failingSave struct {
-	*memorydb.DB
+	*inprocdb.DB
 	failures int
 }
 
@@ -40,13 +40,13 @@ func (f *failingSave) SaveCompaction(ctx context.Context, id string, c *history.
 // gives its lease back, so the next turn compacts at once rather than after
 // the lease expires (which, on a frozen clock, is never).
 func TestCompactAfterFailedSave(t *testing.T) {
-	db := &failingSave{DB: memorydb.New(), failures: 1}
+	db := &failingSave{DB: inprocdb.New(), failures: 1}
 	env := storetest.NewEnv(t, db)
 	sum := &countingSummarizer{}
 	env.History.Summarizer = sum
 	ctx := context.Background()
 	s := storetest.Must[*sessions.Session](t)(env.Sessions.Create(ctx, "alice", sessions.CreateInput{
-		Memory: sessions.Memory{Strategy: sessions.StrategySummaryBuffer, BudgetTokens: 300},
+		Context: sessions.ContextSettings{Strategy: sessions.StrategySummaryBuffer, BudgetTokens: 300},
 	}))
 	for i := 0; i < 20; i++ {
 		role := history.RoleUser

@@ -1,6 +1,12 @@
 package history
 
-import "strings"
+import (
+	"fmt"
+	"strings"
+
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/sessions"
+)
 
 // Known context windows, in tokens. A model not listed gets DefaultWindow;
 // names match by prefix, longest first.
@@ -88,4 +94,86 @@ func FitBudget(msgs []Message, budget int) []Message {
 		out = append(out, u.msgs...)
 	}
 	return out
+}
+
+// Context is what a turn sends the model, besides its system prompt.
+type Context struct {
+	Strategy   sessions.Strategy `json:"strategy"`
+	Budget     int               `json:"budget"`
+	Tokens     int               `json:"tokens"` // system prompt, summary, messages and reply priming
+	Compaction *Compaction       `json:"compaction"`
+	Messages   []Message         `json:"-"` // verbatim history, oldest first
+}
+
+// SummaryPrefix opens the system message that carries a summary.
+const SummaryPrefix = "Summary of the earlier conversation (messages 0–%d):\n"
+
+// SummaryMessage is the system message that carries c into a context.
+func SummaryMessage(c *Compaction) Message {
+	return Message{Role: RoleSystem, Content: fmt.Sprintf(SummaryPrefix, c.EndSeq) + c.Summary}
+}
+
+// Build chooses the history the model sees under mem, within budget tokens
+// of which fixed (the system prompt) are taken already. Every context it
+// returns keeps tool exchanges whole and stays within budget.
+func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
+	mem := s.Context
+	c := &Context{Strategy: mem.Strategy, Budget: budget}
+	avail := budget - fixed - ReplyPriming
+	switch mem.Strategy {
+	case sessions.StrategyBuffer:
+		all := FitBudget(t.Messages, 1<<62)
+		if !t.Complete(s) || tokensOf(all) > avail {
+			return nil, errs.Errorf(errs.EPRECONDITION,
+				"the whole history no longer fits the model's context budget of %d tokens: switch this session to another context strategy", budget)
+		}
+		c.Messages = all
+	case sessions.StrategyWindow:
+		c.Messages = FitBudget(lastExchanges(t.Messages, mem.WindowExchanges), avail)
+	case sessions.StrategyTokenBuffer:
+		c.Messages = FitBudget(t.Messages, avail)
+	default: // summary_buffer
+		verbatim := t.Messages
+		if cp := t.Compaction; cp != nil && cp.Tokens < avail {
+			c.Compaction = cp
+			avail -= cp.Tokens
+			verbatim = after(t.Messages, cp.EndSeq)
+		}
+		c.Messages = FitBudget(verbatim, avail)
+	}
+	c.Tokens = fixed + ReplyPriming + tokensOf(c.Messages)
+	if c.Compaction != nil {
+		c.Tokens += c.Compaction.Tokens
+	}
+	return c, nil
+}
+
+func tokensOf(msgs []Message) int {
+	n := 0
+	for _, m := range msgs {
+		n += m.Tokens
+	}
+	return n
+}
+
+// after returns the messages with seq > seq.
+func after(msgs []Message, seq int) []Message {
+	for i, m := range msgs {
+		if m.Seq > seq {
+			return msgs[i:]
+		}
+	}
+	return nil
+}
+
+// lastExchanges returns the last k exchanges: each starts at a user message.
+func lastExchanges(msgs []Message, k int) []Message {
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role == RoleUser {
+			if k--; k == 0 {
+				return msgs[i:]
+			}
+		}
+	}
+	return msgs
 }

@@ -38,8 +38,8 @@ type Repo interface {
 	// writes the session and tail with the messages plan returns, giving
 	// them IDs. When plan returns none, nothing is written.
 	Append(ctx context.Context, sessionID, key string, plan Plan) (*Appended, error)
-	// ReadContext reads a session and its tail in one round trip.
-	ReadContext(ctx context.Context, sessionID string) (*sessions.Session, *Tail, error)
+	// ReadTail reads a session and its tail in one round trip.
+	ReadTail(ctx context.Context, sessionID string) (*sessions.Session, *Tail, error)
 	// UpdateTail reads the session and tail, calls fn and writes the tail,
 	// and the session if fn changed it, atomically. An error from fn aborts
 	// and is returned.
@@ -89,8 +89,8 @@ type Service struct {
 func (svc *Service) BudgetFor(s *sessions.Session) int {
 	window := ContextWindow(s.Model)
 	switch {
-	case s.Memory.BudgetTokens > 0:
-		return min(s.Memory.BudgetTokens, window)
+	case s.Context.BudgetTokens > 0:
+		return min(s.Context.BudgetTokens, window)
 	case svc.DefaultBudget > 0:
 		return min(svc.DefaultBudget, window)
 	}

@@ -16,7 +16,7 @@ import (
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/longterm"
-	"github.com/chatmemory/backend/memorydb"
+	"github.com/chatmemory/backend/inprocdb"
 	"github.com/chatmemory/backend/sessions"
 	"github.com/chatmemory/backend/storetest"
 )
@@ -27,7 +27,7 @@ type store interface {
 }
 
 var backends = map[string]func(t *testing.T) store{
-	"memory": func(*testing.T) store { return memorydb.New() },
+	"memory": func(*testing.T) store { return inprocdb.New() },
 	"firestore": func(t *testing.T) store {
 		client, _ := emulatortest.Firestore(t)
 		return firestoredb.New(client)

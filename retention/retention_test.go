@@ -17,7 +17,7 @@ import (
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/clock/clocktest"
 	"github.com/chatmemory/backend/kernel/errs"
-	"github.com/chatmemory/backend/memorydb"
+	"github.com/chatmemory/backend/inprocdb"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 	"github.com/chatmemory/backend/storetest"
@@ -32,7 +32,7 @@ type store interface {
 }
 
 var backends = map[string]func(t *testing.T) store{
-	"memory": func(*testing.T) store { return memorydb.New() },
+	"memory": func(*testing.T) store { return inprocdb.New() },
 	"firestore": func(t *testing.T) store {
 		client, _ := emulatortest.Firestore(t)
 		return firestoredb.New(client)
@@ -452,7 +452,7 @@ func TestPurgesDoNotStarve(t *testing.T) {
 // TestDryRunSince: a dry run names, for each session, the date it entered
 // its status, besides the date the action became due.
 func TestDryRunSince(t *testing.T) {
-	e := storetest.NewEnv(t, memorydb.New())
+	e := storetest.NewEnv(t, inprocdb.New())
 	ctx := context.Background()
 	idle := e.NewSession(t, "u")
 	e.Clock.Advance(sessions.Day)

@@ -39,13 +39,13 @@ func FuzzDecodeRequest(f *testing.F) {
 			switch in := v.(type) {
 			case *CreateInput:
 				checkCode(t, in.Metadata.Validate())
-				checkCode(t, svc.checkMemory(in.Memory, "gpt-4o"))
+				checkCode(t, svc.checkContext(in.Context, "gpt-4o"))
 			case *Update:
 				if in.Metadata != nil {
 					checkCode(t, in.Metadata.Validate())
 				}
-				if in.Memory != nil {
-					checkCode(t, svc.checkMemory(*in.Memory, "gpt-4o"))
+				if in.Context != nil {
+					checkCode(t, svc.checkContext(*in.Context, "gpt-4o"))
 				}
 			}
 		}

@@ -56,11 +56,11 @@ type Cursor struct {
 // Service carries out session operations for a signed-in user. Another
 // user's session is reported exactly like a missing one.
 type Service struct {
-	Repo          Repo
-	Policy        Policy
-	Now           func() time.Time
-	DefaultModel  string
-	DefaultMemory Memory // strategy and window of sessions created without their own
+	Repo           Repo
+	Policy         Policy
+	Now            func() time.Time
+	DefaultModel   string
+	DefaultContext ContextSettings // strategy and window of sessions created without their own
 	// Forget is called for each purged session (nil: nothing to forget).
 	Forget Forget
 	// ContextWindow returns a model's context window in tokens, which
@@ -68,8 +68,8 @@ type Service struct {
 	ContextWindow func(model string) int
 }
 
-// checkMemory validates memory settings for a session of model.
-func (svc *Service) checkMemory(m Memory, model string) error {
+// checkContext validates context settings for a session of model.
+func (svc *Service) checkContext(m ContextSettings, model string) error {
 	if svc.ContextWindow != nil {
 		if err := m.checkBudget(min(svc.ContextWindow(model), MaxBudgetTokens), model); err != nil {
 			return err
@@ -87,11 +87,11 @@ func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }
 
 // CreateInput is what a caller may choose when creating a session.
 type CreateInput struct {
-	Title         string   `json:"title,omitempty"`
-	Metadata      Metadata `json:"metadata"`
-	RetentionDays int      `json:"retentionDays,omitempty"`
-	Memory        Memory   `json:"memory"`
-	NoLearning    bool     `json:"noLearning,omitempty"`
+	Title         string          `json:"title,omitempty"`
+	Metadata      Metadata        `json:"metadata"`
+	RetentionDays int             `json:"retentionDays,omitempty"`
+	Context       ContextSettings `json:"memory"`
+	NoLearning    bool            `json:"noLearning,omitempty"`
 	// Model is the chat model the session's tokens are counted for; empty
 	// means the service default. Not settable by API callers.
 	Model string `json:"-"`
@@ -134,7 +134,7 @@ func (svc *Service) New(userID string, in CreateInput) (*Session, error) {
 	if in.Model == "" {
 		in.Model = svc.DefaultModel
 	}
-	if err := svc.checkMemory(in.Memory, in.Model); err != nil {
+	if err := svc.checkContext(in.Context, in.Model); err != nil {
 		return nil, err
 	}
 	if in.RetentionDays < 0 || in.RetentionDays > MaxRetentionDays {
@@ -159,7 +159,7 @@ func (svc *Service) New(userID string, in CreateInput) (*Session, error) {
 		LastActivityAt: now,
 		RetentionDays:  in.RetentionDays,
 		Metadata:       in.Metadata.Clone(),
-		Memory:         in.Memory.withDefaults(svc.DefaultMemory),
+		Context:        in.Context.withDefaults(svc.DefaultContext),
 		NoLearning:     in.NoLearning,
 	}
 	if title == "" {
@@ -262,13 +262,13 @@ func decodeSessionToken(tok string, status Status) (*Cursor, error) {
 	return &Cursor{UpdatedAt: time.Unix(0, t.UpdatedAt).UTC(), ID: t.ID}, nil
 }
 
-// Update is a change of a session's title, metadata and memory settings:
+// Update is a change of a session's title, metadata and context settings:
 // the only fields a caller may change directly. Unknown fields are rejected.
 type Update struct {
-	Title      *string   `json:"title,omitempty"`
-	Metadata   *Metadata `json:"metadata,omitempty"`
-	Memory     *Memory   `json:"memory,omitempty"`
-	NoLearning *bool     `json:"noLearning,omitempty"`
+	Title      *string          `json:"title,omitempty"`
+	Metadata   *Metadata        `json:"metadata,omitempty"`
+	Context    *ContextSettings `json:"memory,omitempty"`
+	NoLearning *bool            `json:"noLearning,omitempty"`
 }
 
 // UnmarshalJSON rejects any field Update does not have.
@@ -285,7 +285,7 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
-	if upd.Title == nil && upd.Metadata == nil && upd.Memory == nil && upd.NoLearning == nil {
+	if upd.Title == nil && upd.Metadata == nil && upd.Context == nil && upd.NoLearning == nil {
 		return nil, errs.Errorf(errs.EINVALID, "nothing to update: give title, metadata, memory and/or noLearning")
 	}
 	var title string
@@ -303,8 +303,8 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 			return nil, err
 		}
 	}
-	if upd.Memory != nil {
-		if err := upd.Memory.Validate(); err != nil {
+	if upd.Context != nil {
+		if err := upd.Context.Validate(); err != nil {
 			return nil, err
 		}
 	}
@@ -313,8 +313,8 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 		if err := s.CheckOwner(userID); err != nil {
 			return err
 		}
-		if upd.Memory != nil {
-			if err := svc.checkMemory(*upd.Memory, s.Model); err != nil {
+		if upd.Context != nil {
+			if err := svc.checkContext(*upd.Context, s.Model); err != nil {
 				return err
 			}
 		}
@@ -324,8 +324,8 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 		if upd.Metadata != nil {
 			s.Metadata = upd.Metadata.Clone()
 		}
-		if upd.Memory != nil {
-			s.Memory = upd.Memory.withDefaults(svc.DefaultMemory)
+		if upd.Context != nil {
+			s.Context = upd.Context.withDefaults(svc.DefaultContext)
 		}
 		if upd.NoLearning != nil {
 			s.NoLearning = *upd.NoLearning

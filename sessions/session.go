@@ -68,26 +68,26 @@ const (
 // Session is one conversation of one user. Counters (MessageCount,
 // TokenCount, NextSeq) change only together with the messages they count.
 type Session struct {
-	ID               string      `json:"id"`
-	UserID           string      `json:"userId"`
-	Title            string      `json:"title"`
-	TitleSource      TitleSource `json:"titleSource"`
-	Model            string      `json:"model"`
-	Status           Status      `json:"status"`
-	CreatedAt        time.Time   `json:"createdAt"`
-	UpdatedAt        time.Time   `json:"updatedAt"`
-	LastActivityAt   time.Time   `json:"lastActivityAt"`
-	ArchivedAt       *time.Time  `json:"archivedAt"`
-	DeletedAt        *time.Time  `json:"deletedAt"`
-	ExpiresAt        time.Time   `json:"expiresAt"`
-	MessageCount     int         `json:"messageCount"`
-	TokenCount       int         `json:"tokenCount"`
-	NextSeq          int         `json:"nextSeq"`
-	RetentionDays    int         `json:"retentionDays,omitempty"`
-	Summary          string      `json:"summary,omitempty"`
-	SummaryUpdatedAt *time.Time  `json:"summaryUpdatedAt,omitempty"`
-	Metadata         Metadata    `json:"metadata"`
-	Memory           Memory      `json:"memory"`
+	ID               string          `json:"id"`
+	UserID           string          `json:"userId"`
+	Title            string          `json:"title"`
+	TitleSource      TitleSource     `json:"titleSource"`
+	Model            string          `json:"model"`
+	Status           Status          `json:"status"`
+	CreatedAt        time.Time       `json:"createdAt"`
+	UpdatedAt        time.Time       `json:"updatedAt"`
+	LastActivityAt   time.Time       `json:"lastActivityAt"`
+	ArchivedAt       *time.Time      `json:"archivedAt"`
+	DeletedAt        *time.Time      `json:"deletedAt"`
+	ExpiresAt        time.Time       `json:"expiresAt"`
+	MessageCount     int             `json:"messageCount"`
+	TokenCount       int             `json:"tokenCount"`
+	NextSeq          int             `json:"nextSeq"`
+	RetentionDays    int             `json:"retentionDays,omitempty"`
+	Summary          string          `json:"summary,omitempty"`
+	SummaryUpdatedAt *time.Time      `json:"summaryUpdatedAt,omitempty"`
+	Metadata         Metadata        `json:"metadata"`
+	Context          ContextSettings `json:"memory"`
 	// NoLearning marks a session nothing may be learned from for the
 	// user's long-term memory.
 	NoLearning bool `json:"noLearning,omitempty"`

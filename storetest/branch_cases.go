@@ -40,7 +40,7 @@ func testBranches(t *testing.T, e *Env) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, tail := Must2[*sessions.Session, *history.Tail](t)(e.History.Repo.ReadContext(ctx, s.ID))
+	s, tail := Must2[*sessions.Session, *history.Tail](t)(e.History.Repo.ReadTail(ctx, s.ID))
 	if s.Leaf() != 1 || fmt.Sprint(seqOf(tail.Messages)) != "[0 1]" {
 		t.Fatalf("after the fork: leaf %d, tail %v", s.Leaf(), seqOf(tail.Messages))
 	}
@@ -84,7 +84,7 @@ func testBranches(t *testing.T, e *Env) {
 
 	// Switching back to message 2 shows its latest continuation, 3.
 	s = Must[*sessions.Session](t)(e.History.SwitchBranch(ctx, "alice", s.ID, 2))
-	_, tail = Must2[*sessions.Session, *history.Tail](t)(e.History.Repo.ReadContext(ctx, s.ID))
+	_, tail = Must2[*sessions.Session, *history.Tail](t)(e.History.Repo.ReadTail(ctx, s.ID))
 	if s.Leaf() != 3 || fmt.Sprint(seqOf(tail.Messages)) != "[0 1 2 3]" {
 		t.Fatalf("after switching: leaf %d, tail %v", s.Leaf(), seqOf(tail.Messages))
 	}

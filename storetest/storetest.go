@@ -1,5 +1,5 @@
 // Package storetest is the contract every storage backend passes: one suite,
-// run by the tests of firestoredb and memorydb alike, so the two cannot
+// run by the tests of firestoredb and inprocdb alike, so the two cannot
 // drift. It drives the backends through the sessions and history services.
 package storetest
 

@@ -153,7 +153,7 @@ export interface paths {
         /**
          * Exactly what the next turn would send the model
          * @description The system prompt, the summary in use (as a system message), then the
-         *     messages the session's memory strategy selects, in OpenAI chat format,
+         *     messages the session's context strategy selects, in OpenAI chat format,
          *     with the total tokens. For apps that call their own model. Read with
          *     one Firestore round trip whatever the session's length. A `buffer`
          *     session whose whole history no longer fits answers 409.
@@ -464,11 +464,12 @@ export interface components {
             metadata?: components["schemas"]["Metadata"];
             /** @description replaces the 30-day inactivity period for this session */
             retentionDays?: number;
-            memory?: components["schemas"]["Memory"];
+            memory?: components["schemas"]["ContextSettings"];
             /** @description nothing is learned from this session for long-term memory */
             noLearning?: boolean;
         };
-        Memory: {
+        /** @description What the session's model sees of its history (the session's `memory` field: the name predates long-term memory and is kept for compatibility) */
+        ContextSettings: {
             /**
              * @default summary_buffer
              * @enum {string}
@@ -531,7 +532,7 @@ export interface components {
             /** Format: date-time */
             summaryUpdatedAt?: string;
             metadata: components["schemas"]["Metadata"];
-            memory: components["schemas"]["Memory"];
+            memory: components["schemas"]["ContextSettings"];
             /** @description present once the session branched (absent: each message follows the one before it) */
             branches?: {
                 /** @description seq of the active branch's last message */
@@ -856,7 +857,7 @@ export interface operations {
                 "application/json": {
                     title?: string;
                     metadata?: components["schemas"]["Metadata"];
-                    memory?: components["schemas"]["Memory"];
+                    memory?: components["schemas"]["ContextSettings"];
                     noLearning?: boolean;
                 };
             };
@@ -1234,7 +1235,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The memory */
+            /** @description The long-term memory */
             200: {
                 headers: {
                     [name: string]: unknown;
@@ -1264,7 +1265,7 @@ export interface operations {
             };
         };
         responses: {
-            /** @description The memory */
+            /** @description The long-term memory */
             200: {
                 headers: {
                     [name: string]: unknown;

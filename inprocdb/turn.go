@@ -1,4 +1,4 @@
-package memorydb
+package inprocdb
 
 import (
 	"context"
@@ -90,14 +90,14 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 	if w.Session != nil {
 		if st.Session == nil {
 			if _, ok := db.sessions[w.Session.ID]; ok {
-				return nil, errs.Errorf(errs.EINTERNAL, "memorydb: session %q exists", w.Session.ID)
+				return nil, errs.Errorf(errs.EINTERNAL, "inprocdb: session %q exists", w.Session.ID)
 			}
 		}
 		db.sessions[q.SessionID] = w.Session.Clone()
 	}
 	for i, m := range w.Messages {
 		if m.Seq != len(db.messages[q.SessionID]) {
-			return nil, errs.Errorf(errs.EINTERNAL, "memorydb: seq %d out of order", m.Seq)
+			return nil, errs.Errorf(errs.EINTERNAL, "inprocdb: seq %d out of order", m.Seq)
 		}
 		db.messages[q.SessionID] = append(db.messages[q.SessionID], cloneMessage(m))
 		switch {

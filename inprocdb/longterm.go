@@ -1,4 +1,4 @@
-package memorydb
+package inprocdb
 
 import (
 	"context"

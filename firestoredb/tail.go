@@ -14,7 +14,7 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// A session's context (history.Tail) is kept in its context subcollection:
+// A session's tail (history.Tail) is kept in its "context" subcollection:
 //
 //	head        where the tail starts (its first seq), the number of the
 //	            page being filled, the compaction lease
@@ -387,8 +387,8 @@ func pageSize(c *firestore.CollectionRef, slot int, p *pageDoc) int {
 	return docSize(c.Doc(pageID(slot)), p)
 }
 
-// ReadContext reads the session and its tail in one round trip.
-func (db *DB) ReadContext(ctx context.Context, sessionID string) (*sessions.Session, *history.Tail, error) {
+// ReadTail reads the session and its tail in one round trip.
+func (db *DB) ReadTail(ctx context.Context, sessionID string) (*sessions.Session, *history.Tail, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
 	st, _, err := db.readStored(db.getAllFn(ctx), sessionID)

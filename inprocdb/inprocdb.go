@@ -1,8 +1,8 @@
-// Package memorydb is the in-process store: every storage interface the
+// Package inprocdb is the in-process store: every storage interface the
 // domain packages declare, kept in memory behind one mutex, for local runs
 // without emulators and for fast tests. Its files match firestoredb's, one
 // for each store behaviour, and both pass the contract suite (storetest).
-package memorydb
+package inprocdb
 
 import (
 	"context"

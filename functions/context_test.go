@@ -106,7 +106,7 @@ func (h *harness) allMessages(token, id string) []messageResp {
 
 func (h *harness) session(id string) *sessions.Session {
 	h.t.Helper()
-	s, _, err := h.app.History.Repo.ReadContext(context.Background(), id)
+	s, _, err := h.app.History.Repo.ReadTail(context.Background(), id)
 	if err != nil {
 		h.t.Fatal(err)
 	}

@@ -1,4 +1,4 @@
-package memorydb
+package inprocdb
 
 import (
 	"context"
@@ -31,7 +31,7 @@ func (db *DB) Append(_ context.Context, sessionID, key string, plan history.Plan
 	out := make([]history.Message, len(write))
 	for i, m := range write {
 		if m.Seq != len(db.messages[sessionID])+i {
-			return nil, errs.Errorf(errs.EINTERNAL, "memorydb: seq %d out of order", m.Seq)
+			return nil, errs.Errorf(errs.EINTERNAL, "inprocdb: seq %d out of order", m.Seq)
 		}
 		if key != "" {
 			m.ID = history.KeyDocID(key, i)

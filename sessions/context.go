@@ -5,6 +5,11 @@ import (
 	"github.com/chatmemory/backend/kernel/strictjson"
 )
 
+// A session's context is what its model sees of the history on a turn: a
+// Strategy, with its window and token budget. The stored tail it is built
+// from lives in history (history.Tail); "memory" means only the user's
+// long-term memory (package longterm).
+
 // Strategy names how a session's history is chosen for the model.
 type Strategy string
 
@@ -21,7 +26,7 @@ const (
 	StrategySummaryBuffer Strategy = "summary_buffer"
 )
 
-// Limits of memory settings.
+// Limits of context settings.
 const (
 	DefaultWindowExchanges = 10
 	MaxWindowExchanges     = 200
@@ -31,22 +36,24 @@ const (
 	MaxBudgetTokens = 2_000_000
 )
 
-// Memory is what a session's model sees of its history. Zero values mean
-// the server's defaults.
-type Memory struct {
+// ContextSettings choose what a session's model sees of its history. Zero
+// values mean the server's defaults. In the API they are a session's
+// "memory" field, a name kept from before long-term memory existed so that
+// clients do not break; error messages name that field ("memory.strategy").
+type ContextSettings struct {
 	Strategy        Strategy `json:"strategy,omitempty"`
 	WindowExchanges int      `json:"windowExchanges,omitempty"` // for window
 	BudgetTokens    int      `json:"budgetTokens,omitempty"`    // 0: a share of the model's window
 }
 
 // UnmarshalJSON rejects unknown keys.
-func (m *Memory) UnmarshalJSON(data []byte) error {
-	type plain Memory // without this method
+func (m *ContextSettings) UnmarshalJSON(data []byte) error {
+	type plain ContextSettings // without this method
 	return strictjson.Decode(data, (*plain)(m))
 }
 
 // Validate checks the settings a caller chose.
-func (m Memory) Validate() error {
+func (m ContextSettings) Validate() error {
 	switch m.Strategy {
 	case "", StrategyBuffer, StrategyWindow, StrategyTokenBuffer, StrategySummaryBuffer:
 	default:
@@ -59,7 +66,7 @@ func (m Memory) Validate() error {
 }
 
 // checkBudget bounds BudgetTokens by max, the context window of model.
-func (m Memory) checkBudget(max int, model string) error {
+func (m ContextSettings) checkBudget(max int, model string) error {
 	if m.BudgetTokens == 0 || (m.BudgetTokens >= MinBudgetTokens && m.BudgetTokens <= max) {
 		return nil
 	}
@@ -70,7 +77,7 @@ func (m Memory) checkBudget(max int, model string) error {
 }
 
 // withDefaults fills what m leaves open from def.
-func (m Memory) withDefaults(def Memory) Memory {
+func (m ContextSettings) withDefaults(def ContextSettings) ContextSettings {
 	if m.Strategy == "" {
 		m.Strategy = def.Strategy
 	}

@@ -1,4 +1,4 @@
-package memorydb
+package inprocdb
 
 import (
 	"context"
@@ -30,7 +30,7 @@ func cloneTail(t *history.Tail) *history.Tail {
 	return &c
 }
 
-func (db *DB) ReadContext(_ context.Context, sessionID string) (*sessions.Session, *history.Tail, error) {
+func (db *DB) ReadTail(_ context.Context, sessionID string) (*sessions.Session, *history.Tail, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	s, ok := db.sessions[sessionID]
