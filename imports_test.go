@@ -44,8 +44,8 @@ func TestNoTestCodeInProduction(t *testing.T) {
 }
 
 // TestLayers: dependencies point one way. Each package may import only the
-// packages of ours listed for it, and the domain (kernel, sessions,
-// history, chat, longterm, retention) nothing of HTTP, Firestore, Firebase
+// packages of ours listed for it, and the domain (kernel, prompts,
+// sessions, history, chat, longterm, retention) nothing of HTTP, Firestore, Firebase
 // or OpenAI.
 func TestLayers(t *testing.T) {
 	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...").Output()
@@ -53,16 +53,17 @@ func TestLayers(t *testing.T) {
 		t.Fatalf("go list: %v", err)
 	}
 	const module = "github.com/chatmemory/backend"
-	domain := []string{"kernel", "sessions", "history", "chat", "longterm", "retention"}
+	domain := []string{"kernel", "prompts", "sessions", "history", "chat", "longterm", "retention"}
 	stores := append([]string{"firestoredb", "inprocdb"}, domain...)
 	allowed := map[string][]string{ // package → the packages of ours it may import (by prefix)
 		"kernel":      {"kernel"},
+		"prompts":     {},
 		"sessions":    {"kernel"},
-		"history":     {"kernel", "sessions"},
-		"longterm":    {"kernel", "sessions", "history"},
+		"history":     {"kernel", "prompts", "sessions"},
+		"longterm":    {"kernel", "prompts", "sessions", "history"},
 		"retention":   {"kernel", "sessions", "history"},
 		"chat":        {"kernel", "sessions", "history", "longterm"},
-		"llm":         {"kernel", "chat", "history"},
+		"llm":         {"kernel", "prompts", "chat", "history"},
 		"firestoredb": domain,
 		"inprocdb":    domain,
 		"storetest":   domain,

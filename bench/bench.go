@@ -28,7 +28,7 @@ import (
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm"
-	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/prompts"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -197,12 +197,12 @@ func Reply(r openai.ChatCompletionRequest) string {
 		system = r.Messages[0].Content
 	}
 	switch system {
-	case history.SummaryInstructions:
+	case prompts.Summary:
 		return "So far the user planned a trip: trains, hotels, museums, a day by the sea; open questions on budget and dates."
-	case longterm.ExtractInstructions:
+	case prompts.Extract:
 		n := len(r.Messages[len(r.Messages)-1].Content)
 		return fmt.Sprintf(`{"profile":{"work":null,"personal":null,"focus":"Planning trip number %d."},"facts":[{"content":"The user asked about itinerary variant %d.","category":"project","confidence":0.9}]}`, n, n)
-	case longterm.ResolveInstructions: // the candidate is new: facts grow to the cap
+	case prompts.Resolve: // the candidate is new: facts grow to the cap
 		return `{"decisions":[{"candidate":1,"decision":"new"}]}`
 	}
 	return words(len(r.Messages), 60)

@@ -15,8 +15,8 @@ import (
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
-	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
+	"github.com/chatmemory/backend/prompts"
 	"github.com/chatmemory/backend/sessions"
 	"github.com/chatmemory/backend/storetest"
 )
@@ -31,11 +31,11 @@ type script struct {
 }
 
 func isSummary(r openai.ChatCompletionRequest) bool {
-	return len(r.Messages) > 0 && r.Messages[0].Content == history.SummaryInstructions
+	return len(r.Messages) > 0 && r.Messages[0].Content == prompts.Summary
 }
 
 func isTitle(r openai.ChatCompletionRequest) bool {
-	return len(r.Messages) > 0 && r.Messages[0].Content == llm.TitleInstructions
+	return len(r.Messages) > 0 && r.Messages[0].Content == prompts.Title
 }
 
 func (h *harness) script(s *script) *script {

@@ -19,11 +19,10 @@ import (
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/functions"
-	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/inprocdb"
-	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/prompts"
 )
 
 // errorMessage returns the message of an error body.
@@ -114,9 +113,9 @@ func TestLogsCarryNoContent(t *testing.T) {
 			return llmtest.Response{Status: 500, ErrorMessage: "cannot answer '" + canary + "' today"}
 		}
 		switch r.Messages[0].Content {
-		case longterm.ExtractInstructions:
+		case prompts.Extract:
 			return llmtest.Response{Content: `{"facts":[{"content":"` + canary + `","category":"` + canary + `","confidence":7}],"` + canary + `":1}`}
-		case llm.TitleInstructions:
+		case prompts.Title:
 			return llmtest.Response{Content: canary}
 		}
 		return llmtest.Response{Content: "you said " + canary}
@@ -297,7 +296,7 @@ func TestErasureFencesLearning(t *testing.T) {
 	started, release := make(chan struct{}, 4), make(chan struct{})
 	var slow atomic.Bool
 	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
-		if r.Messages[0].Content == longterm.ExtractInstructions {
+		if r.Messages[0].Content == prompts.Extract {
 			if slow.Load() {
 				started <- struct{}{}
 				<-release
@@ -369,11 +368,11 @@ func TestBackgroundTokensAreCharged(t *testing.T) {
 	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
 		resp := llmtest.Echo(r)
 		switch r.Messages[0].Content {
-		case longterm.ExtractInstructions:
+		case prompts.Extract:
 			resp = llmtest.Response{Content: `{"profile":null,"facts":[]}`}
-		case llm.TitleInstructions:
+		case prompts.Title:
 			resp = llmtest.Response{Content: "Bees"}
-		case history.SummaryInstructions:
+		case prompts.Summary:
 			resp = llmtest.Response{Content: "They talked about bees."}
 		}
 		resp.PromptTokens, resp.CompletionTokens = 1000, 7
@@ -393,9 +392,9 @@ func TestBackgroundTokensAreCharged(t *testing.T) {
 	for _, r := range h.model.Requests() {
 		kinds[r.Messages[0].Content]++
 	}
-	if kinds[llm.TitleInstructions] == 0 || kinds[longterm.ExtractInstructions] == 0 || kinds[history.SummaryInstructions] == 0 {
+	if kinds[prompts.Title] == 0 || kinds[prompts.Extract] == 0 || kinds[prompts.Summary] == 0 {
 		t.Fatalf("not every kind of background work ran: %d titles, %d extractions, %d summaries",
-			kinds[llm.TitleInstructions], kinds[longterm.ExtractInstructions], kinds[history.SummaryInstructions])
+			kinds[prompts.Title], kinds[prompts.Extract], kinds[prompts.Summary])
 	}
 	var export struct {
 		Usage struct {

@@ -12,6 +12,7 @@ import (
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/prompts"
 )
 
 // TestLongTermMemory: what alice tells one session reaches her next
@@ -22,13 +23,13 @@ func TestLongTermMemory(t *testing.T) {
 	var extractions atomic.Int64
 	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
 		switch r.Messages[0].Content {
-		case longterm.ExtractInstructions:
+		case prompts.Extract:
 			extractions.Add(1)
 			if strings.Contains(r.Messages[1].Content, "vegetarian") {
 				return llmtest.Response{Content: `{"profile":{"work":"Runs a bakery.","personal":null,"focus":null},"facts":[{"content":"The user is vegetarian.","category":"preference","confidence":0.95}]}`}
 			}
 			return llmtest.Response{Content: `{"profile":null,"facts":[]}`}
-		case longterm.ResolveInstructions:
+		case prompts.Resolve:
 			return llmtest.Response{Content: `{"decisions":[]}`}
 		}
 		return llmtest.Echo(r)
@@ -57,7 +58,7 @@ func TestLongTermMemory(t *testing.T) {
 	h.do("POST", "/chat", alice.token, map[string]any{"message": "What should I cook tonight?"}).want(t, 200)
 	reqs := h.turnRequests()
 	last := reqs[len(reqs)-1]
-	if len(last.Messages) < 3 || !strings.HasPrefix(last.Messages[1].Content, longterm.BlockHeader) || !strings.Contains(last.Messages[1].Content, "vegetarian") {
+	if len(last.Messages) < 3 || !strings.HasPrefix(last.Messages[1].Content, prompts.MemoryHeader) || !strings.Contains(last.Messages[1].Content, "vegetarian") {
 		t.Errorf("alice's prompt: %+v", last.Messages)
 	}
 	var ctxResp struct {

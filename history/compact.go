@@ -19,12 +19,6 @@ type Summarizer interface {
 	Summarize(ctx context.Context, model, previous string, msgs []Message) (summary, usedModel string, err error)
 }
 
-// SummaryInstructions is what a summarizer asks the model to do.
-const SummaryInstructions = "You maintain the running summary of a conversation between a user and an assistant. " +
-	"Rewrite the summary so that it also covers the new messages. Keep key entities (names, numbers, dates, places, " +
-	"identifiers), the user's intent and stated preferences, decisions made, and open questions or tasks. " +
-	"Write plain prose, as short as completeness allows, at most 300 words. Answer with the summary only."
-
 // CompactionLease is how long one instance may hold a session's compaction.
 const CompactionLease = 2 * time.Minute
 

@@ -1,10 +1,10 @@
 package history
 
 import (
-	"fmt"
 	"strings"
 
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/prompts"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -105,12 +105,9 @@ type Context struct {
 	Messages   []Message         `json:"-"` // verbatim history, oldest first
 }
 
-// SummaryPrefix opens the system message that carries a summary.
-const SummaryPrefix = "Summary of the earlier conversation (messages 0–%d):\n"
-
 // SummaryMessage is the system message that carries c into a context.
 func SummaryMessage(c *Compaction) Message {
-	return Message{Role: RoleSystem, Content: fmt.Sprintf(SummaryPrefix, c.EndSeq) + c.Summary}
+	return Message{Role: RoleSystem, Content: prompts.SummaryMessage(c.EndSeq, c.Summary)}
 }
 
 // Build chooses the history the model sees under mem, within budget tokens

@@ -2,15 +2,11 @@ package llm
 
 import (
 	"context"
-	"strings"
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/prompts"
 )
-
-// maxQuoted bounds how much of one message a summary or title request
-// quotes, so each request costs a bounded amount.
-const maxQuoted = 4000
 
 // Summarizer asks a model to extend a conversation's running summary.
 type Summarizer struct {
@@ -19,18 +15,11 @@ type Summarizer struct {
 
 // Summarize returns the previous summary extended with msgs.
 func (s Summarizer) Summarize(ctx context.Context, model, previous string, msgs []history.Message) (string, string, error) {
-	var b strings.Builder
-	if previous != "" {
-		b.WriteString("Summary so far:\n" + previous + "\n\n")
-	} else {
-		b.WriteString("There is no summary yet.\n\n")
+	quotes := make([]prompts.Quote, len(msgs))
+	for i, m := range msgs {
+		quotes[i] = quote(m)
 	}
-	b.WriteString("New messages:\n")
-	for _, m := range msgs {
-		b.WriteString(Transcript(m))
-		b.WriteByte('\n')
-	}
-	reply, err := instruct(ctx, s.Model, model, history.SummaryInstructions, b.String())
+	reply, err := instruct(ctx, s.Model, model, prompts.Summary, prompts.SummaryRequest(previous, quotes))
 	if err != nil {
 		return "", "", err
 	}
@@ -46,28 +35,14 @@ func instruct(ctx context.Context, m chat.Model, model, system, user string) (*c
 	}, nil)
 }
 
-// Transcript renders one message as a line of a transcript.
-func Transcript(m history.Message) string {
-	text := m.Content
-	if r := []rune(text); len(r) > maxQuoted {
-		text = string(r[:maxQuoted]) + " […]"
+// quote is m as a summary request quotes it.
+func quote(m history.Message) prompts.Quote {
+	q := prompts.Quote{Role: string(m.Role), Text: m.Content, ToolCallID: m.ToolCallID}
+	for _, c := range m.ToolCalls {
+		q.Calls = append(q.Calls, c.Function.Name+"("+c.Function.Arguments+")")
 	}
-	switch {
-	case m.Role == history.RoleTool:
-		return "tool result (" + m.ToolCallID + "): " + text
-	case len(m.ToolCalls) > 0:
-		var calls []string
-		for _, c := range m.ToolCalls {
-			calls = append(calls, c.Function.Name+"("+c.Function.Arguments+")")
-		}
-		return "assistant called " + strings.Join(calls, ", ") + " " + text
-	}
-	return string(m.Role) + ": " + text
+	return q
 }
-
-// TitleInstructions asks for a title.
-const TitleInstructions = "Write a title of at most six words for the conversation below. " +
-	"Answer with the title only: no quotes, no trailing punctuation."
 
 // Titler asks a model to name a conversation.
 type Titler struct {
@@ -76,9 +51,7 @@ type Titler struct {
 
 // Title proposes a title from the first exchange.
 func (t Titler) Title(ctx context.Context, model, user, reply string) (string, error) {
-	msg := Transcript(history.Message{Role: history.RoleUser, Content: user}) + "\n" +
-		Transcript(history.Message{Role: history.RoleAssistant, Content: reply})
-	r, err := instruct(ctx, t.Model, model, TitleInstructions, msg)
+	r, err := instruct(ctx, t.Model, model, prompts.Title, prompts.TitleRequest(user, reply))
 	if err != nil {
 		return "", err
 	}

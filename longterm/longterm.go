@@ -13,6 +13,7 @@ import (
 	"unicode"
 
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/prompts"
 )
 
 // Category of a fact.
@@ -223,9 +224,6 @@ func blockTokens(tok TokenCounter, s string) int {
 	return max(tok.Text("gpt-4o", s), tok.Text("gpt-4", s))
 }
 
-// BlockHeader opens the memory block.
-const BlockHeader = "What you know about the user from earlier conversations (use it when relevant; the user can correct it):"
-
 // BuildBlock renders the memory block: the profile first, then live facts
 // by effective confidence, cut so that it never exceeds capTokens.
 func BuildBlock(u *User, facts []Fact, now time.Time, s Settings, tok TokenCounter) (string, int) {
@@ -241,7 +239,7 @@ func BuildBlock(u *User, facts []Fact, now time.Time, s Settings, tok TokenCount
 	if len(lines) == 0 {
 		return "", 0
 	}
-	block := BlockHeader
+	block := prompts.MemoryHeader
 	n := blockTokens(tok, block)
 	if n > s.BlockTokens {
 		return "", 0

@@ -14,9 +14,10 @@ import (
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/inprocdb"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/longterm"
-	"github.com/chatmemory/backend/inprocdb"
+	"github.com/chatmemory/backend/prompts"
 	"github.com/chatmemory/backend/sessions"
 	"github.com/chatmemory/backend/storetest"
 )
@@ -50,7 +51,7 @@ func (m *scripted) Complete(_ context.Context, _, system, user string) (string, 
 	if m.down {
 		return "", errors.New("model unavailable")
 	}
-	if system == longterm.ResolveInstructions {
+	if system == prompts.Resolve {
 		m.resolutions++
 		return m.resolve(user), nil
 	}
@@ -137,7 +138,7 @@ func TestThresholdAndProfile(t *testing.T) {
 			t.Errorf("profile: %+v", v.Profile)
 		}
 		block, n, _ := e.lt.Block(context.Background(), "alice")
-		if !strings.HasPrefix(block, longterm.BlockHeader) || !strings.Contains(block, "Work: Backend engineer") || n == 0 {
+		if !strings.HasPrefix(block, prompts.MemoryHeader) || !strings.Contains(block, "Work: Backend engineer") || n == 0 {
 			t.Errorf("block %q (%d tokens)", block, n)
 		}
 		if strings.Index(block, "Work:") > strings.Index(block, "writes Go") {

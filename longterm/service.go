@@ -13,6 +13,7 @@ import (
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/ids"
 	"github.com/chatmemory/backend/kernel/strictjson"
+	"github.com/chatmemory/backend/prompts"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -205,19 +206,6 @@ type extraction struct {
 	} `json:"facts"`
 }
 
-// ExtractInstructions is the extraction prompt.
-const ExtractInstructions = `You maintain a long-term memory about a user from their conversations with an assistant.
-From the new messages, extract only what the USER clearly stated or strongly implied about themselves; never guess, never record what the assistant said about the world.
-Answer with JSON only, in exactly this form:
-{"profile":{"work":null,"personal":null,"focus":null},"facts":[{"content":"...","category":"preference","confidence":0.9}]}
-- profile: a new one-or-two-sentence summary for work context, personal context and preferences, or current focus; null keeps the current one.
-- facts: standalone sentences about the user ("The user prefers ..."), category one of preference, project, technical, personal, confidence from 0 to 1 (how clearly it was stated). An empty list if nothing qualifies.`
-
-// ResolveInstructions is the prompt that judges candidates against similar facts.
-const ResolveInstructions = `Compare each new candidate fact about a user with the existing facts listed under it.
-Decide "same" if it restates an existing fact, "contradicts" if it replaces an existing fact (the user changed their mind or the situation changed), or "new" otherwise.
-Answer with JSON only: {"decisions":[{"candidate":1,"decision":"same","existing":"<id>"}]} with one decision per candidate; "existing" names the fact for same and contradicts.`
-
 // extract learns from messages from..to of s: the user's document first
 // (one read: switch, profile, live facts), then the messages.
 func (svc *Service) extract(ctx context.Context, s *sessions.Session, model string, from, to int, have []history.Message) error {
@@ -235,18 +223,17 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 		}
 	}
 	facts := u.Facts
-	var prompt strings.Builder
-	prompt.WriteString("Current profile:\n")
+	var profile []prompts.ProfileLine
 	for _, pf := range u.Profile.fields() {
-		fmt.Fprintf(&prompt, "- %s: %s\n", pf.label, orNone(pf.f.Text))
+		profile = append(profile, prompts.ProfileLine{Label: pf.label, Text: pf.f.Text})
 	}
-	prompt.WriteString("\nNew messages:\n")
+	var said []prompts.Said
 	for _, m := range msgs {
 		if m.Role == history.RoleUser || (m.Role == history.RoleAssistant && m.Content != "") {
-			fmt.Fprintf(&prompt, "%s: %s\n", m.Role, clip(m.Content, 2000))
+			said = append(said, prompts.Said{Role: string(m.Role), Text: clip(m.Content, 2000)})
 		}
 	}
-	raw, err := svc.Model.Complete(ctx, model, ExtractInstructions, prompt.String())
+	raw, err := svc.Model.Complete(ctx, model, prompts.Extract, prompts.ExtractRequest(profile, said))
 	if err != nil {
 		return err
 	}
@@ -289,14 +276,14 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 	}
 	decisions := map[int]decision{}
 	if ambiguous {
-		var rp strings.Builder
+		asked := make([]prompts.Candidate, len(cands))
 		for i, c := range cands {
-			fmt.Fprintf(&rp, "Candidate %d: %s\n", i+1, c.fact.Content)
+			asked[i].Text = c.fact.Content
 			for _, f := range c.similar {
-				fmt.Fprintf(&rp, "  existing %s: %s\n", f.ID, f.Content)
+				asked[i].Similar = append(asked[i].Similar, prompts.Known{ID: f.ID, Text: f.Content})
 			}
 		}
-		raw, err := svc.Model.Complete(ctx, model, ResolveInstructions, rp.String())
+		raw, err := svc.Model.Complete(ctx, model, prompts.Resolve, prompts.ResolveRequest(asked))
 		if err != nil {
 			return err
 		}
@@ -419,11 +406,4 @@ func decodeModelJSON(raw string, v any) error {
 	s = strings.TrimPrefix(s, "```")
 	s = strings.TrimSuffix(strings.TrimSpace(s), "```")
 	return strictjson.Decode([]byte(s), v)
-}
-
-func orNone(s string) string {
-	if strings.TrimSpace(s) == "" {
-		return "(none)"
-	}
-	return s
 }
