@@ -111,8 +111,9 @@ func (db *DB) SaveBacklog(ctx context.Context, n int, at time.Time) error {
 // DeleteUserDocuments deletes every document that still carries userID:
 // sessions (with what is under them), then, across all sessions, any
 // message, context document or compaction record left behind, purge
-// markers and usage. Collection-group queries on userId need the field
-// overrides declared in firestore.indexes.json.
+// markers, and usage (its window, days and turn slots). Collection-group
+// queries on userId need the field overrides declared in
+// firestore.indexes.json.
 func (db *DB) DeleteUserDocuments(ctx context.Context, userID string) (int, error) {
 	total := 0
 	sessionsOf := db.client.Collection(SessionsCollection).Where("userId", "==", userID).Select().Limit(purgePage)
@@ -144,7 +145,6 @@ func (db *DB) DeleteUserDocuments(ctx context.Context, userID string) (int, erro
 		db.client.CollectionGroup(FactsCollection).Where("userId", "==", userID),
 		db.client.Collection(UsersCollection).Where("userId", "==", userID),
 		db.client.Collection(PurgesCollection).Where("userId", "==", userID),
-		db.client.Collection(UsageCollection).Where("userId", "==", userID),
 	}
 	for _, q := range queries {
 		n, err := db.deleteQuery(ctx, q)
@@ -153,7 +153,10 @@ func (db *DB) DeleteUserDocuments(ctx context.Context, userID string) (int, erro
 			return total, err
 		}
 	}
-	return total, nil
+	// Usage lives under one document per user, found by path: its days
+	// and turn slots with it.
+	n, err := db.DeleteUsage(ctx, userID)
+	return total + n, err
 }
 
 // getAll runs a query under the operation timeout.

@@ -66,9 +66,5 @@ func (db *DB) DeleteUserDocuments(_ context.Context, userID string) (int, error)
 			n += db.purgeLocked(id)
 		}
 	}
-	if _, ok := db.usage[userID]; ok {
-		delete(db.usage, userID)
-		n++
-	}
-	return n + db.eraseMemoryLocked(userID), nil
+	return n + db.deleteUsageLocked(userID) + db.eraseMemoryLocked(userID), nil
 }

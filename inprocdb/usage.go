@@ -50,6 +50,10 @@ func (db *DB) GetUsage(_ context.Context, userID string) (*chat.UsageRecord, err
 func (db *DB) DeleteUsage(_ context.Context, userID string) (int, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	return db.deleteUsageLocked(userID), nil
+}
+
+func (db *DB) deleteUsageLocked(userID string) int {
 	n := len(db.days[userID]) + len(db.slots[userID])
 	if _, ok := db.usage[userID]; ok {
 		n++
@@ -57,5 +61,5 @@ func (db *DB) DeleteUsage(_ context.Context, userID string) (int, error) {
 	delete(db.usage, userID)
 	delete(db.days, userID)
 	delete(db.slots, userID)
-	return n, nil
+	return n
 }

@@ -11,10 +11,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatmemory/backend/emulator/emulatortest"
-	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/history"
-	"github.com/chatmemory/backend/inprocdb"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/prompts"
@@ -22,18 +19,9 @@ import (
 	"github.com/chatmemory/backend/storetest"
 )
 
-type store interface {
-	storetest.Backend
-	longterm.Repo
-}
+type store = storetest.Backend
 
-var backends = map[string]func(t *testing.T) store{
-	"memory": func(*testing.T) store { return inprocdb.New() },
-	"firestore": func(t *testing.T) store {
-		client, _ := emulatortest.Firestore(t)
-		return firestoredb.New(client)
-	},
-}
+var backends = storetest.Both
 
 // scripted answers extraction and resolution requests from the test.
 type scripted struct {

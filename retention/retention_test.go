@@ -11,7 +11,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/history"
@@ -24,20 +23,9 @@ import (
 )
 
 // store is what a backend offers the sweep and the tests.
-type store interface {
-	storetest.Backend
-	retention.Repo
-	retention.PrivacyRepo
-	chat.UsageRepo
-}
+type store = storetest.Backend
 
-var backends = map[string]func(t *testing.T) store{
-	"memory": func(*testing.T) store { return inprocdb.New() },
-	"firestore": func(t *testing.T) store {
-		client, _ := emulatortest.Firestore(t)
-		return firestoredb.New(client)
-	},
-}
+var backends = storetest.Both
 
 func sweeper(db store, clock *clocktest.Clock) *retention.Sweeper {
 	sw := retention.NewSweeper(db)

@@ -1,6 +1,8 @@
-// Package storetest is the contract every storage backend passes: one suite,
-// run by the tests of firestoredb and inprocdb alike, so the two cannot
-// drift. It drives the backends through the sessions and history services.
+// Package storetest is the contract every storage backend passes: one suite
+// over every storage interface the domain packages declare, run by the
+// tests of firestoredb and inprocdb alike, so the two cannot drift. It
+// drives the backends through the services where they exist, and through
+// the interfaces themselves otherwise.
 package storetest
 
 import (
@@ -10,17 +12,28 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/clock/clocktest"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/paging"
+	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
 
-// Backend is what a storage backend implements.
+// Backend is what a storage backend implements: every interface a domain
+// package declares for storage.
 type Backend interface {
 	sessions.Repo
 	history.Repo
+	chat.TurnStore
+	chat.Drafts
+	chat.UsageRepo
+	chat.UsageStore
+	longterm.Repo
+	retention.Repo
+	retention.PrivacyRepo
 }
 
 // Env is one backend with services on a fake clock.
@@ -132,6 +145,10 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("Turns", func(t *testing.T) { testTurns(t, env(t)) })
 	t.Run("Drafts", func(t *testing.T) { testDrafts(t, env(t)) })
 	t.Run("Branches", func(t *testing.T) { testBranches(t, env(t)) })
+	t.Run("Usage", func(t *testing.T) { testUsage(t, env(t)) })
+	t.Run("LongTermRepo", func(t *testing.T) { testLongTermRepo(t, env(t)) })
+	t.Run("RetentionRepo", func(t *testing.T) { testRetentionRepo(t, env(t)) })
+	t.Run("PrivacyRepo", func(t *testing.T) { testPrivacyRepo(t, env(t)) })
 }
 
 // EachBackend runs f once per backend, as parallel subtests named after

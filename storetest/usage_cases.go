@@ -1,0 +1,85 @@
+package storetest
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"maps"
+	"sync"
+	"testing"
+
+	"github.com/chatmemory/backend/chat"
+)
+
+// testUsage: chat.UsageRepo and chat.UsageStore. The message window is read
+// and written atomically, token spend is added without a read and never
+// lost under concurrency, users are apart, and deleting a user's usage
+// deletes all of it and counts it.
+func testUsage(t *testing.T, e *Env) {
+	ctx := context.Background()
+	db := e.DB
+	const day1, day2 = "2026-01-15", "2026-01-16"
+	if r := Must[*chat.UsageRecord](t)(db.GetUsage(ctx, "alice")); r != nil {
+		t.Fatalf("a new user has usage: %+v", r)
+	}
+	err := db.UpdateUsage(ctx, "alice", day1, func(u *chat.Usage) error {
+		if u.UserID != "alice" || u.Day != day1 || u.DayTokens != 0 || u.Minute != 0 || u.MinuteMessages != 0 {
+			return fmt.Errorf("the first read is not zero: %+v", *u)
+		}
+		u.Minute, u.MinuteMessages = 100, 3
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	boom := errors.New("boom")
+	if err := db.UpdateUsage(ctx, "alice", day1, func(u *chat.Usage) error { u.MinuteMessages = 99; return boom }); !errors.Is(err, boom) {
+		t.Fatalf("an error of fn: %v, want it returned", err)
+	}
+
+	var wg sync.WaitGroup
+	errc := make(chan error, 9)
+	for range 8 {
+		wg.Go(func() { errc <- db.AddTokens(ctx, "alice", day1, 5) })
+	}
+	wg.Go(func() { errc <- db.AddTokens(ctx, "alice", day2, 7) })
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	err = db.UpdateUsage(ctx, "alice", day1, func(u *chat.Usage) error {
+		if u.DayTokens != 40 || u.Minute != 100 || u.MinuteMessages != 3 {
+			return fmt.Errorf("read %+v, want 40 tokens and the stored window (100, 3)", *u)
+		}
+		return nil
+	})
+	if err != nil {
+		t.Fatal(err)
+	}
+	r := Must[*chat.UsageRecord](t)(db.GetUsage(ctx, "alice"))
+	if r == nil || r.Minute != 100 || r.MinuteMessages != 3 || !maps.Equal(r.Days, map[string]int{day1: 40, day2: 7}) {
+		t.Fatalf("alice's usage: %+v", r)
+	}
+
+	if err := db.AddTokens(ctx, "bob", day1, 1); err != nil {
+		t.Fatal(err)
+	}
+	if b := Must[*chat.UsageRecord](t)(db.GetUsage(ctx, "bob")); b == nil || b.MinuteMessages != 0 || !maps.Equal(b.Days, map[string]int{day1: 1}) {
+		t.Fatalf("bob's usage: %+v", b)
+	}
+	if n := Must[int](t)(db.DeleteUsage(ctx, "alice")); n != 3 {
+		t.Errorf("deleting alice's usage counted %d documents, want 3 (the window and two days)", n)
+	}
+	if r := Must[*chat.UsageRecord](t)(db.GetUsage(ctx, "alice")); r != nil {
+		t.Errorf("alice's usage after deletion: %+v", r)
+	}
+	if n := Must[int](t)(db.DeleteUsage(ctx, "alice")); n != 0 {
+		t.Errorf("deleting again counted %d", n)
+	}
+	if b := Must[*chat.UsageRecord](t)(db.GetUsage(ctx, "bob")); b == nil || b.Days[day1] != 1 {
+		t.Errorf("bob's usage after alice's deletion: %+v", b)
+	}
+}
