@@ -10,78 +10,44 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
+// The documents below are what the domain types look like in Firestore.
+// A stored struct is kept only where the document differs from its domain
+// type: fields the domain does not show (userId on every child document,
+// leases), names kept from earlier versions ("memory" for a session's
+// context settings), or a different shape (tool calls stored flat). Small
+// value types stored exactly as they are (sessions.Metadata,
+// sessions.ContextSettings, sessions.Branches, history.MessageMetadata,
+// longterm.Source, longterm.ProfileField) are stored directly, under their
+// firestore tags: inert names, so the domain still imports nothing of
+// Firestore.
+
 // sessionDoc is chat_sessions/{id} as stored.
 type sessionDoc struct {
-	UserID           string       `firestore:"userId"`
-	Title            string       `firestore:"title"`
-	TitleSource      string       `firestore:"titleSource"`
-	Model            string       `firestore:"model"`
-	Status           string       `firestore:"status"`
-	CreatedAt        time.Time    `firestore:"createdAt"`
-	UpdatedAt        time.Time    `firestore:"updatedAt"`
-	LastActivityAt   time.Time    `firestore:"lastActivityAt"`
-	ArchivedAt       *time.Time   `firestore:"archivedAt"`
-	DeletedAt        *time.Time   `firestore:"deletedAt"`
-	ExpiresAt        time.Time    `firestore:"expiresAt"`
-	MessageCount     int          `firestore:"messageCount"`
-	TokenCount       int          `firestore:"tokenCount"`
-	NextSeq          int          `firestore:"nextSeq"`
-	RetentionDays    int          `firestore:"retentionDays"`
-	Summary          string       `firestore:"summary"`
-	SummaryUpdatedAt *time.Time   `firestore:"summaryUpdatedAt"`
-	Metadata         metadataDoc  `firestore:"metadata"`
-	Memory           memoryDoc    `firestore:"memory"`
-	NoLearning       bool         `firestore:"noLearning"`
-	LearnFrom        int          `firestore:"learnFrom"`
-	PendingToolCalls []string     `firestore:"pendingToolCalls"`
-	Branches         *branchesDoc `firestore:"branches,omitempty"`
-}
-
-// branchesDoc is a session's tree (sessions.Branches), kept in the session
-// document: a fork is two small numbers, and their count is capped.
-type branchesDoc struct {
-	Leaf  int       `firestore:"leaf"`
-	Forks []forkDoc `firestore:"forks"`
-}
-
-type forkDoc struct {
-	Seq    int `firestore:"seq"`
-	Parent int `firestore:"parent"`
-}
-
-func toBranchesDoc(b *sessions.Branches) *branchesDoc {
-	if b == nil {
-		return nil
-	}
-	d := &branchesDoc{Leaf: b.Leaf, Forks: make([]forkDoc, len(b.Forks))}
-	for i, f := range b.Forks {
-		d.Forks[i] = forkDoc(f)
-	}
-	return d
-}
-
-func fromBranchesDoc(d *branchesDoc) *sessions.Branches {
-	if d == nil {
-		return nil
-	}
-	b := &sessions.Branches{Leaf: d.Leaf, Forks: make([]sessions.Fork, len(d.Forks))}
-	for i, f := range d.Forks {
-		b.Forks[i] = sessions.Fork(f)
-	}
-	return b
-}
-
-type memoryDoc struct {
-	Strategy        string `firestore:"strategy"`
-	WindowExchanges int    `firestore:"windowExchanges"`
-	BudgetTokens    int    `firestore:"budgetTokens"`
-}
-
-type metadataDoc struct {
-	AgentType string            `firestore:"agentType"`
-	Topic     string            `firestore:"topic"`
-	Tags      []string          `firestore:"tags"`
-	Custom    map[string]string `firestore:"custom"`
+	UserID           string                   `firestore:"userId"`
+	Title            string                   `firestore:"title"`
+	TitleSource      string                   `firestore:"titleSource"`
+	Model            string                   `firestore:"model"`
+	Status           string                   `firestore:"status"`
+	CreatedAt        time.Time                `firestore:"createdAt"`
+	UpdatedAt        time.Time                `firestore:"updatedAt"`
+	LastActivityAt   time.Time                `firestore:"lastActivityAt"`
+	ArchivedAt       *time.Time               `firestore:"archivedAt"`
+	DeletedAt        *time.Time               `firestore:"deletedAt"`
+	ExpiresAt        time.Time                `firestore:"expiresAt"`
+	MessageCount     int                      `firestore:"messageCount"`
+	TokenCount       int                      `firestore:"tokenCount"`
+	NextSeq          int                      `firestore:"nextSeq"`
+	RetentionDays    int                      `firestore:"retentionDays"`
+	Summary          string                   `firestore:"summary"`
+	SummaryUpdatedAt *time.Time               `firestore:"summaryUpdatedAt"`
+	Metadata         sessions.Metadata        `firestore:"metadata"`
+	Context          sessions.ContextSettings `firestore:"memory"`
+	NoLearning       bool                     `firestore:"noLearning"`
+	LearnFrom        int                      `firestore:"learnFrom"`
+	PendingToolCalls []string                 `firestore:"pendingToolCalls"`
+	// Branches is the session's tree: a fork is two small numbers, and
+	// their count is capped.
+	Branches *sessions.Branches `firestore:"branches,omitempty"`
 }
 
 func toSessionDoc(s *sessions.Session) *sessionDoc {
@@ -92,11 +58,8 @@ func toSessionDoc(s *sessions.Session) *sessionDoc {
 		ExpiresAt: s.ExpiresAt, MessageCount: s.MessageCount, TokenCount: s.TokenCount,
 		NextSeq: s.NextSeq, RetentionDays: s.RetentionDays, Summary: s.Summary,
 		SummaryUpdatedAt: s.SummaryUpdatedAt, PendingToolCalls: s.PendingToolCalls,
-		Metadata: metadataDoc{AgentType: s.Metadata.AgentType, Topic: s.Metadata.Topic,
-			Tags: s.Metadata.Tags, Custom: s.Metadata.Custom},
-		Memory: memoryDoc{Strategy: string(s.Context.Strategy), WindowExchanges: s.Context.WindowExchanges,
-			BudgetTokens: s.Context.BudgetTokens},
-		NoLearning: s.NoLearning, LearnFrom: s.LearnFrom, Branches: toBranchesDoc(s.Branches),
+		Metadata: s.Metadata, Context: s.Context,
+		NoLearning: s.NoLearning, LearnFrom: s.LearnFrom, Branches: s.Branches,
 	}
 }
 
@@ -113,11 +76,8 @@ func decodeSession(snap *firestore.DocumentSnapshot) (*sessions.Session, error) 
 		MessageCount: d.MessageCount, TokenCount: d.TokenCount, NextSeq: d.NextSeq,
 		RetentionDays: d.RetentionDays, Summary: d.Summary, SummaryUpdatedAt: utc(d.SummaryUpdatedAt),
 		PendingToolCalls: d.PendingToolCalls,
-		Metadata: sessions.Metadata{AgentType: d.Metadata.AgentType, Topic: d.Metadata.Topic,
-			Tags: d.Metadata.Tags, Custom: d.Metadata.Custom},
-		Context: sessions.ContextSettings{Strategy: sessions.Strategy(d.Memory.Strategy),
-			WindowExchanges: d.Memory.WindowExchanges, BudgetTokens: d.Memory.BudgetTokens},
-		NoLearning: d.NoLearning, LearnFrom: d.LearnFrom, Branches: fromBranchesDoc(d.Branches),
+		Metadata:         d.Metadata, Context: d.Context,
+		NoLearning: d.NoLearning, LearnFrom: d.LearnFrom, Branches: d.Branches,
 	}, nil
 }
 
@@ -135,11 +95,11 @@ func utc(t *time.Time) *time.Time {
 type messageDoc struct {
 	UserID string `firestore:"userId"`
 	msgFields
-	ClientMessageID string         `firestore:"clientMessageId,omitempty"`
-	BatchSize       int            `firestore:"batchSize,omitempty"` // on keyed batches: how many messages share the key
-	Metadata        messageMetaDoc `firestore:"metadata"`
-	ReplyBy         *time.Time     `firestore:"replyBy,omitempty"`      // a keyed turn's lease on answering this message
-	RegenerateBy    *time.Time     `firestore:"regenerateBy,omitempty"` // a regeneration's lease on answering it anew
+	ClientMessageID string                  `firestore:"clientMessageId,omitempty"`
+	BatchSize       int                     `firestore:"batchSize,omitempty"` // on keyed batches: how many messages share the key
+	Metadata        history.MessageMetadata `firestore:"metadata"`
+	ReplyBy         *time.Time              `firestore:"replyBy,omitempty"`      // a keyed turn's lease on answering this message
+	RegenerateBy    *time.Time              `firestore:"regenerateBy,omitempty"` // a regeneration's lease on answering it anew
 }
 
 // msgFields are what a message document and its copy in a tail share.
@@ -180,14 +140,6 @@ type toolCallDoc struct {
 	Arguments string `firestore:"arguments"`
 }
 
-type messageMetaDoc struct {
-	Model        string   `firestore:"model,omitempty"`
-	Sources      []string `firestore:"sources,omitempty"`
-	ToolsUsed    []string `firestore:"toolsUsed,omitempty"`
-	DurationMs   int64    `firestore:"durationMs,omitempty"`
-	FinishReason string   `firestore:"finishReason,omitempty"`
-}
-
 func toMessageDoc(m *history.Message, batchSize int) *messageDoc {
 	var replyBy *time.Time
 	if !m.ReplyBy.IsZero() {
@@ -195,9 +147,7 @@ func toMessageDoc(m *history.Message, batchSize int) *messageDoc {
 	}
 	return &messageDoc{
 		UserID: m.UserID, msgFields: toMsgFields(m), ClientMessageID: m.ClientMessageID, BatchSize: batchSize, ReplyBy: replyBy,
-		Metadata: messageMetaDoc{Model: m.Metadata.Model, Sources: m.Metadata.Sources,
-			ToolsUsed: m.Metadata.ToolsUsed, DurationMs: m.Metadata.DurationMs,
-			FinishReason: m.Metadata.FinishReason},
+		Metadata: m.Metadata,
 	}
 }
 
@@ -214,8 +164,7 @@ func decodeMessage(snap *firestore.DocumentSnapshot) (history.Message, int, erro
 	if d.RegenerateBy != nil {
 		m.RegenerateBy = d.RegenerateBy.UTC()
 	}
-	m.Metadata = history.MessageMetadata{Model: d.Metadata.Model, Sources: d.Metadata.Sources,
-		ToolsUsed: d.Metadata.ToolsUsed, DurationMs: d.Metadata.DurationMs, FinishReason: d.Metadata.FinishReason}
+	m.Metadata = d.Metadata
 	return m, d.BatchSize, nil
 }
 

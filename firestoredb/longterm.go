@@ -19,35 +19,29 @@ const (
 	FactsCollection = "facts"
 )
 
-type profileFieldDoc struct {
-	Text      string     `firestore:"text"`
-	UpdatedAt *time.Time `firestore:"updatedAt"`
-	SessionID string     `firestore:"sessionId,omitempty"`
-}
-
 // memoryUserDoc is users/{uid}: the live facts live in it (at most the
 // cap of short sentences), so a turn or an extraction reads one document;
 // superseded facts are filed in its facts subcollection, for audit.
 type memoryUserDoc struct {
-	UserID      string          `firestore:"userId"`
-	Disabled    bool            `firestore:"disabled"`
-	Facts       []factDoc       `firestore:"facts"`
-	Work        profileFieldDoc `firestore:"work"`
-	Personal    profileFieldDoc `firestore:"personal"`
-	Focus       profileFieldDoc `firestore:"focus"`
-	Block       string          `firestore:"block"`
-	BlockTokens int             `firestore:"blockTokens"`
-	Version     int64           `firestore:"version"`
-	UpdatedAt   time.Time       `firestore:"updatedAt"`
+	UserID      string                `firestore:"userId"`
+	Disabled    bool                  `firestore:"disabled"`
+	Facts       []factDoc             `firestore:"facts"`
+	Work        longterm.ProfileField `firestore:"work"`
+	Personal    longterm.ProfileField `firestore:"personal"`
+	Focus       longterm.ProfileField `firestore:"focus"`
+	Block       string                `firestore:"block"`
+	BlockTokens int                   `firestore:"blockTokens"`
+	Version     int64                 `firestore:"version"`
+	UpdatedAt   time.Time             `firestore:"updatedAt"`
 }
 
 type factDoc struct {
-	ID         string      `firestore:"id"`
-	UserID     string      `firestore:"userId"`
-	Content    string      `firestore:"content"`
-	Category   string      `firestore:"category"`
-	Confidence float64     `firestore:"confidence"`
-	Sources    []sourceDoc `firestore:"sources"`
+	ID         string            `firestore:"id"`
+	UserID     string            `firestore:"userId"`
+	Content    string            `firestore:"content"`
+	Category   string            `firestore:"category"`
+	Confidence float64           `firestore:"confidence"`
+	Sources    []longterm.Source `firestore:"sources"`
 	// The one source of facts stored before facts had several; read only.
 	SessionID       string     `firestore:"sessionId,omitempty"`
 	StartSeq        int        `firestore:"startSeq,omitempty"`
@@ -58,18 +52,12 @@ type factDoc struct {
 	SupersededBy    string     `firestore:"supersededBy,omitempty"`
 }
 
-type sourceDoc struct {
-	SessionID string `firestore:"sessionId"`
-	StartSeq  int    `firestore:"startSeq"`
-	EndSeq    int    `firestore:"endSeq"`
-}
-
 func toFactDoc(userID string, f longterm.Fact) factDoc {
 	d := factDoc{ID: f.ID, UserID: userID, Content: f.Content, Category: string(f.Category), Confidence: f.Confidence,
-		Sources: make([]sourceDoc, len(f.Sources)), CreatedAt: f.CreatedAt,
+		Sources: f.Sources, CreatedAt: f.CreatedAt,
 		LastConfirmedAt: f.LastConfirmedAt, InvalidAt: f.InvalidAt, SupersededBy: f.SupersededBy}
-	for i, s := range f.Sources {
-		d.Sources[i] = sourceDoc(s)
+	if d.Sources == nil {
+		d.Sources = []longterm.Source{}
 	}
 	return d
 }
@@ -78,8 +66,8 @@ func fromFactDoc(d factDoc) longterm.Fact {
 	f := longterm.Fact{ID: d.ID, UserID: d.UserID, Content: d.Content, Category: longterm.Category(d.Category),
 		Confidence: d.Confidence, CreatedAt: d.CreatedAt.UTC(),
 		LastConfirmedAt: d.LastConfirmedAt.UTC(), InvalidAt: utc(d.InvalidAt), SupersededBy: d.SupersededBy}
-	for _, s := range d.Sources {
-		f.Sources = append(f.Sources, longterm.Source(s))
+	if len(d.Sources) > 0 {
+		f.Sources = d.Sources
 	}
 	if len(f.Sources) == 0 && d.SessionID != "" {
 		f.Sources = []longterm.Source{{SessionID: d.SessionID, StartSeq: d.StartSeq, EndSeq: d.EndSeq}}
@@ -91,11 +79,10 @@ func (db *DB) memoryRef(userID string) *firestore.DocumentRef {
 	return db.client.Collection(UsersCollection).Doc(UserDocID(userID))
 }
 
-func pf(p longterm.ProfileField) profileFieldDoc {
-	return profileFieldDoc{Text: p.Text, UpdatedAt: p.UpdatedAt, SessionID: p.SessionID}
-}
-func lp(p profileFieldDoc) longterm.ProfileField {
-	return longterm.ProfileField{Text: p.Text, UpdatedAt: utc(p.UpdatedAt), SessionID: p.SessionID}
+// lp is a profile field as read: its time in UTC.
+func lp(p longterm.ProfileField) longterm.ProfileField {
+	p.UpdatedAt = utc(p.UpdatedAt)
+	return p
 }
 
 func (db *DB) GetUser(ctx context.Context, userID string) (*longterm.User, error) {
@@ -189,8 +176,8 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 				return err
 			}
 		}
-		d := memoryUserDoc{UserID: userID, Disabled: u.Disabled, Work: pf(u.Profile.Work), Personal: pf(u.Profile.Personal),
-			Focus: pf(u.Profile.Focus), Block: u.Block, BlockTokens: u.BlockTokens, Version: version + 1, UpdatedAt: u.UpdatedAt,
+		d := memoryUserDoc{UserID: userID, Disabled: u.Disabled, Work: u.Profile.Work, Personal: u.Profile.Personal,
+			Focus: u.Profile.Focus, Block: u.Block, BlockTokens: u.BlockTokens, Version: version + 1, UpdatedAt: u.UpdatedAt,
 			Facts: make([]factDoc, 0, len(u.Facts))}
 		for _, f := range u.Facts {
 			d.Facts = append(d.Facts, toFactDoc(userID, f))

@@ -54,11 +54,11 @@ type FunctionCall struct {
 
 // MessageMetadata describes how a message came about.
 type MessageMetadata struct {
-	Model        string   `json:"model,omitempty"`
-	Sources      []string `json:"sources,omitempty"`
-	ToolsUsed    []string `json:"toolsUsed,omitempty"`
-	DurationMs   int64    `json:"durationMs,omitempty"`
-	FinishReason string   `json:"finishReason,omitempty"`
+	Model        string   `json:"model,omitempty" firestore:"model,omitempty"`
+	Sources      []string `json:"sources,omitempty" firestore:"sources,omitempty"`
+	ToolsUsed    []string `json:"toolsUsed,omitempty" firestore:"toolsUsed,omitempty"`
+	DurationMs   int64    `json:"durationMs,omitempty" firestore:"durationMs,omitempty"`
+	FinishReason string   `json:"finishReason,omitempty" firestore:"finishReason,omitempty"`
 }
 
 // UnmarshalJSON rejects unknown keys.

@@ -37,9 +37,9 @@ func validCategory(c Category) bool {
 // Source is where a fact was learned or confirmed: messages
 // StartSeq..EndSeq of a session.
 type Source struct {
-	SessionID string `json:"sessionId"`
-	StartSeq  int    `json:"startSeq"`
-	EndSeq    int    `json:"endSeq"`
+	SessionID string `json:"sessionId" firestore:"sessionId"`
+	StartSeq  int    `json:"startSeq" firestore:"startSeq"`
+	EndSeq    int    `json:"endSeq" firestore:"endSeq"`
 }
 
 // MaxSources bounds the sessions one fact remembers as its sources (the
@@ -106,11 +106,11 @@ func (f *Fact) Effective(now time.Time, decayPerWeek float64) float64 {
 
 // ProfileField is one part of the profile.
 type ProfileField struct {
-	Text      string     `json:"text"`
-	UpdatedAt *time.Time `json:"updatedAt"`
+	Text      string     `json:"text" firestore:"text"`
+	UpdatedAt *time.Time `json:"updatedAt" firestore:"updatedAt"`
 	// SessionID is the session the text was learned from; empty when the
 	// user wrote it. It goes when that session is purged.
-	SessionID string `json:"sessionId,omitempty"`
+	SessionID string `json:"sessionId,omitempty" firestore:"sessionId,omitempty"`
 }
 
 // Profile is a short picture of the user.

@@ -23,14 +23,14 @@ const MaxForks = 1000
 // Branches is the tree of a session that was branched. A session never
 // branched has none: each of its messages follows the one before.
 type Branches struct {
-	Leaf  int    `json:"leaf"`  // seq of the active branch's last message
-	Forks []Fork `json:"forks"` // by Seq
+	Leaf  int    `json:"leaf" firestore:"leaf"`   // seq of the active branch's last message
+	Forks []Fork `json:"forks" firestore:"forks"` // by Seq
 }
 
 // Fork is a message whose parent is not the message written before it.
 type Fork struct {
-	Seq    int `json:"seq"`
-	Parent int `json:"parent"` // -1: the message starts the conversation
+	Seq    int `json:"seq" firestore:"seq"`
+	Parent int `json:"parent" firestore:"parent"` // -1: the message starts the conversation
 }
 
 // Span is the messages From..To (inclusive) of a branch, each the parent

@@ -41,9 +41,9 @@ const (
 // "memory" field, a name kept from before long-term memory existed so that
 // clients do not break; error messages name that field ("memory.strategy").
 type ContextSettings struct {
-	Strategy        Strategy `json:"strategy,omitempty"`
-	WindowExchanges int      `json:"windowExchanges,omitempty"` // for window
-	BudgetTokens    int      `json:"budgetTokens,omitempty"`    // 0: a share of the model's window
+	Strategy        Strategy `json:"strategy,omitempty" firestore:"strategy"`
+	WindowExchanges int      `json:"windowExchanges,omitempty" firestore:"windowExchanges"` // for window
+	BudgetTokens    int      `json:"budgetTokens,omitempty" firestore:"budgetTokens"`       // 0: a share of the model's window
 }
 
 // UnmarshalJSON rejects unknown keys.

@@ -124,10 +124,10 @@ func cloneTime(t *time.Time) *time.Time {
 
 // Metadata describes a session for the app that owns it.
 type Metadata struct {
-	AgentType string            `json:"agentType,omitempty"`
-	Topic     string            `json:"topic,omitempty"`
-	Tags      []string          `json:"tags,omitempty"`
-	Custom    map[string]string `json:"custom,omitempty"`
+	AgentType string            `json:"agentType,omitempty" firestore:"agentType"`
+	Topic     string            `json:"topic,omitempty" firestore:"topic"`
+	Tags      []string          `json:"tags,omitempty" firestore:"tags"`
+	Custom    map[string]string `json:"custom,omitempty" firestore:"custom"`
 }
 
 // Clone returns a deep copy.
