@@ -1,9 +1,10 @@
 // Package firestoredb is the Cloud Firestore store: it implements every
-// storage interface the domain packages declare (sessions, history and
-// its context pages, chat turns and drafts, usage limits, long-term
-// memory, retention and privacy), one file for each store behaviour. Every
-// Firestore detail (documents and field names, queries, preconditions,
-// transactions, gRPC codes, index exemptions) stays in this package.
+// storage interface the domain packages declare, one file for each store
+// behaviour: sessions, messages, the tail (in pages), a chat turn and its
+// draft, usage, long-term memory, retention and purges. Every Firestore
+// detail (documents and field names, queries, preconditions, transactions,
+// gRPC codes, index exemptions) stays in this package; docs.go says which
+// domain values are stored as they are.
 package firestoredb
 
 import (
