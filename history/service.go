@@ -124,7 +124,7 @@ func (svc *Service) AppendAll(ctx context.Context, s *sessions.Session, key stri
 	return svc.Repo.Append(ctx, s.ID, key, plan)
 }
 
-// AppendOne plans appending d to session s and a copy of tail t in memory,
+// AppendOne plans appending d to session s and a copy of tail t, unstored,
 // for callers that store the result in a commit of their own (a turn does).
 // The message is named id, or by KeyDocID when id is empty and key is set.
 // It changes s and returns the message and the new tail.

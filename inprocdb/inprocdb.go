@@ -1,5 +1,5 @@
 // Package inprocdb is the in-process store: every storage interface the
-// domain packages declare, kept in memory behind one mutex, for local runs
+// domain packages declare, kept in the process behind one mutex, for local runs
 // without emulators and for fast tests. Its files match firestoredb's, one
 // for each store behaviour, and both pass the contract suite (storetest).
 package inprocdb
@@ -15,7 +15,7 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// DB is an in-memory store. One mutex makes every operation atomic.
+// DB is the in-process store. One mutex makes every operation atomic.
 type DB struct {
 	mu       sync.Mutex
 	sessions map[string]*sessions.Session
@@ -56,5 +56,5 @@ func New() *DB {
 	}
 }
 
-// Ping always succeeds: memory is always there.
+// Ping always succeeds: the store is the process itself.
 func (db *DB) Ping(context.Context) error { return nil }

@@ -44,7 +44,7 @@ var statuses = []sessions.Status{sessions.StatusActive, sessions.StatusArchived,
 const exportPage = 200
 
 // Export writes everything userID owns as one JSON document, streamed: a
-// page of sessions or messages at a time is all it holds in memory. The
+// page of sessions or messages at a time is all it holds at once. The
 // document is
 //
 //	{"userId":…, "exportedAt":…, "sessions":[{"session":…, "compactions":[…], "messages":[…]}, …], <data key>:…}
