@@ -1,7 +1,9 @@
 // Package functions is the HTTP edge of the backend: the endpoints web apps
-// call (chat, sessions, messages), authentication with Firebase ID tokens,
-// CORS, size caps, JSON errors and request logs. The same handler serves
-// deployed (registered by the root package) and locally (cmd/server).
+// call (chat, sessions, messages, long-term memory, account), also as
+// callable functions; authentication with Firebase ID tokens and App Check;
+// CORS, size caps, JSON errors, request logs and traces; configuration and
+// the wiring of the services. The same handler serves deployed (registered
+// by the root package) and locally (cmd/server).
 package functions
 
 import (

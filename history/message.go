@@ -1,6 +1,8 @@
 // Package history holds the messages of a session and decides what history
-// the model sees. Messages are appended atomically with the session's
-// counters, numbered by a gapless per-session seq, and never changed after.
+// the model sees: the context of a turn (context.go), built from the tail
+// a session keeps stored (tail.go) and its summaries (compact.go).
+// Messages are appended atomically with the session's counters and tail,
+// numbered by a gapless per-session seq, and never changed after.
 package history
 
 import (

@@ -1,8 +1,9 @@
 // Package sessions holds what a chat session is and what may happen to it:
-// the session document, its metadata, its lifecycle (active, archived,
-// deleted, purged) and the moment retention will next act on it. It is the
-// domain root of the backend: it knows nothing of HTTP or of Firestore, and
-// declares the storage it needs as the Repo interface.
+// the session document, its metadata, its context settings, its lifecycle
+// (active, archived, deleted, purged), the moment retention will next act
+// on it, and its tree of branches. Every other domain package builds on
+// it; it knows nothing of HTTP or of Firestore, and declares the storage
+// it needs as the Repo interface.
 package sessions
 
 import (
