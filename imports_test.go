@@ -4,37 +4,62 @@ import (
 	"os/exec"
 	"path"
 	"strings"
+	"sync"
 	"testing"
 )
+
+const module = "github.com/chatmemory/backend"
+
+// pkg is one package of the module, as go list reports it.
+type pkg struct {
+	path, name string
+	imports    []string
+}
+
+// packages lists the module's packages once for every test here.
+var packages = sync.OnceValues(func() ([]pkg, error) {
+	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{.Name}} {{join .Imports \" \"}}", "./...").Output()
+	if err != nil {
+		return nil, err
+	}
+	var ps []pkg
+	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
+		f := strings.Fields(line)
+		ps = append(ps, pkg{path: f[0], name: f[1], imports: f[2:]})
+	}
+	return ps, nil
+})
+
+func listPackages(t *testing.T) []pkg {
+	t.Helper()
+	ps, err := packages()
+	if err != nil {
+		t.Fatalf("go list: %v", err)
+	}
+	return ps
+}
 
 // TestNoTestCodeInProduction: no production package imports testing,
 // net/http/httptest or one of the project's test helpers (packages named
 // …test); only the benchmark may use the helpers (a fake model server and
 // the Firestore call counter).
 func TestNoTestCodeInProduction(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{.Name}} {{join .Imports \" \"}}", "./...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	const module = "github.com/chatmemory/backend"
 	helper := func(p string) bool {
 		return strings.HasPrefix(p, module+"/") && strings.HasSuffix(path.Base(p), "test")
 	}
 	benchmark := map[string]bool{module + "/bench": true, module + "/cmd/bench": true}
 	checked := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		pkg, name, imports := f[0], f[1], f[2:]
-		if strings.HasSuffix(name, "test") {
+	for _, p := range listPackages(t) {
+		if strings.HasSuffix(p.name, "test") {
 			continue // a test helper itself
 		}
 		checked++
-		for _, imp := range imports {
+		for _, imp := range p.imports {
 			switch {
 			case imp == "testing" || imp == "net/http/httptest":
-				t.Errorf("%s imports %s", pkg, imp)
-			case helper(imp) && !benchmark[pkg]:
-				t.Errorf("%s imports the test helper %s", pkg, imp)
+				t.Errorf("%s imports %s", p.path, imp)
+			case helper(imp) && !benchmark[p.path]:
+				t.Errorf("%s imports the test helper %s", p.path, imp)
 			}
 		}
 	}
@@ -45,14 +70,9 @@ func TestNoTestCodeInProduction(t *testing.T) {
 
 // TestLayers: dependencies point one way. Each package may import only the
 // packages of ours listed for it, and the domain (kernel, prompts,
-// sessions, history, chat, longterm, retention) nothing of HTTP, Firestore, Firebase
-// or OpenAI.
+// sessions, history, chat, longterm, retention) nothing of HTTP,
+// Firestore, Firebase or OpenAI.
 func TestLayers(t *testing.T) {
-	out, err := exec.Command("go", "list", "-f", "{{.ImportPath}} {{join .Imports \" \"}}", "./...").Output()
-	if err != nil {
-		t.Fatalf("go list: %v", err)
-	}
-	const module = "github.com/chatmemory/backend"
 	domain := []string{"kernel", "prompts", "sessions", "history", "chat", "longterm", "retention"}
 	stores := append([]string{"firestoredb", "inprocdb"}, domain...)
 	allowed := map[string][]string{ // package → the packages of ours it may import (by prefix)
@@ -84,25 +104,21 @@ func TestLayers(t *testing.T) {
 		return false
 	}
 	checked := 0
-	for _, line := range strings.Split(strings.TrimSpace(string(out)), "\n") {
-		f := strings.Fields(line)
-		pkg := strings.TrimPrefix(strings.TrimPrefix(f[0], module), "/")
-		top, _, _ := strings.Cut(pkg, "/")
-		may, ok := allowed[pkg]
+	for _, p := range listPackages(t) {
+		rel := strings.TrimPrefix(strings.TrimPrefix(p.path, module), "/")
+		top, _, _ := strings.Cut(rel, "/")
+		may, ok := allowed[top]
 		if !ok {
-			may, ok = allowed[top]
-		}
-		if !ok {
-			t.Errorf("%s: no layer is declared for it in this test", f[0])
+			t.Errorf("%s: no layer is declared for it in this test", p.path)
 			continue
 		}
 		checked++
-		for _, imp := range f[1:] {
-			if ours, found := strings.CutPrefix(imp, module+"/"); found && ours != pkg && !under(ours, may) {
-				t.Errorf("%s imports %s", f[0], imp)
+		for _, imp := range p.imports {
+			if ours, found := strings.CutPrefix(imp, module+"/"); found && ours != rel && !under(ours, may) {
+				t.Errorf("%s imports %s", p.path, imp)
 			}
 			if under(top, domain) && under(imp, foreign) {
-				t.Errorf("domain package %s imports %s", f[0], imp)
+				t.Errorf("domain package %s imports %s", p.path, imp)
 			}
 		}
 	}
