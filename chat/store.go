@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"errors"
-	"time"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
@@ -33,13 +32,17 @@ type TurnQuery struct {
 	Key       string // the turn's clientMessageId; "" for none
 	// AskedID, if set, names the message the turn answers anew (a
 	// regeneration), read as Asked instead of the message stored under
-	// Key; AskedKey is the key Asked was stored under, whose reply to look
-	// for (TurnState.AskedAnswered).
-	AskedID, AskedKey string
-	Day               string // the UTC day whose token spend to read, YYYY-MM-DD
-	Slots             int    // how many rate-limit slots the user has (0: none to read)
-	Memory            bool   // read the user's long-term memory block
-	Draft             bool   // read the session's draft (a streaming turn)
+	// Key; the message under Key is then read only to tell whether the
+	// key names one (TurnState.KeyUsed).
+	AskedID string
+	// ReplyID is the reply the turn writes, read as Answer: a retry of a
+	// keyed turn finds it there, and a commit whose answer was lost learns
+	// whether it landed.
+	ReplyID string
+	Day     string // the UTC day whose token spend to read, YYYY-MM-DD
+	Slots   int    // how many rate-limit slots the user has (0: none to read)
+	Memory  bool   // read the user's long-term memory block
+	Draft   bool   // read the session's draft (a streaming turn)
 }
 
 // TurnState is what a turn read (or, after a commit, what it wrote).
@@ -47,12 +50,12 @@ type TurnState struct {
 	Session   *sessions.Session // nil if there is none
 	Tail      *history.Tail
 	Asked     *history.Message // the message the turn answers: AskedID's, or the one stored under Key
-	Answer    *history.Message // the reply to it, if any
+	Answer    *history.Message // the message stored as ReplyID, if any
 	Slots     []int64          // the unix minute each slot was last taken in; 0 never
 	DayTokens int              // spent on Day
-	// AskedAnswered: the turn that stored Asked under AskedKey is answered.
-	AskedAnswered bool
-	Memory        MemoryBlock
+	// KeyUsed: with AskedID and Key, a message is stored under Key.
+	KeyUsed bool
+	Memory  MemoryBlock
 
 	// DraftReplyID is the reply the session's draft follows ("" if none).
 	DraftReplyID string
@@ -74,10 +77,6 @@ type TurnWrite struct {
 	Session  *sessions.Session // created if the state had none, else replaced
 	Tail     *history.Tail     // nil: unchanged
 	Messages []history.Message // created; each has its ID
-	// Lease, if set, moves the lease of the stored message Asked: its
-	// RegenerateBy for a regeneration (the query has AskedID), else its
-	// ReplyBy.
-	Lease *time.Time
 	// Slot, if at least 0, is taken for Minute.
 	Slot   int
 	Minute int64

@@ -85,8 +85,11 @@ type Service struct {
 	// instruct the model over the operator's prompt.
 	AllowSystemMessages bool
 	ModelTimeout        time.Duration
-	Now                 func() time.Time
-	Log                 *slog.Logger
+	// BusyWait is how long a turn or an append waits while another
+	// message of its session is answered; 0: DefaultBusyWait.
+	BusyWait time.Duration
+	Now      func() time.Time
+	Log      *slog.Logger
 
 	systemTokens sync.Map // model → tokens of SystemPrompt, counted once
 }
@@ -156,21 +159,31 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	} else if err := sessions.CheckID(q.SessionID); err != nil {
 		return nil, err
 	}
+	c := &claim{token: ids.New(), lease: now.Add(svc.ModelTimeout + leaseMargin),
+		draft: req.OnDelta != nil && svc.Drafts != nil, op: sessions.Operation{Kind: sessions.OpTurn}}
 	var f *fork
 	if req.Regenerate != "" || req.Edit != "" {
 		var err error
 		if f, err = svc.planFork(ctx, req); err != nil {
 			return nil, err
 		}
+		c.op = sessions.Operation{Kind: sessions.OpEdit, Target: req.Edit}
 		if f.regenerate {
-			q.AskedID, q.AskedKey, draft.Content = f.target.ID, f.target.ClientMessageID, f.target.Content
+			c.op = sessions.Operation{Kind: sessions.OpRegenerate, Target: req.Regenerate}
+			q.AskedID, draft.Content = f.target.ID, f.target.Content
 		}
 	}
-	var c claim
-	streaming := req.OnDelta != nil && svc.Drafts != nil
-	q.Draft = streaming
-	st, err := svc.Turns.RunTurn(ctx, q, nil, func(st *TurnState) (*TurnWrite, error) {
-		return svc.claim(st, q, draft, now, streaming, f, &c)
+	c.replyID, c.userID = ids.New(), ids.New()
+	if q.Key != "" {
+		c.replyID, c.userID = history.ReplyDocID(q.Key), "" // a keyed message is named by its key
+	}
+	q.ReplyID, q.Draft = c.replyID, c.draft
+	var st *TurnState
+	err := svc.waitTurn(f == nil, func() (err error) {
+		st, err = svc.Turns.RunTurn(ctx, q, nil, func(st *TurnState) (*TurnWrite, error) {
+			return svc.claim(st, q, draft, now, f, c)
+		})
+		return err
 	})
 	if err != nil {
 		return nil, err
@@ -189,7 +202,7 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	var reply *Reply
 	start := svc.now()
 	if err == nil {
-		reply, err = svc.generate(ctx, req, q, st, &c, svc.request(st.Session, built, mem))
+		reply, err = svc.generate(ctx, req, q, st, c, svc.request(st.Session, built, mem))
 	}
 	if err != nil {
 		svc.release(ctx, q, st, c)
@@ -204,9 +217,13 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	var out history.Message
 	var learn *longterm.Batch
 	done, err := svc.Turns.RunTurn(ctx, q, c.latest(st), func(st *TurnState) (*TurnWrite, error) {
-		return svc.finish(st, q, c, answer, spent, built, &out, &learn)
+		return svc.finish(st, q, c, answer, spent, built, svc.now(), &out, &learn)
 	})
 	if err != nil {
+		// Whether or not the reply was stored, the turn gives its lease
+		// back (if the reply was stored, the lease went with it): a retry
+		// then replays the reply or answers anew, never waits on nobody.
+		svc.release(ctx, q, st, c)
 		return nil, err
 	}
 	return &TurnResult{Session: done.Session, Tail: done.Tail, Context: built, User: c.user, Reply: out,
@@ -215,11 +232,18 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 
 // claim is what claiming a turn decided.
 type claim struct {
-	user    history.Message
+	// Decided once per request, before anything is read: a plan that runs
+	// again (its commit raced another, or its answer was lost) writes the
+	// same ids and the same lease, and knows its own claim by token.
+	token   string
+	op      sessions.Operation
 	replyID string
+	userID  string // the new user message's id; "" for a keyed one
 	lease   time.Time
-	draft   bool        // the reply streams through a draft
-	replay  *TurnResult // the turn was complete already
+	draft   bool // the reply streams through a draft
+
+	user   history.Message
+	replay *TurnResult // the turn was complete already
 	// draftVersion is the store's record of the draft's last write.
 	draftVersion any
 }
@@ -333,19 +357,16 @@ func (svc *Service) Stop(ctx context.Context, userID, sessionID, replyID string)
 	return svc.Drafts.RequestStop(ctx, userID, sessionID, replyID)
 }
 
-// leaseMargin is how much longer than the model may take a turn holds its
-// key: past it, a retry may take the turn over.
+// leaseMargin is how much longer than the model may take a turn holds the
+// session's answering lease: past it, another request may take over.
 const leaseMargin = 15 * time.Second
 
 // claim plans the commit that claims a turn on the state read: it checks
 // the session and the key, admits the turn under the user's limits, and
-// appends the user's message (or, taking a failed turn over, moves its
-// lease).
-func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now time.Time, streaming bool, f *fork, c *claim) (*TurnWrite, error) {
-	*c = claim{lease: now.Add(svc.ModelTimeout + leaseMargin), draft: streaming, replyID: ids.New()}
-	if q.Key != "" {
-		c.replyID = history.ReplyDocID(q.Key)
-	}
+// appends the user's message (or, answering a stored message, only takes
+// the lease), with the session's answering lease in the same commit.
+func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now time.Time, f *fork, c *claim) (*TurnWrite, error) {
+	c.user, c.replay = history.Message{}, nil
 	s := st.Session
 	if s == nil {
 		if !q.New {
@@ -361,26 +382,22 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now t
 			return nil, err
 		}
 	}
+	if a := s.Answering; a != nil && a.Token == c.token {
+		// This request's claim is stored: its commit landed, but the
+		// answer was lost on the way. Carry on from what it wrote.
+		return nil, c.claimed(st, a.Seq)
+	}
+	if err := c.checkKey(st, q, s, draft, now); err != nil || c.replay != nil {
+		return nil, err
+	}
+	if a := s.AnsweringAt(now); a != nil && q.Key != "" && a.Key == q.Key {
+		return nil, sessions.InProgress(now, a, "the request with clientMessageId %q is in progress; retry to get its reply", q.Key)
+	}
+	if err := s.CheckNotAnswering(now); err != nil {
+		return nil, err
+	}
 	if f != nil && f.regenerate && st.Asked == nil {
 		return nil, errs.Errorf(errs.ENOTFOUND, "message %s not found", q.AskedID)
-	}
-	if st.Asked != nil {
-		if !st.Asked.SameContent(&draft) {
-			return nil, errs.Errorf(errs.ECONFLICT, "clientMessageId %q was already used for another message", q.Key)
-		}
-		if st.Answer != nil {
-			c.replay = &TurnResult{Session: s, User: *st.Asked, Reply: *st.Answer, Replayed: true}
-			return nil, nil
-		}
-		switch {
-		case q.AskedID == "" && st.Asked.ReplyBy.After(now):
-			return nil, inProgress(now, st.Asked.ReplyBy, "the turn with clientMessageId %q is in progress; retry to get its reply", q.Key)
-		case q.AskedID != "" && st.Asked.RegenerateBy.After(now):
-			return nil, inProgress(now, st.Asked.RegenerateBy, "message %s is being answered anew; retry to get its reply", q.AskedID)
-		case q.AskedID != "" && st.Asked.ReplyBy.After(now) && !st.AskedAnswered:
-			// The turn that stored it is still answering it.
-			return nil, inProgress(now, st.Asked.ReplyBy, "message %s is still being answered; retry once its reply is stored", q.AskedID)
-		}
 	}
 	if err := s.CheckWritable(); err != nil {
 		return nil, err
@@ -390,33 +407,81 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now t
 		return nil, err
 	}
 	w := &TurnWrite{Session: s, Slot: slot, Minute: now.Unix() / 60}
-	if st.Asked != nil { // take the turn over: its message is stored already
+	if st.Asked != nil { // answer a stored message: a regeneration, or a retry taking a failed turn over
 		c.user = *st.Asked
-		w.Lease = &c.lease
-		w.Draft = c.startDraft()
 		if f != nil && f.regenerate { // answer it on its own branch
 			w.Tail = svc.History.ForkTail(s, f.base, f.leaf)
 		}
-		return w, nil
+	} else {
+		tail := st.Tail
+		if f != nil { // an edit: the new message's parent is the edited one's
+			tail = svc.History.ForkTail(s, f.base, f.leaf)
+		}
+		m, t, err := svc.History.AppendOne(s, tail, q.Key, c.userID, draft)
+		if err != nil {
+			return nil, err
+		}
+		if q.Key != "" {
+			m.Op = c.op
+		}
+		c.user = m
+		w.Tail, w.Messages = t, []history.Message{m}
 	}
-	id := "" // a keyed message is named by its key
-	if q.Key == "" {
-		id = ids.New()
-	}
-	tail := st.Tail
-	if f != nil { // an edit: the new message's parent is the edited one's
-		tail = svc.History.ForkTail(s, f.base, f.leaf)
-	}
-	m, t, err := svc.History.AppendOne(s, tail, q.Key, id, draft)
-	if err != nil {
-		return nil, err
-	}
-	if q.Key != "" {
-		m.ReplyBy = c.lease
-	}
-	c.user = m
-	w.Tail, w.Messages, w.Draft = t, []history.Message{m}, c.startDraft()
+	s.Answering = &sessions.Answering{Seq: c.user.Seq, ReplyID: c.replyID, Key: q.Key, Op: c.op, Token: c.token, Until: c.lease}
+	w.Draft = c.startDraft()
 	return w, nil
+}
+
+// claimed picks up a claim of this request found stored: the message it
+// answers is the one it read by id or key, or the newest of its tail.
+func (c *claim) claimed(st *TurnState, seq int) error {
+	if st.Asked != nil && st.Asked.Seq == seq {
+		c.user = *st.Asked
+		return nil
+	}
+	for _, m := range st.Tail.Messages {
+		if m.Seq == seq {
+			c.user = m
+			return nil
+		}
+	}
+	return errs.Errorf(errs.EINTERNAL, "the claimed message %d is not in the session's tail", seq)
+}
+
+// opOf is the operation a keyed message was stored by.
+func opOf(m *history.Message) sessions.Operation {
+	if m.Op.Kind == "" {
+		return sessions.Operation{Kind: sessions.OpTurn}
+	}
+	return m.Op
+}
+
+// checkKey holds a key to one operation on one session, as Stripe's
+// idempotency keys: reused with another kind of request, another target
+// or another message, it is ECONFLICT; reused with the same request that
+// is complete, it replays it (c.replay).
+func (c *claim) checkKey(st *TurnState, q TurnQuery, s *sessions.Session, draft history.Draft, now time.Time) error {
+	if q.Key == "" {
+		return nil
+	}
+	reused := errs.Errorf(errs.ECONFLICT, "clientMessageId %q was already used for another request", q.Key)
+	switch {
+	case c.op.Kind == sessions.OpRegenerate && st.KeyUsed:
+		return reused // the key stored a message: it named a turn or an edit
+	case c.op.Kind != sessions.OpRegenerate && st.Asked != nil && (opOf(st.Asked) != c.op || !st.Asked.SameContent(&draft)):
+		return reused
+	}
+	if a := s.AnsweringAt(now); a != nil && a.Key == q.Key && a.Op != c.op {
+		return reused
+	}
+	if st.Answer == nil {
+		return nil
+	}
+	if opOf(st.Answer) != c.op || st.Asked == nil {
+		return reused
+	}
+	c.replay = &TurnResult{Session: s, User: *st.Asked, Reply: *st.Answer, Replayed: true}
+	return nil
 }
 
 // startDraft is the draft a streaming turn starts in its claim.
@@ -436,25 +501,45 @@ func (c *claim) endDraft(st *TurnState) *DraftWrite {
 	return &DraftWrite{ReplyID: c.replyID}
 }
 
-// finish plans the commit that finishes a turn: the reply, the session's
-// counters and context (with the learning watermark, when a batch is due),
-// and the tokens spent.
-func (svc *Service) finish(st *TurnState, q TurnQuery, c claim, answer history.Draft, spent int, sent *history.Context, out *history.Message, learn **longterm.Batch) (*TurnWrite, error) {
+// holds reports whether s's answering lease is this request's.
+func (c *claim) holds(s *sessions.Session) bool {
+	return s != nil && s.Answering != nil && s.Answering.Token == c.token
+}
+
+// finish plans the commit that finishes a turn: the reply (whose parent is
+// always the message it answers), the session's counters and context
+// (with the learning watermark, when a batch is due), the lease given
+// back, and the tokens spent.
+func (svc *Service) finish(st *TurnState, q TurnQuery, c *claim, answer history.Draft, spent int, sent *history.Context, now time.Time, out *history.Message, learn **longterm.Batch) (*TurnWrite, error) {
+	if st.Answer != nil {
+		// Stored already: this commit landed, but its answer was lost.
+		*out, *learn = *st.Answer, nil
+		return nil, nil
+	}
 	s := st.Session.Clone()
 	if err := s.CheckOwner(q.UserID); err != nil {
 		return nil, err
 	}
-	// A reply continues the active branch, as every message does, unless
-	// the user switched to a branch without its question meanwhile: then
-	// it is stored under its question, and the branch shown stays shown.
+	if !c.holds(s) {
+		if a := s.AnsweringAt(now); a != nil {
+			return nil, sessions.InProgress(now, a, "another request took this turn over; retry to get its reply")
+		}
+	}
+	s.Answering = nil
+	// A reply continues the active branch when that ends at its question.
+	// If the user switched branches meanwhile, it is stored under its
+	// question all the same, and the branch shown stays shown.
 	leaf, pending := s.Leaf(), s.PendingToolCalls
-	away := !s.PathTo(leaf).Contains(c.user.Seq)
+	away := leaf != c.user.Seq
 	if away {
 		s.SetLeaf(c.user.Seq)
 	}
 	reply, t, err := svc.History.AppendOne(s, st.Tail, "", c.replyID, answer)
 	if err != nil {
 		return nil, err
+	}
+	if q.Key != "" {
+		reply.Op = c.op
 	}
 	if away {
 		s.SetLeaf(leaf)
@@ -474,44 +559,65 @@ func (svc *Service) finish(st *TurnState, q TurnQuery, c claim, answer history.D
 	if spent == 0 { // the service did not report usage: use our own counts
 		spent = sent.Tokens + msgs[0].Tokens
 	}
-	w := &TurnWrite{Session: s, Tail: t, Messages: msgs, Slot: NoSlot, Tokens: spent, Draft: c.endDraft(st)}
-	if q.AskedID != "" && st.Asked != nil && st.Asked.RegenerateBy.Equal(c.lease) {
-		// A regeneration is done: the message may be answered anew again
-		// at once. (A turn's own lease stays: its stored reply says it is
-		// done, at no extra write.)
-		w.Lease = &time.Time{}
-	}
-	return w, nil
+	return &TurnWrite{Session: s, Tail: t, Messages: msgs, Slot: NoSlot, Tokens: spent, Draft: c.endDraft(st)}, nil
 }
 
-// release gives a failed turn's key back at once, so that a retry need not
-// wait for the lease to run out, and ends its draft. If the key moved on
-// meanwhile (another retry took it), it leaves it; if this fails, the lease
-// simply expires.
-func (svc *Service) release(ctx context.Context, q TurnQuery, st *TurnState, c claim) {
-	leased := q.Key != "" || q.AskedID != ""
-	if !leased && !c.draft {
-		return
+// releaseTries is how often giving a failed turn back is tried.
+const releaseTries = 5
+
+// release gives a failed turn's lease back at once, so that a retry need
+// not wait for it to run out, and ends its draft. If the lease moved on
+// meanwhile (it ran out and another request took it), it leaves it. It
+// tries a few times: a lease left behind makes every retry wait for
+// nobody until it runs out.
+func (svc *Service) release(ctx context.Context, q TurnQuery, st *TurnState, c *claim) {
+	prev := c.latest(st)
+	var err error
+	for i := range releaseTries {
+		_, err = svc.Turns.RunTurn(ctx, q, prev, func(st *TurnState) (*TurnWrite, error) {
+			w := &TurnWrite{Slot: NoSlot, Draft: c.endDraft(st)}
+			if c.holds(st.Session) {
+				w.Session = st.Session.Clone()
+				w.Session.Answering = nil
+			}
+			if w.Session == nil && w.Draft == nil {
+				return nil, nil
+			}
+			return w, nil
+		})
+		if err == nil || errs.CodeOf(err) != errs.EUNAVAILABLE {
+			break
+		}
+		prev = nil // read afresh
+		time.Sleep(time.Duration(50<<i) * time.Millisecond)
 	}
-	_, err := svc.Turns.RunTurn(ctx, q, c.latest(st), func(st *TurnState) (*TurnWrite, error) {
-		w := &TurnWrite{Slot: NoSlot, Draft: c.endDraft(st)}
-		if leased {
-			held := st.Asked != nil && st.Asked.ReplyBy.Equal(c.lease)
-			if q.AskedID != "" {
-				held = st.Asked != nil && st.Asked.RegenerateBy.Equal(c.lease)
-			}
-			if !held || st.Answer != nil {
-				return nil, nil // another request has the key (and the draft) now
-			}
-			w.Lease = &time.Time{}
-		}
-		if w.Lease == nil && w.Draft == nil {
-			return nil, nil
-		}
-		return w, nil
-	})
 	if err != nil {
 		svc.logError(ctx, "releasing a failed turn failed", q.SessionID, err)
+	}
+}
+
+// DefaultBusyWait is how long a turn or an append waits for another
+// message of its session to be answered before it answers ECONFLICT with
+// a Retry-After.
+const DefaultBusyWait = 30 * time.Second
+
+// waitTurn runs try until it no longer finds its session answering another
+// message (sessions.ErrBusy), for at most BusyWait, if wait is set: a
+// second tab's turn waits its turn instead of failing. A regeneration or
+// an edit does not wait: what it branches from may change meanwhile.
+func (svc *Service) waitTurn(wait bool, try func() error) error {
+	limit := svc.BusyWait
+	if limit <= 0 {
+		limit = DefaultBusyWait
+	}
+	deadline := time.Now().Add(limit)
+	for i := 0; ; i++ {
+		err := try()
+		if !wait || !errors.Is(err, sessions.ErrBusy) || time.Now().After(deadline) {
+			return err
+		}
+		d := min(25*time.Millisecond<<min(i, 5), 500*time.Millisecond)
+		time.Sleep(d/2 + rand.N(d/2+1))
 	}
 }
 
@@ -735,7 +841,11 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key string, d
 	}); err != nil {
 		return nil, err
 	}
-	a, err := svc.History.AppendAll(ctx, s, key, drafts...)
+	var a *history.Appended
+	err = svc.waitTurn(true, func() (err error) {
+		a, err = svc.History.AppendAll(ctx, s, key, drafts...)
+		return err
+	})
 	if err != nil {
 		return nil, err
 	}
@@ -835,12 +945,4 @@ func (svc *Service) planFork(ctx context.Context, req TurnRequest) (*fork, error
 		return nil, err
 	}
 	return f, nil
-}
-
-// inProgress is the conflict of a request whose work another holds until
-// lease, with a Retry-After of at most 5 s.
-func inProgress(now, lease time.Time, format string, args ...any) error {
-	e := errs.Errorf(errs.ECONFLICT, format, args...)
-	e.RetryAfter = max(min(lease.Sub(now), 5*time.Second).Round(time.Second), time.Second)
-	return e
 }

@@ -48,6 +48,8 @@ type sessionDoc struct {
 	// Branches is the session's tree: a fork is two small numbers, and
 	// their count is capped.
 	Branches *sessions.Branches `firestore:"branches,omitempty"`
+	// Answering is the lease of the turn answering a message, while one does.
+	Answering *sessions.Answering `firestore:"answering,omitempty"`
 }
 
 func toSessionDoc(s *sessions.Session) *sessionDoc {
@@ -59,7 +61,7 @@ func toSessionDoc(s *sessions.Session) *sessionDoc {
 		NextSeq: s.NextSeq, RetentionDays: s.RetentionDays, Summary: s.Summary,
 		SummaryUpdatedAt: s.SummaryUpdatedAt, PendingToolCalls: s.PendingToolCalls,
 		Metadata: s.Metadata, Context: s.Context,
-		NoLearning: s.NoLearning, LearnFrom: s.LearnFrom, Branches: s.Branches,
+		NoLearning: s.NoLearning, LearnFrom: s.LearnFrom, Branches: s.Branches, Answering: s.Answering,
 	}
 }
 
@@ -77,8 +79,15 @@ func decodeSession(snap *firestore.DocumentSnapshot) (*sessions.Session, error) 
 		RetentionDays: d.RetentionDays, Summary: d.Summary, SummaryUpdatedAt: utc(d.SummaryUpdatedAt),
 		PendingToolCalls: d.PendingToolCalls,
 		Metadata:         d.Metadata, Context: d.Context,
-		NoLearning: d.NoLearning, LearnFrom: d.LearnFrom, Branches: d.Branches,
+		NoLearning: d.NoLearning, LearnFrom: d.LearnFrom, Branches: d.Branches, Answering: answeringUTC(d.Answering),
 	}, nil
+}
+
+func answeringUTC(a *sessions.Answering) *sessions.Answering {
+	if a != nil {
+		a.Until = a.Until.UTC()
+	}
+	return a
 }
 
 func utc(t *time.Time) *time.Time {
@@ -98,8 +107,7 @@ type messageDoc struct {
 	ClientMessageID string                  `firestore:"clientMessageId,omitempty"`
 	BatchSize       int                     `firestore:"batchSize,omitempty"` // on keyed batches: how many messages share the key
 	Metadata        history.MessageMetadata `firestore:"metadata"`
-	ReplyBy         *time.Time              `firestore:"replyBy,omitempty"`      // a keyed turn's lease on answering this message
-	RegenerateBy    *time.Time              `firestore:"regenerateBy,omitempty"` // a regeneration's lease on answering it anew
+	Op              *sessions.Operation     `firestore:"op,omitempty"` // on a keyed turn's messages: what the key named
 }
 
 // msgFields are what a message document and its copy in a tail share.
@@ -141,12 +149,12 @@ type toolCallDoc struct {
 }
 
 func toMessageDoc(m *history.Message, batchSize int) *messageDoc {
-	var replyBy *time.Time
-	if !m.ReplyBy.IsZero() {
-		replyBy = &m.ReplyBy
+	var op *sessions.Operation
+	if m.Op.Kind != "" {
+		op = &m.Op
 	}
 	return &messageDoc{
-		UserID: m.UserID, msgFields: toMsgFields(m), ClientMessageID: m.ClientMessageID, BatchSize: batchSize, ReplyBy: replyBy,
+		UserID: m.UserID, msgFields: toMsgFields(m), ClientMessageID: m.ClientMessageID, BatchSize: batchSize, Op: op,
 		Metadata: m.Metadata,
 	}
 }
@@ -158,11 +166,8 @@ func decodeMessage(snap *firestore.DocumentSnapshot) (history.Message, int, erro
 	}
 	m := d.message(snap.Ref.ID, snap.Ref.Parent.Parent.ID)
 	m.UserID, m.ClientMessageID = d.UserID, d.ClientMessageID
-	if d.ReplyBy != nil {
-		m.ReplyBy = d.ReplyBy.UTC()
-	}
-	if d.RegenerateBy != nil {
-		m.RegenerateBy = d.RegenerateBy.UTC()
+	if d.Op != nil {
+		m.Op = *d.Op
 	}
 	m.Metadata = d.Metadata
 	return m, d.BatchSize, nil

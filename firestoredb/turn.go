@@ -15,7 +15,6 @@ import (
 // update times its commit is conditioned on.
 type turnVersion struct {
 	st        *stored
-	askedTime time.Time   // of the user message stored under the key; zero if none
 	slotTimes []time.Time // of each slot document; zero if none
 }
 
@@ -82,7 +81,7 @@ func stateVersion(st *chat.TurnState) (*turnVersion, bool) {
 // turnRefs are the documents a turn reads, after its context's.
 type turnRefs struct {
 	asked, answer, day, memory, draft *firestore.DocumentRef
-	askedAnswer                       *firestore.DocumentRef // the reply to Asked under AskedKey
+	keyed                             *firestore.DocumentRef // the message under Key, when Asked is AskedID's
 	slots                             []*firestore.DocumentRef
 }
 
@@ -102,13 +101,13 @@ func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
 	if r.asked != nil {
 		list = append(list, r.asked)
 	}
-	if q.Key != "" {
-		r.answer = msgs.Doc(history.ReplyDocID(q.Key))
+	if q.ReplyID != "" {
+		r.answer = msgs.Doc(q.ReplyID)
 		list = append(list, r.answer)
 	}
-	if q.AskedKey != "" {
-		r.askedAnswer = msgs.Doc(history.ReplyDocID(q.AskedKey))
-		list = append(list, r.askedAnswer)
+	if q.AskedID != "" && q.Key != "" {
+		r.keyed = msgs.Doc(history.KeyDocID(q.Key, 0))
+		list = append(list, r.keyed)
 	}
 	for i := range min(q.Slots, chat.MaxTurnsPerMinute) {
 		r.slots = append(r.slots, db.slotRef(q.UserID, i))
@@ -159,7 +158,7 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 			if err != nil {
 				return nil, err
 			}
-			ts.Asked, v.askedTime = &m, rest[0].UpdateTime
+			ts.Asked = &m
 		}
 		rest = rest[1:]
 	}
@@ -173,8 +172,8 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 		}
 		rest = rest[1:]
 	}
-	if r.askedAnswer != nil {
-		ts.AskedAnswered = rest[0].Exists()
+	if r.keyed != nil {
+		ts.KeyUsed = rest[0].Exists()
 		rest = rest[1:]
 	}
 	for i, snap := range rest {
@@ -219,13 +218,6 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		}
 		b.Create(coll.Doc(m.ID), toMessageDoc(m, batch))
 	}
-	if w.Lease != nil && ts.Asked != nil {
-		var lease any = firestore.Delete
-		if !w.Lease.IsZero() {
-			lease = *w.Lease
-		}
-		b.Update(r.asked, []firestore.Update{{Path: leaseField(q), Value: lease}}, firestore.LastUpdateTime(v.askedTime))
-	}
 	if w.Slot >= 0 {
 		if w.Slot >= len(r.slots) {
 			return nil, nil, errs.Errorf(errs.EINTERNAL, "turn slot %d of %d", w.Slot, len(r.slots))
@@ -249,7 +241,7 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 	}
 	return b, func(res []*firestore.WriteResult) *chat.TurnState {
 		nv := &turnVersion{st: v.st.after(b, res, sref, db.contextOf(q.SessionID).Doc(headDocID), w.Session, w.Tail, l),
-			askedTime: v.askedTime, slotTimes: append([]time.Time(nil), v.slotTimes...)}
+			slotTimes: append([]time.Time(nil), v.slotTimes...)}
 		out := *ts
 		out.Version = nv
 		out.Session, out.Tail = nv.st.s, nv.st.t
@@ -260,20 +252,9 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 			switch {
 			case r.asked != nil && m.ID == r.asked.ID:
 				out.Asked = &m
-				nv.askedTime, _ = b.time(res, r.asked)
 			case r.answer != nil && m.ID == r.answer.ID:
 				out.Answer = &m
 			}
-		}
-		if w.Lease != nil && out.Asked != nil {
-			asked := *out.Asked
-			if q.AskedID != "" {
-				asked.RegenerateBy = *w.Lease
-			} else {
-				asked.ReplyBy = *w.Lease
-			}
-			out.Asked = &asked
-			nv.askedTime, _ = b.time(res, r.asked)
 		}
 		if w.Slot >= 0 {
 			out.Slots[w.Slot] = w.Minute
@@ -363,12 +344,4 @@ func (db *DB) RequestStop(ctx context.Context, userID, sessionID, replyID string
 		}
 	}
 	return errs.Errorf(errs.EUNAVAILABLE, "the reply kept changing; try again")
-}
-
-// leaseField is the field of the message Asked that holds q's lease.
-func leaseField(q chat.TurnQuery) string {
-	if q.AskedID != "" {
-		return "regenerateBy"
-	}
-	return "replyBy"
 }

@@ -14,6 +14,7 @@ import (
 
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/strictjson"
+	"github.com/chatmemory/backend/sessions"
 )
 
 // Role is who speaks in a message, in OpenAI's chat vocabulary.
@@ -106,12 +107,11 @@ type Message struct {
 	// Siblings, in a listing, are the seqs of the versions of this message
 	// (those with its parent), itself included, when there is more than one.
 	Siblings []int `json:"siblings,omitempty"`
-	// ReplyBy, on the user message of a keyed turn, is until when the turn
-	// that stored it holds the right to answer it; zero once released.
-	ReplyBy time.Time `json:"-"`
-	// RegenerateBy is until when a regeneration of the reply to this
-	// message holds the right to answer it anew; zero once it is done.
-	RegenerateBy time.Time `json:"-"`
+	// Op, on the messages a keyed turn stores (its user message and its
+	// reply), is the operation the key named: a retry under the key must
+	// ask for the same one. Zero on other messages; a keyed message stored
+	// before operations were recorded is a turn's.
+	Op sessions.Operation `json:"-"`
 }
 
 // sameContent reports whether a stored message is what d asks to store:

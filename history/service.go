@@ -189,6 +189,9 @@ func (svc *Service) Prepare(s *sessions.Session, key string, drafts ...Draft) (P
 		if err := cur.CheckWritable(); err != nil {
 			return nil, err
 		}
+		if err := cur.CheckNotAnswering(now); err != nil {
+			return nil, err
+		}
 		if svc.MaxMessages > 0 && cur.MessageCount+len(msgs) > svc.MaxMessages {
 			return nil, errs.Errorf(errs.ETOOLARGE, "the session has reached its limit of %d messages; start a new session", svc.MaxMessages)
 		}

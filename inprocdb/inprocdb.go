@@ -24,7 +24,7 @@ type DB struct {
 	usage    map[string]chat.Usage        // by user: the appended-messages window
 	days     map[string]map[string]int    // by user, then UTC day: tokens spent
 	slots    map[string][]int64           // by user: the minute each turn slot was taken in
-	replies  map[string]map[string]int    // session → turn key → seq of the reply
+	replies  map[string]map[string]int    // session → id of a turn's reply → its seq
 	drafts   map[string]*draft            // by session: its streaming reply
 	tails    map[string]*history.Tail     // by session
 	compact  map[string][]history.Compaction

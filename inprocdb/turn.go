@@ -4,7 +4,6 @@ import (
 	"context"
 
 	"github.com/chatmemory/backend/chat"
-	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 )
 
@@ -64,16 +63,15 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 		}
 	}
 	if q.Key != "" {
-		if b := db.batch(q.SessionID, q.Key); len(b) > 0 && q.AskedID == "" {
+		b := db.batch(q.SessionID, q.Key)
+		if len(b) > 0 && q.AskedID == "" {
 			st.Asked = &b[0]
 		}
-		if seq, ok := db.replies[q.SessionID][q.Key]; ok {
-			m := cloneMessage(db.messages[q.SessionID][seq])
-			st.Answer = &m
-		}
+		st.KeyUsed = len(b) > 0 && q.AskedID != ""
 	}
-	if q.AskedKey != "" {
-		_, st.AskedAnswered = db.replies[q.SessionID][q.AskedKey]
+	if seq, ok := db.replies[q.SessionID][q.ReplyID]; ok && q.ReplyID != "" {
+		m := cloneMessage(db.messages[q.SessionID][seq])
+		st.Answer = &m
 	}
 	st.Slots = make([]int64, min(q.Slots, chat.MaxTurnsPerMinute))
 	copy(st.Slots, db.slots[q.UserID])
@@ -107,27 +105,17 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 			}
 			db.keys[q.SessionID][m.ClientMessageID] = []int{m.Seq}
 			st.Asked = &w.Messages[i]
-		case q.Key != "" && m.ID == history.ReplyDocID(q.Key):
+		case q.ReplyID != "" && m.ID == q.ReplyID:
 			if db.replies[q.SessionID] == nil {
 				db.replies[q.SessionID] = map[string]int{}
 			}
-			db.replies[q.SessionID][q.Key] = m.Seq
+			db.replies[q.SessionID][m.ID] = m.Seq
 			st.Answer = &w.Messages[i]
 		}
 	}
 	if w.Tail != nil {
 		db.tails[q.SessionID] = cloneTail(w.Tail)
 		st.Tail = cloneTail(w.Tail)
-	}
-	if w.Lease != nil && st.Asked != nil {
-		seq := st.Asked.Seq
-		if q.AskedID != "" {
-			db.messages[q.SessionID][seq].RegenerateBy = *w.Lease
-		} else {
-			db.messages[q.SessionID][seq].ReplyBy = *w.Lease
-		}
-		a := cloneMessage(db.messages[q.SessionID][seq])
-		st.Asked = &a
 	}
 	if w.Slot >= 0 {
 		slots := db.slots[q.UserID]

@@ -101,6 +101,9 @@ type Session struct {
 	// Branches is the session's tree of messages once it was branched
 	// (a reply regenerated, a message edited); nil until then.
 	Branches *Branches `json:"branches,omitempty"`
+	// Answering is the turn answering one of its messages, if any (see
+	// Answering); nil once its reply is stored.
+	Answering *Answering `json:"-"`
 }
 
 // Clone returns a deep copy, so stores can hand out sessions without sharing.
@@ -112,6 +115,10 @@ func (s *Session) Clone() *Session {
 	c.Metadata = s.Metadata.Clone()
 	c.PendingToolCalls = append([]string(nil), s.PendingToolCalls...)
 	c.Branches = s.Branches.clone()
+	if s.Answering != nil {
+		a := *s.Answering
+		c.Answering = &a
+	}
 	return &c
 }
 

@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"fmt"
+	"reflect"
 	"sync"
 	"testing"
 	"time"
@@ -48,7 +49,7 @@ func testTurns(t *testing.T, e *Env) {
 	}
 	day := "2026-01-15"
 	id := ids.New()
-	q := chat.TurnQuery{UserID: "alice", SessionID: id, New: true, Key: "k1", Day: day, Slots: 3}
+	q := chat.TurnQuery{UserID: "alice", SessionID: id, New: true, Key: "k1", ReplyID: history.ReplyDocID("k1"), Day: day, Slots: 3}
 
 	// A turn that starts its session creates it in the same commit.
 	st := Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, appendPlan(e, q, "first")))
@@ -63,23 +64,35 @@ func testTurns(t *testing.T, e *Env) {
 	}
 
 	// Finishing from the returned state writes the reply, a slot, the
-	// spend and the lease, without reading again.
-	lease := Epoch.Add(time.Minute)
+	// spend and the session's answering lease, without reading again.
+	lease := &sessions.Answering{Seq: 0, ReplyID: q.ReplyID, Key: q.Key, Op: sessions.Operation{Kind: sessions.OpTurn},
+		Token: "t1", Until: Epoch.Add(time.Minute)}
 	done := Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, st, func(st *chat.TurnState) (*chat.TurnWrite, error) {
 		s := st.Session.Clone()
 		m, tl, err := e.History.AppendOne(s, st.Tail, "", history.ReplyDocID(q.Key), history.Draft{Role: history.RoleAssistant, Content: "reply"})
 		if err != nil {
 			return nil, err
 		}
-		return &chat.TurnWrite{Session: s, Tail: tl, Messages: []history.Message{m}, Lease: &lease, Slot: 2, Minute: 7, Tokens: 40}, nil
+		s.Answering = lease
+		return &chat.TurnWrite{Session: s, Tail: tl, Messages: []history.Message{m}, Slot: 2, Minute: 7, Tokens: 40}, nil
 	}))
-	if done.Answer == nil || done.Answer.Content != "reply" || done.Slots[2] != 7 || done.DayTokens != 40 || !done.Asked.ReplyBy.Equal(lease) {
+	if done.Answer == nil || done.Answer.Content != "reply" || done.Slots[2] != 7 || done.DayTokens != 40 || !reflect.DeepEqual(done.Session.Answering, lease) {
 		t.Fatalf("after finishing: %+v", done)
 	}
 	read = Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }))
 	if read.Answer == nil || read.Answer.Seq != 1 || read.Slots[2] != 7 || read.DayTokens != 40 ||
-		!read.Asked.ReplyBy.Equal(lease) || read.Session.NextSeq != 2 || len(read.Tail.Messages) != 2 {
+		!reflect.DeepEqual(read.Session.Answering, lease) || read.Session.NextSeq != 2 || len(read.Tail.Messages) != 2 {
 		t.Fatalf("read back after finishing: %+v", read)
+	}
+	// The lease is given back by writing the session without it.
+	done = Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, done, func(st *chat.TurnState) (*chat.TurnWrite, error) {
+		s := st.Session.Clone()
+		s.Answering = nil
+		return &chat.TurnWrite{Session: s, Slot: chat.NoSlot}, nil
+	}))
+	read = Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }))
+	if done.Session.Answering != nil || read.Session.Answering != nil {
+		t.Fatalf("the lease was not given back: %+v, read back %+v", done.Session.Answering, read.Session.Answering)
 	}
 
 	// A state gone stale is planned again on what is stored now.
