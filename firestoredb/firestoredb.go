@@ -97,7 +97,14 @@ func (db *DB) messagesOf(sessionID string) *firestore.CollectionRef {
 func (db *DB) runTx(ctx context.Context, fn func(context.Context, *firestore.Transaction) error) error {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	return translate(db.client.RunTransaction(ctx, fn, firestore.MaxAttempts(db.maxAttempts)))
+	err := db.client.RunTransaction(ctx, fn, firestore.MaxAttempts(db.maxAttempts))
+	if status.Code(err) == codes.InvalidArgument && !isDomain(err) {
+		// The client retried a commit whose answer was lost, and the
+		// transaction had ended: whether it landed is unknown. Our
+		// requests are well formed, so this is the only InvalidArgument.
+		return errs.Wrap(errs.EUNAVAILABLE, err, "the database is unavailable; try again")
+	}
+	return translate(err)
 }
 
 // translate turns Firestore's errors into the application's codes. Errors
@@ -122,6 +129,11 @@ func translate(err error) error {
 		return errs.Wrap(errs.EUNAVAILABLE, err, "too many concurrent writes; try again")
 	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled:
 		return errs.Wrap(errs.EUNAVAILABLE, err, "the database is unavailable; try again")
+	case codes.Internal, codes.Unknown:
+		if _, ok := status.FromError(err); ok { // Firestore's own: retried with backoff, it passes
+			return errs.Wrap(errs.EUNAVAILABLE, err, "the database is unavailable; try again")
+		}
+		return errs.Wrap(errs.EINTERNAL, err, "internal error")
 	default:
 		return errs.Wrap(errs.EINTERNAL, err, "internal error")
 	}
@@ -144,23 +156,37 @@ const optimisticTries = 6
 // writer, so after optimisticTries it runs attempt in a transaction,
 // whose locks guarantee progress. Nil writes write nothing. It returns the
 // commit's results (nil after a transaction, which does not report them).
+//
+// A fault that may pass (the read or the commit did not get through, or
+// the commit's answer was lost on the way) is tried again, up to
+// faultTries times: attempt reads afresh, so a commit that did land is
+// found in what it reads. Every attempt therefore knows its own writes:
+// it names what it creates the same way each time (a key, a token, ids
+// chosen before the first attempt) and plans nothing once it finds them.
 func (db *DB) optimistic(ctx context.Context, attempt func(ctx context.Context, get getAll) (*writes, error)) ([]*firestore.WriteResult, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
 	get := db.getAllFn(ctx)
-	for i := 0; i < optimisticTries; i++ {
+	for i, faults := 0, 0; i < optimisticTries; {
 		w, err := attempt(ctx, get)
-		if err != nil || w == nil {
-			return nil, translate(err)
+		if err == nil && w == nil {
+			return nil, nil
 		}
-		res, err := w.commit(ctx, db.client)
 		if err == nil {
-			return res, nil
+			var res []*firestore.WriteResult
+			if res, err = w.commit(ctx, db.client); err == nil {
+				return res, nil
+			}
 		}
-		if !stale(err) {
+		switch {
+		case stale(err) && !isDomain(err):
+			i++
+		case transient(ctx, err) && faults < faultTries:
+			faults++
+		default:
 			return nil, translate(err)
 		}
-		if err := backoff(ctx, i); err != nil {
+		if err := backoff(ctx, i+faults); err != nil {
 			return nil, translate(err)
 		}
 	}
@@ -172,6 +198,34 @@ func (db *DB) optimistic(ctx context.Context, attempt func(ctx context.Context, 
 		return w.apply(tx)
 	}, firestore.MaxAttempts(db.maxAttempts))
 	return nil, translate(err)
+}
+
+// faultTries is how many faults that may pass one operation rides out.
+const faultTries = 8
+
+// isDomain reports an error a plan or a decoder returned, not Firestore.
+func isDomain(err error) bool {
+	var e *errs.Error
+	return errors.As(err, &e)
+}
+
+// transient reports a failure of Firestore that may pass on its own: the
+// request did not get through, was cut, or its answer was lost (after
+// which a commit may or may not have landed). A domain error, or the
+// caller's own deadline or cancellation, is not.
+func transient(ctx context.Context, err error) bool {
+	if err == nil || ctx.Err() != nil || isDomain(err) {
+		return false
+	}
+	if _, ok := status.FromError(err); !ok {
+		return false
+	}
+	switch status.Code(err) {
+	case codes.Unavailable, codes.DeadlineExceeded, codes.Internal, codes.Unknown,
+		codes.ResourceExhausted, codes.Aborted, codes.Canceled:
+		return true
+	}
+	return false
 }
 
 // stale reports a commit refused because what it was planned on changed.
@@ -186,7 +240,7 @@ func stale(err error) bool {
 // backoff waits a random while, longer after each failed attempt, so that
 // writers racing for one document spread out.
 func backoff(ctx context.Context, attempt int) error {
-	ceiling := time.Millisecond << min(attempt, 7)
+	ceiling := 2 * time.Millisecond << min(attempt, 8)
 	t := time.NewTimer(time.Duration(rand.Int64N(int64(ceiling) + 1)))
 	defer t.Stop()
 	select {

@@ -14,14 +14,21 @@ import (
 // batch's first message by its deterministic id, in one round trip; then
 // writes the messages, the session and what changed of its context in one
 // commit, on condition that none of it changed meanwhile (else it reads
-// again and replans).
+// again and replans). An unkeyed batch's ids are chosen once, before the
+// first attempt, and its first message is read with the rest after a
+// commit whose answer was lost: found, the batch landed and is not
+// written twice.
 func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Plan) (*history.Appended, error) {
 	msgs := db.messagesOf(sessionID)
-	var out *history.Appended
+	var out, written *history.Appended
+	var names []string // an unkeyed batch's ids, kept across attempts
 	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		var extra []*firestore.DocumentRef
-		if key != "" {
+		switch {
+		case key != "":
 			extra = append(extra, msgs.Doc(history.KeyDocID(key, 0)))
+		case written != nil:
+			extra = append(extra, msgs.Doc(names[0]))
 		}
 		st, snaps, err := db.readStored(get, sessionID, extra...)
 		if err != nil {
@@ -29,6 +36,10 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 		}
 		if !st.exists {
 			return nil, sessions.NotFound(sessionID)
+		}
+		if key == "" && written != nil && snaps[0].Exists() {
+			out = written // the last commit landed
+			return nil, nil
 		}
 		var stored []history.Message
 		if key != "" && snaps[0].Exists() {
@@ -45,6 +56,14 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 			out = &history.Appended{Session: st.s, Tail: st.t, Messages: stored, Replayed: true}
 			return nil, nil
 		}
+		if key == "" {
+			for len(names) < len(write) {
+				names = append(names, msgs.NewDoc().ID)
+			}
+			for i := range write {
+				write[i].ID = names[i]
+			}
+		}
 		w := db.newWrites()
 		db.createMessages(w, sessionID, key, write)
 		t.SetIDs(write)
@@ -53,6 +72,7 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 			return nil, err
 		}
 		out = &history.Appended{Session: s, Tail: t, Messages: write}
+		written = out
 		return w, nil
 	})
 	if err != nil {

@@ -29,6 +29,7 @@ type usageDoc struct {
 	UserID     string `firestore:"userId"`
 	Minute     int64  `firestore:"minute"`
 	MinuteMsgs int    `firestore:"minuteMessages"`
+	Token      string `firestore:"token,omitempty"` // of the last update
 }
 
 type dayDoc struct {
@@ -64,27 +65,45 @@ func (db *DB) slotRef(userID string, i int) *firestore.DocumentRef {
 	return db.usageRef(userID).Collection(TurnSlotsCollection).Doc(fmt.Sprintf("s%02d", i))
 }
 
+// UpdateUsage reads the window and the day in one round trip and writes the
+// window in one commit, on condition that it did not change meanwhile: no
+// transaction, so no BeginTransaction round trip, and concurrent appends of
+// a user retry with backoff instead of queueing on locks. Each call marks
+// the window with a token of its own, so after a commit whose answer was
+// lost it finds its own write instead of counting the messages twice.
 func (db *DB) UpdateUsage(ctx context.Context, userID, day string, fn func(*chat.Usage) error) error {
 	ref, dref := db.usageRef(userID), db.dayRef(userID, day)
-	return db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snaps, err := tx.GetAll([]*firestore.DocumentRef{ref, dref})
+	token := ids.New()
+	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
+		snaps, err := get([]*firestore.DocumentRef{ref, dref})
 		if err != nil {
-			return err
+			return nil, err
 		}
 		var d usageDoc
 		var dd dayDoc
 		if err := dataTo(snaps[0], &d); err != nil {
-			return err
+			return nil, err
 		}
 		if err := dataTo(snaps[1], &dd); err != nil {
-			return err
+			return nil, err
+		}
+		if d.Token == token {
+			return nil, nil // this call's commit landed
 		}
 		u := chat.Usage{UserID: userID, Minute: d.Minute, MinuteMessages: d.MinuteMsgs, Day: day, DayTokens: dd.Tokens}
 		if err := fn(&u); err != nil {
-			return err
+			return nil, err
 		}
-		return tx.Set(ref, usageDoc{UserID: userID, Minute: u.Minute, MinuteMsgs: u.MinuteMessages})
+		w := db.newWrites()
+		nd := usageDoc{UserID: userID, Minute: u.Minute, MinuteMsgs: u.MinuteMessages, Token: token}
+		if snaps[0].Exists() {
+			w.Update(ref, fieldUpdates(nd), firestore.LastUpdateTime(snaps[0].UpdateTime))
+		} else {
+			w.Create(ref, nd)
+		}
+		return w, nil
 	})
+	return err
 }
 
 // dataTo decodes snap into v, leaving v as it is if there is no document.

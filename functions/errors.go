@@ -48,6 +48,10 @@ type errorBody struct {
 type errorDetail struct {
 	Code    errs.Code `json:"code"`
 	Message string    `json:"message"`
+	// RetryAfter, in seconds, is set when trying the same request again
+	// can succeed (as the Retry-After header): after a fault that passes,
+	// a busy session or a rate limit.
+	RetryAfter int `json:"retryAfter,omitempty"`
 }
 
 // bodyOf is what a caller is shown of err: its code and safe message.
@@ -56,22 +60,29 @@ func bodyOf(err error) errorBody {
 	if _, ok := statusOf[code]; !ok {
 		code = errs.EINTERNAL
 	}
-	return errorBody{Error: errorDetail{Code: code, Message: errs.Message(err)}}
+	return errorBody{Error: errorDetail{Code: code, Message: errs.Message(err), RetryAfter: int(retryAfter(err).Seconds())}}
 }
 
-// unavailableRetry is the Retry-After of a 503 that says nothing better.
-const unavailableRetry = 5 * time.Second
+// faultRetry is the Retry-After of a 502 or 503 that says nothing better:
+// the faults behind them (a dropped connection, a model's 500) pass soon.
+const faultRetry = time.Second
+
+// retryAfter is how long a caller should wait before trying err's request
+// again; 0 if trying again will not help.
+func retryAfter(err error) time.Duration {
+	d := errs.RetryAfter(err)
+	if s := StatusOf(err); d == 0 && (s == http.StatusServiceUnavailable || s == http.StatusBadGateway) {
+		d = faultRetry
+	}
+	return d
+}
 
 // writeError answers with err. Server-side failures are logged with their
 // cause; the caller sees only the code and the safe message.
 func (a *App) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := StatusOf(err)
 	a.logFailure(r, status, err)
-	d := errs.RetryAfter(err)
-	if d == 0 && status == http.StatusServiceUnavailable {
-		d = unavailableRetry
-	}
-	if d > 0 {
+	if d := retryAfter(err); d > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(d.Seconds())))
 	}
 	if isCallable(r) {

@@ -43,7 +43,7 @@ func (a *App) createSession(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *App) listSessions(w http.ResponseWriter, r *http.Request) {
-	limit, err := queryInt(r, "limit")
+	limit, err := queryLimit(r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
@@ -106,7 +106,7 @@ func (a *App) transition(w http.ResponseWriter, r *http.Request, do transitionFu
 }
 
 func (a *App) listMessages(w http.ResponseWriter, r *http.Request) {
-	limit, err := queryInt(r, "limit")
+	limit, err := queryLimit(r)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

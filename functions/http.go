@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/paging"
 	"github.com/chatmemory/backend/kernel/strictjson"
 )
 
@@ -261,6 +262,16 @@ func (a *App) decode(r *http.Request, v any) error {
 }
 
 // queryInt reads an optional whole-number query parameter.
+// queryLimit reads a page size: absent is the default (0), anything given
+// must be within 1 and paging.MaxSize.
+func queryLimit(r *http.Request) (int, error) {
+	n, err := queryInt(r, "limit")
+	if err == nil && r.URL.Query().Has("limit") && n < 1 {
+		return 0, errs.Errorf(errs.EINVALID, "limit must be between 1 and %d", paging.MaxSize)
+	}
+	return n, err
+}
+
 func queryInt(r *http.Request, name string) (int, error) {
 	v := r.URL.Query().Get(name)
 	if v == "" {

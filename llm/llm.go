@@ -45,6 +45,9 @@ func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(st
 		if len(resp.Choices) == 0 {
 			return nil, errors.New("llm: the reply has no choices")
 		}
+		if resp.Choices[0].FinishReason == "" {
+			return nil, &ServiceError{cause: errIncomplete}
+		}
 		return &chat.Reply{
 			Content:          resp.Choices[0].Message.Content,
 			Model:            resp.Model,
@@ -86,9 +89,17 @@ func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(st
 			}
 		}
 	}
+	if reply.FinishReason == "" {
+		// The stream ended, cleanly or not, before the service said the
+		// reply was complete: what arrived is a fragment, not a reply.
+		return nil, &ServiceError{cause: errIncomplete}
+	}
 	reply.Content = text.String()
 	return reply, nil
 }
+
+// errIncomplete is a reply that ended without a finish reason.
+var errIncomplete = errors.New("the stream ended before the reply was complete")
 
 // ServiceError is a failure of the model service, described by what
 // identifies it (HTTP status, the service's error type and code) and never
@@ -106,6 +117,8 @@ func (e *ServiceError) Error() string {
 		return "model service: no answer within the deadline"
 	case e.Status == 0 && errors.Is(e.cause, context.Canceled):
 		return "model service: the call was cancelled"
+	case errors.Is(e.cause, errIncomplete):
+		return "model service: " + errIncomplete.Error()
 	case e.Status == 0:
 		return "model service: not reachable"
 	case e.Type != "":

@@ -26,6 +26,8 @@ type Counter struct {
 	// OnCall, if set, is called with each RPC's method name before the RPC
 	// is sent (tests use it to act at a given moment of an operation).
 	OnCall func(method string)
+	// Faults, if set, injects network faults into the counted traffic.
+	Faults *Faults
 }
 
 // Counts is a snapshot of a Counter.
@@ -71,6 +73,9 @@ func (c *Counter) unary(ctx context.Context, method string, req, reply any, cc *
 			}
 		}
 	}
+	if c.Faults != nil {
+		return c.Faults.unary(ctx, method, req, reply, cc, invoker, opts...)
+	}
 	return invoker(ctx, method, req, reply, cc, opts...)
 }
 
@@ -78,6 +83,12 @@ func (c *Counter) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cl
 	c.roundTrips.Add(1)
 	if c.OnCall != nil {
 		c.OnCall(method)
+	}
+	if c.Faults != nil {
+		inner := streamer
+		streamer = func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			return c.Faults.stream(ctx, desc, cc, method, inner, opts...)
+		}
 	}
 	s, err := streamer(ctx, desc, cc, method, opts...)
 	if err != nil {

@@ -27,6 +27,10 @@ type Response struct {
 	// PromptTokens and CompletionTokens are reported as usage; zero means
 	// a rough count of words.
 	PromptTokens, CompletionTokens int
+	// Cut drops the connection half-way through the answer (a streamed
+	// one after half its pieces); EndEarly ends a stream cleanly after
+	// half its pieces, without a finish reason.
+	Cut, EndEarly bool
 }
 
 // Server is a running fake model service.
@@ -130,10 +134,21 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	usage.TotalTokens = usage.PromptTokens + usage.CompletionTokens
 	if !req.Stream {
 		w.Header().Set("Content-Type", "application/json")
+		if resp.Cut {
+			w.Header().Set("Content-Length", "4096")
+			w.WriteHeader(http.StatusOK)
+			fmt.Fprint(w, `{"id":"chatcmpl-test","choices":[{"message":{"content":"`)
+			cut(w)
+			return
+		}
+		content, finish := resp.Content, openai.FinishReasonStop
+		if resp.EndEarly { // half the reply, and no finish reason
+			content, finish = content[:len(content)/2], ""
+		}
 		json.NewEncoder(w).Encode(openai.ChatCompletionResponse{
 			ID: "chatcmpl-test", Object: "chat.completion", Created: time.Now().Unix(), Model: req.Model,
 			Choices: []openai.ChatCompletionChoice{{Message: openai.ChatCompletionMessage{
-				Role: openai.ChatMessageRoleAssistant, Content: resp.Content}, FinishReason: openai.FinishReasonStop}},
+				Role: openai.ChatMessageRoleAssistant, Content: content}, FinishReason: finish}},
 			Usage: usage,
 		})
 		return
@@ -154,8 +169,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return openai.ChatCompletionStreamResponse{ID: "chatcmpl-test", Object: "chat.completion.chunk", Model: req.Model,
 			Choices: []openai.ChatCompletionStreamChoice{{Delta: openai.ChatCompletionStreamChoiceDelta{Content: delta}, FinishReason: finish}}}
 	}
-	for i, piece := range strings.SplitAfter(resp.Content, " ") {
+	pieces := strings.SplitAfter(resp.Content, " ")
+	for i, piece := range pieces {
 		if i > 0 && !sleep(r, resp.ChunkDelay) {
+			return
+		}
+		if (resp.Cut || resp.EndEarly) && i == len(pieces)/2 {
+			if resp.Cut {
+				cut(w)
+			}
 			return
 		}
 		if !send(chunk(piece, "")) {
@@ -168,6 +190,18 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			Choices: []openai.ChatCompletionStreamChoice{}, Usage: &usage})
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// cut drops the connection under w, as a failing network or service does.
+func cut(w http.ResponseWriter) {
+	if f, ok := w.(http.Flusher); ok {
+		f.Flush()
+	}
+	if hj, ok := w.(http.Hijacker); ok {
+		if conn, _, err := hj.Hijack(); err == nil {
+			conn.Close()
+		}
+	}
 }
 
 // sleep waits d unless the client goes away first.

@@ -433,6 +433,8 @@ export interface components {
                 /** @enum {string} */
                 code?: "invalid_argument" | "unauthenticated" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "failed_precondition" | "too_large" | "rate_limited" | "upstream" | "unavailable" | "internal";
                 message?: string;
+                /** @description seconds after which the same request may succeed (as the Retry-After header); absent when retrying will not help */
+                retryAfter?: number;
             };
         };
         Health: {
@@ -638,7 +640,7 @@ export interface components {
                 "application/json": components["schemas"]["Error"];
             };
         };
-        /** @description The key was used for another message, or the turn it names is still in progress (then with Retry-After) */
+        /** @description The key was used for another request (final), or the session is answering a message: the turn the key names, or another one (then with Retry-After: retry after it) */
         Conflict: {
             headers: {
                 /** @description for a turn in progress, seconds until a retry may get its reply */
