@@ -123,13 +123,17 @@ func (db *DB) addTokens(w *writes, userID, day string, n int) {
 	w.Set(db.dayRef(userID, day), map[string]any{"userId": userID, "day": day, "tokens": firestore.Increment(n)}, firestore.MergeAll)
 }
 
+// AddTokens adds n to the day's spend with an increment, which needs no
+// read. It is tried again when it fails before landing or conflicts; a
+// lost answer is tried again too, so n may then be counted twice: an
+// over-count of the day's spend is the safe side of a limit.
 func (db *DB) AddTokens(ctx context.Context, userID, day string, n int) error {
-	ctx, cancel := db.op(ctx)
-	defer cancel()
-	w := db.newWrites()
-	db.addTokens(w, userID, day, n)
-	_, err := w.commit(ctx, db.client)
-	return translate(err)
+	_, err := db.optimistic(ctx, func(context.Context, getAll) (*writes, error) {
+		w := db.newWrites()
+		db.addTokens(w, userID, day, n)
+		return w, nil
+	})
+	return err
 }
 
 // GetUsage returns a user's usage documents, or nil if there are none.

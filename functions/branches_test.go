@@ -44,11 +44,18 @@ func numbered(h *harness) {
 // listing returns a session's messages: the active branch, or all.
 func (h *harness) listing(token, id, branch string) []branchMsg {
 	h.t.Helper()
-	var page struct {
-		Messages []branchMsg `json:"messages"`
+	var out []branchMsg
+	for token2 := ""; ; {
+		var page struct {
+			Messages      []branchMsg `json:"messages"`
+			NextPageToken string      `json:"nextPageToken"`
+		}
+		h.do("GET", "/sessions/"+id+"/messages?limit=100&branch="+branch+"&pageToken="+token2, token, nil).want(h.t, 200).decode(h.t, &page)
+		out = append(out, page.Messages...)
+		if token2 = page.NextPageToken; token2 == "" {
+			return out
+		}
 	}
-	h.do("GET", "/sessions/"+id+"/messages?limit=100&branch="+branch, token, nil).want(h.t, 200).decode(h.t, &page)
-	return page.Messages
 }
 
 func contents(msgs []branchMsg) []string {
