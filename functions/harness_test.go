@@ -111,17 +111,17 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Con
 	t.Parallel()
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
 	h := &harness{t: t, model: llmtest.New(t), clock: clocktest.NewClock(clockStart), logs: &syncBuffer{}}
+	cfg := testConfig()
+	for _, c := range configure {
+		c(&cfg)
+	}
 	var store functions.Store = inprocdb.New()
 	if backend == "firestore" {
 		h.counter = &firestoretest.Counter{}
 		h.firestore, _ = emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {
 			return firestoretest.Dial(ctx, project, h.counter)
 		})
-		store = firestoredb.New(h.firestore)
-	}
-	cfg := testConfig()
-	for _, c := range configure {
-		c(&cfg)
+		store = firestoredb.New(h.firestore, firestoredb.Timeout(cfg.FirestoreTimeout))
 	}
 	ac := newAuthClient(t)
 	h.auth = ac

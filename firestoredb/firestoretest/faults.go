@@ -33,10 +33,12 @@ type Faults struct {
 	loseCode                      codes.Code
 	rng                           *rand.Rand
 	failed, ambiguous, cut, slept atomic.Int64
+	rpcs, commits, streams        atomic.Int64
 }
 
 // FaultCounts says how many faults of each kind were injected.
 type FaultCounts struct {
+	RPCs, Commits, Streams       int64 // seen while injection was on
 	Failed, Ambiguous, Cut, Late int64
 }
 
@@ -54,7 +56,7 @@ func (f *Faults) Enable(on bool) { f.on.Store(on) }
 
 // Injected returns how many faults were injected so far.
 func (f *Faults) Injected() FaultCounts {
-	return FaultCounts{Failed: f.failed.Load(), Ambiguous: f.ambiguous.Load(), Cut: f.cut.Load(), Late: f.slept.Load()}
+	return FaultCounts{RPCs: f.rpcs.Load(), Commits: f.commits.Load(), Streams: f.streams.Load(), Failed: f.failed.Load(), Ambiguous: f.ambiguous.Load(), Cut: f.cut.Load(), Late: f.slept.Load()}
 }
 
 // roll reports true with probability p, if injection is on.
@@ -79,6 +81,9 @@ func (f *Faults) pick(n int) int {
 // before is what happens to an RPC before it is sent: a delay, or a
 // refusal (returned).
 func (f *Faults) before(ctx context.Context) error {
+	if f.on.Load() {
+		f.rpcs.Add(1)
+	}
 	if f.roll(f.Delay) {
 		f.slept.Add(1)
 		d := f.MinDelay + time.Duration(f.pick(int(f.MaxDelay-f.MinDelay)+1))
@@ -103,6 +108,9 @@ func (f *Faults) unary(ctx context.Context, method string, req, reply any, cc *g
 		return err
 	}
 	err := invoker(ctx, method, req, reply, cc, opts...)
+	if strings.HasSuffix(method, "/Commit") && f.on.Load() {
+		f.commits.Add(1)
+	}
 	if err == nil && strings.HasSuffix(method, "/Commit") && f.lose.Add(-1) >= 0 {
 		f.ambiguous.Add(1)
 		f.mu.Lock()
@@ -122,6 +130,9 @@ func (f *Faults) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 		return nil, err
 	}
 	s, err := streamer(ctx, desc, cc, method, opts...)
+	if f.on.Load() {
+		f.streams.Add(1)
+	}
 	if err != nil || !f.roll(f.Cut) {
 		return s, err
 	}
