@@ -145,7 +145,7 @@ type getAll func([]*firestore.DocumentRef) ([]*firestore.DocumentSnapshot, error
 
 // optimisticTries is how many times optimistic commits before it falls
 // back to a transaction.
-const optimisticTries = 6
+const optimisticTries = 12
 
 // optimistic commits the writes attempt returns, reading again and retrying
 // when the commit finds that what attempt read has changed meanwhile (a

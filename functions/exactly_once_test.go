@@ -306,7 +306,10 @@ func retrying(t testing.TB, base, method, path, token string, body any, tries in
 func TestManyWriters(t *testing.T) { onBothStores(t, testManyWriters) }
 
 func testManyWriters(t *testing.T, backend string) {
-	h := newHarnessOn(t, backend, func(c *functions.Config) { c.MessagesPerMinute = 1000 })
+	h := newHarnessOn(t, backend, func(c *functions.Config) {
+		c.MessagesPerMinute = 1000
+		c.FirestoreTimeout = functions.DefaultFirestoreTimeout // as deployed
+	})
 	alice := h.signUp()
 	id := h.newSession(alice.token, map[string]any{"title": "many writers"})
 	const writers, batches, size = 20, 5, 3
