@@ -5,11 +5,13 @@
 #              against the emulators (a few minutes; writes docs/bench).
 # make bench-retention – the retention sweep over thousands of sessions (a few minutes; writes docs/bench).
 # make fuzz  – each fuzz test for FUZZTIME (default 1m); make test runs only their seeds.
+# make chaos – CHAOS_TURNS (default 300) logical turns through Firestore, model and client
+#              faults, then every invariant checked (make test runs a short one: 48 turns).
 
 GO ?= go
 GOTEST ?= $(GO) test -race -count=1 -timeout 20m ./...
 
-.PHONY: test dev emulators bench bench-retention vet deps fuzz tidy-check
+.PHONY: test dev emulators bench bench-retention vet deps fuzz tidy-check chaos
 
 node_modules/.bin/firebase: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -42,6 +44,11 @@ fuzz:
 	$(GO) test ./history -run '^$$' -fuzz FuzzTokenCount -fuzztime $(FUZZTIME)
 	$(GO) test ./history -run '^$$' -fuzz FuzzDrafts -fuzztime $(FUZZTIME)
 	$(GO) test ./functions -run '^$$' -fuzz FuzzConfigFromEnv -fuzztime $(FUZZTIME)
+
+# Faults between the server and Firestore and the model, and clients that go away (a few minutes).
+CHAOS_TURNS ?= 300
+chaos: deps
+	$(GO) run ./cmd/emulators -- sh -c 'CHAOS_TURNS=$(CHAOS_TURNS) $(GO) test -count=1 -timeout 30m -run "^TestChaos$$" -v ./functions'
 
 vet:
 	$(GO) vet ./...
