@@ -1,0 +1,92 @@
+package chat
+
+import (
+	"context"
+	"errors"
+	"strings"
+	"time"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// MaxTitleChars is the longest generated title kept.
+const MaxTitleChars = 60
+
+// AfterTurn does what must not delay the reply: it names the session after
+// its first exchange (unless its user named it), learns long-term memory
+// and folds old messages into the summary when the session needs it, and
+// charges the model tokens of all that to the user (through a Metered
+// model). Failures are logged; the next turn tries again.
+func (svc *Service) AfterTurn(ctx context.Context, res *TurnResult) {
+	if res == nil || res.Replayed {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	ctx, meter := WithMeter(ctx)
+	// This work's model tokens count against the user's day like the turn's.
+	defer func() { svc.addTokens(ctx, res.Session.UserID, meter.Tokens()) }()
+	s := res.Session
+	if s.TitleSource == sessions.TitleDefault && svc.Titler != nil {
+		if err := svc.title(ctx, s, res); err != nil {
+			svc.logError(ctx, "title generation failed", s.ID, err)
+		}
+	}
+	if svc.Memory != nil && res.learn != nil {
+		err := svc.Memory.LearnClaimed(ctx, s, s.Model, *res.learn)
+		// Preconditions (nothing learned, opted out) are outcomes.
+		if err != nil && errs.CodeOf(err) != errs.EPRECONDITION {
+			svc.logError(ctx, "learning long-term memory failed", s.ID, err)
+		}
+	}
+	fixed := svc.fixed(s.Model) + res.memoryTokens // as the turn counted it
+	if _, ok := history.PlanCompaction(s, res.Tail, svc.History.BudgetFor(s), fixed); ok {
+		_, err := svc.History.Compact(ctx, s.ID, fixed)
+		if err != nil && !errors.Is(err, history.ErrNothingToCompact) && !errors.Is(err, history.ErrCompactionBusy) {
+			svc.logError(ctx, "compaction failed", s.ID, err)
+		}
+	}
+}
+
+func (svc *Service) title(ctx context.Context, s *sessions.Session, res *TurnResult) error {
+	title, err := svc.Titler.Title(ctx, s.Model, res.User.Content, res.Reply.Content)
+	if err != nil {
+		return err
+	}
+	if title = CleanTitle(title); title == "" {
+		return errors.New("the model proposed an empty title")
+	}
+	_, err = svc.Sessions.SetGeneratedTitle(ctx, s.ID, title)
+	return err
+}
+
+// CleanTitle makes a model's proposal a title: one line, no quotes, at most
+// MaxTitleChars characters, cut at a word boundary.
+func CleanTitle(t string) string {
+	t, _, _ = strings.Cut(strings.TrimSpace(t), "\n")
+	t = strings.Trim(strings.TrimSpace(t), "\"'`*#. ")
+	t = strings.TrimPrefix(t, "Title: ")
+	r := []rune(t)
+	if len(r) <= MaxTitleChars {
+		return t
+	}
+	cut := string(r[:MaxTitleChars])
+	if i := strings.LastIndex(cut, " "); i > MaxTitleChars/2 {
+		cut = cut[:i]
+	}
+	return strings.TrimRight(cut, " ,;:-") + "…"
+}
+
+// addTokens records n tokens against the user's daily limit. What they
+// paid for is stored already, so a failure here is logged, not returned.
+func (svc *Service) addTokens(ctx context.Context, userID string, n int) {
+	if n <= 0 {
+		return
+	}
+	err := svc.Usage.AddTokens(ctx, userID, Day(svc.now()), n)
+	if err != nil && svc.Log != nil {
+		svc.Log.ErrorContext(ctx, "recording token usage failed", "code", string(errs.CodeOf(err)))
+	}
+}

@@ -1,0 +1,187 @@
+package chat
+
+import (
+	"math/rand/v2"
+	"time"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// claim is what claiming a turn decided.
+type claim struct {
+	// Decided once per request, before anything is read: a plan that runs
+	// again (its commit raced another, or its answer was lost) writes the
+	// same ids and the same lease, and knows its own claim by token.
+	token   string
+	op      sessions.Operation
+	replyID string
+	userID  string // the new user message's id; "" for a keyed one
+	lease   time.Time
+	draft   bool // the reply streams through a draft
+
+	user   history.Message
+	replay *TurnResult // the turn was complete already
+	// draftVersion is the store's record of the draft's last write.
+	draftVersion any
+}
+
+// latest is st with the draft as this turn last wrote it.
+func (c *claim) latest(st *TurnState) *TurnState {
+	if !c.draft || c.draftVersion == nil {
+		return st
+	}
+	cp := *st
+	cp.DraftVersion = c.draftVersion
+	return &cp
+}
+
+// leaseMargin is how much longer than the model may take a turn holds the
+// session's answering lease: past it, another request may take over.
+const leaseMargin = 15 * time.Second
+
+// claim plans the commit that claims a turn on the state read: it checks
+// the session and the key, admits the turn under the user's limits, and
+// appends the user's message (or, answering a stored message, only takes
+// the lease), with the session's answering lease in the same commit.
+func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now time.Time, f *fork, c *claim) (*TurnWrite, error) {
+	c.user, c.replay = history.Message{}, nil
+	s := st.Session
+	if s == nil {
+		if !q.New {
+			return nil, sessions.NotFound(q.SessionID)
+		}
+		var err error
+		if s, err = svc.Sessions.New(q.UserID, sessions.CreateInput{ID: q.SessionID}); err != nil {
+			return nil, err
+		}
+	} else {
+		s = s.Clone()
+		if err := s.CheckOwner(q.UserID); err != nil {
+			return nil, err
+		}
+	}
+	if a := s.Answering; a != nil && a.Token == c.token {
+		// This request's claim is stored: its commit landed, but the
+		// answer was lost on the way. Carry on from what it wrote.
+		return nil, c.claimed(st, a.Seq)
+	}
+	if err := c.checkKey(st, q, s, draft, now); err != nil || c.replay != nil {
+		return nil, err
+	}
+	if a := s.AnsweringAt(now); a != nil && q.Key != "" && a.Key == q.Key {
+		return nil, sessions.InProgress(now, a, "the request with clientMessageId %q is in progress; retry to get its reply", q.Key)
+	}
+	if err := s.CheckNotAnswering(now); err != nil {
+		return nil, err
+	}
+	if f != nil && f.regenerate && st.Asked == nil {
+		return nil, errs.Errorf(errs.ENOTFOUND, "message %s not found", q.AskedID)
+	}
+	if err := s.CheckWritable(); err != nil {
+		return nil, err
+	}
+	slot, err := AdmitTurn(now, svc.Limits, st.DayTokens, st.Slots, rand.IntN)
+	if err != nil {
+		return nil, err
+	}
+	w := &TurnWrite{Session: s, Slot: slot, Minute: now.Unix() / 60}
+	if st.Asked != nil { // answer a stored message: a regeneration, or a retry taking a failed turn over
+		c.user = *st.Asked
+		if f != nil && f.regenerate { // answer it on its own branch
+			w.Tail = svc.History.ForkTail(s, f.base, f.leaf)
+		}
+	} else {
+		tail := st.Tail
+		if f != nil { // an edit: the new message's parent is the edited one's
+			tail = svc.History.ForkTail(s, f.base, f.leaf)
+		}
+		m, t, err := svc.History.AppendOne(s, tail, q.Key, c.userID, draft)
+		if err != nil {
+			return nil, err
+		}
+		if q.Key != "" {
+			m.Op = c.op
+		}
+		c.user = m
+		w.Tail, w.Messages = t, []history.Message{m}
+	}
+	s.Answering = &sessions.Answering{Seq: c.user.Seq, ReplyID: c.replyID, Key: q.Key, Op: c.op, Token: c.token, Until: c.lease}
+	w.Draft = c.startDraft()
+	return w, nil
+}
+
+// claimed picks up a claim of this request found stored: the message it
+// answers is the one it read by id or key, or the newest of its tail.
+func (c *claim) claimed(st *TurnState, seq int) error {
+	if st.Asked != nil && st.Asked.Seq == seq {
+		c.user = *st.Asked
+		return nil
+	}
+	for _, m := range st.Tail.Messages {
+		if m.Seq == seq {
+			c.user = m
+			return nil
+		}
+	}
+	return errs.Errorf(errs.EINTERNAL, "the claimed message %d is not in the session's tail", seq)
+}
+
+// opOf is the operation a keyed message was stored by.
+func opOf(m *history.Message) sessions.Operation {
+	if m.Op.Kind == "" {
+		return sessions.Operation{Kind: sessions.OpTurn}
+	}
+	return m.Op
+}
+
+// checkKey holds a key to one operation on one session, as Stripe's
+// idempotency keys: reused with another kind of request, another target
+// or another message, it is ECONFLICT; reused with the same request that
+// is complete, it replays it (c.replay).
+func (c *claim) checkKey(st *TurnState, q TurnQuery, s *sessions.Session, draft history.Draft, now time.Time) error {
+	if q.Key == "" {
+		return nil
+	}
+	reused := errs.Errorf(errs.ECONFLICT, "clientMessageId %q was already used for another request", q.Key)
+	switch {
+	case c.op.Kind == sessions.OpRegenerate && st.KeyUsed:
+		return reused // the key stored a message: it named a turn or an edit
+	case c.op.Kind != sessions.OpRegenerate && st.Asked != nil && (opOf(st.Asked) != c.op || !st.Asked.SameContent(&draft)):
+		return reused
+	}
+	if a := s.AnsweringAt(now); a != nil && a.Key == q.Key && a.Op != c.op {
+		return reused
+	}
+	if st.Answer == nil {
+		return nil
+	}
+	if opOf(st.Answer) != c.op || st.Asked == nil {
+		return reused
+	}
+	c.replay = &TurnResult{Session: s, User: *st.Asked, Reply: *st.Answer, Replayed: true}
+	return nil
+}
+
+// startDraft is the draft a streaming turn starts in its claim.
+func (c *claim) startDraft() *DraftWrite {
+	if !c.draft {
+		return nil
+	}
+	return &DraftWrite{ReplyID: c.replyID, UserMessageID: c.user.ID, Create: true}
+}
+
+// endDraft is the deletion of a streaming turn's draft, once its reply is
+// stored or it failed, if the session's draft is still this turn's.
+func (c *claim) endDraft(st *TurnState) *DraftWrite {
+	if !c.draft || st.DraftReplyID != c.replyID {
+		return nil
+	}
+	return &DraftWrite{ReplyID: c.replyID}
+}
+
+// holds reports whether s's answering lease is this request's.
+func (c *claim) holds(s *sessions.Session) bool {
+	return s != nil && s.Answering != nil && s.Answering.Token == c.token
+}

@@ -1,0 +1,97 @@
+package chat
+
+import (
+	"context"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// validate checks a turn request before anything is read.
+func (svc *Service) validate(req TurnRequest, draft history.Draft) error {
+	switch {
+	case req.Regenerate != "" && req.Edit != "":
+		return errs.Errorf(errs.EINVALID, "a turn either regenerates a reply or edits a message, not both")
+	case (req.Regenerate != "" || req.Edit != "") && req.SessionID == "":
+		return errs.Errorf(errs.EINVALID, "sessionId is required to regenerate or edit")
+	case req.Regenerate != "":
+		if req.Message != "" {
+			return errs.Errorf(errs.EINVALID, "a regeneration sends no message: it answers the stored one again")
+		}
+		if err := sessions.CheckID(req.Regenerate); err != nil {
+			return err
+		}
+		return history.ValidateKey(req.ClientMessageID)
+	case req.Edit != "":
+		if err := sessions.CheckID(req.Edit); err != nil {
+			return err
+		}
+	}
+	return history.Validate(req.ClientMessageID, draft)
+}
+
+// fork is where a regeneration or an edit branches off.
+type fork struct {
+	regenerate bool
+	target     history.Message // the user message answered anew, or edited
+	leaf       int             // the message the new branch continues
+	base       *history.Tail   // that branch's tail (history.BranchTail)
+}
+
+// planFork reads what a regeneration or an edit branches from: its target
+// message and the tail of the branch it continues. Messages and their
+// parents never change, so what it reads stays true while the turn runs.
+// It costs a read of the session and the target, and the reads of
+// BranchTail; a turn that does not branch reads none of it.
+func (svc *Service) planFork(ctx context.Context, req TurnRequest) (*fork, error) {
+	f := &fork{regenerate: req.Regenerate != ""}
+	id := req.Edit
+	if f.regenerate {
+		id = req.Regenerate
+	}
+	q := TurnQuery{UserID: req.UserID, SessionID: req.SessionID, AskedID: id, Day: Day(svc.now())}
+	st, err := svc.Turns.RunTurn(ctx, q, nil, func(*TurnState) (*TurnWrite, error) { return nil, nil })
+	if err != nil {
+		return nil, err
+	}
+	if st.Session == nil {
+		return nil, sessions.NotFound(req.SessionID)
+	}
+	s := st.Session
+	if err := s.CheckOwner(req.UserID); err != nil {
+		return nil, err
+	}
+	if err := s.CheckWritable(); err != nil {
+		return nil, err
+	}
+	if st.Asked == nil {
+		return nil, errs.Errorf(errs.ENOTFOUND, "message %s not found in this session", id)
+	}
+	target := *st.Asked
+	if f.regenerate && target.Role == history.RoleAssistant {
+		// Regenerating a reply answers its user message anew.
+		parent := s.Parent(target.Seq)
+		var msgs []history.Message
+		if parent >= 0 {
+			if msgs, err = svc.History.Repo.MessageRange(ctx, s.ID, parent, parent); err != nil {
+				return nil, err
+			}
+		}
+		if len(msgs) != 1 || msgs[0].Role != history.RoleUser {
+			return nil, errs.Errorf(errs.EINVALID, "message %s does not answer a user message, so it cannot be regenerated", id)
+		}
+		target = msgs[0]
+	}
+	if target.Role != history.RoleUser {
+		return nil, errs.Errorf(errs.EINVALID, "message %s is not a user message or a reply to one", id)
+	}
+	f.target, f.leaf = target, target.Seq
+	if !f.regenerate {
+		f.leaf = s.Parent(target.Seq)
+	}
+	if f.base, err = svc.History.BranchTail(ctx, s, f.leaf); err != nil {
+		return nil, err
+	}
+	return f, nil
+}

@@ -1,0 +1,87 @@
+package chat
+
+import (
+	"context"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// fixed returns the tokens of the system prompt for model, counted once.
+func (svc *Service) fixed(model string) int {
+	if svc.SystemPrompt == "" {
+		return 0
+	}
+	if n, ok := svc.systemTokens.Load(model); ok {
+		return n.(int)
+	}
+	n := svc.History.Tokens.Count(model, &history.Message{Role: history.RoleSystem, Content: svc.SystemPrompt})
+	svc.systemTokens.Store(model, n)
+	return n
+}
+
+// memoryBlock is a user's long-term memory block and its tokens.
+type memoryBlock struct {
+	text   string
+	tokens int
+}
+
+// systemMessageTokens is what wrapping a text in a system message adds.
+const systemMessageTokens = 4
+
+// blockOf is the memory block a turn sends, as a system message.
+func blockOf(m MemoryBlock) memoryBlock {
+	if m.Text == "" {
+		return memoryBlock{}
+	}
+	return memoryBlock{text: m.Text, tokens: m.Tokens + systemMessageTokens}
+}
+
+// build chooses the session's context from its tail: no reads, no
+// tokenizing of stored messages.
+func (svc *Service) build(s *sessions.Session, t *history.Tail, mem memoryBlock) (*history.Context, error) {
+	return history.Build(s, t, svc.History.BudgetFor(s), svc.fixed(s.Model)+mem.tokens)
+}
+
+// request is what the model is sent for a built context: the system prompt,
+// the memory block, the summary in use as a system message, then the
+// messages verbatim.
+func (svc *Service) request(s *sessions.Session, c *history.Context, mem memoryBlock) Request {
+	msgs := c.Messages
+	if c.Compaction != nil {
+		msgs = append([]history.Message{history.SummaryMessage(c.Compaction)}, msgs...)
+	}
+	return Request{Model: s.Model, System: svc.SystemPrompt, Memory: mem.text, Messages: msgs}
+}
+
+// Preview is what the next turn of a session would send the model.
+type Preview struct {
+	Context *history.Context
+	Request Request
+}
+
+// Preview returns the caller's session's next context, read in one round
+// trip (the session, its context and the memory block together) whatever
+// the length of the session.
+func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Preview, error) {
+	if err := sessions.CheckID(sessionID); err != nil {
+		return nil, err
+	}
+	q := TurnQuery{UserID: userID, SessionID: sessionID, Day: Day(svc.now()), Memory: svc.Memory != nil}
+	st, err := svc.Turns.RunTurn(ctx, q, nil, func(*TurnState) (*TurnWrite, error) { return nil, nil })
+	if err != nil {
+		return nil, err
+	}
+	if st.Session == nil {
+		return nil, sessions.NotFound(sessionID)
+	}
+	if err := st.Session.CheckOwner(userID); err != nil {
+		return nil, err
+	}
+	mem := blockOf(st.Memory)
+	c, err := svc.build(st.Session, st.Tail, mem)
+	if err != nil {
+		return nil, err
+	}
+	return &Preview{Context: c, Request: svc.request(st.Session, c, mem)}, nil
+}

@@ -1,0 +1,101 @@
+// Package chat runs one chat turn: it stores the user's message, builds what
+// the model sees, calls the model and stores the reply, within per-user
+// limits that protect the bill. It knows nothing of HTTP or of which model
+// service answers.
+package chat
+
+import (
+	"context"
+	"log/slog"
+	"sync"
+	"time"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/clock"
+	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// Model is the chat model a turn calls.
+type Model interface {
+	// Generate answers req. With onDelta set, it streams: onDelta receives
+	// each piece of the reply's text as it arrives.
+	Generate(ctx context.Context, req Request, onDelta func(string)) (*Reply, error)
+}
+
+// Request is what the model is asked.
+type Request struct {
+	Model    string
+	System   string
+	Memory   string // the user's long-term memory block, sent as a second system message
+	Messages []history.Message
+}
+
+// Reply is the model's answer.
+type Reply struct {
+	Content          string
+	Model            string
+	FinishReason     string
+	PromptTokens     int
+	CompletionTokens int
+}
+
+// Titler names a conversation from its first exchange.
+type Titler interface {
+	Title(ctx context.Context, model, user, reply string) (string, error)
+}
+
+// Memory is the user's long-term memory as a turn uses it (its block is
+// read with the turn, see TurnQuery.Memory).
+type Memory interface {
+	// Claim moves the learning watermark of s past its new messages when
+	// enough have accumulated (a turn stores s in the commit of its
+	// reply) and returns the batch to learn from.
+	Claim(s *sessions.Session) (longterm.Batch, bool)
+	// LearnClaimed extracts memory from a claimed batch.
+	LearnClaimed(ctx context.Context, s *sessions.Session, model string, b longterm.Batch) error
+}
+
+// Service runs chat turns.
+type Service struct {
+	Memory Memory // nil: no long-term memory
+	Turns  TurnStore
+	Drafts Drafts // nil: no drafts, no stopping
+	// DraftInterval is how often a streaming reply's draft is written;
+	// 0: DefaultDraftInterval.
+	DraftInterval time.Duration
+	Sessions      *sessions.Service
+	History       *history.Service
+	Model         Model
+	Titler        Titler
+	Usage         UsageRepo
+	Limits        Limits
+	SystemPrompt  string
+	// AllowSystemMessages lets clients append messages with role system,
+	// which reach the model as instructions beside SystemPrompt. Off, only
+	// the server speaks as system: a signed-in user is not trusted to
+	// instruct the model over the operator's prompt.
+	AllowSystemMessages bool
+	ModelTimeout        time.Duration
+	// BusyWait is how long a turn or an append waits while another
+	// message of its session is answered; 0: DefaultBusyWait.
+	BusyWait time.Duration
+	Now      func() time.Time
+	Log      *slog.Logger
+
+	systemTokens sync.Map // model → tokens of SystemPrompt, counted once
+}
+
+func (svc *Service) logError(ctx context.Context, msg, sessionID string, err error) {
+	if svc.Log != nil {
+		svc.Log.ErrorContext(ctx, msg, "sessionId", sessionID, "error", err.Error())
+	}
+}
+
+type upstreamError string
+
+func (e upstreamError) Error() string { return string(e) }
+
+const errEmptyReply = upstreamError("the model returned an empty reply")
+
+func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }
