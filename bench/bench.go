@@ -317,19 +317,24 @@ func runProject(ctx context.Context, cfg Config, modelURL string, tok *history.T
 		a.clock.advance(time.Minute)
 		before, calls := a.counter.Snapshot(), a.tokens.calls.Load()
 		start := time.Now()
-		var first time.Duration
+		var first, took, lat time.Duration
+		var at firestoretest.Counts
 		res, err := a.app.Chat.Turn(ctx, chat.TurnRequest{UserID: "bench-user", SessionID: s.ID,
 			Message: fmt.Sprintf("Turn %d: %s", turn, words(turn, 40)), ClientMessageID: fmt.Sprint("t", turn),
 			OnDelta: func(string) {
 				if first == 0 {
 					first = time.Since(start)
 				}
+			},
+			// The backend path ends with the reply; the work after it
+			// (which Turn does before it returns) is in the counts.
+			OnReply: func(*chat.TurnResult) {
+				took, at = a.model.call()
+				lat = time.Since(start) - took
 			}})
 		if err != nil {
 			return side, fmt.Errorf("turn %d: %w", turn, err)
 		}
-		took, at := a.model.call()
-		lat := time.Since(start) - took
 		// Context building reads the tail the append returned: count the
 		// tokenizer around a rebuild to prove it does no tokenizing.
 		c0 := a.tokens.calls.Load()
@@ -337,7 +342,6 @@ func runProject(ctx context.Context, cfg Config, modelURL string, tok *history.T
 			return side, err
 		}
 		rep.Tokenizer.ContextBuildTokenizations += a.tokens.calls.Load() - c0
-		a.app.Chat.AfterTurn(ctx, res)
 		d := a.counter.Snapshot().Sub(before)
 		rep.LargestDocBytes = max(rep.LargestDocBytes, d.Largest)
 		side.Samples = append(side.Samples, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, RoundTrips: d.RoundTrips,
@@ -382,12 +386,11 @@ func runDefaults(ctx context.Context, cfg Config, modelURL string, tok *history.
 	for turn := 1; turn <= min(AmortizedTurns, cfg.Turns); turn++ {
 		a.clock.advance(time.Minute)
 		before := a.counter.Snapshot()
-		res, err := a.app.Chat.Turn(ctx, chat.TurnRequest{UserID: "bench-user", SessionID: s.ID,
+		_, err := a.app.Chat.Turn(ctx, chat.TurnRequest{UserID: "bench-user", SessionID: s.ID,
 			Message: fmt.Sprintf("Turn %d: %s", turn, words(turn, 40)), ClientMessageID: fmt.Sprint("t", turn)})
 		if err != nil {
 			return fmt.Errorf("turn %d: %w", turn, err)
 		}
-		a.app.Chat.AfterTurn(ctx, res)
 		n := a.counter.Snapshot().Sub(before).RoundTrips
 		rts = append(rts, float64(n))
 		rep.Amortized.Mean += float64(n)
@@ -543,14 +546,12 @@ func runThroughput(ctx context.Context, cfg Config, modelURL string, tok *histor
 			s, err := a.app.Sessions.Create(ctx, user, sessions.CreateInput{Title: "t"})
 			for turn := 0; err == nil && turn < cfg.TurnsPerSession; turn++ {
 				t0 := time.Now()
-				var res *chat.TurnResult
-				res, err = a.app.Chat.Turn(ctx, chat.TurnRequest{UserID: user, SessionID: s.ID, Message: words(turn, 30)})
-				if err == nil {
-					mu.Lock()
-					lats = append(lats, ms(time.Since(t0)))
-					mu.Unlock()
-					a.app.Chat.AfterTurn(ctx, res)
-				}
+				_, err = a.app.Chat.Turn(ctx, chat.TurnRequest{UserID: user, SessionID: s.ID, Message: words(turn, 30),
+					OnReply: func(*chat.TurnResult) {
+						mu.Lock()
+						lats = append(lats, ms(time.Since(t0)))
+						mu.Unlock()
+					}})
 			}
 			if err != nil {
 				mu.Lock()

@@ -14,12 +14,12 @@ import (
 // MaxTitleChars is the longest generated title kept.
 const MaxTitleChars = 60
 
-// AfterTurn does what must not delay the reply: it names the session after
+// afterTurn does what must not delay the reply: it names the session after
 // its first exchange (unless its user named it), learns long-term memory
 // and folds old messages into the summary when the session needs it, and
 // charges the model tokens of all that to the user (through a Metered
 // model). Failures are logged; the next turn tries again.
-func (svc *Service) AfterTurn(ctx context.Context, res *TurnResult) {
+func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 	if res == nil || res.Replayed {
 		return
 	}

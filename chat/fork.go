@@ -43,7 +43,8 @@ type fork struct {
 // message and the tail of the branch it continues. Messages and their
 // parents never change, so what it reads stays true while the turn runs.
 // It costs a read of the session and the target, and the reads of
-// BranchTail; a turn that does not branch reads none of it.
+// BranchTail (which, for a regenerated reply, also read its question); a
+// turn that does not branch reads none of it.
 func (svc *Service) planFork(ctx context.Context, req TurnRequest) (*fork, error) {
 	f := &fork{regenerate: req.Regenerate != ""}
 	id := req.Edit
@@ -68,20 +69,32 @@ func (svc *Service) planFork(ctx context.Context, req TurnRequest) (*fork, error
 	if st.Asked == nil {
 		return nil, errs.Errorf(errs.ENOTFOUND, "message %s not found in this session", id)
 	}
+	if a := s.AnsweringAt(svc.now()); a != nil {
+		// Nothing branches while a reply of the session is written.
+		return nil, sessions.InProgress(svc.now(), a, "a reply in this session is being written; retry once it is stored")
+	}
 	target := *st.Asked
 	if f.regenerate && target.Role == history.RoleAssistant {
-		// Regenerating a reply answers its user message anew.
-		parent := s.Parent(target.Seq)
+		// Regenerating a reply answers its user message anew: the newest
+		// message of the branch that ends at it, read with that branch.
+		f.leaf = s.Parent(target.Seq)
+		if f.leaf < 0 {
+			return nil, errs.Errorf(errs.EINVALID, "message %s does not answer a user message, so it cannot be regenerated", id)
+		}
+		if f.base, err = svc.History.BranchTail(ctx, s, f.leaf); err != nil {
+			return nil, err
+		}
 		var msgs []history.Message
-		if parent >= 0 {
-			if msgs, err = svc.History.Repo.MessageRange(ctx, s.ID, parent, parent); err != nil {
-				return nil, err
-			}
+		if n := len(f.base.Messages); n > 0 && f.base.Messages[n-1].Seq == f.leaf {
+			msgs = f.base.Messages[n-1:]
+		} else if msgs, err = svc.History.Repo.MessageRange(ctx, s.ID, f.leaf, f.leaf); err != nil {
+			return nil, err
 		}
 		if len(msgs) != 1 || msgs[0].Role != history.RoleUser {
 			return nil, errs.Errorf(errs.EINVALID, "message %s does not answer a user message, so it cannot be regenerated", id)
 		}
-		target = msgs[0]
+		f.target = msgs[0]
+		return f, nil
 	}
 	if target.Role != history.RoleUser {
 		return nil, errs.Errorf(errs.EINVALID, "message %s is not a user message or a reply to one", id)

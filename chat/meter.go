@@ -8,7 +8,7 @@ import (
 )
 
 // Meter adds up the model tokens spent on a user's behalf besides a turn's
-// own reply: titles, summaries, extractions. AfterTurn charges the total
+// own reply: titles, summaries, extractions. afterTurn charges the total
 // against the user's daily limit once, when that work is done.
 type Meter struct{ tokens atomic.Int64 }
 

@@ -26,6 +26,10 @@ type TurnRequest struct {
 	OnStart func(s *sessions.Session, user history.Message, replyID string)
 	// OnDelta, if set, streams the reply's text as it arrives.
 	OnDelta func(string)
+	// OnReply, if set, is called with the turn (or its replay) as soon as
+	// its reply is stored, before the work that follows a reply: the
+	// caller answers its client there.
+	OnReply func(*TurnResult)
 	// Regenerate, if set, is the id of a message of the session to answer
 	// anew: a user message, or a reply (whose user message is answered).
 	// The new reply is written beside the old one, which is kept, and the
@@ -53,7 +57,10 @@ type TurnResult struct {
 }
 
 // Turn runs one chat turn as one planned unit: one batched read and one
-// commit before the model, one commit after it (see TurnStore).
+// commit before the model, one commit after it (see TurnStore). Once the
+// reply is stored it is delivered (OnReply), and then Turn does the work
+// that follows a reply (afterTurn: a title, learning, a summary when due,
+// charging their tokens) before it returns: no caller can forget it.
 //
 // The user's message is stored before the model is called, and the turn
 // is detached from the caller as soon as its request is read, so whenever
@@ -67,6 +74,36 @@ type TurnResult struct {
 // running the turn died and its lease ran out) takes the turn over and
 // calls the model again, without storing the message twice.
 func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, error) {
+	res, err := svc.turn(ctx, req)
+	if err != nil {
+		return nil, err
+	}
+	if req.OnReply != nil {
+		req.OnReply(res)
+	}
+	svc.afterTurn(afterTurnContext(ctx), res)
+	return res, nil
+}
+
+type afterTurnKey struct{}
+
+// WithAfterTurnContext makes the work that follows a turn's reply run in
+// after (with its values: a trace, a logger) instead of the turn's own
+// context, for callers that frame the turn itself (a span that ends with
+// the reply).
+func WithAfterTurnContext(ctx, after context.Context) context.Context {
+	return context.WithValue(ctx, afterTurnKey{}, after)
+}
+
+func afterTurnContext(ctx context.Context) context.Context {
+	if after, ok := ctx.Value(afterTurnKey{}).(context.Context); ok {
+		return after
+	}
+	return ctx
+}
+
+// turn runs a turn up to its stored reply.
+func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, error) {
 	draft := history.Draft{Role: history.RoleUser, Content: req.Message}
 	if err := svc.validate(req, draft); err != nil {
 		return nil, err

@@ -200,13 +200,6 @@ func (a *App) chat(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	if req.SessionID != "" {
-		if err := sessions.CheckID(req.SessionID); err != nil {
-			a.writeError(w, r, err)
-			return
-		}
-		info(r.Context()).sessionID = req.SessionID
-	}
 	turn := chat.TurnRequest{
 		UserID: UserID(r.Context()), SessionID: req.SessionID,
 		Message: req.Message, ClientMessageID: req.ClientMessageID,
@@ -216,19 +209,17 @@ func (a *App) chat(w http.ResponseWriter, r *http.Request) {
 		a.streamChat(w, r, turn)
 		return
 	}
-	res, err := a.tracedTurn(r.Context(), turn)
-	if err != nil {
-		a.writeError(w, r, err)
-		return
+	turn.OnReply = func(res *chat.TurnResult) {
+		info(r.Context()).sessionID = res.Session.ID
+		// The turn goes on after the answer (titles, summaries, learning):
+		// an HTTP/1.1 client must not queue its next request behind that
+		// work on this connection.
+		w.Header().Set("Connection", "close")
+		writeJSON(w, http.StatusOK, chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed})
 	}
-	info(r.Context()).sessionID = res.Session.ID
-	// The handler goes on after the answer (titles, summaries, learning):
-	// an HTTP/1.1 client must not queue its next request behind that work
-	// on this connection.
-	w.Header().Set("Connection", "close")
-	writeJSON(w, http.StatusOK, chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed})
-	// The client has its answer; titles and summaries do not delay it.
-	a.Chat.AfterTurn(r.Context(), res)
+	if _, err := a.tracedTurn(r.Context(), turn); err != nil {
+		a.writeError(w, r, err)
+	}
 }
 
 // streamChat answers a turn with server-sent events: "session" once the
@@ -265,20 +256,21 @@ func (a *App) streamChat(w http.ResponseWriter, r *http.Request, turn chat.TurnR
 		send("session", map[string]any{"sessionId": s.ID, "userMessage": user, "replyId": replyID})
 	}
 	turn.OnDelta = func(text string) { send("delta", map[string]string{"text": text}) }
-	res, err := a.tracedTurn(r.Context(), turn)
+	turn.OnReply = func(res *chat.TurnResult) {
+		info(r.Context()).sessionID = res.Session.ID
+		if res.Replayed {
+			send("session", map[string]any{"sessionId": res.Session.ID, "userMessage": res.User, "replyId": res.Reply.ID})
+			send("delta", map[string]string{"text": res.Reply.Content})
+		}
+		send("done", chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed})
+	}
+	_, err := a.tracedTurn(r.Context(), turn)
 	switch {
 	case err != nil && !started:
 		a.writeError(w, r, err)
 	case err != nil:
 		a.logFailure(r, StatusOf(err), err)
 		send("error", bodyOf(err))
-	default:
-		if res.Replayed {
-			send("session", map[string]any{"sessionId": res.Session.ID, "userMessage": res.User, "replyId": res.Reply.ID})
-			send("delta", map[string]string{"text": res.Reply.Content})
-		}
-		send("done", chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed})
-		a.Chat.AfterTurn(r.Context(), res)
 	}
 }
 

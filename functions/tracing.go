@@ -124,25 +124,34 @@ func fromCloudTraceHeader(ctx context.Context, h string) context.Context {
 // calls and model call are children of; it records ids, the strategy and
 // token counts, never what was said.
 func (a *App) tracedTurn(ctx context.Context, req chat.TurnRequest) (*chat.TurnResult, error) {
-	ctx, span := tracer().Start(ctx, "chat.turn", trace.WithAttributes(
+	tctx, span := tracer().Start(ctx, "chat.turn", trace.WithAttributes(
 		attribute.Bool("turn.regenerate", req.Regenerate != ""), attribute.Bool("turn.edit", req.Edit != ""),
 		attribute.Bool("turn.stream", req.OnDelta != nil)))
 	defer span.End()
 	if req.SessionID != "" {
 		span.SetAttributes(attribute.String("session.id", req.SessionID))
 	}
-	res, err := a.Chat.Turn(ctx, req)
+	// The turn's span ends with its reply; the work that follows the reply
+	// runs under the request's span, beside it.
+	onReply := req.OnReply
+	req.OnReply = func(res *chat.TurnResult) {
+		span.SetAttributes(attribute.String("session.id", res.Session.ID), attribute.Bool("turn.replayed", res.Replayed),
+			attribute.Int("message.seq", res.User.Seq), attribute.Int("reply.seq", res.Reply.Seq),
+			attribute.Int("reply.tokens", res.Reply.Tokens))
+		if c := res.Context; c != nil {
+			span.SetAttributes(attribute.String("context.strategy", string(c.Strategy)), attribute.Int("context.tokens", c.Tokens),
+				attribute.Int("context.budget", c.Budget), attribute.Int("context.messages", len(c.Messages)),
+				attribute.Bool("context.summary", c.Compaction != nil))
+		}
+		span.End()
+		if onReply != nil {
+			onReply(res)
+		}
+	}
+	res, err := a.Chat.Turn(chat.WithAfterTurnContext(tctx, ctx), req)
 	if err != nil {
 		span.SetStatus(codes.Error, string(errs.CodeOf(err)))
 		return nil, err
-	}
-	span.SetAttributes(attribute.String("session.id", res.Session.ID), attribute.Bool("turn.replayed", res.Replayed),
-		attribute.Int("message.seq", res.User.Seq), attribute.Int("reply.seq", res.Reply.Seq),
-		attribute.Int("reply.tokens", res.Reply.Tokens))
-	if c := res.Context; c != nil {
-		span.SetAttributes(attribute.String("context.strategy", string(c.Strategy)), attribute.Int("context.tokens", c.Tokens),
-			attribute.Int("context.budget", c.Budget), attribute.Int("context.messages", len(c.Messages)),
-			attribute.Bool("context.summary", c.Compaction != nil))
 	}
 	return res, nil
 }
