@@ -9,6 +9,7 @@ import (
 	"net/http"
 	"net/url"
 	"slices"
+	"strconv"
 	"strings"
 
 	"github.com/chatmemory/backend/kernel/errs"
@@ -53,29 +54,6 @@ var callables = map[string]callableOp{
 	"stopReply":    {handler: (*App).stopReply, method: "POST", path: map[string]string{"sessionId": "id", "replyId": "replyId"}, body: "-"},
 }
 
-// callableStatus is the callable protocol's status name for each error
-// code, beside statusOf's HTTP status; the protocol fixes the HTTP status
-// of each name (callableHTTP).
-var callableStatus = map[errs.Code]string{
-	errs.EINVALID:         "INVALID_ARGUMENT",
-	errs.EUNAUTHENTICATED: "UNAUTHENTICATED",
-	errs.ENOTFOUND:        "NOT_FOUND",
-	eMethod:               "INVALID_ARGUMENT",
-	errs.ECONFLICT:        "ABORTED",
-	errs.EPRECONDITION:    "FAILED_PRECONDITION",
-	errs.ETOOLARGE:        "INVALID_ARGUMENT",
-	errs.ERATELIMITED:     "RESOURCE_EXHAUSTED",
-	errs.EINTERNAL:        "INTERNAL",
-	errs.EUPSTREAM:        "UNAVAILABLE",
-	errs.EUNAVAILABLE:     "UNAVAILABLE",
-	eTimeout:              "DEADLINE_EXCEEDED",
-}
-
-var callableHTTP = map[string]int{
-	"INVALID_ARGUMENT": 400, "FAILED_PRECONDITION": 400, "UNAUTHENTICATED": 401, "NOT_FOUND": 404,
-	"ABORTED": 409, "RESOURCE_EXHAUSTED": 429, "INTERNAL": 500, "UNAVAILABLE": 503, "DEADLINE_EXCEEDED": 504,
-}
-
 // callableError is an error as the protocol carries it; details hold this
 // API's own code (and Retry-After's seconds, when there is one).
 type callableError struct {
@@ -84,16 +62,15 @@ type callableError struct {
 	Details map[string]any `json:"details,omitempty"`
 }
 
-func toCallableError(b errorBody, retryAfter string) callableError {
-	st, ok := callableStatus[b.Error.Code]
-	if !ok {
-		st = "INTERNAL"
-	}
+// toCallableError is b in the callable protocol, with the HTTP status the
+// protocol gives it.
+func toCallableError(b errorBody) (callableError, int) {
+	a := answerOf(b.Error.Code)
 	d := map[string]any{"code": b.Error.Code}
-	if retryAfter != "" {
-		d["retryAfter"] = retryAfter
+	if b.Error.RetryAfter > 0 {
+		d["retryAfter"] = strconv.Itoa(b.Error.RetryAfter)
 	}
-	return callableError{Status: st, Message: b.Error.Message, Details: d}
+	return callableError{Status: a.callable, Message: b.Error.Message, Details: d}, a.callableHTTP
 }
 
 func isCallable(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/callable/") }
@@ -101,12 +78,12 @@ func isCallable(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/c
 // writeCallableError answers a callable request with err (see
 // writeError): as an event to a streaming call, which reads only events.
 func writeCallableError(w http.ResponseWriter, r *http.Request, err error) {
-	e := toCallableError(bodyOf(err), w.Header().Get("Retry-After"))
+	e, status := toCallableError(bodyOf(err))
 	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		(&callableStream{w: w}).send(map[string]any{"error": e})
 		return
 	}
-	writeJSON(w, callableHTTP[e.Status], map[string]any{"error": e})
+	writeJSON(w, status, map[string]any{"error": e})
 }
 
 // callable serves POST /callable/{name}.
@@ -144,8 +121,8 @@ func (a *App) callable(w http.ResponseWriter, r *http.Request) {
 	if rec.status >= 400 {
 		var b errorBody
 		json.Unmarshal(rec.body.Bytes(), &b)
-		e := toCallableError(b, rec.header.Get("Retry-After"))
-		writeJSON(w, callableHTTP[e.Status], map[string]any{"error": e})
+		e, status := toCallableError(b)
+		writeJSON(w, status, map[string]any{"error": e})
 		return
 	}
 	result := json.RawMessage(bytes.TrimSpace(rec.body.Bytes()))
@@ -336,7 +313,8 @@ func (s *callableStream) frame(frame string) {
 	case "error":
 		var b errorBody
 		json.Unmarshal(raw, &b)
-		s.send(map[string]any{"error": toCallableError(b, "")})
+		e, _ := toCallableError(b)
+		s.send(map[string]any{"error": e})
 	}
 }
 
@@ -361,5 +339,6 @@ func (s *callableStream) end() {
 	}
 	var b errorBody
 	json.Unmarshal(s.buf.Bytes(), &b)
-	s.send(map[string]any{"error": toCallableError(b, s.Header().Get("Retry-After"))})
+	e, _ := toCallableError(b)
+	s.send(map[string]any{"error": e})
 }

@@ -17,29 +17,41 @@ const (
 	eTimeout errs.Code = "request_timeout" // the body came too slowly
 )
 
-// statusOf is the one table from error code to HTTP status.
-var statusOf = map[errs.Code]int{
-	errs.EINVALID:         http.StatusBadRequest,
-	errs.EUNAUTHENTICATED: http.StatusUnauthorized,
-	errs.ENOTFOUND:        http.StatusNotFound,
-	eMethod:               http.StatusMethodNotAllowed,
-	errs.ECONFLICT:        http.StatusConflict,
-	errs.EPRECONDITION:    http.StatusConflict,
-	errs.ETOOLARGE:        http.StatusRequestEntityTooLarge,
-	errs.ERATELIMITED:     http.StatusTooManyRequests,
-	errs.EINTERNAL:        http.StatusInternalServerError,
-	errs.EUPSTREAM:        http.StatusBadGateway,
-	errs.EUNAVAILABLE:     http.StatusServiceUnavailable,
-	eTimeout:              http.StatusRequestTimeout,
+// answer is how an error code is answered: its HTTP status, and its
+// status in the Firebase callable protocol with the HTTP status that
+// protocol fixes for it.
+type answer struct {
+	http         int
+	callable     string
+	callableHTTP int
+}
+
+// answers is the one table from error code to answer.
+var answers = map[errs.Code]answer{
+	errs.EINVALID:         {http.StatusBadRequest, "INVALID_ARGUMENT", 400},
+	errs.EUNAUTHENTICATED: {http.StatusUnauthorized, "UNAUTHENTICATED", 401},
+	errs.ENOTFOUND:        {http.StatusNotFound, "NOT_FOUND", 404},
+	eMethod:               {http.StatusMethodNotAllowed, "INVALID_ARGUMENT", 400},
+	errs.ECONFLICT:        {http.StatusConflict, "ABORTED", 409},
+	errs.EPRECONDITION:    {http.StatusConflict, "FAILED_PRECONDITION", 400},
+	errs.ETOOLARGE:        {http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT", 400},
+	errs.ERATELIMITED:     {http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", 429},
+	errs.EINTERNAL:        {http.StatusInternalServerError, "INTERNAL", 500},
+	errs.EUPSTREAM:        {http.StatusBadGateway, "UNAVAILABLE", 503},
+	errs.EUNAVAILABLE:     {http.StatusServiceUnavailable, "UNAVAILABLE", 503},
+	eTimeout:              {http.StatusRequestTimeout, "DEADLINE_EXCEEDED", 504},
+}
+
+// answerOf returns how code is answered; an unknown code as internal.
+func answerOf(code errs.Code) answer {
+	if a, ok := answers[code]; ok {
+		return a
+	}
+	return answers[errs.EINTERNAL]
 }
 
 // StatusOf returns the HTTP status for err.
-func StatusOf(err error) int {
-	if s, ok := statusOf[errs.CodeOf(err)]; ok {
-		return s
-	}
-	return http.StatusInternalServerError
-}
+func StatusOf(err error) int { return answerOf(errs.CodeOf(err)).http }
 
 type errorBody struct {
 	Error errorDetail `json:"error"`
@@ -57,7 +69,7 @@ type errorDetail struct {
 // bodyOf is what a caller is shown of err: its code and safe message.
 func bodyOf(err error) errorBody {
 	code := errs.CodeOf(err)
-	if _, ok := statusOf[code]; !ok {
+	if _, ok := answers[code]; !ok {
 		code = errs.EINTERNAL
 	}
 	return errorBody{Error: errorDetail{Code: code, Message: errs.Message(err), RetryAfter: int(retryAfter(err).Seconds())}}
