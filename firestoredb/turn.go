@@ -242,36 +242,21 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 	return b, func(res []*firestore.WriteResult) *chat.TurnState {
 		nv := &turnVersion{st: v.st.after(b, res, sref, db.contextOf(q.SessionID).Doc(headDocID), w.Session, w.Tail, l),
 			slotTimes: append([]time.Time(nil), v.slotTimes...)}
-		out := *ts
+		out := ts.Apply(q, w)
 		out.Version = nv
-		out.Session, out.Tail = nv.st.s, nv.st.t
-		out.Slots = append([]int64(nil), ts.Slots...)
-		out.DayTokens += w.Tokens
-		for i := range w.Messages {
-			m := w.Messages[i]
-			switch {
-			case r.asked != nil && m.ID == r.asked.ID:
-				out.Asked = &m
-			case r.answer != nil && m.ID == r.answer.ID:
-				out.Answer = &m
-			}
-		}
+		out.Session, out.Tail = nv.st.s, nv.st.t // as stored, with what they were written as
 		if w.Slot >= 0 {
-			out.Slots[w.Slot] = w.Minute
 			nv.slotTimes[w.Slot], _ = b.time(res, r.slots[w.Slot])
 		}
 		if d := w.Draft; d != nil && d.Create {
-			out.DraftReplyID, out.DraftVersion = d.ReplyID, nil
 			if t, ok := b.time(res, r.draft); ok {
 				out.DraftVersion = t
 			}
-		} else if d != nil {
-			out.DraftReplyID, out.DraftVersion = "", nil
 		}
 		if res == nil { // committed in a transaction, which reports no update times
 			out.Version = nil // so a RunTurn given this state reads afresh
 		}
-		return &out
+		return out
 	}, nil
 }
 

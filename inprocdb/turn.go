@@ -93,7 +93,7 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 		}
 		db.sessions[q.SessionID] = w.Session.Clone()
 	}
-	for i, m := range w.Messages {
+	for _, m := range w.Messages {
 		if m.Seq != len(db.messages[q.SessionID]) {
 			return nil, errs.Errorf(errs.EINTERNAL, "inprocdb: seq %d out of order", m.Seq)
 		}
@@ -104,18 +104,15 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 				db.keys[q.SessionID] = map[string][]int{}
 			}
 			db.keys[q.SessionID][m.ClientMessageID] = []int{m.Seq}
-			st.Asked = &w.Messages[i]
 		case q.ReplyID != "" && m.ID == q.ReplyID:
 			if db.replies[q.SessionID] == nil {
 				db.replies[q.SessionID] = map[string]int{}
 			}
 			db.replies[q.SessionID][m.ID] = m.Seq
-			st.Answer = &w.Messages[i]
 		}
 	}
 	if w.Tail != nil {
 		db.tails[q.SessionID] = cloneTail(w.Tail)
-		st.Tail = cloneTail(w.Tail)
 	}
 	if w.Slot >= 0 {
 		slots := db.slots[q.UserID]
@@ -124,25 +121,28 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 		}
 		slots[w.Slot] = w.Minute
 		db.slots[q.UserID] = slots
-		st.Slots[w.Slot] = w.Minute
 	}
 	if w.Tokens > 0 {
 		db.addTokensLocked(q.UserID, q.Day, w.Tokens)
-		st.DayTokens += w.Tokens
 	}
 	if d := w.Draft; d != nil {
 		switch cur := db.drafts[q.SessionID]; {
 		case d.Create:
 			db.draftSeq++
 			db.drafts[q.SessionID] = &draft{userID: q.UserID, replyID: d.ReplyID, version: db.draftSeq}
-			st.DraftReplyID, st.DraftVersion = d.ReplyID, db.draftSeq
 		case cur != nil && cur.replyID == d.ReplyID:
 			delete(db.drafts, q.SessionID)
-			st.DraftReplyID, st.DraftVersion = "", nil
 		}
 	}
-	if s, ok := db.sessions[q.SessionID]; ok {
-		st.Session = s.Clone()
+	out := st.Apply(q, w)
+	if w.Draft != nil && w.Draft.Create {
+		out.DraftVersion = db.draftSeq
 	}
-	return st, nil
+	if s, ok := db.sessions[q.SessionID]; ok {
+		out.Session = s.Clone()
+	}
+	if w.Tail != nil {
+		out.Tail = cloneTail(w.Tail)
+	}
+	return out, nil
 }
