@@ -1,6 +1,7 @@
 package sessions
 
 import (
+	"encoding/json"
 	"slices"
 	"sort"
 
@@ -25,6 +26,16 @@ const MaxForks = 1000
 type Branches struct {
 	Leaf  int    `json:"leaf" firestore:"leaf"`   // seq of the active branch's last message
 	Forks []Fork `json:"forks" firestore:"forks"` // by Seq
+}
+
+// MarshalJSON writes no forks as an empty list, never null (a session
+// switched to an earlier message before it ever forked has none).
+func (b Branches) MarshalJSON() ([]byte, error) {
+	type plain Branches // without this method
+	if b.Forks == nil {
+		b.Forks = []Fork{}
+	}
+	return json.Marshal(plain(b))
 }
 
 // Fork is a message whose parent is not the message written before it.
