@@ -39,11 +39,18 @@ export interface paths {
          *     it runs the others get 409 with `Retry-After`; after it, a request
          *     gets the stored turn (`replayed: true`) without calling the model;
          *     after a model failure (502) a retry completes the turn without
-         *     storing the message twice. The same key with another message is 409.
+         *     storing the message twice. A key names one operation (a turn with
+         *     its message, a regeneration of one message, an edit of one message
+         *     with its text): reused for another it is 409 without `Retry-After`.
+         *     While another message of the session is being answered, a turn waits
+         *     its turn (up to 30 s, then 409 with `Retry-After`). Every 502 and 503
+         *     carries `Retry-After`; a commit whose answer was lost is found out,
+         *     never refused as someone else's.
          *     With `stream: true` or `Accept: text/event-stream` the
          *     answer is a stream of server-sent events: `session`
          *     (`{sessionId, userMessage, replyId}`), `delta` (`{text}`), then `done`
-         *     (a ChatResponse) or `error` (an Error). Once the request is read,
+         *     (a ChatResponse) or `error` (an Error, with `retryAfter` when a retry
+         *     may succeed). Once the request is read,
          *     the message is stored and answered even if the client disconnects.
          *
          *     Branches: with `regenerate` (the id of a reply, or of the user
@@ -54,8 +61,10 @@ export interface paths {
          *     one (same parent), answered, and becomes the active branch. The model
          *     sees exactly the new branch: its messages, and only summaries made on
          *     it. Both are idempotent under `clientMessageId` as turns are; a
-         *     regeneration of a message whose answer is still being written is 409
-         *     with `Retry-After`. Nothing is deleted or rewritten.
+         *     regeneration or an edit while a reply of the session is being
+         *     written is 409 with `Retry-After` and calls no model. A reply's
+         *     parent is always the message it answers. Nothing is deleted or
+         *     rewritten.
          */
         post: operations["chat"];
         delete?: never;
