@@ -351,12 +351,7 @@ func (c *chaosClient) try(token string, body map[string]any, stream bool) attemp
 			}
 			return true
 		case "error":
-			var b struct {
-				Error struct {
-					Code       string `json:"code"`
-					RetryAfter int    `json:"retryAfter"`
-				} `json:"error"`
-			}
+			var b errorResp
 			json.Unmarshal(e.data, &b)
 			c.mu.Lock()
 			c.st.events++

@@ -238,12 +238,7 @@ func TestModelFaultsAreRetryable(t *testing.T) {
 			if stream && r.status == 200 {
 				evs := readEvents(t, strings.NewReader(string(r.body)), nil)
 				last := evs[len(evs)-1]
-				var e struct {
-					Error struct {
-						Code       string `json:"code"`
-						RetryAfter int    `json:"retryAfter"`
-					} `json:"error"`
-				}
+				var e errorResp
 				json.Unmarshal(last.data, &e)
 				if last.name != "error" || e.Error.Code != "upstream" || e.Error.RetryAfter < 1 {
 					t.Errorf("%s, streamed: last event %s %s", name, last.name, last.data)

@@ -202,14 +202,18 @@ func (r response) decode(t testing.TB, v any) {
 	}
 }
 
+// errorResp is an error body, or the data of an error event.
+type errorResp struct {
+	Error struct {
+		Code       string `json:"code"`
+		Message    string `json:"message"`
+		RetryAfter int    `json:"retryAfter"`
+	} `json:"error"`
+}
+
 // errorCode returns the code of an error body.
 func (r response) errorCode() string {
-	var e struct {
-		Error struct {
-			Code    string `json:"code"`
-			Message string `json:"message"`
-		} `json:"error"`
-	}
+	var e errorResp
 	json.Unmarshal(r.body, &e)
 	return e.Error.Code
 }
