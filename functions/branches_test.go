@@ -340,9 +340,10 @@ func testConcurrentBranching(t *testing.T, backend string) {
 			case 3:
 				path, body = "/sessions/"+id+"/branch", map[string]any{"seq": one.Seq}
 			}
-			res := h.do("POST", path, alice.token, body)
-			// A regeneration of a message being answered is refused until
-			// that answer is stored; a switch may meet a moving branch.
+			// A regeneration or an edit while a reply of the session is
+			// written is refused with a Retry-After, and retried as told; a
+			// switch may meet a moving branch.
+			res, _ := h.retrying("POST", path, alice.token, body, 30)
 			switch {
 			case res.status == 200 && i%4 == 1:
 				written.Add(1)

@@ -278,12 +278,13 @@ func TestPagingRange(t *testing.T) {
 }
 
 // retrying sends a request as a well-behaved client does: again after a
-// network error, a 5xx or a 409 with a Retry-After (waiting as told), at
-// most tries times. It returns the last answer and how many were sent.
-func retrying(t testing.TB, base, method, path, token string, body any, tries int) (response, int) {
+// 5xx or a 409 with a Retry-After (waiting as told), at most tries times.
+// It returns the last answer and how many were sent.
+func (h *harness) retrying(method, path, token string, body any, tries int) (response, int) {
 	var r response
 	for i := 1; ; i++ {
-		r = doRequest(t, base, method, path, token, body, nil)
+		h.sent.Add(1)
+		r = doRequest(h.t, h.srv.URL, method, path, token, body, nil)
 		retry, _ := strconv.Atoi(r.header.Get("Retry-After"))
 		again := r.status >= 500 || r.status == 409 && retry > 0
 		if !again || i == tries {
@@ -322,7 +323,7 @@ func testManyWriters(t *testing.T, backend string) {
 					msgs = append(msgs, map[string]any{"role": []string{"user", "assistant"}[i%2], "content": fmt.Sprintf("w%d b%d m%d", w, b, i)})
 				}
 				body := map[string]any{"messages": msgs, "clientMessageId": fmt.Sprintf("w%d-b%d", w, b)}
-				r, n := retrying(t, h.srv.URL, "POST", "/sessions/"+id+"/messages", alice.token, body, 10)
+				r, n := h.retrying("POST", "/sessions/"+id+"/messages", alice.token, body, 10)
 				if r.status != 201 {
 					t.Errorf("writer %d batch %d after %d tries: %d %s", w, b, n, r.status, r.body)
 				}
@@ -403,6 +404,7 @@ func testConcurrentTree(t *testing.T, backend string) {
 						}
 						body = map[string]any{"sessionId": id, "edit": pick.ID, "message": text, "clientMessageId": key}
 					case op < 16:
+						h.sent.Add(1)
 						doRequest(t, h.srv.URL, "POST", "/sessions/"+id+"/branch", alice.token, map[string]any{"seq": pick.Seq}, nil)
 						continue
 					case op < 18:
@@ -416,7 +418,7 @@ func testConcurrentTree(t *testing.T, backend string) {
 						body = map[string]any{"clientMessageId": key, "messages": []map[string]any{
 							{"role": "user", "content": text}, {"role": "assistant", "content": "appended answer to " + key}}}
 					}
-					r, _ := retrying(t, h.srv.URL, "POST", path, alice.token, body, 30)
+					r, _ := h.retrying("POST", path, alice.token, body, 30)
 					switch {
 					case r.status == 200 || r.status == 201:
 						if body["message"] != nil || path != "/chat" {
@@ -481,6 +483,7 @@ func stopped(t *testing.T, h *harness, token, id, text string) {
 				replyID = s.ReplyID
 			}
 			if e.name == "delta" && replyID != "" {
+				h.sent.Add(1)
 				doRequest(t, h.srv.URL, "POST", "/sessions/"+id+"/replies/"+replyID+"/stop", token, nil, nil)
 				replyID = ""
 			}
