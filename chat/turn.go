@@ -298,7 +298,7 @@ func (svc *Service) waitTurn(wait bool, try func() error) error {
 		if !wait || !errors.Is(err, sessions.ErrBusy) || time.Now().After(deadline) {
 			return err
 		}
-		d := min(25*time.Millisecond<<min(i, 5), 500*time.Millisecond)
+		d := min(50*time.Millisecond<<min(i, 6), 2*time.Second) // each try is a read: back off
 		time.Sleep(d/2 + rand.N(d/2+1))
 	}
 }
