@@ -117,7 +117,7 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	} else if err := sessions.CheckID(q.SessionID); err != nil {
 		return nil, err
 	}
-	c := &claim{token: ids.New(), lease: now.Add(svc.ModelTimeout + leaseMargin),
+	c := &claim{token: ids.New(),
 		draft: req.OnDelta != nil && svc.Drafts != nil, op: sessions.Operation{Kind: sessions.OpTurn}}
 	var f *fork
 	if req.Regenerate != "" || req.Edit != "" {
@@ -138,6 +138,9 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	q.ReplyID, q.Draft = c.replyID, c.draft
 	var st *TurnState
 	err := svc.waitTurn(f == nil, func() (err error) {
+		// A try that waited claims as of now, with a lease from now.
+		now = svc.now()
+		c.lease = now.Add(svc.ModelTimeout + leaseMargin)
 		st, err = svc.Turns.RunTurn(ctx, q, nil, func(st *TurnState) (*TurnWrite, error) {
 			return svc.claim(st, q, draft, now, f, c)
 		})
