@@ -5,6 +5,7 @@ import (
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/sessions"
 )
 
 // Append stores messages the client composed itself (its own tool loop,
@@ -13,7 +14,8 @@ import (
 // against the messages a minute, is refused once the day's tokens are
 // spent, and its tokens count against the day (later turns send them to
 // the model). A retry under the same key returns the stored batch and
-// is not charged again.
+// is not counted or charged again. It is one batched read and one commit,
+// the limits included.
 func (svc *Service) Append(ctx context.Context, userID, sessionID, key string, drafts []history.Draft) ([]history.Message, error) {
 	if err := history.Validate(key, drafts...); err != nil {
 		return nil, err
@@ -25,30 +27,41 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key string, d
 			}
 		}
 	}
-	s, err := svc.Sessions.Get(ctx, userID, sessionID)
-	if err != nil {
+	if err := sessions.CheckID(sessionID); err != nil {
 		return nil, err
 	}
-	now := svc.now()
-	if err := svc.Usage.UpdateUsage(ctx, userID, Day(now), func(u *Usage) error {
-		return u.AdmitMessages(now, svc.Limits, len(drafts))
-	}); err != nil {
-		return nil, err
-	}
-	var a *history.Appended
-	err = svc.waitTurn(true, func() (err error) {
-		a, err = svc.History.AppendAll(ctx, s, key, drafts...)
-		return err
+	var out []history.Message
+	err := svc.waitTurn(true, func() error {
+		now := svc.now()
+		plan, err := svc.History.PlanFor(userID, sessionID, key, drafts...)
+		if err != nil {
+			return err
+		}
+		q := AppendQuery{UserID: userID, SessionID: sessionID, Key: key, Day: Day(now)}
+		return svc.Turns.RunAppend(ctx, q, func(st *AppendState) (*AppendWrite, error) {
+			s, t := st.Session.Clone(), st.Tail.Clone()
+			msgs, err := plan(s, t, st.Stored)
+			if err != nil {
+				return nil, err
+			}
+			if len(msgs) == 0 { // stored before: not counted or charged again
+				out = st.Stored
+				return nil, nil
+			}
+			u := st.Usage
+			if err := u.AdmitMessages(now, svc.Limits, len(msgs)); err != nil {
+				return nil, err
+			}
+			n := 0
+			for _, m := range msgs {
+				n += m.Tokens
+			}
+			out = msgs // the store names them in place
+			return &AppendWrite{Session: s, Tail: t, Messages: msgs, Window: u, Tokens: n}, nil
+		})
 	})
 	if err != nil {
 		return nil, err
 	}
-	if !a.Replayed {
-		n := 0
-		for _, m := range a.Messages {
-			n += m.Tokens
-		}
-		svc.addTokens(ctx, userID, n)
-	}
-	return a.Messages, nil
+	return out, nil
 }

@@ -22,6 +22,40 @@ type TurnStore interface {
 	// state as committed. plan may run more than once and has no other
 	// effects; its errors are returned as they are.
 	RunTurn(ctx context.Context, q TurnQuery, prev *TurnState, plan func(*TurnState) (*TurnWrite, error)) (*TurnState, error)
+	// RunAppend stores messages a client composed itself as a turn stores
+	// its message: it reads what q names in one round trip (the session,
+	// its tail, the batch stored under q.Key, the user's appended-messages
+	// window and spend on q.Day), calls plan, and commits the write plan
+	// returns in one commit (the messages, named by the key or by ids it
+	// chooses once, with the session, tail and window, and the tokens
+	// added to the day), on condition that nothing plan was given changed
+	// meanwhile; if something did, it reads and plans again. A nil write
+	// commits nothing. ENOTFOUND if the session does not exist.
+	RunAppend(ctx context.Context, q AppendQuery, plan func(*AppendState) (*AppendWrite, error)) error
+}
+
+// AppendQuery names what an append reads.
+type AppendQuery struct {
+	UserID, SessionID string
+	Key               string // the batch's clientMessageId; "" for none
+	Day               string // the UTC day whose spend to read
+}
+
+// AppendState is what an append read.
+type AppendState struct {
+	Session *sessions.Session
+	Tail    *history.Tail
+	Stored  []history.Message // the batch stored under the key, if any
+	Usage   Usage             // the appended-messages window and the day's spend
+}
+
+// AppendWrite is what an append's commit writes.
+type AppendWrite struct {
+	Session  *sessions.Session
+	Tail     *history.Tail
+	Messages []history.Message // created; the store names those without an id
+	Window   Usage             // the appended-messages window to store
+	Tokens   int               // added to the user's spend on the query's Day
 }
 
 // TurnQuery names what a turn reads.

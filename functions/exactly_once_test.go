@@ -496,3 +496,31 @@ func stopped(t *testing.T, h *harness, token, id, text string) {
 		return
 	}
 }
+
+// TestAppendRoundTrips: an append by the client is one batched read and
+// one commit, its per-user limits and spend included; a retry under its
+// key reads its batch (the first message with the rest, then the rest)
+// and writes nothing.
+func TestAppendRoundTrips(t *testing.T) {
+	h := newHarness(t)
+	alice := h.signUp()
+	id := h.newSession(alice.token, map[string]any{"title": "appends"})
+	h.idle()
+	for i, key := range []string{"", "batch-1", "batch-1"} {
+		body := map[string]any{"messages": []map[string]any{{"role": "user", "content": fmt.Sprint("question ", i)},
+			{"role": "assistant", "content": fmt.Sprint("answer ", i)}}}
+		if key != "" {
+			body["clientMessageId"] = key
+			body["messages"] = []map[string]any{{"role": "user", "content": "keyed"}, {"role": "assistant", "content": "answer"}}
+		}
+		before := h.counter.Snapshot()
+		h.do("POST", "/sessions/"+id+"/messages", alice.token, body).want(t, 201)
+		c := h.counter.Snapshot().Sub(before)
+		if c.RoundTrips != 2 || (i == 2) != (c.Writes == 0) {
+			t.Errorf("append %d: %s; want 2 round trips, writes only when not a replay", i, c)
+		}
+	}
+	if all := h.listing(alice.token, id, "all"); len(all) != 4 {
+		t.Errorf("%d messages stored, want 4", len(all))
+	}
+}

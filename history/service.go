@@ -149,16 +149,22 @@ func (svc *Service) AppendOne(s *sessions.Session, t *Tail, key, id string, d Dr
 // session s (as Append would): for callers that store the append together
 // with other writes. Messages of a keyed batch are named by KeyDocID.
 func (svc *Service) Prepare(s *sessions.Session, key string, drafts ...Draft) (Plan, error) {
+	return svc.PlanFor(s.UserID, s.ID, key, drafts...)
+}
+
+// PlanFor is Prepare for a session not read yet: the plan checks that
+// userID owns it, and counts the messages' tokens for its model the first
+// time it runs (again only if a later run finds another model).
+func (svc *Service) PlanFor(userID, sessionID, key string, drafts ...Draft) (Plan, error) {
 	if err := validateBatch(key, drafts); err != nil {
 		return nil, err
 	}
 	now := clock.Stored(svc.Now)
 	msgs := make([]Message, len(drafts))
-	total := 0
 	for i, d := range drafts {
-		m := Message{
-			SessionID:       s.ID,
-			UserID:          s.UserID,
+		msgs[i] = Message{
+			SessionID:       sessionID,
+			UserID:          userID,
 			Role:            d.Role,
 			Content:         d.Content,
 			Name:            d.Name,
@@ -169,13 +175,10 @@ func (svc *Service) Prepare(s *sessions.Session, key string, drafts ...Draft) (P
 			Metadata:        d.Metadata,
 		}
 		if key != "" {
-			m.ID = KeyDocID(key, i)
+			msgs[i].ID = KeyDocID(key, i)
 		}
-		m.Tokens = svc.Tokens.Count(s.Model, &m)
-		total += m.Tokens
-		msgs[i] = m
 	}
-	userID := s.UserID
+	counted, total := "", 0
 	return func(cur *sessions.Session, t *Tail, stored []Message) ([]Message, error) {
 		if err := cur.CheckOwner(userID); err != nil {
 			return nil, err
@@ -185,6 +188,13 @@ func (svc *Service) Prepare(s *sessions.Session, key string, drafts ...Draft) (P
 				return nil, errs.Errorf(errs.ECONFLICT, "clientMessageId %q was already used for other messages", key)
 			}
 			return nil, nil
+		}
+		if counted != cur.Model || total == 0 {
+			counted, total = cur.Model, 0
+			for i := range msgs {
+				msgs[i].Tokens = svc.Tokens.Count(cur.Model, &msgs[i])
+				total += msgs[i].Tokens
+			}
 		}
 		if err := cur.CheckWritable(); err != nil {
 			return nil, err

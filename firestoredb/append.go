@@ -1,0 +1,89 @@
+package firestoredb
+
+import (
+	"context"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// RunAppend reads the session, its context, the key's first message (or,
+// after a commit whose answer was lost, an unkeyed batch's first id), the
+// user's window and the day's spend in one BatchGetDocuments, and commits
+// the messages, the session, what changed of its context, the window (on
+// condition of its update time) and the spend's increment in one Commit;
+// see chat.TurnStore.
+func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat.AppendState) (*chat.AppendWrite, error)) error {
+	msgs := db.messagesOf(q.SessionID)
+	uref, dref := db.usageRef(q.UserID), db.dayRef(q.UserID, q.Day)
+	var names []string // an unkeyed batch's ids, kept across attempts
+	written := false
+	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
+		extra := []*firestore.DocumentRef{uref, dref}
+		switch {
+		case q.Key != "":
+			extra = append(extra, msgs.Doc(history.KeyDocID(q.Key, 0)))
+		case written:
+			extra = append(extra, msgs.Doc(names[0]))
+		}
+		st, snaps, err := db.readStored(get, q.SessionID, extra...)
+		if err != nil {
+			return nil, err
+		}
+		if !st.exists {
+			return nil, sessions.NotFound(q.SessionID)
+		}
+		if q.Key == "" && written && snaps[2].Exists() {
+			return nil, nil // the last commit landed
+		}
+		var ud usageDoc
+		var dd dayDoc
+		if err := dataTo(snaps[0], &ud); err != nil {
+			return nil, err
+		}
+		if err := dataTo(snaps[1], &dd); err != nil {
+			return nil, err
+		}
+		as := &chat.AppendState{Session: st.s, Tail: st.t,
+			Usage: chat.Usage{UserID: q.UserID, Minute: ud.Minute, MinuteMessages: ud.MinuteMsgs, Day: q.Day, DayTokens: dd.Tokens}}
+		if q.Key != "" && snaps[2].Exists() {
+			if as.Stored, err = readBatch(get, msgs, q.Key, snaps[2]); err != nil {
+				return nil, err
+			}
+		}
+		w, err := plan(as)
+		if err != nil || w == nil {
+			return nil, err
+		}
+		if q.Key == "" {
+			for len(names) < len(w.Messages) {
+				names = append(names, msgs.NewDoc().ID)
+			}
+			for i := range w.Messages {
+				w.Messages[i].ID = names[i]
+			}
+		}
+		b := db.newWrites()
+		db.createMessages(b, q.SessionID, q.Key, w.Messages)
+		w.Tail.SetIDs(w.Messages)
+		writeSession(b, db.sessionRef(q.SessionID), st, w.Session)
+		if _, err := db.writeContext(b, st, w.Session, w.Tail); err != nil {
+			return nil, err
+		}
+		nd := usageDoc{UserID: q.UserID, Minute: w.Window.Minute, MinuteMsgs: w.Window.MinuteMessages}
+		if snaps[0].Exists() {
+			b.Update(uref, fieldUpdates(nd), firestore.LastUpdateTime(snaps[0].UpdateTime))
+		} else {
+			b.Create(uref, nd)
+		}
+		if w.Tokens > 0 {
+			db.addTokens(b, q.UserID, q.Day, w.Tokens)
+		}
+		written = true
+		return b, nil
+	})
+	return err
+}

@@ -1,0 +1,115 @@
+package storetest
+
+import (
+	"context"
+	"fmt"
+	"sync"
+	"testing"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
+)
+
+// appendsPlan appends drafts as chat.Append plans it, counting n messages
+// against the window and charging tokens; seen records what it was given.
+func appendsPlan(e *Env, q chat.AppendQuery, seen *chat.AppendState, drafts ...history.Draft) func(*chat.AppendState) (*chat.AppendWrite, error) {
+	plan, err := e.History.PlanFor(q.UserID, q.SessionID, q.Key, drafts...)
+	return func(st *chat.AppendState) (*chat.AppendWrite, error) {
+		if err != nil {
+			return nil, err
+		}
+		if seen != nil {
+			*seen = *st
+		}
+		s, t := st.Session.Clone(), st.Tail.Clone()
+		msgs, err := plan(s, t, st.Stored)
+		if err != nil || len(msgs) == 0 {
+			return nil, err
+		}
+		u := st.Usage
+		u.Minute, u.MinuteMessages = 7, u.MinuteMessages+len(msgs)
+		return &chat.AppendWrite{Session: s, Tail: t, Messages: msgs, Window: u, Tokens: 3 * len(msgs)}, nil
+	}
+}
+
+// testAppends: a client's append reads the session, its tail, its key's
+// batch, the window and the day's spend, and writes messages, session,
+// tail, window and spend in one unit; concurrent appends stay gapless.
+func testAppends(t *testing.T, e *Env) {
+	ctx := context.Background()
+	turns, ok := e.DB.(chat.TurnStore)
+	if !ok {
+		t.Fatal("the store does not implement chat.TurnStore")
+	}
+	day := "2026-01-15"
+	missing := chat.AppendQuery{UserID: "alice", SessionID: ids.New(), Day: day}
+	if err := turns.RunAppend(ctx, missing, appendsPlan(e, missing, nil, history.Draft{Role: history.RoleUser, Content: "x"})); errs.CodeOf(err) != errs.ENOTFOUND {
+		t.Fatalf("an append to no session: %v", err)
+	}
+	s := e.NewSession(t, "alice")
+	q := chat.AppendQuery{UserID: "alice", SessionID: s.ID, Day: day}
+	two := []history.Draft{{Role: history.RoleUser, Content: "one"}, {Role: history.RoleAssistant, Content: "two"}}
+	noErr(t, turns.RunAppend(ctx, q, appendsPlan(e, q, nil, two...)))
+	kq := q
+	kq.Key = "batch"
+	var seen chat.AppendState
+	noErr(t, turns.RunAppend(ctx, kq, appendsPlan(e, kq, &seen, two...)))
+	if seen.Session.NextSeq != 2 || len(seen.Tail.Messages) != 2 || seen.Stored != nil || seen.Usage.MinuteMessages != 2 || seen.Usage.DayTokens != 6 {
+		t.Fatalf("the second append read %+v", seen)
+	}
+	// The key's batch is read whole; nothing is written again.
+	noErr(t, turns.RunAppend(ctx, kq, appendsPlan(e, kq, &seen, two...)))
+	if len(seen.Stored) != 2 || seen.Stored[1].Content != "two" || seen.Stored[0].ID != history.KeyDocID("batch", 0) ||
+		seen.Usage.MinuteMessages != 4 || seen.Usage.DayTokens != 12 || seen.Session.NextSeq != 4 {
+		t.Fatalf("the retry read %+v", seen)
+	}
+	all := e.All(t, e.Reload(t, s))
+	if len(all) != 4 || all[0].ID == "" || all[0].ID == all[1].ID || all[2].ID != history.KeyDocID("batch", 0) {
+		t.Fatalf("stored %+v", all)
+	}
+	if tail := seen.Tail.Messages; len(tail) != 4 || tail[0].ID != all[0].ID {
+		t.Fatalf("the tail's copies: %+v", tail)
+	}
+
+	// Concurrent appends: every batch stored once, whole, seqs gapless,
+	// window and spend exact.
+	const n = 8
+	var wg sync.WaitGroup
+	errc := make(chan error, n)
+	for i := range n {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			qi := q
+			qi.Key = fmt.Sprint("c", i)
+			errc <- turns.RunAppend(ctx, qi, appendsPlan(e, qi, nil,
+				history.Draft{Role: history.RoleUser, Content: fmt.Sprint("q", i)}, history.Draft{Role: history.RoleAssistant, Content: fmt.Sprint("a", i)}))
+		}()
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			t.Fatal(err)
+		}
+	}
+	all = e.All(t, e.Reload(t, s))
+	for i, m := range all {
+		if m.Seq != i || (i >= 4 && i%2 == 1 && m.Content != "a"+all[i-1].Content[1:]) {
+			t.Fatalf("message %d: seq %d %q", i, m.Seq, m.Content)
+		}
+	}
+	noErr(t, turns.RunAppend(ctx, q, func(st *chat.AppendState) (*chat.AppendWrite, error) { seen = *st; return nil, nil }))
+	if len(all) != 4+2*n || seen.Usage.MinuteMessages != 4+2*n || seen.Usage.DayTokens != 3*(4+2*n) {
+		t.Fatalf("%d messages, window %d, spend %d", len(all), seen.Usage.MinuteMessages, seen.Usage.DayTokens)
+	}
+}
+
+func noErr(tb testing.TB, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
