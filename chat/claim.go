@@ -83,6 +83,10 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now t
 		return nil, err
 	}
 	slot, err := AdmitTurn(now, svc.Limits, st.DayTokens, st.Slots, rand.IntN)
+	if errs.CodeOf(err) == errs.ERATELIMITED && len(q.Slots) < min(svc.Limits.TurnsPerMinute, MaxTurnsPerMinute) &&
+		admitDay(now, svc.Limits, st.DayTokens) == nil {
+		return nil, errMoreSlots
+	}
 	if err != nil {
 		return nil, err
 	}

@@ -74,9 +74,12 @@ type TurnQuery struct {
 	// whether it landed.
 	ReplyID string
 	Day     string // the UTC day whose token spend to read, YYYY-MM-DD
-	Slots   int    // how many rate-limit slots the user has (0: none to read)
-	Memory  bool   // read the user's long-term memory block
-	Draft   bool   // read the session's draft (a streaming turn)
+	// Slots are which of the user's rate-limit slots to read (0 to
+	// MaxTurnsPerMinute-1), in the order of TurnState.Slots; none: no limit
+	// to admit under. TurnWrite.Slot is an index into them.
+	Slots  []int
+	Memory bool // read the user's long-term memory block
+	Draft  bool // read the session's draft (a streaming turn)
 }
 
 // TurnState is what a turn read (or, after a commit, what it wrote).
@@ -85,7 +88,7 @@ type TurnState struct {
 	Tail      *history.Tail
 	Asked     *history.Message // the message the turn answers: AskedID's, or the one stored under Key
 	Answer    *history.Message // the message stored as ReplyID, if any
-	Slots     []int64          // the unix minute each slot was last taken in; 0 never
+	Slots     []int64          // the unix minute each slot of the query's was last taken in; 0 never
 	DayTokens int              // spent on Day
 	// KeyUsed: with AskedID and Key, a message is stored under Key.
 	KeyUsed bool

@@ -111,7 +111,7 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	ctx = context.WithoutCancel(ctx)
 	now := svc.now()
 	q := TurnQuery{UserID: req.UserID, SessionID: req.SessionID, Key: req.ClientMessageID, Day: Day(now),
-		Slots: svc.Limits.TurnsPerMinute, Memory: svc.Memory != nil}
+		Memory: svc.Memory != nil}
 	if q.SessionID == "" {
 		q.SessionID, q.New = svc.newSessionID(req), true
 	} else if err := sessions.CheckID(q.SessionID); err != nil {
@@ -141,9 +141,13 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 		// A try that waited claims as of now, with a lease from now.
 		now = svc.now()
 		c.lease = now.Add(svc.ModelTimeout + leaseMargin)
-		st, err = svc.Turns.RunTurn(ctx, q, nil, func(st *TurnState) (*TurnWrite, error) {
-			return svc.claim(st, q, draft, now, f, c)
-		})
+		claim := func(st *TurnState) (*TurnWrite, error) { return svc.claim(st, q, draft, now, f, c) }
+		q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, false)
+		st, err = svc.Turns.RunTurn(ctx, q, nil, claim)
+		if err == errMoreSlots { // every slot read was taken: read them all
+			q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, true)
+			st, err = svc.Turns.RunTurn(ctx, q, nil, claim)
+		}
 		return err
 	})
 	if err != nil {

@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"math/rand/v2"
 	"time"
 
 	"github.com/chatmemory/backend/kernel/errs"
@@ -73,6 +74,32 @@ func AdmitTurn(now time.Time, l Limits, dayTokens int, slots []int64, pick func(
 	}
 	return free[pick(len(free))], nil
 }
+
+// slotSample is how many of a user's turn slots a turn reads: a free one
+// is among them unless the user took most of their slots this minute, and
+// then the turn reads them all, at one more round trip.
+const slotSample = 3
+
+// slotsToRead picks which of the user's n turn slots a turn reads:
+// slotSample of them at random, or all.
+func slotsToRead(n int, all bool) []int {
+	n = min(n, MaxTurnsPerMinute)
+	if n <= 0 {
+		return nil
+	}
+	if all || n <= slotSample {
+		out := make([]int, n)
+		for i := range out {
+			out[i] = i
+		}
+		return out
+	}
+	return rand.Perm(n)[:slotSample]
+}
+
+// errMoreSlots is a claim's answer when every slot it read was taken this
+// minute but it read only some: the turn reads them all and claims again.
+var errMoreSlots = errs.Errorf(errs.EUNAVAILABLE, "every turn slot read was taken")
 
 // AdmitMessages counts n appended messages at now, or refuses them all.
 func (u *Usage) AdmitMessages(now time.Time, l Limits, n int) error {

@@ -91,3 +91,23 @@ func TestAppendedMessagesWindow(t *testing.T) {
 		t.Errorf("over the day's tokens: %v", err)
 	}
 }
+
+func TestSlotsToRead(t *testing.T) {
+	for _, tc := range []struct {
+		n    int
+		all  bool
+		want int
+	}{{0, false, 0}, {2, false, 2}, {3, false, 3}, {20, false, slotSample}, {20, true, 20}, {50, true, 50}, {MaxTurnsPerMinute + 5, true, MaxTurnsPerMinute}} {
+		got := slotsToRead(tc.n, tc.all)
+		seen := map[int]bool{}
+		for _, i := range got {
+			if i < 0 || i >= min(tc.n, MaxTurnsPerMinute) || seen[i] {
+				t.Errorf("slotsToRead(%d, %v) = %v: out of range or twice", tc.n, tc.all, got)
+			}
+			seen[i] = true
+		}
+		if len(got) != tc.want {
+			t.Errorf("slotsToRead(%d, %v) = %v, want %d slots", tc.n, tc.all, got, tc.want)
+		}
+	}
+}

@@ -109,7 +109,7 @@ func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
 		r.keyed = msgs.Doc(history.KeyDocID(q.Key, 0))
 		list = append(list, r.keyed)
 	}
-	for i := range min(q.Slots, chat.MaxTurnsPerMinute) {
+	for _, i := range q.Slots {
 		r.slots = append(r.slots, db.slotRef(q.UserID, i))
 	}
 	return r, append(list, r.slots...)

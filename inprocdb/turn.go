@@ -73,8 +73,12 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 		m := cloneMessage(db.messages[q.SessionID][seq])
 		st.Answer = &m
 	}
-	st.Slots = make([]int64, min(q.Slots, chat.MaxTurnsPerMinute))
-	copy(st.Slots, db.slots[q.UserID])
+	st.Slots = make([]int64, len(q.Slots))
+	for i, id := range q.Slots {
+		if id < len(db.slots[q.UserID]) {
+			st.Slots[i] = db.slots[q.UserID][id]
+		}
+	}
 	if u, ok := db.users[q.UserID]; q.Memory && ok && !u.Disabled {
 		st.Memory = chat.MemoryBlock{Text: u.Block, Tokens: u.BlockTokens}
 	}
@@ -114,12 +118,13 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 	if w.Tail != nil {
 		db.tails[q.SessionID] = cloneTail(w.Tail)
 	}
-	if w.Slot >= 0 {
+	if w.Slot >= 0 && w.Slot < len(q.Slots) {
+		id := q.Slots[w.Slot]
 		slots := db.slots[q.UserID]
-		for len(slots) <= w.Slot {
+		for len(slots) <= id {
 			slots = append(slots, 0)
 		}
-		slots[w.Slot] = w.Minute
+		slots[id] = w.Minute
 		db.slots[q.UserID] = slots
 	}
 	if w.Tokens > 0 {

@@ -49,7 +49,7 @@ func testTurns(t *testing.T, e *Env) {
 	}
 	day := "2026-01-15"
 	id := ids.New()
-	q := chat.TurnQuery{UserID: "alice", SessionID: id, New: true, Key: "k1", ReplyID: history.ReplyDocID("k1"), Day: day, Slots: 3}
+	q := chat.TurnQuery{UserID: "alice", SessionID: id, New: true, Key: "k1", ReplyID: history.ReplyDocID("k1"), Day: day, Slots: []int{0, 1, 2}}
 
 	// A turn that starts its session creates it in the same commit.
 	st := Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, appendPlan(e, q, "first")))
@@ -149,7 +149,7 @@ func testTurns(t *testing.T, e *Env) {
 	}
 
 	// Another user's turn on the same day and slots starts from zero.
-	other := Must[*chat.TurnState](t)(turns.RunTurn(ctx, chat.TurnQuery{UserID: "bob", SessionID: ids.New(), Day: day, Slots: 3}, nil,
+	other := Must[*chat.TurnState](t)(turns.RunTurn(ctx, chat.TurnQuery{UserID: "bob", SessionID: ids.New(), Day: day, Slots: []int{0, 1, 2}}, nil,
 		func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }))
 	if other.Session != nil || other.DayTokens != 0 || other.Slots[2] != 0 {
 		t.Fatalf("bob's state: %+v", other)
