@@ -76,25 +76,12 @@ func testAppends(t *testing.T, e *Env) {
 	// Concurrent appends: every batch stored once, whole, seqs gapless,
 	// window and spend exact.
 	const n = 8
-	var wg sync.WaitGroup
-	errc := make(chan error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			qi := q
-			qi.Key = fmt.Sprint("c", i)
-			errc <- turns.RunAppend(ctx, qi, appendsPlan(e, qi, nil,
-				history.Draft{Role: history.RoleUser, Content: fmt.Sprint("q", i)}, history.Draft{Role: history.RoleAssistant, Content: fmt.Sprint("a", i)}))
-		}()
-	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	concurrently(t, n, func(i int) error {
+		qi := q
+		qi.Key = fmt.Sprint("c", i)
+		return turns.RunAppend(ctx, qi, appendsPlan(e, qi, nil,
+			history.Draft{Role: history.RoleUser, Content: fmt.Sprint("q", i)}, history.Draft{Role: history.RoleAssistant, Content: fmt.Sprint("a", i)}))
+	})
 	all = e.All(t, e.Reload(t, s))
 	for i, m := range all {
 		if m.Seq != i || (i >= 4 && i%2 == 1 && m.Content != "a"+all[i-1].Content[1:]) {
@@ -104,6 +91,23 @@ func testAppends(t *testing.T, e *Env) {
 	noErr(t, turns.RunAppend(ctx, q, func(st *chat.AppendState) (*chat.AppendWrite, error) { seen = *st; return nil, nil }))
 	if len(all) != 4+2*n || seen.Usage.MinuteMessages != 4+2*n || seen.Usage.DayTokens != 3*(4+2*n) {
 		t.Fatalf("%d messages, window %d, spend %d", len(all), seen.Usage.MinuteMessages, seen.Usage.DayTokens)
+	}
+}
+
+// concurrently runs fn(0) to fn(n-1) at once and fails on any error.
+func concurrently(tb testing.TB, n int, fn func(i int) error) {
+	tb.Helper()
+	var wg sync.WaitGroup
+	errc := make(chan error, n)
+	for i := range n {
+		wg.Go(func() { errc <- fn(i) })
+	}
+	wg.Wait()
+	close(errc)
+	for err := range errc {
+		if err != nil {
+			tb.Fatal(err)
+		}
 	}
 }
 

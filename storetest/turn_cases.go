@@ -5,7 +5,6 @@ import (
 	"errors"
 	"fmt"
 	"reflect"
-	"sync"
 	"testing"
 	"time"
 
@@ -108,31 +107,18 @@ func testTurns(t *testing.T, e *Env) {
 	// Concurrent turns in one session: every message stored once, seqs
 	// gapless, spend exact.
 	const n = 8
-	var wg sync.WaitGroup
-	errc := make(chan error, n)
-	for i := range n {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			qi := q
-			qi.Key = fmt.Sprint("c", i)
-			_, err := turns.RunTurn(ctx, qi, nil, func(st *chat.TurnState) (*chat.TurnWrite, error) {
-				w, err := appendPlan(e, qi, fmt.Sprint("concurrent ", i))(st)
-				if w != nil {
-					w.Tokens = 5
-				}
-				return w, err
-			})
-			errc <- err
-		}()
-	}
-	wg.Wait()
-	close(errc)
-	for err := range errc {
-		if err != nil {
-			t.Fatal(err)
-		}
-	}
+	concurrently(t, n, func(i int) error {
+		qi := q
+		qi.Key = fmt.Sprint("c", i)
+		_, err := turns.RunTurn(ctx, qi, nil, func(st *chat.TurnState) (*chat.TurnWrite, error) {
+			w, err := appendPlan(e, qi, fmt.Sprint("concurrent ", i))(st)
+			if w != nil {
+				w.Tokens = 5
+			}
+			return w, err
+		})
+		return err
+	})
 	s := e.Reload(t, read.Session)
 	all := e.All(t, s)
 	for i, m := range all {
