@@ -39,16 +39,11 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 		if q.Key == "" && written && snaps[2].Exists() {
 			return nil, nil // the last commit landed
 		}
-		var ud usageDoc
-		var dd dayDoc
-		if err := dataTo(snaps[0], &ud); err != nil {
+		u, _, err := readWindow(snaps[0], snaps[1], q.UserID, q.Day, "")
+		if err != nil {
 			return nil, err
 		}
-		if err := dataTo(snaps[1], &dd); err != nil {
-			return nil, err
-		}
-		as := &chat.AppendState{Session: st.s, Tail: st.t,
-			Usage: chat.Usage{UserID: q.UserID, Minute: ud.Minute, MinuteMessages: ud.MinuteMsgs, Day: q.Day, DayTokens: dd.Tokens}}
+		as := &chat.AppendState{Session: st.s, Tail: st.t, Usage: u}
 		if q.Key != "" && snaps[2].Exists() {
 			if as.Stored, err = readBatch(get, msgs, q.Key, snaps[2]); err != nil {
 				return nil, err
@@ -73,12 +68,8 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 		if _, err := db.writeContext(b, st, w.Session, w.Tail); err != nil {
 			return nil, err
 		}
-		nd := usageDoc{UserID: q.UserID, Minute: w.Window.Minute, MinuteMsgs: w.Window.MinuteMessages}
-		if snaps[0].Exists() {
-			b.Update(uref, fieldUpdates(nd), firestore.LastUpdateTime(snaps[0].UpdateTime))
-		} else {
-			b.Create(uref, nd)
-		}
+		w.Window.UserID = q.UserID
+		writeWindow(b, snaps[0], w.Window, "")
 		if w.Tokens > 0 {
 			db.addTokens(b, q.UserID, q.Day, w.Tokens)
 		}

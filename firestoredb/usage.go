@@ -79,31 +79,44 @@ func (db *DB) UpdateUsage(ctx context.Context, userID, day string, fn func(*chat
 		if err != nil {
 			return nil, err
 		}
-		var d usageDoc
-		var dd dayDoc
-		if err := dataTo(snaps[0], &d); err != nil {
+		u, landed, err := readWindow(snaps[0], snaps[1], userID, day, token)
+		if err != nil || landed {
 			return nil, err
 		}
-		if err := dataTo(snaps[1], &dd); err != nil {
-			return nil, err
-		}
-		if d.Token == token {
-			return nil, nil // this call's commit landed
-		}
-		u := chat.Usage{UserID: userID, Minute: d.Minute, MinuteMessages: d.MinuteMsgs, Day: day, DayTokens: dd.Tokens}
 		if err := fn(&u); err != nil {
 			return nil, err
 		}
 		w := db.newWrites()
-		nd := usageDoc{UserID: userID, Minute: u.Minute, MinuteMsgs: u.MinuteMessages, Token: token}
-		if snaps[0].Exists() {
-			w.Update(ref, fieldUpdates(nd), firestore.LastUpdateTime(snaps[0].UpdateTime))
-		} else {
-			w.Create(ref, nd)
-		}
+		writeWindow(w, snaps[0], u, token)
 		return w, nil
 	})
 	return err
+}
+
+// readWindow decodes a user's appended-messages window and their spend on
+// day; landed reports that the window was last written under token.
+func readWindow(window, daySnap *firestore.DocumentSnapshot, userID, day, token string) (u chat.Usage, landed bool, err error) {
+	var d usageDoc
+	var dd dayDoc
+	if err := dataTo(window, &d); err != nil {
+		return u, false, err
+	}
+	if err := dataTo(daySnap, &dd); err != nil {
+		return u, false, err
+	}
+	u = chat.Usage{UserID: userID, Minute: d.Minute, MinuteMessages: d.MinuteMsgs, Day: day, DayTokens: dd.Tokens}
+	return u, token != "" && d.Token == token, nil
+}
+
+// writeWindow writes u's window in w, on condition that it is as window
+// was read (created if there was none), marked with token.
+func writeWindow(w *writes, window *firestore.DocumentSnapshot, u chat.Usage, token string) {
+	nd := usageDoc{UserID: u.UserID, Minute: u.Minute, MinuteMsgs: u.MinuteMessages, Token: token}
+	if window.Exists() {
+		w.Update(window.Ref, fieldUpdates(nd), firestore.LastUpdateTime(window.UpdateTime))
+	} else {
+		w.Create(window.Ref, nd)
+	}
 }
 
 // dataTo decodes snap into v, leaving v as it is if there is no document.
