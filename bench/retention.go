@@ -192,7 +192,7 @@ func verifyRetention(ctx context.Context, client *firestore.Client, cfg Retentio
 	if n, want := count(client.CollectionGroup(firestoredb.MessagesCollection).Query), 3*cfg.PerKind*cfg.Messages; n != want {
 		problems = append(problems, fmt.Sprintf("%d messages left, want %d", n, want))
 	}
-	if n, want := count(client.CollectionGroup(firestoredb.ContextCollection).Query), 2*3*cfg.PerKind; cfg.Messages > 0 && n != want { // a head and one page each
+	if n, want := count(client.CollectionGroup(firestoredb.ContextCollection).Query), 3*cfg.PerKind; cfg.Messages > 0 && n != want { // a window each
 		problems = append(problems, fmt.Sprintf("%d context documents left, want %d", n, want))
 	}
 	return problems

@@ -66,12 +66,12 @@ func TestPurgeLeavesNothing(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n := countUnder(t, client, s.ID); n != 44 { // 40 messages, the context (head, summary, one page) and the record
+	if n := countUnder(t, client, s.ID); n != 42 { // 40 messages, the context window and the record
 		t.Fatalf("%d documents under the session before purge", n)
 	}
 	storetest.Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", s.ID))
-	if n := storetest.Must[int](t)(e.Sessions.Purge(ctx, "alice", s.ID)); n != 45 {
-		t.Errorf("purge reported %d documents, want 45", n)
+	if n := storetest.Must[int](t)(e.Sessions.Purge(ctx, "alice", s.ID)); n != 43 {
+		t.Errorf("purge reported %d documents, want 43", n)
 	}
 	if n := countUnder(t, client, s.ID); n != 0 {
 		t.Errorf("%d documents left under the purged session", n)
@@ -103,7 +103,7 @@ func TestResumePurge(t *testing.T) {
 	// With a cancelled context the transaction itself fails: nothing happens.
 	_, err := e.Sessions.Purge(cancelled, "alice", s.ID)
 	storetest.WantCode(t, err, errs.EUNAVAILABLE)
-	if n := countUnder(t, client, s.ID); n != 7 { // 5 messages and the context (head and one page)
+	if n := countUnder(t, client, s.ID); n != 6 { // 5 messages and the context window
 		t.Fatalf("a failed purge deleted messages: %d left", n)
 	}
 	// Simulate the cut-off: session gone, marker present, messages present.
@@ -113,8 +113,8 @@ func TestResumePurge(t *testing.T) {
 	if _, err := client.Collection(firestoredb.SessionsCollection).Doc(s.ID).Delete(ctx); err != nil {
 		t.Fatal(err)
 	}
-	if n := storetest.Must[int](t)(db.ResumePurge(ctx, s.ID, nil)); n != 7 {
-		t.Errorf("resume deleted %d documents, want 7", n)
+	if n := storetest.Must[int](t)(db.ResumePurge(ctx, s.ID, nil)); n != 6 {
+		t.Errorf("resume deleted %d documents, want 6", n)
 	}
 	if n := countUnder(t, client, s.ID); n != 0 {
 		t.Errorf("%d documents left", n)
@@ -173,9 +173,9 @@ func TestPurgeReadsIDsFromTheContext(t *testing.T) {
 		queries bool
 		docs    int
 	}{
-		{"Short", short, false, 30 + 2 + 1},      // messages, head and a page, the session
+		{"Short", short, false, 30 + 1 + 1},      // messages, the window, the session
 		{"Long", long, true, 0},                  // its context documents vary
-		{"Branched", branched, true, 31 + 2 + 1}, // one page: the branch's 5 messages
+		{"Branched", branched, true, 31 + 1 + 1}, // the window: the branch's 5 messages
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", tc.s.ID))

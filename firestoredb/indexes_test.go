@@ -88,7 +88,7 @@ func TestIndexExemptions(t *testing.T) {
 	docs := map[string][]any{
 		SessionsCollection:    {sessionDoc{}},
 		MessagesCollection:    {messageDoc{}},
-		ContextCollection:     {headDoc{}, summaryDoc{}, pageDoc{}},
+		ContextCollection:     {windowDoc{}},
 		CompactionsCollection: {compactionDoc{}},
 		UsersCollection:       {memoryUserDoc{}},
 		FactsCollection:       {factDoc{}},

@@ -122,11 +122,11 @@ func inParallel(n int, fn func(i int)) {
 }
 
 // purgeTarget is a session being purged: as it was last stored, with the
-// head of its context (nil if it had none), or, with NextSeq -1, only its
-// id and owner.
+// window of its context (nil if it had none), or, with NextSeq -1, only
+// its id and owner.
 type purgeTarget struct {
-	s    *sessions.Session
-	head *headDoc
+	s      *sessions.Session
+	window *windowDoc
 }
 
 // finishPurges deletes everything under each marked session (those in out
@@ -279,12 +279,12 @@ func (db *DB) markerRef(id string) *firestore.DocumentRef {
 
 // markPurge checks the session, deletes its document and leaves a marker
 // with a lease, atomically; it returns the session as it was, with the
-// head of its context, read in the same round trip.
+// window of its context, read in the same round trip.
 func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Session) error) (purgeTarget, error) {
 	ref := db.sessionRef(id)
 	var gone purgeTarget
 	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snaps, err := tx.GetAll([]*firestore.DocumentRef{ref, db.contextOf(id).Doc(headDocID)})
+		snaps, err := tx.GetAll([]*firestore.DocumentRef{ref, db.windowRef(id)})
 		if err != nil {
 			return err
 		}
@@ -300,8 +300,8 @@ func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Ses
 		}
 		gone = purgeTarget{s: s}
 		if snaps[1].Exists() {
-			gone.head = &headDoc{}
-			if err := snaps[1].DataTo(gone.head); err != nil {
+			gone.window = &windowDoc{}
+			if err := snaps[1].DataTo(gone.window); err != nil {
 				return err
 			}
 		}
@@ -349,59 +349,40 @@ func (db *DB) claimPurge(ctx context.Context, id string) (string, error) {
 }
 
 // contextContents returns the context documents of session t that exist,
-// and the id of every message when its pages hold them all: the session
-// never branched and its context starts at its first message. It reads
-// the documents a context may have but the head (which markPurge read) in
-// one round trip. Without a head (a context still in the legacy document,
-// or a resumed purge) it returns every possible context document, to be
-// deleted if it exists, and no ids. The session document is gone, so
-// nothing writes its context any more.
+// and the id of every message when its window holds them all: the session
+// never branched and its context starts at its first message. Without a
+// window (a context in an earlier layout, or a resumed purge) it returns
+// every possible context document, to be deleted if it exists, and no
+// ids. The session document is gone, so nothing writes its context any
+// more.
 func (db *DB) contextContents(ctx context.Context, t purgeTarget) ([]*firestore.DocumentRef, []string, error) {
-	s, h := t.s, t.head
+	s, w := t.s, t.window
 	c := db.contextOf(s.ID)
-	if h == nil {
+	if w == nil {
 		var refs []*firestore.DocumentRef
 		for _, id := range contextDocIDs() {
 			refs = append(refs, c.Doc(id))
 		}
 		return refs, nil, nil
 	}
-	refs := []*firestore.DocumentRef{c.Doc(summaryDocID), c.Doc(draftDocID), c.Doc(legacyTailDocID)}
-	for page := max(0, h.Page-pageSlots+1); page <= h.Page; page++ {
-		refs = append(refs, c.Doc(pageID(page%pageSlots)))
-	}
-	snaps, err := db.client.GetAll(ctx, refs)
-	if err != nil {
+	existing := []*firestore.DocumentRef{c.Doc(windowDocID)}
+	draft, err := c.Doc(draftDocID).Get(ctx)
+	switch {
+	case err == nil:
+		existing = append(existing, draft.Ref)
+	case !isNotFound(err):
 		return nil, nil, err
 	}
-	existing := []*firestore.DocumentRef{c.Doc(headDocID)}
-	bySeq := make(map[int]string, s.NextSeq)
-	for i, snap := range snaps {
-		if !snap.Exists() {
-			continue
-		}
-		existing = append(existing, snap.Ref)
-		if i < 3 {
-			continue
-		}
-		var p pageDoc
-		if err := snap.DataTo(&p); err != nil {
-			return nil, nil, err
-		}
-		for _, m := range p.Messages {
-			bySeq[m.Seq] = m.ID
-		}
-	}
-	if s.Branches != nil || h.From != 0 {
+	if s.Branches != nil || w.From != 0 {
 		return existing, nil, nil
 	}
 	ids := make([]string, 0, s.NextSeq)
 	for seq := range s.NextSeq {
-		id, ok := bySeq[seq]
-		if !ok || id == "" {
+		e, ok := w.Messages[seqKey(seq)]
+		if !ok || e.ID == "" {
 			return existing, nil, nil
 		}
-		ids = append(ids, id)
+		ids = append(ids, e.ID)
 	}
 	return existing, ids, nil
 }

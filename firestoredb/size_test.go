@@ -10,6 +10,7 @@ import (
 	"testing"
 	"time"
 
+	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
@@ -24,7 +25,7 @@ import (
 func TestDocSizeIsFirestores(t *testing.T) {
 	client, _ := emulatortest.Firestore(t)
 	ctx := context.Background()
-	ref := client.Collection(SessionsCollection).Doc("size-probe").Collection(ContextCollection).Doc(pageID(3))
+	ref := client.Collection(SessionsCollection).Doc("size-probe").Collection(ContextCollection).Doc(windowDocID)
 	type probe struct {
 		UserID   string       `firestore:"userId"`
 		Page     int          `firestore:"page"`
@@ -88,22 +89,30 @@ func TestStoredBytesBoundsEntries(t *testing.T) {
 	}
 }
 
-// TestPagesStayBounded: over thousands of appends of tiny, ordinary and
+// TestWindowStaysBounded: over thousands of appends of tiny, ordinary and
 // maximal tool-heavy messages, with the tail as large as history lets it
-// be, every page stays under 90% of Firestore's limit, no page overwrites a
-// live one, an append writes at most the page being filled plus its own
-// messages, and the pages always hold exactly the tail.
-func TestPagesStayBounded(t *testing.T) {
+// be and a switch to another branch now and then, the window document
+// stays under its bound, an append sends little more than its own
+// messages, and the document always holds exactly the tail.
+func TestWindowStaysBounded(t *testing.T) {
 	client, _ := emulatortest.Firestore(t) // names documents; nothing is written
-	c := client.Collection(SessionsCollection).Doc("s").Collection(ContextCollection)
+	ref := client.Collection(SessionsCollection).Doc("s").Collection(ContextCollection).Doc(windowDocID)
 	r := rand.New(rand.NewPCG(3, 4))
-	s := &sessions.Session{ID: "s", UserID: "alice"}
-	st := &stored{sessionID: "s", exists: true, summaryEnd: -1, t: &history.Tail{}, s: s}
+	var doc *windowDoc
+	tail := &history.Tail{}
 	largest, seq := 0, 0
 	for step := range 3000 {
 		// An append of one to three messages; the tail keeps the newest
-		// messages up to MaxTailBytes, as history's does at worst.
-		t2 := st.t.Clone()
+		// messages up to MaxTailBytes, as history's does at worst. Now and
+		// then a switch keeps only a prefix, and a summary comes in.
+		t2 := tail.Clone()
+		if step%97 == 96 && len(t2.Messages) > 2 {
+			t2.Messages = t2.Messages[:len(t2.Messages)/2]
+		}
+		if step%50 == 49 && len(t2.Messages) > 0 {
+			t2.Compaction = &history.Compaction{ID: history.CompactionID(t2.Messages[0].Seq - 1), EndSeq: t2.Messages[0].Seq - 1,
+				Summary: strings.Repeat("s", 8000), CreatedAt: time.Now()}
+		}
 		var added []history.Message
 		for range 1 + r.IntN(3) {
 			m := randomMessage(r, seq)
@@ -119,63 +128,58 @@ func TestPagesStayBounded(t *testing.T) {
 			total -= history.StoredBytes(&t2.Messages[0])
 			t2.Messages = t2.Messages[1:]
 		}
-		s.NextSeq = seq
-		l, err := layout(c, st, s, t2)
+		var old *history.Tail
+		summaryEnd := -1
+		if doc != nil {
+			old, summaryEnd = tail, compactionEnd(tail.Compaction)
+		}
+		p, err := planWindow("alice", old, summaryEnd, t2, seq)
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
-		written, own := 0, 0
-		for slot, p := range l.set {
-			n := pageSize(c, slot, p)
-			written += n
-			largest = max(largest, n)
-			if n > MaxDocBytes*9/10 {
-				t.Fatalf("step %d: page of %d bytes", step, n)
-			}
-			st.pages[slot] = p
-		}
-		for _, m := range added {
-			own += valueSize(reflect.ValueOf(tailMsgDoc{ID: m.ID, msgFields: toMsgFields(&m)}))
-		}
-		if written > PageBytes+own+200 {
-			t.Fatalf("step %d: wrote %d bytes of pages for %d bytes of messages", step, written, own)
-		}
-		for _, slot := range l.del {
-			st.pages[slot] = nil
-		}
-		st.head, st.headTime = l.head, time.Now()
-		// Read back as decodeStored does.
-		var got []int
-		for _, p := range st.pages {
-			for _, e := range p.messagesOrNil() {
-				if e.Seq >= l.head.From {
-					got = append(got, e.Seq)
+		if p.Doc == nil && !slices.ContainsFunc(p.Updates, func(u firestore.Update) bool { return len(u.FieldPath) == 1 && u.FieldPath[0] == "messages" }) {
+			sent, own := 0, 0
+			for _, u := range p.Updates {
+				if u.Value != firestore.Delete && len(u.FieldPath) == 2 {
+					sent += valueSize(reflect.ValueOf(u.Value))
 				}
 			}
+			for _, m := range added {
+				own += valueSize(reflect.ValueOf(tailMsgDoc{ID: m.ID, msgFields: toMsgFields(&m)}))
+			}
+			if sent > own {
+				t.Fatalf("step %d: sent %d bytes of messages for %d bytes of new ones", step, sent, own)
+			}
 		}
-		slices.Sort(got)
-		var want []int
+		doc = p.apply(doc)
+		n := docSize(ref, doc)
+		largest = max(largest, n)
+		if n > maxWindowBytes {
+			t.Fatalf("step %d: a window of %d bytes", step, n)
+		}
+		got, err := doc.tailOf("s")
+		if err != nil {
+			t.Fatal(err)
+		}
+		var gotSeqs, want []int
+		for _, m := range got.Messages {
+			gotSeqs = append(gotSeqs, m.Seq)
+		}
 		for _, m := range t2.Messages {
 			want = append(want, m.Seq)
 		}
-		if !slices.Equal(got, want) {
-			t.Fatalf("step %d: pages hold %v, the tail is %v", step, got, want)
+		if !slices.Equal(gotSeqs, want) || compactionEnd(got.Compaction) != compactionEnd(t2.Compaction) {
+			t.Fatalf("step %d: the window holds %v, the tail is %v", step, gotSeqs, want)
 		}
-		st.t = t2
+		tail = t2
 	}
-	t.Logf("largest page written: %d bytes (%.0f%% of the limit)", largest, 100*float64(largest)/MaxDocBytes)
+	t.Logf("largest window: %d bytes (%.0f%% of the limit)", largest, 100*float64(largest)/MaxDocBytes)
 }
 
-func (p *pageDoc) messagesOrNil() []tailMsgDoc {
-	if p == nil {
-		return nil
-	}
-	return p.Messages
-}
-
-// TestLegacyContextMoves: a session whose context is still in the single
-// document of earlier versions is read from it, and its next append moves
-// it into pages and deletes it.
+// TestLegacyContextMoves: a session whose context is still in a layout of
+// earlier versions (one "tail" document, or a head, a summary and pages)
+// is read from it, and its next append moves it into the window document
+// and deletes what it came from.
 func TestLegacyContextMoves(t *testing.T) {
 	client, _ := emulatortest.Firestore(t)
 	ctx := context.Background()
@@ -186,50 +190,74 @@ func TestLegacyContextMoves(t *testing.T) {
 		t.Fatal(err)
 	}
 	hs := history.NewService(db, tok)
-	s, err := ss.Create(ctx, "alice", sessions.CreateInput{})
-	if err != nil {
-		t.Fatal(err)
+	layouts := map[string]func(c *firestore.CollectionRef, msgs []tailMsgDoc) error{
+		"tail": func(c *firestore.CollectionRef, msgs []tailMsgDoc) error {
+			_, err := c.Doc(legacyTailDocID).Set(ctx, map[string]any{"userId": "alice", "compactingUntil": time.Time{}, "messages": msgs})
+			return err
+		},
+		"pages": func(c *firestore.CollectionRef, msgs []tailMsgDoc) error {
+			// The first message left the tail (from 1) but stays on its page.
+			if _, err := c.Doc(legacyHeadDocID).Set(ctx, map[string]any{"userId": "alice", "from": 1, "page": 1}); err != nil {
+				return err
+			}
+			if _, err := c.Doc(legacySummaryDocID).Set(ctx, map[string]any{"userId": "alice"}); err != nil {
+				return err
+			}
+			if _, err := c.Doc(legacyPageID(0)).Set(ctx, map[string]any{"userId": "alice", "page": 0, "messages": msgs[:2]}); err != nil {
+				return err
+			}
+			_, err := c.Doc(legacyPageID(1)).Set(ctx, map[string]any{"userId": "alice", "page": 1, "messages": msgs[2:]})
+			return err
+		},
 	}
-	for _, text := range []string{"one", "two", "three"} {
-		if _, err := hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: text}); err != nil {
-			t.Fatal(err)
-		}
-	}
-	_, tail, err := db.ReadTail(ctx, s.ID)
-	if err != nil {
-		t.Fatal(err)
-	}
-	// Rewrite it as an earlier version stored it.
-	legacy := map[string]any{"userId": "alice", "compactingUntil": time.Time{}}
-	var msgs []tailMsgDoc
-	for i := range tail.Messages {
-		msgs = append(msgs, tailMsgDoc{ID: tail.Messages[i].ID, msgFields: toMsgFields(&tail.Messages[i])})
-	}
-	legacy["messages"] = msgs
-	for _, id := range contextDocIDs() {
-		if _, err := db.contextOf(s.ID).Doc(id).Delete(ctx); err != nil {
-			t.Fatal(err)
-		}
-	}
-	if _, err := db.contextOf(s.ID).Doc(legacyTailDocID).Set(ctx, legacy); err != nil {
-		t.Fatal(err)
-	}
-	_, got, err := db.ReadTail(ctx, s.ID)
-	if err != nil || len(got.Messages) != 3 || got.Messages[2].Content != "three" {
-		t.Fatalf("legacy context read: %+v, %v", got, err)
-	}
-	s, _ = ss.Get(ctx, "alice", s.ID)
-	if _, err := hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "four"}); err != nil {
-		t.Fatal(err)
-	}
-	_, got, err = db.ReadTail(ctx, s.ID)
-	if err != nil || len(got.Messages) != 4 || got.Messages[3].Content != "four" {
-		t.Fatalf("after the move: %+v, %v", got, err)
-	}
-	if snap, err := db.contextOf(s.ID).Doc(legacyTailDocID).Get(ctx); err == nil && snap.Exists() {
-		t.Fatal("the legacy document is still there")
-	}
-	if snap, err := db.contextOf(s.ID).Doc(headDocID).Get(ctx); err != nil || !snap.Exists() {
-		t.Fatalf("no head after the move: %v", err)
+	for name, write := range layouts {
+		t.Run(name, func(t *testing.T) {
+			s, err := ss.Create(ctx, "alice", sessions.CreateInput{})
+			if err != nil {
+				t.Fatal(err)
+			}
+			for _, text := range []string{"one", "two", "three"} {
+				if _, err := hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: text}); err != nil {
+					t.Fatal(err)
+				}
+			}
+			_, tail, err := db.ReadTail(ctx, s.ID)
+			if err != nil {
+				t.Fatal(err)
+			}
+			// Rewrite it as an earlier version stored it.
+			var msgs []tailMsgDoc
+			for i := range tail.Messages {
+				msgs = append(msgs, tailMsgDoc{ID: tail.Messages[i].ID, msgFields: toMsgFields(&tail.Messages[i])})
+			}
+			c := db.contextOf(s.ID)
+			if _, err := c.Doc(windowDocID).Delete(ctx); err != nil {
+				t.Fatal(err)
+			}
+			if err := write(c, msgs); err != nil {
+				t.Fatal(err)
+			}
+			first := map[string]int{"tail": 0, "pages": 1}[name]
+			_, got, err := db.ReadTail(ctx, s.ID)
+			if err != nil || len(got.Messages) != 3-first || got.Messages[len(got.Messages)-1].Content != "three" {
+				t.Fatalf("earlier context read: %+v, %v", got, err)
+			}
+			s, _ = ss.Get(ctx, "alice", s.ID)
+			if _, err := hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "four"}); err != nil {
+				t.Fatal(err)
+			}
+			_, got, err = db.ReadTail(ctx, s.ID)
+			if err != nil || len(got.Messages) != 4-first || got.Messages[len(got.Messages)-1].Content != "four" {
+				t.Fatalf("after the move: %+v, %v", got, err)
+			}
+			for _, id := range legacyDocIDs() {
+				if snap, err := c.Doc(id).Get(ctx); err == nil && snap.Exists() {
+					t.Fatalf("%s is still there", id)
+				}
+			}
+			if snap, err := c.Doc(windowDocID).Get(ctx); err != nil || !snap.Exists() {
+				t.Fatalf("no window after the move: %v", err)
+			}
+		})
 	}
 }

@@ -202,10 +202,10 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 	if s == nil {
 		s = ts.Session
 	}
-	var l *pagePlan
+	var wd *windowDoc
 	if w.Tail != nil {
 		var err error
-		if l, err = db.writeContext(b, v.st, s, w.Tail); err != nil {
+		if wd, err = db.writeContext(b, v.st, s, w.Tail); err != nil {
 			return nil, nil, err
 		}
 	}
@@ -240,7 +240,7 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		}
 	}
 	return b, func(res []*firestore.WriteResult) *chat.TurnState {
-		nv := &turnVersion{st: v.st.after(b, res, sref, db.contextOf(q.SessionID).Doc(headDocID), w.Session, w.Tail, l),
+		nv := &turnVersion{st: v.st.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd),
 			slotTimes: append([]time.Time(nil), v.slotTimes...)}
 		out := ts.Apply(q, w)
 		out.Version = nv

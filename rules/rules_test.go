@@ -235,8 +235,7 @@ func TestRules(t *testing.T) {
 		"archived session": sess(s.archived),
 		"deleted session":  sess(s.deleted),
 		"message":          sess(s.active) + "/messages/" + s.messages[0],
-		"context":          sess(s.active) + "/context/head",
-		"context page":     sess(s.active) + "/context/p00",
+		"context":          sess(s.active) + "/context/window",
 		"reply draft":      sess(s.active) + "/context/draft",
 		"compaction":       sess(s.active) + "/compactions/" + s.compaction,
 		"usage":            firestoredb.UsageCollection + "/" + s.usage,
@@ -306,7 +305,7 @@ func TestRules(t *testing.T) {
 		if got := names(t, r); r.status != 200 || len(got) != 1 {
 			t.Errorf("owner lists a deleted session's messages (recovery): %d %v", r.status, got)
 		}
-		for col, want := range map[string]int{"compactions": 1, "context": 4} { // head, summary, one page, the draft
+		for col, want := range map[string]int{"compactions": 1, "context": 2} { // the window, the draft
 			if r := f.query(alice.token, sess(s.active), col, "", false); r.status != 200 || len(names(t, r)) != want {
 				t.Errorf("owner lists %s: %d, %d documents %v", col, r.status, len(names(t, r)), names(t, r))
 			}

@@ -1,0 +1,128 @@
+package firestoredb
+
+import (
+	"fmt"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/chatmemory/backend/history"
+)
+
+// Earlier versions kept a session's tail elsewhere under context/: first
+// in one document, "tail"; then in a ring of pages, "p00" to "p15", with a
+// "head" naming the page being filled and the tail's first seq, and the
+// summary in "summary". A session whose window document does not exist yet
+// is read from them (one more round trip, once); its next write creates
+// the window and deletes them in the same commit.
+const (
+	legacyTailDocID    = "tail"
+	legacyHeadDocID    = "head"
+	legacySummaryDocID = "summary"
+	legacyPageSlots    = 16
+)
+
+func legacyPageID(slot int) string { return fmt.Sprintf("p%02d", slot) }
+
+// legacyDocIDs are the ids of every document an earlier layout may have.
+func legacyDocIDs() []string {
+	ids := []string{legacyHeadDocID, legacySummaryDocID, legacyTailDocID}
+	for i := range legacyPageSlots {
+		ids = append(ids, legacyPageID(i))
+	}
+	return ids
+}
+
+// contextDocIDs are the ids of every document a context may have.
+func contextDocIDs() []string {
+	return append([]string{windowDocID, draftDocID}, legacyDocIDs()...)
+}
+
+type legacyHead struct {
+	From            int       `firestore:"from"`
+	CompactingUntil time.Time `firestore:"compactingUntil"`
+}
+
+type legacySummary struct {
+	Compaction *compactionDoc `firestore:"compaction"`
+}
+
+type legacyPage struct {
+	Messages []tailMsgDoc `firestore:"messages"`
+}
+
+type legacyTail struct {
+	Messages        []tailMsgDoc   `firestore:"messages"`
+	Compaction      *compactionDoc `firestore:"compaction"`
+	CompactingUntil time.Time      `firestore:"compactingUntil"`
+}
+
+// readLegacy reads the tail of st's session from an earlier layout, and
+// notes the documents to delete when the window replaces them.
+func (db *DB) readLegacy(get getAll, st *stored) error {
+	c := db.contextOf(st.sessionID)
+	var refs []*firestore.DocumentRef
+	for _, id := range legacyDocIDs() {
+		refs = append(refs, c.Doc(id))
+	}
+	snaps, err := get(refs)
+	if err != nil {
+		return err
+	}
+	for _, snap := range snaps {
+		if snap.Exists() {
+			st.legacy = append(st.legacy, snap.Ref)
+		}
+	}
+	t, ok := &history.Tail{}, false // none at all: an empty tail
+	if head := snaps[0]; head.Exists() {
+		var h legacyHead
+		if err := dataTo(head, &h); err != nil {
+			return err
+		}
+		t.CompactingUntil = h.CompactingUntil.UTC()
+		var sum legacySummary
+		if err := dataTo(snaps[1], &sum); err != nil {
+			return err
+		}
+		if sum.Compaction != nil {
+			t.Compaction = fromCompactionDoc(history.CompactionID(sum.Compaction.EndSeq), sum.Compaction)
+		}
+		var msgs []tailMsgDoc
+		for _, snap := range snaps[3:] {
+			var p legacyPage
+			if err := dataTo(snap, &p); err != nil {
+				return err
+			}
+			for _, e := range p.Messages {
+				if e.Seq >= h.From {
+					msgs = append(msgs, e)
+				}
+			}
+		}
+		t.Messages, ok = legacyMessages(msgs, st.sessionID), true
+	} else if snaps[2].Exists() {
+		var d legacyTail
+		if err := dataTo(snaps[2], &d); err != nil {
+			return err
+		}
+		t.CompactingUntil = d.CompactingUntil.UTC()
+		if d.Compaction != nil {
+			t.Compaction = fromCompactionDoc(history.CompactionID(d.Compaction.EndSeq), d.Compaction)
+		}
+		t.Messages, ok = legacyMessages(d.Messages, st.sessionID), true
+	}
+	if ok {
+		st.t = t
+	}
+	return nil
+}
+
+func legacyMessages(docs []tailMsgDoc, sessionID string) []history.Message {
+	d := windowDoc{Messages: map[string]tailMsgDoc{}}
+	for _, e := range docs {
+		d.Messages[seqKey(e.Seq)] = e
+	}
+	t, _ := d.tailOf(sessionID) // keys made from seqs: always consistent
+	return t.Messages
+}
