@@ -80,6 +80,15 @@ type TurnQuery struct {
 	Slots  []int
 	Memory bool // read the user's long-term memory block
 	Draft  bool // read the session's draft (a streaming turn)
+	// KeyOnRetry lets the store leave the message under Key out of its
+	// first read (and, for an unkeyed turn, ReplyID, a new id; never with
+	// AskedID): the commit that claims a keyed turn creates the message
+	// under Key, so it lands only if there was none, and every later read
+	// (after a refused commit, or one whose answer was lost) reads it.
+	// Asked is then nil on a first read; a caller whose plan refused the
+	// turn on such a read asks again without KeyOnRetry, for the refusal
+	// may be a replay.
+	KeyOnRetry bool
 }
 
 // TurnState is what a turn read (or, after a commit, what it wrote).

@@ -142,11 +142,21 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 		now = svc.now()
 		c.lease = now.Add(svc.ModelTimeout + leaseMargin)
 		claim := func(st *TurnState) (*TurnWrite, error) { return svc.claim(st, q, draft, now, f, c) }
-		q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, false)
-		st, err = svc.Turns.RunTurn(ctx, q, nil, claim)
-		if err == errMoreSlots { // every slot read was taken: read them all
-			q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, true)
+		run := func() error {
 			st, err = svc.Turns.RunTurn(ctx, q, nil, claim)
+			if err == errMoreSlots { // every slot read was taken: read them all
+				q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, true)
+				st, err = svc.Turns.RunTurn(ctx, q, nil, claim)
+			}
+			return err
+		}
+		q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, false)
+		q.KeyOnRetry = q.AskedID == ""
+		if err = run(); err != nil && q.Key != "" && q.KeyOnRetry {
+			// Refused without reading the key's messages: a retry of a
+			// finished turn replays it even when it would be refused now.
+			q.KeyOnRetry = false
+			err = run()
 		}
 		return err
 	})

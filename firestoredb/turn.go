@@ -40,15 +40,24 @@ func (db *DB) draftRef(sessionID string) *firestore.DocumentRef {
 func (db *DB) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {
 	var unchanged *chat.TurnState
 	var written func([]*firestore.WriteResult) *chat.TurnState
+	first := true
 	res, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		st := prev
 		prev = nil // a retry reads afresh
 		if _, ok := stateVersion(st); !ok {
+			rq := q
+			if first && q.KeyOnRetry && q.AskedID == "" {
+				if rq.Key == "" {
+					rq.ReplyID = "" // a new id: nothing is there yet
+				}
+				rq.Key = "" // the claim's Create of the key's message checks it
+			}
 			var err error
-			if st, err = db.readTurn(get, q); err != nil {
+			if st, err = db.readTurn(get, rq); err != nil {
 				return nil, err
 			}
 		}
+		first = false
 		w, err := plan(st)
 		if err != nil || w == nil {
 			unchanged, written = st, nil
