@@ -19,8 +19,9 @@ import (
 
 // TestTurnRoundTrips: a turn makes at most 2 Firestore round trips before
 // the model is called (one batched read, one commit) and 1 after it (one
-// commit), at 4 messages and at 5,000, with long-term memory on; and a
-// context costs one read whatever the session's length.
+// commit), at 4 messages and at 5,000, with long-term memory on, and
+// touches the same few documents at both lengths; and a context costs one
+// read whatever the session's length.
 func TestTurnRoundTrips(t *testing.T) {
 	h := newHarness(t, func(c *functions.Config) { c.MaxSessionMessages = 10_000; c.LongTermMemory = true })
 	var atModel atomic.Value // the counts when the model was called
@@ -42,9 +43,9 @@ func TestTurnRoundTrips(t *testing.T) {
 	}
 	h.idle()
 
-	// Round trips, reads and writes (bytes grow with the page being filled).
-	type calls struct{ Reads, Writes, RoundTrips int64 }
-	of := func(c firestoretest.Counts) calls { return calls{c.Reads, c.Writes, c.RoundTrips} }
+	// Round trips and documents (bytes grow with the message).
+	type calls struct{ Reads, Writes, Deletes, RoundTrips int64 }
+	of := func(c firestoretest.Counts) calls { return calls{c.Reads, c.Writes, c.Deletes, c.RoundTrips} }
 	type cost struct{ before, after, afterTurn calls }
 	measure := func(body map[string]any) cost {
 		t.Helper()
@@ -70,6 +71,25 @@ func TestTurnRoundTrips(t *testing.T) {
 		}
 		if cs != cl {
 			t.Errorf("stream=%v: a turn costs more at 5,000 messages: %+v vs %+v", stream, cl, cs)
+		}
+		// Documents: the read is the session, its window, the day's spend,
+		// the memory block, 3 rate-limit slots and the keyed reply (and
+		// the draft when streaming); each commit writes the session, the
+		// window and a message, the claim a slot and the finish the spend
+		// (a streaming turn starts its draft in the claim and deletes it
+		// in the finish).
+		reads, writes, deletes := int64(8), int64(8), int64(0)
+		if stream {
+			reads, writes, deletes = 9, 9, 1
+		}
+		for n, c := range map[int]cost{4: cs, 5000: cl} {
+			r := c.before.Reads + c.after.Reads + c.afterTurn.Reads
+			w := c.before.Writes + c.after.Writes + c.afterTurn.Writes
+			d := c.before.Deletes + c.after.Deletes + c.afterTurn.Deletes
+			if r > reads || w > writes || d > deletes {
+				t.Errorf("stream=%v, about %d messages: %d reads, %d writes, %d deletes; want at most %d, %d, %d",
+					stream, n, r, w, d, reads, writes, deletes)
+			}
 		}
 	}
 	// A regeneration or an edit first reads the branch it continues (the

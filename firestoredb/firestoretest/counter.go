@@ -20,9 +20,9 @@ import (
 // Counter counts what the Firestore client really does, from its gRPC
 // traffic: documents read (found or missing, as Firestore bills a lookup of
 // a missing document and an empty query as one read each), documents
-// written, and round trips (RPCs).
+// written and deleted (billed apart), and round trips (RPCs).
 type Counter struct {
-	reads, writes, roundTrips, bytes, largest atomic.Int64
+	reads, writes, deletes, roundTrips, bytes, largest atomic.Int64
 	// OnCall, if set, is called with each RPC's method name before the RPC
 	// is sent (tests use it to act at a given moment of an operation).
 	OnCall func(method string)
@@ -33,7 +33,8 @@ type Counter struct {
 // Counts is a snapshot of a Counter.
 type Counts struct {
 	Reads      int64 `json:"reads"`
-	Writes     int64 `json:"writes"`
+	Writes     int64 `json:"writes"`  // created, set or updated
+	Deletes    int64 `json:"deletes"` // deleted
 	RoundTrips int64 `json:"roundTrips"`
 	// Bytes is the storage size (by Firestore's rules) of the documents
 	// written whole or in part; Largest the largest of them so far.
@@ -43,17 +44,17 @@ type Counts struct {
 
 // Sub returns c minus o (Largest stays c's).
 func (c Counts) Sub(o Counts) Counts {
-	return Counts{Reads: c.Reads - o.Reads, Writes: c.Writes - o.Writes, RoundTrips: c.RoundTrips - o.RoundTrips,
+	return Counts{Reads: c.Reads - o.Reads, Writes: c.Writes - o.Writes, Deletes: c.Deletes - o.Deletes, RoundTrips: c.RoundTrips - o.RoundTrips,
 		Bytes: c.Bytes - o.Bytes, Largest: c.Largest}
 }
 
 func (c Counts) String() string {
-	return fmt.Sprintf("%d reads, %d writes (%d bytes), %d round trips", c.Reads, c.Writes, c.Bytes, c.RoundTrips)
+	return fmt.Sprintf("%d reads, %d writes (%d bytes), %d deletes, %d round trips", c.Reads, c.Writes, c.Bytes, c.Deletes, c.RoundTrips)
 }
 
 // Snapshot returns the counts so far.
 func (c *Counter) Snapshot() Counts {
-	return Counts{Reads: c.reads.Load(), Writes: c.writes.Load(), RoundTrips: c.roundTrips.Load(),
+	return Counts{Reads: c.reads.Load(), Writes: c.writes.Load(), Deletes: c.deletes.Load(), RoundTrips: c.roundTrips.Load(),
 		Bytes: c.bytes.Load(), Largest: c.largest.Load()}
 }
 
@@ -62,21 +63,32 @@ func (c *Counter) unary(ctx context.Context, method string, req, reply any, cc *
 	if c.OnCall != nil {
 		c.OnCall(method)
 	}
-	if r, ok := req.(*pb.CommitRequest); ok {
-		c.writes.Add(int64(len(r.GetWrites())))
-		for _, w := range r.GetWrites() {
-			if d := w.GetUpdate(); d != nil {
-				n := int64(protoDocSize(d))
-				c.bytes.Add(n)
-				for old := c.largest.Load(); n > old && !c.largest.CompareAndSwap(old, n); old = c.largest.Load() {
-				}
-			}
-		}
+	switch r := req.(type) {
+	case *pb.CommitRequest:
+		c.countWrites(r.GetWrites())
+	case *pb.BatchWriteRequest:
+		c.countWrites(r.GetWrites())
 	}
 	if c.Faults != nil {
 		return c.Faults.unary(ctx, method, req, reply, cc, invoker, opts...)
 	}
 	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+func (c *Counter) countWrites(writes []*pb.Write) {
+	for _, w := range writes {
+		if w.GetDelete() != "" {
+			c.deletes.Add(1)
+			continue
+		}
+		c.writes.Add(1)
+		if d := w.GetUpdate(); d != nil {
+			n := int64(protoDocSize(d))
+			c.bytes.Add(n)
+			for old := c.largest.Load(); n > old && !c.largest.CompareAndSwap(old, n); old = c.largest.Load() {
+			}
+		}
+	}
 }
 
 func (c *Counter) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
