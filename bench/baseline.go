@@ -68,7 +68,7 @@ func runBaseline(ctx context.Context, cfg Config, modelURL string, tok *history.
 			return side, err
 		}
 		d := counter.Snapshot().Sub(before)
-		side.Samples = append(side.Samples, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, RoundTrips: d.RoundTrips,
+		side.Samples = append(side.Samples, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, Deletes: d.Deletes, RoundTrips: d.RoundTrips,
 			BeforeModel: at.Sub(before).RoundTrips, Bytes: d.Bytes, LatencyMs: ms(time.Since(start) - took), TTFTMs: ms(first), Tokenizations: 2})
 	}
 	side.Bands = bands(side.Samples, cfg.Bands)

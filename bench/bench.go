@@ -33,25 +33,26 @@ import (
 
 // Config sizes a run.
 type Config struct {
-	Turns           int      // turns of the long session, for both sides
-	Bands           [][2]int // 1-based, inclusive turn ranges to report
-	Concurrency     []int    // sessions chatting at once, for throughput
-	TurnsPerSession int      // turns each of those sessions runs
-	Budget          int      // the long session's context budget in tokens
-	TokenizerCorpus int      // messages counted for tokenizer throughput
-	HotspotTurns    int      // concurrent turns of one user vs as many users
+	Turns           int           // turns of the long session, for both sides
+	Bands           [][2]int      // 1-based, inclusive turn ranges to report
+	Concurrency     []int         // sessions chatting at once, for throughput
+	TurnsPerSession int           // turns each of those sessions runs
+	Budget          int           // the long session's context budget in tokens
+	TokenizerCorpus int           // messages counted for tokenizer throughput
+	HotspotTurns    int           // concurrent turns of one user vs as many users
+	DraftReply      time.Duration // how long the reply of the draft intervals' measurement streams; 0: none
 }
 
 // Full is `make bench`.
 func Full() Config {
 	return Config{Turns: 1000, Bands: [][2]int{{1, 10}, {91, 100}, {491, 500}, {991, 1000}},
-		Concurrency: []int{1, 10, 50}, TurnsPerSession: 20, Budget: 4000, TokenizerCorpus: 20000, HotspotTurns: 20}
+		Concurrency: []int{1, 10, 50}, TurnsPerSession: 20, Budget: 4000, TokenizerCorpus: 20000, HotspotTurns: 20, DraftReply: StreamedReply}
 }
 
 // Tiny proves the harness works, in seconds.
 func Tiny() Config {
 	return Config{Turns: 12, Bands: [][2]int{{1, 4}, {9, 12}}, Concurrency: []int{1, 3},
-		TurnsPerSession: 3, Budget: 600, TokenizerCorpus: 200, HotspotTurns: 4}
+		TurnsPerSession: 3, Budget: 600, TokenizerCorpus: 200, HotspotTurns: 4, DraftReply: time.Second}
 }
 
 // Sample is one turn.
@@ -59,6 +60,7 @@ type Sample struct {
 	Turn          int     `json:"turn"`
 	Reads         int64   `json:"reads"`
 	Writes        int64   `json:"writes"`
+	Deletes       int64   `json:"deletes"`
 	RoundTrips    int64   `json:"roundTrips"`            // the whole turn, after-turn work included
 	BeforeModel   int64   `json:"roundTripsBeforeModel"` // until the model is called
 	Bytes         int64   `json:"bytesWritten"`
@@ -73,6 +75,7 @@ type Band struct {
 	To            int     `json:"to"`
 	Reads         float64 `json:"readsPerTurn"`
 	Writes        float64 `json:"writesPerTurn"`
+	Deletes       float64 `json:"deletesPerTurn"`
 	RoundTrips    float64 `json:"roundTripsPerTurn"`
 	P50Ms         float64 `json:"p50Ms"`
 	P95Ms         float64 `json:"p95Ms"`
@@ -109,12 +112,16 @@ type Report struct {
 	// Amortized is the round trips of a conversation of AmortizedTurns
 	// turns with default settings, everything included.
 	Amortized struct {
-		Turns  int     `json:"turns"`
-		Median float64 `json:"medianRoundTrips"`
-		Mean   float64 `json:"meanRoundTrips"`
+		Turns   int     `json:"turns"`
+		Median  float64 `json:"medianRoundTrips"`
+		Mean    float64 `json:"meanRoundTrips"`
+		Reads   float64 `json:"readsPerTurn"`
+		Writes  float64 `json:"writesPerTurn"`
+		Deletes float64 `json:"deletesPerTurn"`
 	} `json:"amortized"`
-	LargestDocBytes int64   `json:"largestDocumentBytes"` // of any document the project wrote
-	Hotspot         Hotspot `json:"hotspot"`
+	LargestDocBytes int64      `json:"largestDocumentBytes"` // of any document the project wrote
+	Drafts          []DraftRun `json:"drafts"`
+	Hotspot         Hotspot    `json:"hotspot"`
 	Tokenizer       struct {
 		MessagesPerSecond float64 `json:"messagesPerSecond"`
 		// ContextBuildTokenizations counts tokenizer calls while building
@@ -195,6 +202,9 @@ func Reply(r openai.ChatCompletionRequest) string {
 	if len(r.Messages) > 0 {
 		system = r.Messages[0].Content
 	}
+	if d := streamed(r); d > 0 {
+		return words(1, int(d/streamedChunk)+1)
+	}
 	switch system {
 	case prompts.Summary:
 		return "So far the user planned a trip: trains, hotels, museums, a day by the sea; open questions on budget and dates."
@@ -243,6 +253,12 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 	if rep.Hotspot, err = runHotspot(ctx, modelURL, tok, cfg.HotspotTurns); err != nil {
 		return nil, err
 	}
+	if cfg.DraftReply > 0 {
+		log("drafts: a reply streaming for %s at each draft interval", cfg.DraftReply)
+		if rep.Drafts, err = runDrafts(ctx, modelURL, tok, cfg.DraftReply); err != nil {
+			return nil, err
+		}
+	}
 	rep.Tokenizer.MessagesPerSecond = tokenizerRate(tok, cfg.TokenizerCorpus)
 	rep.Notes = []string{
 		"Counts come from a gRPC interceptor on the real Firestore client and transfer to production; times are the emulator's on this machine and do not.",
@@ -283,7 +299,7 @@ func (c *clock) advance(d time.Duration) {
 }
 
 // newApp is the backend with its default limits and long-term memory on.
-func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project string) (*app, error) {
+func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project string, configure ...func(*functions.Config)) (*app, error) {
 	counter := &firestoretest.Counter{}
 	client, err := firestoretest.Dial(ctx, project, counter)
 	if err != nil {
@@ -295,6 +311,9 @@ func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project
 	cfg := functions.Config{ChatModel: "gpt-4o-mini", SystemPrompt: "You are a helpful assistant.",
 		MaxSessionMessages: 1 << 20, ModelTimeout: time.Minute, ContextStrategy: "summary_buffer", WindowExchanges: 10, LongTermMemory: true,
 		TurnsPerMinute: functions.DefaultTurnsPerMinute, MessagesPerMinute: functions.DefaultMessagesPerMinute}
+	for _, c := range configure {
+		c(&cfg)
+	}
 	a := functions.NewApp(cfg, functions.Deps{Store: firestoredb.New(client), Model: model, Tokens: tokens,
 		Log: slog.New(slog.DiscardHandler), Now: clk.Now})
 	return &app{app: a, counter: counter, tokens: tokens, model: model, clock: clk, close: func() { client.Close() }}, nil
@@ -343,7 +362,7 @@ func runProject(ctx context.Context, cfg Config, modelURL string, tok *history.T
 		rep.Tokenizer.ContextBuildTokenizations += a.tokens.calls.Load() - c0
 		d := a.counter.Snapshot().Sub(before)
 		rep.LargestDocBytes = max(rep.LargestDocBytes, d.Largest)
-		side.Samples = append(side.Samples, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, RoundTrips: d.RoundTrips,
+		side.Samples = append(side.Samples, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, Deletes: d.Deletes, RoundTrips: d.RoundTrips,
 			BeforeModel: at.Sub(before).RoundTrips, Bytes: d.Bytes, LatencyMs: ms(lat), TTFTMs: ms(first),
 			Tokenizations: a.tokens.calls.Load() - calls})
 	}
@@ -390,12 +409,19 @@ func runDefaults(ctx context.Context, cfg Config, modelURL string, tok *history.
 		if err != nil {
 			return fmt.Errorf("turn %d: %w", turn, err)
 		}
-		n := a.counter.Snapshot().Sub(before).RoundTrips
-		rts = append(rts, float64(n))
-		rep.Amortized.Mean += float64(n)
+		d := a.counter.Snapshot().Sub(before)
+		rts = append(rts, float64(d.RoundTrips))
+		rep.Amortized.Mean += float64(d.RoundTrips)
+		rep.Amortized.Reads += float64(d.Reads)
+		rep.Amortized.Writes += float64(d.Writes)
+		rep.Amortized.Deletes += float64(d.Deletes)
 	}
 	rep.Amortized.Turns = len(rts)
-	rep.Amortized.Mean /= float64(max(1, len(rts)))
+	n := float64(max(1, len(rts)))
+	rep.Amortized.Mean /= n
+	rep.Amortized.Reads /= n
+	rep.Amortized.Writes /= n
+	rep.Amortized.Deletes /= n
 	rep.Amortized.Median = percentile(rts, 50)
 	return nil
 }
@@ -428,6 +454,7 @@ func bands(samples []Sample, ranges [][2]int) []Band {
 			b.Bytes += float64(s.Bytes)
 			b.Reads += float64(s.Reads)
 			b.Writes += float64(s.Writes)
+			b.Deletes += float64(s.Deletes)
 			b.RoundTrips += float64(s.RoundTrips)
 			b.Tokenizations += float64(s.Tokenizations)
 			lats = append(lats, s.LatencyMs)
@@ -435,7 +462,7 @@ func bands(samples []Sample, ranges [][2]int) []Band {
 		if n == 0 {
 			continue
 		}
-		b.Reads, b.Writes, b.RoundTrips, b.Tokenizations, b.Bytes = b.Reads/n, b.Writes/n, b.RoundTrips/n, b.Tokenizations/n, b.Bytes/n
+		b.Reads, b.Writes, b.Deletes, b.RoundTrips, b.Tokenizations, b.Bytes = b.Reads/n, b.Writes/n, b.Deletes/n, b.RoundTrips/n, b.Tokenizations/n, b.Bytes/n
 		b.P50Ms, b.P95Ms = percentile(lats, 50), percentile(lats, 95)
 		b.BeforeP50, b.BeforeMax, b.TTFTP50 = percentile(before, 50), percentile(before, 100), percentile(ttft, 50)
 		out = append(out, b)

@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"image/png"
+	"math"
 	"os"
 	"path/filepath"
 	"strings"
@@ -22,7 +23,7 @@ func TestTinyRun(t *testing.T) {
 	emulatortest.Require(t, "FIRESTORE_EMULATOR_HOST")
 	model := llmtest.New(t)
 	model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
-		return llmtest.Response{Content: bench.Reply(r)}
+		return llmtest.Response{Content: bench.Reply(r), ChunkDelay: bench.ChunkDelay(r)}
 	})
 	rep, err := bench.Run(context.Background(), bench.Tiny(), model.BaseURL(), t.Logf)
 	if err != nil {
@@ -90,8 +91,18 @@ func TestTinyRun(t *testing.T) {
 	if err != nil || img.Bounds().Dx() < 500 {
 		t.Fatalf("bench.png: %v", err)
 	}
+	// A streamed reply starts and deletes its draft and saves it at least
+	// once at the shortest interval.
+	if len(rep.Drafts) != len(bench.DraftIntervals) {
+		t.Fatalf("drafts: %+v", rep.Drafts)
+	}
+	for _, d := range rep.Drafts {
+		if d.ExtraWrites < 1 || d.ExtraDeletes != 1 || (d.IntervalMs == 500 && d.ExtraWrites < 2) {
+			t.Errorf("draft run %+v", d)
+		}
+	}
 	md, _ := os.ReadFile(filepath.Join(dir, "bench.md"))
-	if !strings.Contains(string(md), "| 9–12 | baseline |") {
+	if !strings.Contains(string(md), "| 9–12 | baseline |") || !strings.Contains(string(md), "$ per 1,000 turns") || !strings.Contains(string(md), "2000 ms (default)") {
 		t.Errorf("bench.md:\n%s", md)
 	}
 }
@@ -99,6 +110,26 @@ func TestTinyRun(t *testing.T) {
 // TestTinyRetention proves the retention benchmark's harness: the sweep of
 // a tiny seed completes and the end state verifies. It asserts counts,
 // never times.
+// TestCostOf: list prices and the free tier, worked by hand.
+func TestCostOf(t *testing.T) {
+	for _, tc := range []struct {
+		r, w, d float64
+		dollars float64
+		free    int
+	}{
+		{9.1, 2, 0, 0.00906, 5494}, // reads decide the free tier
+		{5, 6, 1, 0.014, 3333},     // writes do
+		{1, 1, 4, 0.0032, 5000},    // deletes do
+		{0, 0, 0, 0, 0},            // nothing: no bound
+		{1000, 0, 0, 0.6, 50},      // the baseline at turn 500
+	} {
+		c := bench.CostOf(tc.r, tc.w, tc.d)
+		if math.Abs(c.DollarsPer1000-tc.dollars) > 1e-9 || c.FreeTurnsPerDay != tc.free {
+			t.Errorf("CostOf(%v, %v, %v) = $%v, %d a day; want $%v, %d", tc.r, tc.w, tc.d, c.DollarsPer1000, c.FreeTurnsPerDay, tc.dollars, tc.free)
+		}
+	}
+}
+
 func TestTinyRetention(t *testing.T) {
 	emulatortest.Require(t, "FIRESTORE_EMULATOR_HOST")
 	cfg := bench.RetentionTiny()

@@ -58,6 +58,7 @@ func (r *Report) WriteTable(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %.1f× | %.1f× |\n", x.Band, x.Reads, x.P50)
 	}
 	fmt.Fprintln(w)
+	r.writeCosts(w)
 	fmt.Fprintln(w, "| sessions at once | turns | turns/s | p95 ms |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, t := range r.Throughput {

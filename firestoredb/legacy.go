@@ -35,7 +35,7 @@ func legacyDocIDs() []string {
 
 // contextDocIDs are the ids of every document a context may have.
 func contextDocIDs() []string {
-	return append([]string{windowDocID, draftDocID}, legacyDocIDs()...)
+	return append([]string{windowDocID, DraftDocID}, legacyDocIDs()...)
 }
 
 type legacyHead struct {

@@ -366,7 +366,7 @@ func (db *DB) contextContents(ctx context.Context, t purgeTarget) ([]*firestore.
 		return refs, nil, nil
 	}
 	existing := []*firestore.DocumentRef{c.Doc(windowDocID)}
-	draft, err := c.Doc(draftDocID).Get(ctx)
+	draft, err := c.Doc(DraftDocID).Get(ctx)
 	switch {
 	case err == nil:
 		existing = append(existing, draft.Ref)

@@ -30,7 +30,7 @@ type draftDoc struct {
 }
 
 func (db *DB) draftRef(sessionID string) *firestore.DocumentRef {
-	return db.contextOf(sessionID).Doc(draftDocID)
+	return db.contextOf(sessionID).Doc(DraftDocID)
 }
 
 // RunTurn reads everything a turn needs in one BatchGetDocuments (the

@@ -33,7 +33,7 @@ const (
 	ContextCollection     = "context"
 	CompactionsCollection = "compactions"
 	windowDocID           = "window"
-	draftDocID            = "draft" // the partial text of the session's streaming reply
+	DraftDocID            = "draft" // the partial text of the session's streaming reply, which clients follow
 )
 
 // windowDoc is chat_sessions/{sid}/context/window.

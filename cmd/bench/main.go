@@ -42,7 +42,7 @@ func main() {
 	defer model.Close()
 	model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
 		model.Forget()
-		return llmtest.Response{Content: bench.Reply(r)}
+		return llmtest.Response{Content: bench.Reply(r), ChunkDelay: bench.ChunkDelay(r)}
 	})
 	rep, err := bench.Run(context.Background(), cfg, model.BaseURL(), func(f string, a ...any) {
 		fmt.Fprintf(os.Stderr, "bench: "+f+"\n", a...)
