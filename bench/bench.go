@@ -119,9 +119,10 @@ type Report struct {
 		Writes  float64 `json:"writesPerTurn"`
 		Deletes float64 `json:"deletesPerTurn"`
 	} `json:"amortized"`
-	LargestDocBytes int64      `json:"largestDocumentBytes"` // of any document the project wrote
-	Drafts          []DraftRun `json:"drafts"`
-	Hotspot         Hotspot    `json:"hotspot"`
+	LargestDocBytes int64       `json:"largestDocumentBytes"` // of any document the project wrote
+	Drafts          []DraftRun  `json:"drafts"`
+	MemoryPath      *MemoryPath `json:"memoryPath"`
+	Hotspot         Hotspot     `json:"hotspot"`
 	Tokenizer       struct {
 		MessagesPerSecond float64 `json:"messagesPerSecond"`
 		// ContextBuildTokenizations counts tokenizer calls while building
@@ -251,6 +252,10 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 	}
 	log("hotspot: %d turns at once, of %d users and of one", cfg.HotspotTurns, cfg.HotspotTurns)
 	if rep.Hotspot, err = runHotspot(ctx, modelURL, tok, cfg.HotspotTurns); err != nil {
+		return nil, err
+	}
+	log("memory path: %d turns of GET context and POST messages, against one document", cfg.Turns)
+	if rep.MemoryPath, err = runMemoryPath(ctx, cfg, modelURL, tok); err != nil {
 		return nil, err
 	}
 	if cfg.DraftReply > 0 {
