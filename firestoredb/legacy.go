@@ -2,6 +2,7 @@ package firestoredb
 
 import (
 	"fmt"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -118,11 +119,17 @@ func (db *DB) readLegacy(get getAll, st *stored) error {
 	return nil
 }
 
+// tailMsgDoc is a message as earlier layouts kept it in a context.
+type tailMsgDoc struct {
+	ID string `firestore:"id"`
+	msgFields
+}
+
 func legacyMessages(docs []tailMsgDoc, sessionID string) []history.Message {
-	d := windowDoc{Messages: map[string]tailMsgDoc{}}
-	for _, e := range docs {
-		d.Messages[seqKey(e.Seq)] = e
+	out := make([]history.Message, 0, len(docs))
+	for i := range docs {
+		out = append(out, docs[i].message(docs[i].ID, sessionID))
 	}
-	t, _ := d.tailOf(sessionID) // keys made from seqs: always consistent
-	return t.Messages
+	slices.SortFunc(out, func(a, b history.Message) int { return a.Seq - b.Seq })
+	return out
 }

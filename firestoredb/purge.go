@@ -379,10 +379,14 @@ func (db *DB) contextContents(ctx context.Context, t purgeTarget) ([]*firestore.
 	ids := make([]string, 0, s.NextSeq)
 	for seq := range s.NextSeq {
 		e, ok := w.Messages[seqKey(seq)]
-		if !ok || e.ID == "" {
+		if !ok {
 			return existing, nil, nil
 		}
-		ids = append(ids, e.ID)
+		m, err := decodeEntry(e, s.ID)
+		if err != nil || m.ID == "" {
+			return existing, nil, nil
+		}
+		ids = append(ids, m.ID)
 	}
 	return existing, ids, nil
 }

@@ -75,16 +75,27 @@ func randomMessage(r *rand.Rand, seq int) history.Message {
 }
 
 // TestStoredBytesBoundsEntries: what history counts for a message in a
-// tail is never less than what a page stores for it, so MaxTailBytes
-// bounds the pages a tail spans.
+// tail is never less than what the window stores for it (its key and its
+// entry), so MaxTailBytes bounds the window; and an entry decodes to the
+// message it was made from.
 func TestStoredBytesBoundsEntries(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
 	for i := range 2000 {
 		m := randomMessage(r, i)
-		got := valueSize(reflect.ValueOf(tailMsgDoc{ID: m.ID, msgFields: toMsgFields(&m)}))
+		m.ParentSeq = i - 1 - r.IntN(3) // -1 for the first; a fork's parent now and then
+		m.CreatedAt = m.CreatedAt.UTC()
+		e := encodeEntry(&m)
+		got := len(seqKey(m.Seq)) + 1 + valueSize(reflect.ValueOf(e))
 		if bound := history.StoredBytes(&m); got > bound {
 			t.Fatalf("message %d (%s, %d bytes of content, %d tool calls) stores %d bytes, over its bound %d",
 				i, m.Role, len(m.Content), len(m.ToolCalls), got, bound)
+		}
+		back, err := decodeEntry(e, m.SessionID)
+		if err != nil || !reflect.DeepEqual(back, m) {
+			t.Fatalf("message %d: decoded %+v (%v), want %+v", i, back, err, m)
+		}
+		if _, err := decodeEntry(e[:len(e)-1], m.SessionID); err == nil {
+			t.Fatalf("message %d: a truncated entry decoded", i)
 		}
 	}
 }
@@ -145,7 +156,7 @@ func TestWindowStaysBounded(t *testing.T) {
 				}
 			}
 			for _, m := range added {
-				own += valueSize(reflect.ValueOf(tailMsgDoc{ID: m.ID, msgFields: toMsgFields(&m)}))
+				own += len(encodeEntry(&m))
 			}
 			if sent > own {
 				t.Fatalf("step %d: sent %d bytes of messages for %d bytes of new ones", step, sent, own)

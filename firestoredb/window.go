@@ -42,12 +42,7 @@ type windowDoc struct {
 	From            int                   `firestore:"from"` // seq of the tail's first message
 	CompactingUntil time.Time             `firestore:"compactingUntil"`
 	Compaction      *compactionDoc        `firestore:"compaction"`
-	Messages        map[string]tailMsgDoc `firestore:"messages"`
-}
-
-type tailMsgDoc struct {
-	ID string `firestore:"id"`
-	msgFields
+	Messages        map[string][]byte `firestore:"messages"` // seqKey → entry (see entry.go)
 }
 
 // seqKey is a message's key in windowDoc.Messages: a plain identifier,
@@ -66,10 +61,11 @@ func (d *windowDoc) tailOf(sessionID string) (*history.Tail, error) {
 		t.Compaction = fromCompactionDoc(history.CompactionID(d.Compaction.EndSeq), d.Compaction)
 	}
 	for k, e := range d.Messages {
-		if seq, ok := keySeq(k); !ok || seq != e.Seq {
-			return nil, errs.Errorf(errs.EINTERNAL, "context of session %s: entry %q holds seq %d", sessionID, k, e.Seq)
+		m, err := decodeEntry(e, sessionID)
+		if seq, ok := keySeq(k); err != nil || !ok || seq != m.Seq {
+			return nil, errs.Errorf(errs.EINTERNAL, "context of session %s: entry %q does not hold its message", sessionID, k)
 		}
-		t.Messages = append(t.Messages, e.message(e.ID, sessionID))
+		t.Messages = append(t.Messages, m)
 	}
 	slices.SortFunc(t.Messages, func(a, b history.Message) int { return a.Seq - b.Seq })
 	return t, nil
@@ -128,16 +124,16 @@ func planWindow(userID string, old *history.Tail, summaryEnd int, t *history.Tai
 	}
 	for i := range t.Messages {
 		if m := &t.Messages[i]; m.Seq > last {
-			u = append(u, firestore.Update{FieldPath: firestore.FieldPath{"messages", seqKey(m.Seq)}, Value: tailMsgDoc{ID: m.ID, msgFields: toMsgFields(m)}})
+			u = append(u, firestore.Update{FieldPath: firestore.FieldPath{"messages", seqKey(m.Seq)}, Value: encodeEntry(m)})
 		}
 	}
 	return &windowPlan{Updates: u}, nil
 }
 
-func entries(msgs []history.Message) map[string]tailMsgDoc {
-	out := make(map[string]tailMsgDoc, len(msgs))
+func entries(msgs []history.Message) map[string][]byte {
+	out := make(map[string][]byte, len(msgs))
 	for i := range msgs {
-		out[seqKey(msgs[i].Seq)] = tailMsgDoc{ID: msgs[i].ID, msgFields: toMsgFields(&msgs[i])}
+		out[seqKey(msgs[i].Seq)] = encodeEntry(&msgs[i])
 	}
 	return out
 }
@@ -155,7 +151,7 @@ func (p *windowPlan) apply(d *windowDoc) *windowDoc {
 			if u.Value == firestore.Delete {
 				delete(n.Messages, u.FieldPath[1])
 			} else {
-				n.Messages[u.FieldPath[1]] = u.Value.(tailMsgDoc)
+				n.Messages[u.FieldPath[1]] = u.Value.([]byte)
 			}
 		case u.FieldPath[0] == "from":
 			n.From = u.Value.(int)
@@ -164,7 +160,7 @@ func (p *windowPlan) apply(d *windowDoc) *windowDoc {
 		case u.FieldPath[0] == "compaction":
 			n.Compaction = u.Value.(*compactionDoc)
 		case u.FieldPath[0] == "messages":
-			n.Messages = u.Value.(map[string]tailMsgDoc)
+			n.Messages = u.Value.(map[string][]byte)
 		}
 	}
 	return &n
