@@ -16,29 +16,30 @@ import (
 // the model). A retry under the same key returns the stored batch and
 // is not counted or charged again. It is one batched read and one commit,
 // the limits included.
-func (svc *Service) Append(ctx context.Context, userID, sessionID, key string, drafts []history.Draft) ([]history.Message, error) {
+func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch string, drafts []history.Draft) ([]history.Message, string, error) {
 	if err := history.Validate(key, drafts...); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	if !svc.AllowSystemMessages {
 		for i, d := range drafts {
 			if d.Role == history.RoleSystem {
-				return nil, errs.Errorf(errs.EINVALID, "messages[%d].role: system messages come from the server only (the operator can allow them with CLIENT_SYSTEM_MESSAGES=on)", i)
+				return nil, "", errs.Errorf(errs.EINVALID, "messages[%d].role: system messages come from the server only (the operator can allow them with CLIENT_SYSTEM_MESSAGES=on)", i)
 			}
 		}
 	}
 	if err := sessions.CheckID(sessionID); err != nil {
-		return nil, err
+		return nil, "", err
 	}
 	var out []history.Message
+	var version string
 	err := svc.waitTurn(true, func() error {
 		now := svc.now()
 		plan, err := svc.History.PlanFor(userID, sessionID, key, drafts...)
 		if err != nil {
 			return err
 		}
-		q := AppendQuery{UserID: userID, SessionID: sessionID, Key: key, Day: Day(now)}
-		return svc.Turns.RunAppend(ctx, q, func(st *AppendState) (*AppendWrite, error) {
+		q := AppendQuery{UserID: userID, SessionID: sessionID, Key: key, Day: Day(now), IfMatch: ifMatch}
+		version, err = svc.Turns.RunAppend(ctx, q, func(st *AppendState) (*AppendWrite, error) {
 			s, t := st.Session.Clone(), st.Tail.Clone()
 			msgs, err := plan(s, t, st.Stored)
 			if err != nil {
@@ -47,6 +48,9 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key string, d
 			if len(msgs) == 0 { // stored before: not counted or charged again
 				out = st.Stored
 				return nil, nil
+			}
+			if ifMatch != "" && st.Version != ifMatch {
+				return nil, errs.Errorf(errs.ECHANGED, "the session changed since its context was read (ifMatch %q); read the context again and resend", ifMatch)
 			}
 			u := st.Usage
 			if err := u.AdmitMessages(now, svc.Limits, len(msgs)); err != nil {
@@ -59,9 +63,10 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key string, d
 			out = msgs // the store names them in place
 			return &AppendWrite{Session: s, Tail: t, Messages: msgs, Window: u, Tokens: n}, nil
 		})
+		return err
 	})
 	if err != nil {
-		return nil, err
+		return nil, "", err
 	}
-	return out, nil
+	return out, version, nil
 }

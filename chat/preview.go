@@ -58,6 +58,9 @@ func (svc *Service) request(s *sessions.Session, c *history.Context, mem memoryB
 type Preview struct {
 	Context *history.Context
 	Request Request
+	// Version names the session and its context as read: an append given
+	// it as ifMatch lands only if neither changed since.
+	Version string
 }
 
 // Preview returns the caller's session's next context, read in one round
@@ -83,5 +86,5 @@ func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Pre
 	if err != nil {
 		return nil, err
 	}
-	return &Preview{Context: c, Request: svc.request(st.Session, c, mem)}, nil
+	return &Preview{Context: c, Request: svc.request(st.Session, c, mem), Version: st.ContextVersion}, nil
 }

@@ -30,8 +30,12 @@ type TurnStore interface {
 	// chooses once, with the session, tail and window, and the tokens
 	// added to the day), on condition that nothing plan was given changed
 	// meanwhile; if something did, it reads and plans again. A nil write
-	// commits nothing. ENOTFOUND if the session does not exist.
-	RunAppend(ctx context.Context, q AppendQuery, plan func(*AppendState) (*AppendWrite, error)) error
+	// commits nothing. ENOTFOUND if the session does not exist. It returns
+	// the version of the session and its context the commit left (with a
+	// nil write, the one read). With q.IfMatch the store may start from a
+	// state it kept of that version instead of reading the session and
+	// its context: its commit is conditioned on them all the same.
+	RunAppend(ctx context.Context, q AppendQuery, plan func(*AppendState) (*AppendWrite, error)) (string, error)
 }
 
 // AppendQuery names what an append reads.
@@ -39,6 +43,7 @@ type AppendQuery struct {
 	UserID, SessionID string
 	Key               string // the batch's clientMessageId; "" for none
 	Day               string // the UTC day whose spend to read
+	IfMatch           string // the version the caller read the context at; "" for any
 }
 
 // AppendState is what an append read.
@@ -47,6 +52,7 @@ type AppendState struct {
 	Tail    *history.Tail
 	Stored  []history.Message // the batch stored under the key, if any
 	Usage   Usage             // the appended-messages window and the day's spend
+	Version string            // of the session and its context, as read
 }
 
 // AppendWrite is what an append's commit writes.
@@ -105,6 +111,11 @@ type TurnState struct {
 
 	// DraftReplyID is the reply the session's draft follows ("" if none).
 	DraftReplyID string
+
+	// ContextVersion names the session and its context as read: it
+	// changes whenever either is written (an opaque token; "" if there is
+	// no session). An append given it as IfMatch lands only if it holds.
+	ContextVersion string
 
 	// Version is the store's record of what it read, for its conditions;
 	// DraftVersion that of the draft (as read, or as a commit started it).

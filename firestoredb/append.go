@@ -16,12 +16,16 @@ import (
 // the messages, the session, what changed of its context, the window (on
 // condition of its update time) and the spend's increment in one Commit;
 // see chat.TurnStore.
-func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat.AppendState) (*chat.AppendWrite, error)) error {
+func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (string, error) {
 	msgs := db.messagesOf(q.SessionID)
-	uref, dref := db.usageRef(q.UserID), db.dayRef(q.UserID, q.Day)
+	sref, uref, dref := db.sessionRef(q.SessionID), db.usageRef(q.UserID), db.dayRef(q.UserID, q.Day)
 	var names []string // an unkeyed batch's ids, kept across attempts
-	written := false
-	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
+	written, first := false, true
+	var read, after *stored // as read; as the last plan's commit leaves it
+	var b *writes
+	var wd *windowDoc
+	var w *chat.AppendWrite
+	res, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		extra := []*firestore.DocumentRef{uref, dref}
 		switch {
 		case q.Key != "":
@@ -29,7 +33,19 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 		case written:
 			extra = append(extra, msgs.Doc(names[0]))
 		}
-		st, snaps, err := db.readStored(get, q.SessionID, extra...)
+		var st *stored
+		var snaps []*firestore.DocumentSnapshot
+		var err error
+		if k := db.kept.get(q.SessionID, q.IfMatch); first && k != nil {
+			// What the app's context was read from: the commit's
+			// conditions tell whether it still is.
+			st = k
+			snaps, err = get(extra)
+		} else {
+			db.kept.drop(q.SessionID)
+			st, snaps, err = db.readStored(get, q.SessionID, extra...)
+		}
+		first, read, w = false, st, nil
 		if err != nil {
 			return nil, err
 		}
@@ -43,14 +59,13 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 		if err != nil {
 			return nil, err
 		}
-		as := &chat.AppendState{Session: st.s, Tail: st.t, Usage: u}
+		as := &chat.AppendState{Session: st.s, Tail: st.t, Usage: u, Version: st.version()}
 		if q.Key != "" && snaps[2].Exists() {
 			if as.Stored, err = readBatch(get, msgs, q.Key, snaps[2]); err != nil {
 				return nil, err
 			}
 		}
-		w, err := plan(as)
-		if err != nil || w == nil {
+		if w, err = plan(as); err != nil || w == nil {
 			return nil, err
 		}
 		if q.Key == "" {
@@ -61,11 +76,11 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 				w.Messages[i].ID = names[i]
 			}
 		}
-		b := db.newWrites()
+		b = db.newWrites()
 		db.createMessages(b, q.SessionID, q.Key, w.Messages)
 		w.Tail.SetIDs(w.Messages)
-		writeSession(b, db.sessionRef(q.SessionID), st, w.Session)
-		if _, err := db.writeContext(b, st, w.Session, w.Tail); err != nil {
+		writeSession(b, sref, st, w.Session)
+		if wd, err = db.writeContext(b, st, w.Session, w.Tail); err != nil {
 			return nil, err
 		}
 		w.Window.UserID = q.UserID
@@ -76,5 +91,17 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 		written = true
 		return b, nil
 	})
-	return err
+	switch {
+	case err != nil:
+		db.kept.drop(q.SessionID)
+		return "", err
+	case w == nil || res == nil: // nothing written, or written in a transaction, which reports no update times
+		if w == nil && read != nil {
+			return read.version(), nil
+		}
+		return "", nil
+	}
+	after = read.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd)
+	db.kept.put(after)
+	return after.version(), nil
 }

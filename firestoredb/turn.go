@@ -134,7 +134,8 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 	v := &turnVersion{st: st, slotTimes: make([]time.Time, len(r.slots))}
 	ts := &chat.TurnState{Tail: st.t, Version: v, Slots: make([]int64, len(r.slots))}
 	if st.exists {
-		ts.Session = st.s
+		ts.Session, ts.ContextVersion = st.s, st.version()
+		db.kept.put(st)
 	}
 	var day dayDoc
 	if err := dataTo(snaps[0], &day); err != nil {

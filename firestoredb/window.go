@@ -38,10 +38,10 @@ const (
 
 // windowDoc is chat_sessions/{sid}/context/window.
 type windowDoc struct {
-	UserID          string                `firestore:"userId"`
-	From            int                   `firestore:"from"` // seq of the tail's first message
-	CompactingUntil time.Time             `firestore:"compactingUntil"`
-	Compaction      *compactionDoc        `firestore:"compaction"`
+	UserID          string            `firestore:"userId"`
+	From            int               `firestore:"from"` // seq of the tail's first message
+	CompactingUntil time.Time         `firestore:"compactingUntil"`
+	Compaction      *compactionDoc    `firestore:"compaction"`
 	Messages        map[string][]byte `firestore:"messages"` // seqKey → entry (see entry.go)
 }
 

@@ -34,6 +34,7 @@ var answers = map[errs.Code]answer{
 	eMethod:               {http.StatusMethodNotAllowed, "INVALID_ARGUMENT", 400},
 	errs.ECONFLICT:        {http.StatusConflict, "ABORTED", 409},
 	errs.EPRECONDITION:    {http.StatusConflict, "FAILED_PRECONDITION", 400},
+	errs.ECHANGED:         {http.StatusPreconditionFailed, "FAILED_PRECONDITION", 400},
 	errs.ETOOLARGE:        {http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT", 400},
 	errs.ERATELIMITED:     {http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", 429},
 	errs.EINTERNAL:        {http.StatusInternalServerError, "INTERNAL", 500},

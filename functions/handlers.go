@@ -4,6 +4,7 @@ import (
 	"context"
 	"encoding/json"
 	"net/http"
+	"strconv"
 	"strings"
 
 	openai "github.com/sashabaranov/go-openai"
@@ -162,6 +163,10 @@ func (a *App) switchBranch(w http.ResponseWriter, r *http.Request) {
 type appendRequest struct {
 	Messages        []history.Draft `json:"messages"`
 	ClientMessageID string          `json:"clientMessageId,omitempty"`
+	// IfMatch is the version GET …/context returned: the messages are
+	// stored only if the session and its context are still as read (else
+	// 412, nothing stored). The If-Match header says the same.
+	IfMatch string `json:"ifMatch,omitempty"`
 }
 
 func (a *App) appendMessages(w http.ResponseWriter, r *http.Request) {
@@ -170,12 +175,20 @@ func (a *App) appendMessages(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	msgs, err := a.Chat.Append(r.Context(), UserID(r.Context()), sessionID(r), req.ClientMessageID, req.Messages)
+	ifMatch, err := ifMatchOf(r, req.IfMatch)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"messages": msgs})
+	msgs, version, err := a.Chat.Append(r.Context(), UserID(r.Context()), sessionID(r), req.ClientMessageID, ifMatch, req.Messages)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if version != "" {
+		w.Header().Set("ETag", strconv.Quote(version))
+	}
+	writeJSON(w, http.StatusCreated, map[string]any{"messages": msgs, "version": version})
 }
 
 type chatRequest struct {
@@ -281,6 +294,9 @@ type contextResponse struct {
 	Tokens     int                            `json:"tokens"`
 	Compaction *history.Compaction            `json:"compaction"`
 	Messages   []openai.ChatCompletionMessage `json:"messages"`
+	// Version names the session and its context as read; POST …/messages
+	// with it as ifMatch stores the exchange only if nothing changed since.
+	Version string `json:"version"`
 }
 
 func (a *App) sessionContext(w http.ResponseWriter, r *http.Request) {
@@ -289,9 +305,10 @@ func (a *App) sessionContext(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
+	w.Header().Set("ETag", strconv.Quote(p.Version))
 	writeJSON(w, http.StatusOK, contextResponse{
 		Strategy: string(p.Context.Strategy), Budget: p.Context.Budget, Tokens: p.Context.Tokens,
-		Compaction: p.Context.Compaction, Messages: llm.Messages(p.Request),
+		Compaction: p.Context.Compaction, Messages: llm.Messages(p.Request), Version: p.Version,
 	})
 }
 
@@ -402,4 +419,21 @@ func (a *App) stopReply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"stopping": true})
+}
+
+// ifMatchOf is the version an append is conditioned on: the If-Match
+// header (one quoted version) or the body's ifMatch; 400 if they differ.
+func ifMatchOf(r *http.Request, body string) (string, error) {
+	h := strings.TrimSpace(r.Header.Get("If-Match"))
+	if h == "" {
+		return body, nil
+	}
+	v, err := strconv.Unquote(h)
+	if err != nil || v == "" || strings.ContainsAny(v, `",`) {
+		return "", errs.Errorf(errs.EINVALID, "If-Match: one version as GET …/context returned it, in quotes")
+	}
+	if body != "" && body != v {
+		return "", errs.Errorf(errs.EINVALID, "If-Match and ifMatch name different versions")
+	}
+	return v, nil
 }

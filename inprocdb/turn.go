@@ -53,6 +53,7 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 	st := &chat.TurnState{Tail: db.tail(q.SessionID), DayTokens: db.days[q.UserID][q.Day]}
 	if s, ok := db.sessions[q.SessionID]; ok {
 		st.Session = s.Clone()
+		st.ContextVersion = contextVersion(st.Session, st.Tail)
 	}
 	if q.AskedID != "" {
 		for _, m := range db.messages[q.SessionID] {

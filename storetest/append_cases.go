@@ -43,24 +43,28 @@ func testAppends(t *testing.T, e *Env) {
 	if !ok {
 		t.Fatal("the store does not implement chat.TurnStore")
 	}
+	run := func(q chat.AppendQuery, plan func(*chat.AppendState) (*chat.AppendWrite, error)) error {
+		_, err := turns.RunAppend(ctx, q, plan)
+		return err
+	}
 	day := "2026-01-15"
 	missing := chat.AppendQuery{UserID: "alice", SessionID: ids.New(), Day: day}
-	if err := turns.RunAppend(ctx, missing, appendsPlan(e, missing, nil, history.Draft{Role: history.RoleUser, Content: "x"})); errs.CodeOf(err) != errs.ENOTFOUND {
+	if err := run(missing, appendsPlan(e, missing, nil, history.Draft{Role: history.RoleUser, Content: "x"})); errs.CodeOf(err) != errs.ENOTFOUND {
 		t.Fatalf("an append to no session: %v", err)
 	}
 	s := e.NewSession(t, "alice")
 	q := chat.AppendQuery{UserID: "alice", SessionID: s.ID, Day: day}
 	two := []history.Draft{{Role: history.RoleUser, Content: "one"}, {Role: history.RoleAssistant, Content: "two"}}
-	noErr(t, turns.RunAppend(ctx, q, appendsPlan(e, q, nil, two...)))
+	noErr(t, run(q, appendsPlan(e, q, nil, two...)))
 	kq := q
 	kq.Key = "batch"
 	var seen chat.AppendState
-	noErr(t, turns.RunAppend(ctx, kq, appendsPlan(e, kq, &seen, two...)))
+	noErr(t, run(kq, appendsPlan(e, kq, &seen, two...)))
 	if seen.Session.NextSeq != 2 || len(seen.Tail.Messages) != 2 || seen.Stored != nil || seen.Usage.MinuteMessages != 2 || seen.Usage.DayTokens != 6 {
 		t.Fatalf("the second append read %+v", seen)
 	}
 	// The key's batch is read whole; nothing is written again.
-	noErr(t, turns.RunAppend(ctx, kq, appendsPlan(e, kq, &seen, two...)))
+	noErr(t, run(kq, appendsPlan(e, kq, &seen, two...)))
 	if len(seen.Stored) != 2 || seen.Stored[1].Content != "two" || seen.Stored[0].ID != history.KeyDocID("batch", 0) ||
 		seen.Usage.MinuteMessages != 4 || seen.Usage.DayTokens != 12 || seen.Session.NextSeq != 4 {
 		t.Fatalf("the retry read %+v", seen)
@@ -79,7 +83,7 @@ func testAppends(t *testing.T, e *Env) {
 	concurrently(t, n, func(i int) error {
 		qi := q
 		qi.Key = fmt.Sprint("c", i)
-		return turns.RunAppend(ctx, qi, appendsPlan(e, qi, nil,
+		return run(qi, appendsPlan(e, qi, nil,
 			history.Draft{Role: history.RoleUser, Content: fmt.Sprint("q", i)}, history.Draft{Role: history.RoleAssistant, Content: fmt.Sprint("a", i)}))
 	})
 	all = e.All(t, e.Reload(t, s))
@@ -88,9 +92,49 @@ func testAppends(t *testing.T, e *Env) {
 			t.Fatalf("message %d: seq %d %q", i, m.Seq, m.Content)
 		}
 	}
-	noErr(t, turns.RunAppend(ctx, q, func(st *chat.AppendState) (*chat.AppendWrite, error) { seen = *st; return nil, nil }))
+	noErr(t, run(q, func(st *chat.AppendState) (*chat.AppendWrite, error) { seen = *st; return nil, nil }))
 	if len(all) != 4+2*n || seen.Usage.MinuteMessages != 4+2*n || seen.Usage.DayTokens != 3*(4+2*n) {
 		t.Fatalf("%d messages, window %d, spend %d", len(all), seen.Usage.MinuteMessages, seen.Usage.DayTokens)
+	}
+	testVersions(t, e, turns)
+}
+
+// testVersions: a version names the session and its context as they are:
+// a read without writing reports the one a read of the turn sees, an
+// append returns the one the next read sees, and an append given an older
+// version as IfMatch is shown the current one.
+func testVersions(t *testing.T, e *Env, turns chat.TurnStore) {
+	ctx := context.Background()
+	s := e.NewSession(t, "alice")
+	q := chat.AppendQuery{UserID: "alice", SessionID: s.ID, Day: "2026-01-15"}
+	var seen chat.AppendState
+	look := func(q chat.AppendQuery) string {
+		t.Helper()
+		v, err := turns.RunAppend(ctx, q, func(st *chat.AppendState) (*chat.AppendWrite, error) { seen = *st; return nil, nil })
+		noErr(t, err)
+		if v != seen.Version {
+			t.Fatalf("an append that wrote nothing returned version %q, read %q", v, seen.Version)
+		}
+		return v
+	}
+	v0 := look(q)
+	ts, err := turns.RunTurn(ctx, chat.TurnQuery{UserID: "alice", SessionID: s.ID, Day: q.Day}, nil,
+		func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil })
+	noErr(t, err)
+	if v0 == "" || ts.ContextVersion != v0 {
+		t.Fatalf("versions: %q by an append's read, %q by a turn's", v0, ts.ContextVersion)
+	}
+	q.IfMatch = v0
+	v1, err := turns.RunAppend(ctx, q, appendsPlan(e, q, &seen, history.Draft{Role: history.RoleUser, Content: "one"}))
+	noErr(t, err)
+	if seen.Version != v0 || v1 == v0 || v1 == "" {
+		t.Fatalf("an append at %q read %q and left %q", v0, seen.Version, v1)
+	}
+	if got := look(chat.AppendQuery{UserID: "alice", SessionID: s.ID, Day: q.Day}); got != v1 {
+		t.Fatalf("the append left %q, the next read sees %q", v1, got)
+	}
+	if got := look(q); got != v1 { // given the older version: shown the current one
+		t.Fatalf("an append given %q as IfMatch read %q, want %q", v0, got, v1)
 	}
 }
 

@@ -18,6 +18,7 @@ const (
 	ENOTFOUND        Code = "not_found"
 	ECONFLICT        Code = "conflict"
 	EPRECONDITION    Code = "failed_precondition"
+	ECHANGED         Code = "changed" // not as the caller read it (If-Match)
 	ETOOLARGE        Code = "too_large"
 	ERATELIMITED     Code = "rate_limited"
 	EUPSTREAM        Code = "upstream"

@@ -165,7 +165,11 @@ export interface paths {
          *     messages the session's context strategy selects, in OpenAI chat format,
          *     with the total tokens. For apps that call their own model. Read with
          *     one Firestore round trip whatever the session's length. A `buffer`
-         *     session whose whole history no longer fits answers 409.
+         *     session whose whole history no longer fits answers 409. `version`
+         *     (also the `ETag` header) names the session and its context as read:
+         *     send it back as `ifMatch` when appending the exchange, and the
+         *     append lands only if nothing changed since (412 otherwise), with no
+         *     second read of the context on the instance that answered this one.
          */
         get: operations["getContext"];
         put?: never;
@@ -205,7 +209,12 @@ export interface paths {
          *     is refused whole, 429), none once the day's tokens are spent, and the
          *     appended messages' tokens count against the day. `role: system` is
          *     refused (400) unless the operator set CLIENT_SYSTEM_MESSAGES=on:
-         *     system messages reach the model as instructions.
+         *     system messages reach the model as instructions. With `ifMatch` (or
+         *     the `If-Match` header, the version in quotes), the version a context
+         *     read returned, the messages are stored only if the session and its
+         *     context are still as read: 412 (`changed`) and nothing stored if not;
+         *     a retry of a keyed batch that landed replays whatever it is given.
+         *     The answer's `version` (and `ETag`) is the one the append left.
          */
         post: operations["appendMessages"];
         delete?: never;
@@ -440,7 +449,7 @@ export interface components {
         Error: {
             error?: {
                 /** @enum {string} */
-                code?: "invalid_argument" | "unauthenticated" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "failed_precondition" | "too_large" | "rate_limited" | "upstream" | "unavailable" | "internal";
+                code?: "invalid_argument" | "unauthenticated" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "failed_precondition" | "changed" | "too_large" | "rate_limited" | "upstream" | "unavailable" | "internal";
                 message?: string;
                 /** @description seconds after which the same request may succeed (as the Retry-After header); absent when retrying will not help */
                 retryAfter?: number;
@@ -967,6 +976,7 @@ export interface operations {
                             tool_calls?: Record<string, never>[];
                             tool_call_id?: string;
                         }[];
+                        version?: string;
                     };
                 };
             };
@@ -1010,7 +1020,9 @@ export interface operations {
     appendMessages: {
         parameters: {
             query?: never;
-            header?: never;
+            header?: {
+                "If-Match"?: string;
+            };
             path: {
                 id: components["parameters"]["SessionID"];
             };
@@ -1021,6 +1033,7 @@ export interface operations {
                 "application/json": {
                     messages: components["schemas"]["NewMessage"][];
                     clientMessageId?: string;
+                    ifMatch?: string;
                 };
             };
         };
@@ -1033,12 +1046,14 @@ export interface operations {
                 content: {
                     "application/json": {
                         messages?: components["schemas"]["Message"][];
+                        version?: string;
                     };
                 };
             };
             400: components["responses"]["Error"];
             404: components["responses"]["Error"];
             409: components["responses"]["Error"];
+            412: components["responses"]["Error"];
             413: components["responses"]["Error"];
             default: components["responses"]["Error"];
         };

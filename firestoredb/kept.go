@@ -1,0 +1,125 @@
+package firestoredb
+
+import (
+	"container/list"
+	"fmt"
+	"sync"
+)
+
+// version names a session and its context as stored: the update times of
+// the session and window documents (every write of either changes its
+// own). "" if there is no session.
+func (st *stored) version() string {
+	if !st.exists {
+		return ""
+	}
+	var w int64
+	if !st.windowTime.IsZero() {
+		w = st.windowTime.UnixNano()
+	}
+	return fmt.Sprintf("%x.%x", st.sessionTime.UnixNano(), w)
+}
+
+// kept holds the sessions and contexts this instance last read or wrote,
+// newest first, up to a number of bytes: an append given the version an
+// app read the context at (GET …/context, then POST …/messages with its
+// ifMatch) starts from it instead of reading the session and its window
+// again. Nothing in it is trusted: a commit planned from it is
+// conditioned on the update times it names, and a kept state that is no
+// longer current fails that commit, after which the append reads.
+type kept struct {
+	mu    sync.Mutex
+	max   int
+	bytes int
+	order *list.List               // of *keptState, newest first
+	by    map[string]*list.Element // session id →
+}
+
+type keptState struct {
+	st   *stored
+	size int
+}
+
+// DefaultKeptBytes bounds what an instance keeps of recent contexts.
+const DefaultKeptBytes = 16 << 20
+
+// KeptBytes bounds what the DB keeps of recent contexts (0: nothing).
+func KeptBytes(n int) Option { return func(db *DB) { db.kept = newKept(n) } }
+
+func newKept(max int) *kept {
+	return &kept{max: max, order: list.New(), by: map[string]*list.Element{}}
+}
+
+func storedSize(st *stored) int {
+	n := 1024
+	if st.window != nil {
+		for _, e := range st.window.Messages {
+			n += len(e) + 16
+		}
+	}
+	return n
+}
+
+// put keeps st (which no one changes after), in place of what was kept
+// of its session.
+func (k *kept) put(st *stored) {
+	if k == nil || k.max <= 0 || !st.exists || st.legacy != nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.dropLocked(st.sessionID)
+	ks := &keptState{st: st.clone(), size: storedSize(st)}
+	if ks.size > k.max {
+		return
+	}
+	k.by[st.sessionID] = k.order.PushFront(ks)
+	k.bytes += ks.size
+	for k.bytes > k.max {
+		k.dropLocked(k.order.Back().Value.(*keptState).st.sessionID)
+	}
+}
+
+// get returns what is kept of the session at version v, if anything.
+func (k *kept) get(sessionID, v string) *stored {
+	if k == nil || v == "" {
+		return nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.by[sessionID]
+	if !ok {
+		return nil
+	}
+	st := e.Value.(*keptState).st
+	if st.version() != v {
+		return nil
+	}
+	k.order.MoveToFront(e)
+	return st.clone()
+}
+
+// clone is st with its session and tail copied, so that no plan given
+// one changes the other.
+func (st *stored) clone() *stored {
+	cp := *st
+	cp.s, cp.t = st.s.Clone(), st.t.Clone()
+	return &cp
+}
+
+func (k *kept) drop(sessionID string) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	k.dropLocked(sessionID)
+}
+
+func (k *kept) dropLocked(sessionID string) {
+	if e, ok := k.by[sessionID]; ok {
+		k.bytes -= e.Value.(*keptState).size
+		k.order.Remove(e)
+		delete(k.by, sessionID)
+	}
+}
