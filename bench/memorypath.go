@@ -177,12 +177,3 @@ func (r *Report) writeMemoryPath(w io.Writer) {
 }
 
 func notFound(err error) bool { return status.Code(err) == codes.NotFound }
-
-// ProfileMemoryPath is a temporary hook.
-func ProfileMemoryPath(ctx context.Context, turns int, modelURL string) (*MemoryPath, error) {
-	tok, err := history.NewTikToken()
-	if err != nil {
-		return nil, err
-	}
-	return runMemoryPath(ctx, Config{Turns: turns, Bands: [][2]int{{1, 10}, {91, 100}, {291, 300}}}, modelURL, tok)
-}
