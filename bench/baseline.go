@@ -15,41 +15,40 @@ import (
 
 // baseline is the common design: every turn reads the whole history, then
 // appends the user's message and the reply with separate writes.
-func runBaseline(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken) (Side, error) {
+func newBaseline(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken) (*stepper, error) {
 	counter := &firestoretest.Counter{}
 	client, err := firestoretest.Dial(ctx, fmt.Sprintf("bench-baseline-%d", time.Now().UnixNano()), counter)
 	if err != nil {
-		return Side{}, err
+		return nil, err
 	}
-	defer client.Close()
 	model := &timedModel{Model: llm.NewOpenAI("bench", modelURL, nil), counter: counter}
 	msgs := client.Collection("baseline_sessions").Doc("s1").Collection("messages")
-	side := Side{Name: "baseline (whole history every turn)"}
+	st := &stepper{side: Side{Name: "baseline (whole history every turn)"}, close: func() { client.Close() }}
 	type doc struct {
 		Seq     int    `firestore:"seq"`
 		Role    string `firestore:"role"`
 		Content string `firestore:"content"`
 		Tokens  int    `firestore:"tokens"`
 	}
-	for turn := 1; turn <= cfg.Turns; turn++ {
+	st.step = func(turn int) error {
 		before := counter.Snapshot()
 		start := time.Now()
 		snaps, err := msgs.OrderBy("seq", firestore.Asc).Documents(ctx).GetAll()
 		if err != nil {
-			return side, err
+			return err
 		}
 		var hist []history.Message
 		for _, sn := range snaps {
 			var d doc
 			if err := sn.DataTo(&d); err != nil {
-				return side, err
+				return err
 			}
 			hist = append(hist, history.Message{Seq: d.Seq, Role: history.Role(d.Role), Content: d.Content, Tokens: d.Tokens})
 		}
 		user := fmt.Sprintf("Turn %d: %s", turn, words(turn, 40))
 		um := history.Message{Role: history.RoleUser, Content: user}
 		if _, _, err := msgs.Add(ctx, doc{Seq: len(hist), Role: "user", Content: user, Tokens: tok.Count("gpt-4o-mini", &um)}); err != nil {
-			return side, err
+			return err
 		}
 		hist = append(hist, um)
 		var first time.Duration
@@ -60,19 +59,19 @@ func runBaseline(ctx context.Context, cfg Config, modelURL string, tok *history.
 				}
 			})
 		if err != nil {
-			return side, err
+			return err
 		}
 		took, at := model.call()
 		am := history.Message{Role: history.RoleAssistant, Content: r.Content}
 		if _, _, err := msgs.Add(ctx, doc{Seq: len(hist), Role: "assistant", Content: r.Content, Tokens: tok.Count("gpt-4o-mini", &am)}); err != nil {
-			return side, err
+			return err
 		}
 		d := counter.Snapshot().Sub(before)
-		side.Samples = append(side.Samples, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, Deletes: d.Deletes, RoundTrips: d.RoundTrips,
+		st.side.Samples = append(st.side.Samples, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, Deletes: d.Deletes, RoundTrips: d.RoundTrips,
 			BeforeModel: at.Sub(before).RoundTrips, Bytes: d.Bytes, LatencyMs: ms(time.Since(start) - took), TTFTMs: ms(first), Tokenizations: 2})
+		return nil
 	}
-	side.Bands = bands(side.Samples, cfg.Bands)
-	return side, nil
+	return st, nil
 }
 
 // hotspotRounds is how often the hotspot comparison is run.

@@ -230,16 +230,12 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 	if err := warmUp(ctx, modelURL, tok); err != nil {
 		return nil, err
 	}
-	log("project: %d turns of one session", cfg.Turns)
-	if rep.Project, err = runProject(ctx, cfg, modelURL, tok, rep); err != nil {
+	log("project and baseline: %d turns of one session each, alternating", cfg.Turns)
+	if rep.Project, rep.Baseline, err = runSideBySide(ctx, cfg, modelURL, tok, rep); err != nil {
 		return nil, err
 	}
 	log("defaults: %d turns of a session with default settings", min(AmortizedTurns, cfg.Turns))
 	if err := runDefaults(ctx, cfg, modelURL, tok, rep); err != nil {
-		return nil, err
-	}
-	log("baseline: %d turns of one session", cfg.Turns)
-	if rep.Baseline, err = runBaseline(ctx, cfg, modelURL, tok); err != nil {
 		return nil, err
 	}
 	for _, n := range cfg.Concurrency {
@@ -324,19 +320,53 @@ func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project
 	return &app{app: a, counter: counter, tokens: tokens, model: model, clock: clk, close: func() { client.Close() }}, nil
 }
 
-func runProject(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken, rep *Report) (Side, error) {
+// stepper runs one design's turns one at a time, so that two designs
+// can take turns on one emulator.
+type stepper struct {
+	side  Side
+	step  func(turn int) error // runs the turn and records its Sample
+	close func()
+}
+
+// runSideBySide runs this backend's turns and the baseline's alternately,
+// turn by turn, so that both meet the emulator in the same state (warm,
+// and holding the same amount of data).
+func runSideBySide(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken, rep *Report) (Side, Side, error) {
+	p, err := newProject(ctx, cfg, modelURL, tok, rep)
+	if err != nil {
+		return Side{}, Side{}, err
+	}
+	defer p.close()
+	b, err := newBaseline(ctx, cfg, modelURL, tok)
+	if err != nil {
+		return Side{}, Side{}, err
+	}
+	defer b.close()
+	for turn := 1; turn <= cfg.Turns; turn++ {
+		if err := p.step(turn); err != nil {
+			return Side{}, Side{}, err
+		}
+		if err := b.step(turn); err != nil {
+			return Side{}, Side{}, err
+		}
+	}
+	p.side.Bands, b.side.Bands = bands(p.side.Samples, cfg.Bands), bands(b.side.Samples, cfg.Bands)
+	return p.side, b.side, nil
+}
+
+func newProject(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken, rep *Report) (*stepper, error) {
 	a, err := newApp(ctx, modelURL, tok, fmt.Sprintf("bench-project-%d", time.Now().UnixNano()))
 	if err != nil {
-		return Side{}, err
+		return nil, err
 	}
-	defer a.close()
 	s, err := a.app.Sessions.Create(ctx, "bench-user", sessions.CreateInput{Title: "bench",
 		Context: sessions.ContextSettings{Strategy: sessions.StrategySummaryBuffer, BudgetTokens: cfg.Budget}})
 	if err != nil {
-		return Side{}, err
+		a.close()
+		return nil, err
 	}
-	side := Side{Name: "this backend (summary_buffer, budget " + fmt.Sprint(cfg.Budget) + " tokens)"}
-	for turn := 1; turn <= cfg.Turns; turn++ {
+	st := &stepper{side: Side{Name: "this backend (summary_buffer, budget " + fmt.Sprint(cfg.Budget) + " tokens)"}, close: a.close}
+	st.step = func(turn int) error {
 		a.clock.advance(time.Minute)
 		before, calls := a.counter.Snapshot(), a.tokens.calls.Load()
 		start := time.Now()
@@ -356,23 +386,23 @@ func runProject(ctx context.Context, cfg Config, modelURL string, tok *history.T
 				lat = time.Since(start) - took
 			}})
 		if err != nil {
-			return side, fmt.Errorf("turn %d: %w", turn, err)
+			return fmt.Errorf("turn %d: %w", turn, err)
 		}
 		// Context building reads the tail the append returned: count the
 		// tokenizer around a rebuild to prove it does no tokenizing.
 		c0 := a.tokens.calls.Load()
 		if _, err := history.Build(res.Session, res.Tail, a.app.History.BudgetFor(res.Session), 0); err != nil {
-			return side, err
+			return err
 		}
 		rep.Tokenizer.ContextBuildTokenizations += a.tokens.calls.Load() - c0
 		d := a.counter.Snapshot().Sub(before)
 		rep.LargestDocBytes = max(rep.LargestDocBytes, d.Largest)
-		side.Samples = append(side.Samples, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, Deletes: d.Deletes, RoundTrips: d.RoundTrips,
+		st.side.Samples = append(st.side.Samples, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, Deletes: d.Deletes, RoundTrips: d.RoundTrips,
 			BeforeModel: at.Sub(before).RoundTrips, Bytes: d.Bytes, LatencyMs: ms(lat), TTFTMs: ms(first),
 			Tokenizations: a.tokens.calls.Load() - calls})
+		return nil
 	}
-	side.Bands = bands(side.Samples, cfg.Bands)
-	return side, nil
+	return st, nil
 }
 
 // warmUp runs a few turns first, so that the first band does not measure
