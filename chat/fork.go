@@ -51,7 +51,7 @@ func (svc *Service) planFork(ctx context.Context, req TurnRequest) (*fork, error
 	if f.regenerate {
 		id = req.Regenerate
 	}
-	q := TurnQuery{UserID: req.UserID, SessionID: req.SessionID, AskedID: id, Day: Day(svc.now())}
+	q := TurnQuery{UserID: req.UserID, SessionID: req.SessionID, AskedID: id}
 	st, err := svc.Turns.RunTurn(ctx, q, nil, func(*TurnState) (*TurnWrite, error) { return nil, nil })
 	if err != nil {
 		return nil, err

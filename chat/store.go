@@ -79,7 +79,7 @@ type TurnQuery struct {
 	// keyed turn finds it there, and a commit whose answer was lost learns
 	// whether it landed.
 	ReplyID string
-	Day     string // the UTC day whose token spend to read, YYYY-MM-DD
+	Day     string // the UTC day whose token spend to read, YYYY-MM-DD; "" for none (a turn's own commit needs it)
 	// Slots are which of the user's rate-limit slots to read (0 to
 	// MaxTurnsPerMinute-1), in the order of TurnState.Slots; none: no limit
 	// to admit under. TurnWrite.Slot is an index into them.

@@ -96,8 +96,15 @@ type turnRefs struct {
 
 func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
 	msgs := db.messagesOf(q.SessionID)
-	r := turnRefs{day: db.dayRef(q.UserID, q.Day), memory: db.memoryRef(q.UserID), draft: db.draftRef(q.SessionID)}
-	list := []*firestore.DocumentRef{r.day, r.memory}
+	r := turnRefs{memory: db.memoryRef(q.UserID), draft: db.draftRef(q.SessionID)}
+	var list []*firestore.DocumentRef
+	if q.Day != "" {
+		r.day = db.dayRef(q.UserID, q.Day)
+		list = append(list, r.day)
+	}
+	if q.Memory {
+		list = append(list, r.memory)
+	}
 	if q.Draft {
 		list = append(list, r.draft)
 	}
@@ -137,21 +144,26 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 		ts.Session, ts.ContextVersion = st.s, st.version()
 		db.kept.put(st)
 	}
-	var day dayDoc
-	if err := dataTo(snaps[0], &day); err != nil {
-		return nil, err
-	}
-	ts.DayTokens = day.Tokens
-	if q.Memory && snaps[1].Exists() {
-		u, err := decodeMemoryUser(snaps[1], q.UserID)
-		if err != nil {
+	rest := snaps
+	if r.day != nil {
+		var day dayDoc
+		if err := dataTo(rest[0], &day); err != nil {
 			return nil, err
 		}
-		if !u.Disabled {
-			ts.Memory = chat.MemoryBlock{Text: u.Block, Tokens: u.BlockTokens}
-		}
+		ts.DayTokens, rest = day.Tokens, rest[1:]
 	}
-	rest := snaps[2:]
+	if q.Memory {
+		if rest[0].Exists() {
+			u, err := decodeMemoryUser(rest[0], q.UserID)
+			if err != nil {
+				return nil, err
+			}
+			if !u.Disabled {
+				ts.Memory = chat.MemoryBlock{Text: u.Block, Tokens: u.BlockTokens}
+			}
+		}
+		rest = rest[1:]
+	}
 	if q.Draft {
 		if rest[0].Exists() {
 			var d draftDoc
