@@ -286,6 +286,36 @@ func structUpdates(v reflect.Value) []firestore.Update {
 	return out
 }
 
+// changedUpdates lists the top-level fields of doc that differ from old's
+// (both document structs of one type), at least one, so that an update
+// conditioned on old's update time sends and rewrites only what changed.
+func changedUpdates(old, doc any) []firestore.Update {
+	was, now := fieldUpdates(old), fieldUpdates(doc)
+	var out []firestore.Update
+	for i := range now {
+		if !sameValue(was[i].Value, now[i].Value) {
+			out = append(out, now[i])
+		}
+	}
+	if len(out) == 0 {
+		out = now[:1] // the condition still needs a write
+	}
+	return out
+}
+
+// sameValue compares field values as stored: times by instant.
+func sameValue(a, b any) bool {
+	if ta, ok := a.(time.Time); ok {
+		tb, ok := b.(time.Time)
+		return ok && ta.Equal(tb)
+	}
+	if ta, ok := a.(*time.Time); ok {
+		tb, ok := b.(*time.Time)
+		return ok && (ta == nil) == (tb == nil) && (ta == nil || ta.Equal(*tb))
+	}
+	return reflect.DeepEqual(a, b)
+}
+
 // writes are the writes of one commit, in order, remembering the place of
 // each, so that the update time a commit gave a document can be found in
 // its results. They commit as a batch, or within a transaction.

@@ -86,7 +86,7 @@ func writeSession(w *writes, ref *firestore.DocumentRef, st *stored, s *sessions
 		w.Create(ref, toSessionDoc(s))
 		return
 	}
-	w.Update(ref, fieldUpdates(toSessionDoc(s)), firestore.LastUpdateTime(st.sessionTime))
+	w.Update(ref, changedUpdates(toSessionDoc(st.s), toSessionDoc(s)), firestore.LastUpdateTime(st.sessionTime))
 }
 
 // writeContext writes tail t of session s in b, changing only what differs
