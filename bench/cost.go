@@ -63,19 +63,13 @@ func (r *Report) writeCosts(w io.Writer) {
 	row := func(turns, design string, c Cost) {
 		fmt.Fprintf(w, "| %s | %s | %.1f | %.1f | %.1f | %.4f | %d |\n", turns, design, c.Reads, c.Writes, c.Deletes, c.DollarsPer1000, c.FreeTurnsPerDay)
 	}
-	for i := range r.Project.Bands {
-		for _, side := range []Side{r.Project, r.Baseline} {
-			if i >= len(side.Bands) {
-				continue
-			}
-			b := side.Bands[i]
-			name := "this backend, streamed"
-			if side.Name == r.Baseline.Name {
-				name = "baseline"
-			}
-			row(fmt.Sprintf("%d–%d", b.From, b.To), name, CostOf(b.Reads, b.Writes, b.Deletes))
+	r.eachBand(func(b Band, baseline bool) {
+		name := "this backend, streamed"
+		if baseline {
+			name = "baseline"
 		}
-	}
+		row(fmt.Sprintf("%d–%d", b.From, b.To), name, CostOf(b.Reads, b.Writes, b.Deletes))
+	})
 	a := r.Amortized
 	if a.Turns > 0 {
 		row(fmt.Sprintf("1–%d, defaults", a.Turns), "this backend, not streamed", CostOf(a.Reads, a.Writes, a.Deletes))

@@ -25,6 +25,17 @@ func (r *Report) Ratios() []Ratio {
 	return out
 }
 
+// eachBand calls fn with each band of this backend, then the baseline's
+// band of the same turns.
+func (r *Report) eachBand(fn func(b Band, baseline bool)) {
+	for i := range r.Project.Bands {
+		fn(r.Project.Bands[i], false)
+		if i < len(r.Baseline.Bands) {
+			fn(r.Baseline.Bands[i], true)
+		}
+	}
+}
+
 func div(a, b float64) float64 {
 	if b == 0 {
 		return 0
@@ -37,20 +48,14 @@ func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "Machine: %s. Started %s.\n\n", r.Machine, r.Started.Format("2006-01-02 15:04 MST"))
 	fmt.Fprintln(w, "| turns | design | round trips before the model (p50 / max) | round trips/turn, all included | reads/turn | writes/turn | KiB written/turn | p50 ms | p95 ms | first token p50 ms | tokenizations/turn |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
-	for i := range r.Project.Bands {
-		for _, side := range []Side{r.Project, r.Baseline} {
-			if i >= len(side.Bands) {
-				continue
-			}
-			b := side.Bands[i]
-			name := "this backend"
-			if side.Name == r.Baseline.Name {
-				name = "baseline"
-			}
-			fmt.Fprintf(w, "| %d–%d | %s | %.0f / %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n",
-				b.From, b.To, name, b.BeforeP50, b.BeforeMax, b.RoundTrips, b.Reads, b.Writes, b.Bytes/1024, b.P50Ms, b.P95Ms, b.TTFTP50, b.Tokenizations)
+	r.eachBand(func(b Band, baseline bool) {
+		name := "this backend"
+		if baseline {
+			name = "baseline"
 		}
-	}
+		fmt.Fprintf(w, "| %d–%d | %s | %.0f / %.0f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n",
+			b.From, b.To, name, b.BeforeP50, b.BeforeMax, b.RoundTrips, b.Reads, b.Writes, b.Bytes/1024, b.P50Ms, b.P95Ms, b.TTFTP50, b.Tokenizations)
+	})
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| turns | reads: baseline ÷ this backend | p50 latency: baseline ÷ this backend |")
 	fmt.Fprintln(w, "|---|---|---|")
