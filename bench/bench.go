@@ -227,7 +227,7 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 		return nil, err
 	}
 	log("warming up the emulator")
-	if err := warmUp(ctx, modelURL, tok); err != nil {
+	if err := warmUp(ctx, cfg, modelURL, tok); err != nil {
 		return nil, err
 	}
 	log("project and baseline: %d turns of one session each, alternating", cfg.Turns)
@@ -265,7 +265,7 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 		"Counts come from a gRPC interceptor on the real Firestore client and transfer to production; times are the emulator's on this machine and do not.",
 		"Project turns include the after-turn work (summaries), so compaction turns are in the averages.",
 		"Latency is the backend path: the whole turn minus the model call (an in-process server answering at once); time to first token is from the turn's start to the first streamed piece of the reply.",
-		"A few turns warm the emulator up before anything is measured; the hotspot times are medians of five alternating rounds.",
+		"Both designs run 150 turns, alternating, to warm the emulator's JVM up before anything is measured, then alternate turn by turn; the hotspot times are medians of five alternating rounds.",
 		"The project runs with its defaults: long-term memory on, 20 turns a minute per user (the run's clock moves a minute per turn), so every turn reads its rate-limit slots and memory block.",
 	}
 	return rep, nil
@@ -405,17 +405,31 @@ func newProject(ctx context.Context, cfg Config, modelURL string, tok *history.T
 	return st, nil
 }
 
-// warmUp runs a few turns first, so that the first band does not measure
-// the emulator's JVM warming up.
-func warmUp(ctx context.Context, modelURL string, tok *history.TikToken) error {
-	a, err := newApp(ctx, modelURL, tok, fmt.Sprintf("bench-warmup-%d", time.Now().UnixNano()))
+// warmUpTurns is how many turns of each design warm the emulator's JVM
+// up before anything is measured: with 30 of this backend's alone, the
+// first band of both designs ran about five times slower than later ones.
+const warmUpTurns = 150
+
+// warmUp runs both designs' turns, alternating, in a session each that
+// nothing measures, so that the first band does not measure the JVM
+// compiling its code paths.
+func warmUp(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken) error {
+	cfg.Turns = min(cfg.Turns, warmUpTurns)
+	p, err := newProject(ctx, cfg, modelURL, tok, &Report{})
 	if err != nil {
 		return err
 	}
-	defer a.close()
-	for i := range 30 {
-		a.clock.advance(time.Minute)
-		if _, err := a.app.Chat.Turn(ctx, chat.TurnRequest{UserID: "warm-up", Message: words(i, 40)}); err != nil {
+	defer p.close()
+	b, err := newBaseline(ctx, cfg, modelURL, tok)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	for turn := 1; turn <= cfg.Turns; turn++ {
+		if err := p.step(turn); err != nil {
+			return err
+		}
+		if err := b.step(turn); err != nil {
 			return err
 		}
 	}
