@@ -70,10 +70,10 @@ func TestNoTestCodeInProduction(t *testing.T) {
 
 // TestLayers: dependencies point one way. Each package may import only the
 // packages of ours listed for it, and the domain (kernel, prompts,
-// sessions, history, chat, longterm, retention) nothing of HTTP,
+// sessions, history, chat, longterm, retention, recall) nothing of HTTP,
 // Firestore, Firebase or OpenAI.
 func TestLayers(t *testing.T) {
-	domain := []string{"kernel", "prompts", "sessions", "history", "chat", "longterm", "retention"}
+	domain := []string{"kernel", "prompts", "sessions", "history", "chat", "longterm", "retention", "recall"}
 	stores := append([]string{"firestoredb", "inprocdb"}, domain...)
 	allowed := map[string][]string{ // package → the packages of ours it may import (by prefix)
 		"kernel":      {"kernel"},
@@ -83,7 +83,8 @@ func TestLayers(t *testing.T) {
 		"longterm":    {"kernel", "prompts", "sessions", "history"},
 		"retention":   {"kernel", "sessions", "history"},
 		"chat":        {"kernel", "sessions", "history", "longterm"},
-		"llm":         {"kernel", "prompts", "chat", "history"},
+		"recall":      {"kernel", "sessions", "history"},
+		"llm":         {"kernel", "prompts", "chat", "history", "recall"},
 		"firestoredb": domain,
 		"inprocdb":    domain,
 		"storetest":   append([]string{"firestoredb", "inprocdb", "emulator/emulatortest"}, domain...),

@@ -41,6 +41,11 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 			svc.logError(ctx, "learning long-term memory failed", s.ID, err)
 		}
 	}
+	if svc.Recall != nil {
+		if err := svc.Recall.Index(ctx, s, &res.User, &res.Reply); err != nil {
+			svc.logError(ctx, "embedding the exchange for search failed", s.ID, err)
+		}
+	}
 	fixed := svc.fixed(s.Model) + res.memoryTokens // as the turn counted it
 	if _, ok := history.PlanCompaction(s, res.Tail, svc.History.BudgetFor(s), fixed); ok {
 		_, err := svc.History.Compact(ctx, s.ID, fixed)
@@ -48,6 +53,11 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 			svc.logError(ctx, "compaction failed", s.ID, err)
 		}
 	}
+}
+
+// Indexer embeds a stored exchange, so that its user can search it.
+type Indexer interface {
+	Index(ctx context.Context, s *sessions.Session, question, reply *history.Message) error
 }
 
 func (svc *Service) title(ctx context.Context, s *sessions.Session, res *TurnResult) error {
@@ -78,6 +88,10 @@ func CleanTitle(t string) string {
 	}
 	return strings.TrimRight(cut, " ,;:-") + "…"
 }
+
+// Spend records n tokens spent for userID outside a turn (a search's
+// embedding) against their daily limit.
+func (svc *Service) Spend(ctx context.Context, userID string, n int) { svc.addTokens(ctx, userID, n) }
 
 // addTokens records n tokens against the user's daily limit. What they
 // paid for is stored already, so a failure here is logged, not returned.

@@ -20,6 +20,14 @@ func WithMeter(ctx context.Context) (context.Context, *Meter) {
 	return context.WithValue(ctx, meterKey{}, m), m
 }
 
+// Charge adds n tokens to the meter ctx carries, if any: what a call
+// other than a chat completion (an embedding) spent for the user.
+func Charge(ctx context.Context, n int) {
+	if m, ok := ctx.Value(meterKey{}).(*Meter); ok && n > 0 {
+		m.tokens.Add(int64(n))
+	}
+}
+
 // Tokens is what the meter has counted.
 func (m *Meter) Tokens() int { return int(m.tokens.Load()) }
 

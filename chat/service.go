@@ -58,7 +58,8 @@ type Memory interface {
 
 // Service runs chat turns.
 type Service struct {
-	Memory Memory // nil: no long-term memory
+	Memory Memory  // nil: no long-term memory
+	Recall Indexer // nil: exchanges are not embedded for search
 	Turns  TurnStore
 	Drafts Drafts // nil: no drafts, no stopping
 	// DraftInterval is how often a streaming reply's draft is written;

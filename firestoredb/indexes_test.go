@@ -15,8 +15,10 @@ import (
 type indexConfig struct {
 	Indexes []struct {
 		CollectionGroup string `json:"collectionGroup"`
+		QueryScope      string `json:"queryScope"`
 		Fields          []struct {
-			FieldPath string `json:"fieldPath"`
+			FieldPath    string          `json:"fieldPath"`
+			VectorConfig json.RawMessage `json:"vectorConfig"`
 		} `json:"fields"`
 	} `json:"indexes"`
 	FieldOverrides []struct {
@@ -70,13 +72,38 @@ func TestIndexExemptions(t *testing.T) {
 	if len(queried) == 0 {
 		t.Fatal("found no queries in the package: the pattern is stale")
 	}
+	// A vector search needs a vector index with its pre-filter fields,
+	// of the length exchanges are embedded at by default.
+	var searched bool
+	for _, ix := range cfg.Indexes {
+		fields := map[string]bool{}
+		var dim struct {
+			Dimension int `json:"dimension"`
+		}
+		for _, f := range ix.Fields {
+			fields[f.FieldPath] = true
+			if f.VectorConfig != nil {
+				json.Unmarshal(f.VectorConfig, &dim)
+			}
+		}
+		if ix.CollectionGroup == RecallCollection && ix.QueryScope == "COLLECTION_GROUP" && fields["userId"] && fields["embedding"] && dim.Dimension == 512 {
+			searched = true
+		}
+	}
+	if !searched {
+		t.Error("no vector index on recall.embedding (512 dimensions) pre-filtered by userId, as Nearest's query needs")
+	}
 	for key := range exempt {
 		if queried[key[strings.Index(key, "/")+1:]] {
 			t.Errorf("%s is exempt from indexing but a query uses it", key)
 		}
 	}
+	vectors := map[string]bool{} // group/field searched by a vector index
 	for _, ix := range cfg.Indexes {
 		for _, f := range ix.Fields {
+			if f.VectorConfig != nil {
+				vectors[ix.CollectionGroup+"/"+f.FieldPath] = true
+			}
 			if exempt[ix.CollectionGroup+"/"+f.FieldPath] {
 				t.Errorf("a composite index on %s uses exempt field %s", ix.CollectionGroup, f.FieldPath)
 			}
@@ -92,6 +119,7 @@ func TestIndexExemptions(t *testing.T) {
 		CompactionsCollection: {compactionDoc{}},
 		UsersCollection:       {memoryUserDoc{}},
 		FactsCollection:       {factDoc{}},
+		RecallCollection:      {exchangeDoc{}},
 	}
 	timeType := reflect.TypeOf(time.Time{})
 	for group, types := range docs {
@@ -108,7 +136,7 @@ func TestIndexExemptions(t *testing.T) {
 				case reflect.Struct:
 					large = ft != timeType
 				}
-				if large && !exempt[group+"/"+f.name] && !queried[f.name] {
+				if large && !exempt[group+"/"+f.name] && !queried[f.name] && !vectors[group+"/"+f.name] {
 					t.Errorf("%s.%s (%s) is large and indexed: exempt it in firestore.indexes.json", group, f.name, ft)
 				}
 			}

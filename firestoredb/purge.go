@@ -33,7 +33,7 @@ type purgeMarker struct {
 // purge deletes them by name, without listing them (one round trip less
 // per session, and the slowest). A subcollection added to sessions must be
 // added here, or purges leave it behind.
-var sessionCollections = []string{MessagesCollection, ContextCollection, CompactionsCollection}
+var sessionCollections = []string{MessagesCollection, ContextCollection, CompactionsCollection, RecallCollection}
 
 // Defaults of the purge machinery.
 const (
@@ -125,8 +125,9 @@ func inParallel(n int, fn func(i int)) {
 // window of its context (nil if it had none), or, with NextSeq -1, only
 // its id and owner.
 type purgeTarget struct {
-	s      *sessions.Session
-	window *windowDoc
+	s         *sessions.Session
+	window    *windowDoc
+	hasRecall bool // embedded exchanges were saved under it
 }
 
 // finishPurges deletes everything under each marked session (those in out
@@ -227,7 +228,8 @@ func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, 
 		switch {
 		case !known:
 		case name == ContextCollection, name == MessagesCollection && (s.NextSeq == 0 || ids != nil),
-			name == CompactionsCollection && s.SummaryUpdatedAt == nil: // set by every save of a record
+			name == CompactionsCollection && s.SummaryUpdatedAt == nil, // set by every save of a record
+			name == RecallCollection && !t.hasRecall:
 			continue
 		}
 		q := db.sessionRef(s.ID).Collection(name).Select().Limit(purgePage)
@@ -298,7 +300,7 @@ func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Ses
 		if err := check(s); err != nil {
 			return err
 		}
-		gone = purgeTarget{s: s}
+		gone = purgeTarget{s: s, hasRecall: hasRecall(snaps[0])}
 		if snaps[1].Exists() {
 			gone.window = &windowDoc{}
 			if err := snaps[1].DataTo(gone.window); err != nil {

@@ -38,11 +38,14 @@ func (db *DB) UpdateSession(ctx context.Context, id string, fn func(*sessions.Se
 		if err != nil {
 			return err
 		}
+		was := toSessionDoc(s.Clone())
 		if err := fn(s); err != nil {
 			return err
 		}
 		out = s
-		return tx.Set(ref, toSessionDoc(s))
+		// The fields that changed only: a store's own marks on the
+		// document (hasRecall) stay.
+		return tx.Update(ref, changedUpdates(was, toSessionDoc(s)))
 	})
 	if err != nil {
 		return nil, err

@@ -28,6 +28,7 @@ import (
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -43,6 +44,7 @@ type Store interface {
 	retention.Repo
 	retention.PrivacyRepo
 	longterm.Repo
+	recall.Store
 	Ping(ctx context.Context) error
 }
 
@@ -52,6 +54,7 @@ type App struct {
 	History        *history.Service
 	Chat           *chat.Service
 	Memory         *longterm.Service
+	Recall         *recall.Service // nil: no embeddings, no search
 	Sweeper        *retention.Sweeper
 	Privacy        *retention.Privacy
 	Auth           Verifier
@@ -73,6 +76,7 @@ type Deps struct {
 	Auth     Verifier
 	AppCheck AppChecker // required unless cfg.AppCheck is off
 	Model    chat.Model
+	Embedder recall.Embedder // nil: exchanges are not embedded and search answers 404
 	Tokens   Tokens
 	Log      *slog.Logger
 	Now      func() time.Time // every service's clock; nil: time.Now
@@ -127,6 +131,11 @@ func NewApp(cfg Config, d Deps) *App {
 	if cfg.LongTermMemory {
 		cs.Memory = lt
 	}
+	var rc *recall.Service
+	if d.Embedder != nil {
+		rc = &recall.Service{Embedder: d.Embedder, Store: d.Store}
+		cs.Recall = rc
+	}
 	// Whatever was learned from a purged session goes with it, whether or
 	// not learning is on now.
 	ss.Forget = lt.ForgetSession
@@ -135,7 +144,7 @@ func NewApp(cfg Config, d Deps) *App {
 	pv := &retention.Privacy{Repo: d.Store, Now: d.Now,
 		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}, "memory": lt}}
 	a := &App{
-		Sessions: ss, History: hs, Chat: cs, Memory: lt, Sweeper: sw, Privacy: pv, Auth: d.Auth, Store: d.Store, Log: d.Log,
+		Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Sweeper: sw, Privacy: pv, Auth: d.Auth, Store: d.Store, Log: d.Log,
 		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes, ReadTimeout: cfg.ReadTimeout,
 	}
 	if cfg.AppCheck != "" && cfg.AppCheck != AppCheckOff {
@@ -189,8 +198,16 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 	if cfg.OfflineModel() {
 		d.Model = llm.Offline{}
 		log.Warn("OFFLINE MODEL: OPENAI_API_KEY and OPENAI_BASE_URL are not set, so replies come from a deterministic offline stand-in (stored with model \"" + llm.OfflineModel + "\"), not a real model")
+		if cfg.Embeddings {
+			d.Embedder = llm.Lexical{}
+			log.Warn("OFFLINE EMBEDDINGS: search ranks by a lexical stand-in (shared words and word parts), not by meaning")
+		}
 	} else {
-		d.Model = llm.NewOpenAI(cfg.OpenAIKey, cfg.OpenAIBaseURL, nil)
+		o := llm.NewOpenAI(cfg.OpenAIKey, cfg.OpenAIBaseURL, nil)
+		d.Model = o
+		if cfg.Embeddings {
+			d.Embedder = llm.NewEmbeddings(o, cfg.EmbeddingModel, cfg.EmbeddingDimensions)
+		}
 	}
 	stopTraces, err := setupTracing(ctx, cfg)
 	if err != nil {

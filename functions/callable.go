@@ -52,6 +52,7 @@ var callables = map[string]callableOp{
 	"getContext":   {handler: (*App).sessionContext, method: "GET", path: map[string]string{"sessionId": "id"}, body: "-"},
 	"switchBranch": {handler: (*App).switchBranch, method: "POST", path: map[string]string{"sessionId": "id"}},
 	"stopReply":    {handler: (*App).stopReply, method: "POST", path: map[string]string{"sessionId": "id", "replyId": "replyId"}, body: "-"},
+	"search":       {handler: (*App).search, method: "GET", query: []string{"q", "sessionId", "limit"}, body: "-"},
 }
 
 // callableError is an error as the protocol carries it; details hold this

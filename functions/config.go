@@ -8,45 +8,50 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
 )
 
 // Config is everything the backend reads from its environment, parsed once
 // at start-up. See README.md for each variable and its default.
 type Config struct {
-	Backend            string // STORAGE_BACKEND: firestore (default) or inprocess ("memory", its former name, is read as inprocess)
-	ProjectID          string // GOOGLE_CLOUD_PROJECT (or GCLOUD_PROJECT)
-	FirestoreEmulator  string // FIRESTORE_EMULATOR_HOST
-	AuthEmulator       string // FIREBASE_AUTH_EMULATOR_HOST
-	OnGoogleCloud      bool   // K_SERVICE or FUNCTION_TARGET set, or GOOGLE_APPLICATION_CREDENTIALS
-	OpenAIKey          string // OPENAI_API_KEY
-	OpenAIBaseURL      string // OPENAI_BASE_URL
-	ChatModel          string // CHAT_MODEL
-	SystemPrompt       string // SYSTEM_PROMPT
-	AllowedOrigins     []string
-	MaxBodyBytes       int64
-	MaxSessionMessages int
-	TurnsPerMinute     int
-	MessagesPerMinute  int
-	TokensPerDay       int
-	ContextBudget      int
-	ContextStrategy    string // CONTEXT_STRATEGY (formerly MEMORY_STRATEGY, still read)
-	WindowExchanges    int    // WINDOW_EXCHANGES
-	ModelTimeout       time.Duration
-	FirestoreTimeout   time.Duration // FIRESTORE_TIMEOUT_SECONDS: each Firestore operation
-	AuthTimeout        time.Duration // AUTH_TIMEOUT_SECONDS: each ID-token check
-	RevocationTTL      time.Duration // REVOCATION_CHECK_SECONDS: how long an account's revocation state is trusted
-	DraftInterval      time.Duration // DRAFT_INTERVAL_MS: how often a streaming reply's partial text is saved
-	ReadTimeout        time.Duration // READ_TIMEOUT_SECONDS: reading a request's body
-	RetentionDays      [3]int        // RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS, RETENTION_DELETED_DAYS
-	SweepBudget        time.Duration
-	LongTermMemory     bool         // LONG_TERM_MEMORY: on (default) or off
-	SystemMessages     bool         // CLIENT_SYSTEM_MESSAGES: off (default) or on
-	AppCheck           AppCheckMode // APP_CHECK: off (default), monitor or enforce
-	AppCheckAppIDs     []string     // APP_CHECK_APP_IDS: if set, the only apps whose tokens are accepted
-	TraceExporter      string       // TRACE_EXPORTER: off, stdout or cloudtrace (the default on Google Cloud)
-	TraceSampleRatio   float64      // TRACE_SAMPLE_RATIO: share of new traces sampled, 0 to 1
-	LogLevel           string
+	Backend             string // STORAGE_BACKEND: firestore (default) or inprocess ("memory", its former name, is read as inprocess)
+	ProjectID           string // GOOGLE_CLOUD_PROJECT (or GCLOUD_PROJECT)
+	FirestoreEmulator   string // FIRESTORE_EMULATOR_HOST
+	AuthEmulator        string // FIREBASE_AUTH_EMULATOR_HOST
+	OnGoogleCloud       bool   // K_SERVICE or FUNCTION_TARGET set, or GOOGLE_APPLICATION_CREDENTIALS
+	OpenAIKey           string // OPENAI_API_KEY
+	OpenAIBaseURL       string // OPENAI_BASE_URL
+	ChatModel           string // CHAT_MODEL
+	SystemPrompt        string // SYSTEM_PROMPT
+	AllowedOrigins      []string
+	MaxBodyBytes        int64
+	MaxSessionMessages  int
+	TurnsPerMinute      int
+	MessagesPerMinute   int
+	TokensPerDay        int
+	ContextBudget       int
+	ContextStrategy     string // CONTEXT_STRATEGY (formerly MEMORY_STRATEGY, still read)
+	WindowExchanges     int    // WINDOW_EXCHANGES
+	ModelTimeout        time.Duration
+	FirestoreTimeout    time.Duration // FIRESTORE_TIMEOUT_SECONDS: each Firestore operation
+	AuthTimeout         time.Duration // AUTH_TIMEOUT_SECONDS: each ID-token check
+	RevocationTTL       time.Duration // REVOCATION_CHECK_SECONDS: how long an account's revocation state is trusted
+	DraftInterval       time.Duration // DRAFT_INTERVAL_MS: how often a streaming reply's partial text is saved
+	ReadTimeout         time.Duration // READ_TIMEOUT_SECONDS: reading a request's body
+	RetentionDays       [3]int        // RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS, RETENTION_DELETED_DAYS
+	SweepBudget         time.Duration
+	LongTermMemory      bool         // LONG_TERM_MEMORY: on (default) or off
+	Embeddings          bool         // EMBEDDINGS: on (default) or off: exchanges embedded for search
+	EmbeddingModel      string       // EMBEDDING_MODEL
+	EmbeddingDimensions int          // EMBEDDING_DIMENSIONS: 1 to 2048
+	SystemMessages      bool         // CLIENT_SYSTEM_MESSAGES: off (default) or on
+	AppCheck            AppCheckMode // APP_CHECK: off (default), monitor or enforce
+	AppCheckAppIDs      []string     // APP_CHECK_APP_IDS: if set, the only apps whose tokens are accepted
+	TraceExporter       string       // TRACE_EXPORTER: off, stdout or cloudtrace (the default on Google Cloud)
+	TraceSampleRatio    float64      // TRACE_SAMPLE_RATIO: share of new traces sampled, 0 to 1
+	LogLevel            string
 }
 
 // Defaults.
@@ -134,10 +139,13 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		LogLevel:           str("LOG_LEVEL", "info"),
 		RetentionDays: [3]int{num("RETENTION_ACTIVE_DAYS", 30, 1, sessions.MaxRetentionDays),
 			num("RETENTION_ARCHIVED_DAYS", 90, 1, sessions.MaxRetentionDays), num("RETENTION_DELETED_DAYS", 30, 1, sessions.MaxRetentionDays)},
-		SweepBudget:    time.Duration(num("SWEEP_BUDGET_SECONDS", 480, 10, day)) * time.Second,
-		LongTermMemory: onOff("LONG_TERM_MEMORY", true),
-		SystemMessages: onOff("CLIENT_SYSTEM_MESSAGES", false),
-		AppCheck:       AppCheckMode(str("APP_CHECK", string(AppCheckOff))),
+		SweepBudget:         time.Duration(num("SWEEP_BUDGET_SECONDS", 480, 10, day)) * time.Second,
+		LongTermMemory:      onOff("LONG_TERM_MEMORY", true),
+		Embeddings:          onOff("EMBEDDINGS", true),
+		EmbeddingModel:      str("EMBEDDING_MODEL", llm.DefaultEmbeddingModel),
+		EmbeddingDimensions: num("EMBEDDING_DIMENSIONS", llm.DefaultEmbeddingDimensions, 1, recall.MaxDimensions),
+		SystemMessages:      onOff("CLIENT_SYSTEM_MESSAGES", false),
+		AppCheck:            AppCheckMode(str("APP_CHECK", string(AppCheckOff))),
 	}
 	switch c.AppCheck {
 	case AppCheckOff, AppCheckMonitor, AppCheckEnforce:

@@ -30,6 +30,7 @@ import (
 	"github.com/chatmemory/backend/kernel/clock/clocktest"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
+	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/storetest"
 )
 
@@ -125,13 +126,19 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Con
 	}
 	ac := newAuthClient(t)
 	h.auth = ac
+	model := llm.NewOpenAI("test-key", h.model.BaseURL(), nil)
+	var embedder recall.Embedder // tests that search turn embeddings on
+	if cfg.Embeddings {
+		embedder = llm.NewEmbeddings(model, "text-embedding-3-small", 64)
+	}
 	h.app = functions.NewApp(cfg, functions.Deps{
-		Store:  store,
-		Auth:   &functions.FirebaseVerifier{Client: ac},
-		Model:  llm.NewOpenAI("test-key", h.model.BaseURL(), nil),
-		Tokens: storetest.Tokens(t),
-		Log:    slog.New(slog.NewJSONHandler(h.logs, nil)),
-		Now:    h.clock.Now,
+		Store:    store,
+		Auth:     &functions.FirebaseVerifier{Client: ac},
+		Model:    model,
+		Embedder: embedder,
+		Tokens:   storetest.Tokens(t),
+		Log:      slog.New(slog.NewJSONHandler(h.logs, nil)),
+		Now:      h.clock.Now,
 	})
 	h.srv = httptest.NewServer(h.app.Handler())
 	t.Cleanup(h.srv.Close)

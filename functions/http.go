@@ -45,6 +45,7 @@ func (a *App) Handler() http.Handler {
 	authed("POST /sessions/{id}/messages", a.appendMessages)
 	authed("POST /sessions/{id}/replies/{replyId}/stop", a.stopReply)
 	authed("POST /sessions/{id}/branch", a.switchBranch)
+	authed("GET /search", a.search)
 	authed("POST /callable/{name}", a.callable)
 
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

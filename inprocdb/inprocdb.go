@@ -12,6 +12,7 @@ import (
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -29,7 +30,8 @@ type DB struct {
 	tails    map[string]*history.Tail     // by session
 	compact  map[string][]history.Compaction
 	users    map[string]longterm.User
-	facts    map[string]map[string]longterm.Fact // superseded, by user, then id
+	facts    map[string]map[string]longterm.Fact   // superseded, by user, then id
+	recall   map[string]map[string]recall.Exchange // session → reply id → its exchange
 	draftSeq int64
 	backlog  struct {
 		n  int
@@ -53,6 +55,7 @@ func New() *DB {
 		compact:  map[string][]history.Compaction{},
 		users:    map[string]longterm.User{},
 		facts:    map[string]map[string]longterm.Fact{},
+		recall:   map[string]map[string]recall.Exchange{},
 	}
 }
 

@@ -28,7 +28,7 @@ func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.
 
 // purgeLocked removes a session and all under it; db.mu is held.
 func (db *DB) purgeLocked(id string) int {
-	n := 1 + len(db.messages[id]) + len(db.compact[id])
+	n := 1 + len(db.messages[id]) + len(db.compact[id]) + len(db.recall[id])
 	if _, ok := db.tails[id]; ok {
 		n++
 	}
@@ -39,6 +39,7 @@ func (db *DB) purgeLocked(id string) int {
 	delete(db.drafts, id)
 	delete(db.tails, id)
 	delete(db.compact, id)
+	delete(db.recall, id)
 	return n
 }
 

@@ -7,6 +7,7 @@ package rules_test
 
 import (
 	"bytes"
+	"cloud.google.com/go/firestore"
 	"context"
 	"encoding/base64"
 	"encoding/json"
@@ -223,6 +224,11 @@ func TestRules(t *testing.T) {
 	if _, err := client.Collection(firestoredb.PurgesCollection).Doc("p1").Set(context.Background(), map[string]any{"userId": alice.uid}); err != nil {
 		t.Fatal(err)
 	}
+	// An embedded exchange, as a turn's after-work saves it.
+	if _, err := client.Collection(firestoredb.SessionsCollection).Doc(s.active).Collection(firestoredb.RecallCollection).Doc("x1").
+		Set(context.Background(), map[string]any{"userId": alice.uid, "sessionId": s.active, "embedding": firestore.Vector32{1, 0}}); err != nil {
+		t.Fatal(err)
+	}
 	// The draft of a reply streaming, which the owner's other tabs follow.
 	if _, err := client.Collection(firestoredb.SessionsCollection).Doc(s.active).Collection(firestoredb.ContextCollection).Doc("draft").
 		Set(context.Background(), map[string]any{"userId": alice.uid, "replyId": "r1", "text": "partial"}); err != nil {
@@ -258,8 +264,9 @@ func TestRules(t *testing.T) {
 				}
 			}
 		}
-		// Not per-user data: nobody reads it.
-		for _, path := range []string{firestoredb.PurgesCollection + "/p1", "chat_health/ping", sess(s.bobs) + "/messages/none"} {
+		// Not per-user data, or nothing a client needs: nobody reads it.
+		for _, path := range []string{firestoredb.PurgesCollection + "/p1", "chat_health/ping", sess(s.bobs) + "/messages/none",
+			sess(s.active) + "/" + firestoredb.RecallCollection + "/x1"} {
 			if r := f.get(alice.token, path); !r.denied() {
 				t.Errorf("owner get %s: %d", path, r.status)
 			}

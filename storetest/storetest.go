@@ -18,6 +18,7 @@ import (
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/paging"
 	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -34,6 +35,7 @@ type Backend interface {
 	longterm.Repo
 	retention.Repo
 	retention.PrivacyRepo
+	recall.Store
 }
 
 // Env is one backend with services on a fake clock.
@@ -150,6 +152,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("LongTermRepo", func(t *testing.T) { testLongTermRepo(t, env(t)) })
 	t.Run("RetentionRepo", func(t *testing.T) { testRetentionRepo(t, env(t)) })
 	t.Run("PrivacyRepo", func(t *testing.T) { testPrivacyRepo(t, env(t)) })
+	t.Run("Recall", func(t *testing.T) { testRecall(t, env(t)) })
 }
 
 // EachBackend runs f once per backend, as parallel subtests named after

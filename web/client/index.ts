@@ -108,6 +108,10 @@ export class ChatMemoryClient {
   context(id: string, signal?: AbortSignal) {
     return this.ok(this.api.GET("/sessions/{id}/context", { params: { path: { id } }, signal }));
   }
+  /** The caller's best matches by meaning and exact phrase, across sessions or in one. */
+  search(query: paths["/search"]["get"]["parameters"]["query"], signal?: AbortSignal) {
+    return this.ok(this.api.GET("/search", { params: { query }, signal }));
+  }
   switchBranch(id: string, seq: number) {
     return this.ok(this.api.POST("/sessions/{id}/branch", { params: { path: { id } }, body: { seq } }));
   }

@@ -273,6 +273,34 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/search": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Search your own conversations, by meaning and by exact phrase
+         * @description Every chat turn's exchange (the question and its reply) is embedded
+         *     after the reply is stored (EMBEDDING_MODEL; offline, a lexical
+         *     stand-in). A search embeds `q` (its tokens count against the day's
+         *     like a model call's), finds the caller's nearest exchanges in their
+         *     active and archived sessions (or in `sessionId` only), and returns
+         *     for each the message that holds `q` as written (case aside), else the
+         *     reply: exact phrases first (`exact: true`, score above 1), then by
+         *     similarity (`score` is 1 minus the cosine distance). Never another
+         *     user's, never a deleted session's. 404 when EMBEDDINGS=off.
+         */
+        get: operations["search"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/callable/{name}": {
         parameters: {
             query?: never;
@@ -1119,12 +1147,55 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    search: {
+        parameters: {
+            query: {
+                q: string;
+                sessionId?: string;
+                limit?: number;
+            };
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The best matches, best first */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        results: {
+                            sessionId: string;
+                            sessionTitle: string;
+                            /** @enum {string} */
+                            sessionStatus: "active" | "archived";
+                            messageId: string;
+                            seq: number;
+                            role: string;
+                            snippet: string;
+                            score: number;
+                            exact: boolean;
+                            /** Format: date-time */
+                            createdAt: string;
+                        }[];
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
     callable: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                name: "chat" | "createSession" | "listSessions" | "getSession" | "updateSession" | "archiveSession" | "restoreSession" | "deleteSession" | "listMessages" | "getContext" | "switchBranch" | "stopReply";
+                name: "chat" | "createSession" | "listSessions" | "getSession" | "updateSession" | "archiveSession" | "restoreSession" | "deleteSession" | "listMessages" | "getContext" | "switchBranch" | "stopReply" | "search";
             };
             cookie?: never;
         };

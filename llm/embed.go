@@ -1,0 +1,116 @@
+package llm
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"hash/fnv"
+	"math"
+	"strings"
+	"unicode"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/chatmemory/backend/chat"
+)
+
+// DefaultEmbeddingModel and DefaultEmbeddingDimensions are what
+// exchanges are embedded with by default: text-embedding-3-small cut to
+// 512 dimensions (its vectors keep most of their quality shortened, and
+// a 512-float vector is 2 KiB in Firestore).
+const (
+	DefaultEmbeddingModel      = "text-embedding-3-small"
+	DefaultEmbeddingDimensions = 512
+)
+
+// Embeddings calls an OpenAI-compatible /embeddings endpoint.
+type Embeddings struct {
+	client     *openai.Client
+	model      string
+	dimensions int
+}
+
+// NewEmbeddings embeds with model at dimensions through client's service
+// (see NewOpenAI).
+func NewEmbeddings(o *OpenAI, model string, dimensions int) *Embeddings {
+	return &Embeddings{client: o.client, model: model, dimensions: dimensions}
+}
+
+func (e *Embeddings) Model() string { return fmt.Sprintf("%s/%d", e.model, e.dimensions) }
+
+// Embed embeds texts in one request; the tokens it reports are added to the
+// context's meter (chat.WithMeter), as a model call's are.
+func (e *Embeddings) Embed(ctx context.Context, texts []string) ([][]float32, error) {
+	resp, err := e.client.CreateEmbeddings(ctx, openai.EmbeddingRequestStrings{Input: texts,
+		Model: openai.EmbeddingModel(e.model), Dimensions: e.dimensions})
+	if err != nil {
+		return nil, serviceError(err)
+	}
+	if len(resp.Data) != len(texts) {
+		return nil, &ServiceError{cause: fmt.Errorf("%d embeddings for %d texts", len(resp.Data), len(texts))}
+	}
+	out := make([][]float32, len(texts))
+	for _, d := range resp.Data {
+		if d.Index < 0 || d.Index >= len(out) || len(d.Embedding) != e.dimensions {
+			return nil, &ServiceError{cause: errors.New("an embedding of another length or place than asked")}
+		}
+		out[d.Index] = d.Embedding
+	}
+	chat.Charge(ctx, resp.Usage.TotalTokens)
+	return out, nil
+}
+
+// LexicalDimensions is the length of the offline stand-in's vectors.
+const LexicalDimensions = 256
+
+// Lexical is the offline stand-in for an embedding model: deterministic,
+// and useful for search without a service. A text is its words and their
+// character trigrams, hashed into LexicalDimensions signed buckets (words
+// weigh twice a trigram, so shared words count most and shared stems
+// some), L2-normalized: texts that share words are near.
+type Lexical struct{}
+
+func (Lexical) Model() string { return fmt.Sprintf("lexical-stand-in/%d", LexicalDimensions) }
+
+func (Lexical) Embed(_ context.Context, texts []string) ([][]float32, error) {
+	out := make([][]float32, len(texts))
+	for i, t := range texts {
+		out[i] = lexical(t)
+	}
+	return out, nil
+}
+
+func lexical(text string) []float32 {
+	v := make([]float64, LexicalDimensions)
+	add := func(feature string, w float64) {
+		h := fnv.New64a()
+		h.Write([]byte(feature))
+		x := h.Sum64()
+		sign := 1.0
+		if x>>63 == 1 {
+			sign = -1
+		}
+		v[x%LexicalDimensions] += sign * w
+	}
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+	for _, w := range words {
+		add("w:"+w, 2)
+		r := []rune("^" + w + "$")
+		for j := 0; j+3 <= len(r); j++ {
+			add("t:"+string(r[j:j+3]), 1)
+		}
+	}
+	var n float64
+	for _, x := range v {
+		n += x * x
+	}
+	out := make([]float32, LexicalDimensions)
+	if n == 0 {
+		return out
+	}
+	n = math.Sqrt(n)
+	for i, x := range v {
+		out[i] = float32(x / n)
+	}
+	return out
+}

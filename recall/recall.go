@@ -1,0 +1,74 @@
+// Package recall finds what was said: each exchange of a conversation (a
+// question and its reply) is embedded once, after the reply is stored,
+// and kept beside its session, so that a user can search all of their
+// sessions by meaning and by exact phrase. The vectors are derived data:
+// they go with their messages when a session is purged or an account
+// erased, and are never shown to clients.
+package recall
+
+import (
+	"context"
+	"math"
+	"time"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// MaxDimensions is the longest vector Firestore can search (and index).
+const MaxDimensions = 2048
+
+// Embedder turns texts into unit vectors of one length, in order.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	// Model names the embeddings it makes (stored with each, so that a
+	// change of model or length can be told apart).
+	Model() string
+}
+
+// Exchange is one question and its reply, embedded: the unit of recall.
+// Its id is the reply's.
+type Exchange struct {
+	UserID, SessionID  string
+	QuestionID, Answer string // message ids
+	Seq                int    // the question's
+	CreatedAt          time.Time
+	Model              string
+	Vector             []float32
+}
+
+// Hit is an exchange a search found, with what the store read of it.
+type Hit struct {
+	Exchange Exchange
+	Distance float64 // cosine distance: 0 is the same direction
+	Session  *sessions.Session
+	Question *history.Message // nil if it is gone
+	Reply    *history.Message
+}
+
+// Store keeps exchanges and finds the nearest.
+type Store interface {
+	// SaveExchange stores e, unless its session is gone or deleted
+	// (sessions.NotFound then: an exchange never outlives its session);
+	// saving the same exchange again replaces it.
+	SaveExchange(ctx context.Context, e Exchange) error
+	// Nearest returns up to k of userID's exchanges nearest to v, in
+	// sessionID only if it is set, nearest first, each with its session
+	// and messages as stored now.
+	Nearest(ctx context.Context, userID, sessionID string, v []float32, k int) ([]Hit, error)
+}
+
+// Cosine is the cosine distance of two vectors of one length (1 - their
+// cosine similarity); 1 when either is zero.
+func Cosine(a, b []float32) float64 {
+	var dot, na, nb float64
+	for i := range a {
+		dot += float64(a[i]) * float64(b[i])
+		na += float64(a[i]) * float64(a[i])
+		nb += float64(b[i]) * float64(b[i])
+	}
+	if na == 0 || nb == 0 {
+		return 1
+	}
+	return 1 - dot/math.Sqrt(na*nb)
+}

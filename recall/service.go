@@ -1,0 +1,170 @@
+package recall
+
+import (
+	"context"
+	"slices"
+	"strings"
+	"unicode/utf8"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// Service embeds exchanges and searches them.
+type Service struct {
+	Embedder Embedder
+	Store    Store
+}
+
+// exchangeText is what an exchange is embedded as.
+func exchangeText(q, r *history.Message) string {
+	return clip(q.Content, maxEmbedChars/2) + "\n" + clip(r.Content, maxEmbedChars/2)
+}
+
+// maxEmbedChars bounds the text embedded per exchange (embedding models
+// take about 8,000 tokens; the start of a long message says what it is
+// about).
+const maxEmbedChars = 16000
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Index embeds the exchange of question q and reply r of session s and
+// stores it (one write).
+func (svc *Service) Index(ctx context.Context, s *sessions.Session, q, r *history.Message) error {
+	v, err := svc.Embedder.Embed(ctx, []string{exchangeText(q, r)})
+	if err != nil {
+		return err
+	}
+	return svc.Store.SaveExchange(ctx, Exchange{UserID: s.UserID, SessionID: s.ID, QuestionID: q.ID, Answer: r.ID,
+		Seq: q.Seq, CreatedAt: r.CreatedAt, Model: svc.Embedder.Model(), Vector: v[0]})
+}
+
+// Result is one message a search found.
+type Result struct {
+	SessionID    string          `json:"sessionId"`
+	SessionTitle string          `json:"sessionTitle"`
+	MessageID    string          `json:"messageId"`
+	Seq          int             `json:"seq"`
+	Role         history.Role    `json:"role"`
+	Snippet      string          `json:"snippet"`
+	Score        float64         `json:"score"`
+	Exact        bool            `json:"exact"` // the message holds the query as written (case aside)
+	CreatedAt    string          `json:"createdAt"`
+	Status       sessions.Status `json:"sessionStatus"`
+}
+
+// Search limits.
+const (
+	MaxQueryChars = 500
+	MaxResults    = 50
+	snippetChars  = 240
+)
+
+// Search returns userID's best matches for query, in sessionID only if it
+// is set: by meaning (the nearest exchanges) and by exact phrase (an
+// exchange that holds the query as written ranks first), from active and
+// archived sessions, best first.
+func (svc *Service) Search(ctx context.Context, userID, query, sessionID string, limit int) ([]Result, error) {
+	query = strings.TrimSpace(query)
+	switch {
+	case query == "":
+		return nil, errs.Errorf(errs.EINVALID, "q: a search needs some text")
+	case utf8.RuneCountInString(query) > MaxQueryChars:
+		return nil, errs.Errorf(errs.EINVALID, "q: at most %d characters", MaxQueryChars)
+	case limit < 1 || limit > MaxResults:
+		return nil, errs.Errorf(errs.EINVALID, "limit: from 1 to %d", MaxResults)
+	}
+	if sessionID != "" {
+		if err := sessions.CheckID(sessionID); err != nil {
+			return nil, err
+		}
+	}
+	v, err := svc.Embedder.Embed(ctx, []string{query})
+	if err != nil {
+		return nil, err
+	}
+	// Twice the results asked for: some are in deleted sessions, and an
+	// exact phrase may rank a farther one first.
+	hits, err := svc.Store.Nearest(ctx, userID, sessionID, v[0], min(2*limit, 2*MaxResults))
+	if err != nil {
+		return nil, err
+	}
+	return rank(hits, query, limit), nil
+}
+
+// rank turns hits into results: an exchange in a session that is gone or
+// deleted, or of another user, is dropped; of the two messages the one
+// holding the query is shown (else the reply); exact matches first, then
+// by similarity.
+func rank(hits []Hit, query string, limit int) []Result {
+	lower := strings.ToLower(query)
+	var out []Result
+	for _, h := range hits {
+		s := h.Session
+		if s == nil || s.UserID != h.Exchange.UserID || s.Status == sessions.StatusDeleted {
+			continue
+		}
+		m, exact := h.Reply, false
+		for _, c := range []*history.Message{h.Question, h.Reply} {
+			if c != nil && strings.Contains(strings.ToLower(c.Content), lower) {
+				m, exact = c, true
+				break
+			}
+		}
+		if m == nil {
+			m = h.Question
+		}
+		if m == nil {
+			continue
+		}
+		score := 1 - h.Distance
+		if exact {
+			score++ // above every match by meaning alone
+		}
+		out = append(out, Result{SessionID: s.ID, SessionTitle: s.Title, MessageID: m.ID, Seq: m.Seq, Role: m.Role,
+			Snippet: snippet(m.Content, lower), Score: score, Exact: exact,
+			CreatedAt: m.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"), Status: s.Status})
+	}
+	slices.SortStableFunc(out, func(a, b Result) int {
+		switch {
+		case a.Score > b.Score:
+			return -1
+		case a.Score < b.Score:
+			return 1
+		}
+		return 0
+	})
+	return out[:min(len(out), limit)]
+}
+
+// snippet is up to snippetChars of text around the first match of lower
+// (or its start), on one line.
+func snippet(text, lower string) string {
+	text = strings.Join(strings.Fields(text), " ")
+	runes := []rune(text)
+	if len(runes) <= snippetChars {
+		return text
+	}
+	at := 0
+	if i := strings.Index(strings.ToLower(text), lower); i >= 0 {
+		at = utf8.RuneCountInString(text[:i])
+	}
+	start := max(0, min(at-snippetChars/3, len(runes)-snippetChars))
+	s := string(runes[start : start+snippetChars])
+	if start > 0 {
+		s = "…" + s
+	}
+	if start+snippetChars < len(runes) {
+		s += "…"
+	}
+	return s
+}
