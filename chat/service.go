@@ -58,8 +58,9 @@ type Memory interface {
 
 // Service runs chat turns.
 type Service struct {
-	Memory Memory  // nil: no long-term memory
-	Recall Indexer // nil: exchanges are not embedded for search
+	Memory Memory   // nil: no long-term memory
+	Recall Indexer  // nil: exchanges are not embedded for search
+	Finder Recaller // nil: no recall in turns
 	Turns  TurnStore
 	Drafts Drafts // nil: no drafts, no stopping
 	// DraftInterval is how often a streaming reply's draft is written;

@@ -137,11 +137,18 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	}
 	q.ReplyID, q.Draft = c.replyID, c.draft
 	var st *TurnState
+	rec := &recaller{}
 	err := svc.waitTurn(f == nil, func() (err error) {
 		// A try that waited claims as of now, with a lease from now.
 		now = svc.now()
 		c.lease = now.Add(svc.ModelTimeout + leaseMargin)
-		claim := func(st *TurnState) (*TurnWrite, error) { return svc.claim(st, q, draft, now, f, c) }
+		claim := func(st *TurnState) (*TurnWrite, error) {
+			w, err := svc.claim(st, q, draft, now, f, c)
+			if err == nil && w != nil && st.Session != nil {
+				svc.startRecall(ctx, rec, st.Session, draft.Content) // beside the claim's commit
+			}
+			return w, err
+		}
 		run := func() error {
 			st, err = svc.Turns.RunTurn(ctx, q, nil, claim)
 			if err == errMoreSlots { // every slot read was taken: read them all
@@ -171,6 +178,12 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	}
 	mem := blockOf(st.Memory)
 	built, err := svc.build(st.Session, st.Tail, mem)
+	if err == nil {
+		if text, n := svc.recallBlock(ctx, rec, st.Session, built); n > 0 {
+			mem = mem.with(text, n)
+			built, err = svc.build(st.Session, st.Tail, mem)
+		}
+	}
 	if err == nil && !contains(built.Messages, c.user.Seq) {
 		err = errs.Errorf(errs.EINVALID, "the message does not fit the model's context budget of %d tokens", built.Budget)
 	}

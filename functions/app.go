@@ -134,7 +134,7 @@ func NewApp(cfg Config, d Deps) *App {
 	var rc *recall.Service
 	if d.Embedder != nil {
 		rc = &recall.Service{Embedder: d.Embedder, Store: d.Store}
-		cs.Recall = rc
+		cs.Recall, cs.Finder = rc, finder{rc}
 	}
 	// Whatever was learned from a purged session goes with it, whether or
 	// not learning is on now.
@@ -269,4 +269,16 @@ func Sweep(ctx context.Context, _ event.Event) error {
 	}
 	_, err = a.Sweeper.Run(ctx, false)
 	return err
+}
+
+// finder is recall as a turn asks for it.
+type finder struct{ svc *recall.Service }
+
+func (f finder) Recall(ctx context.Context, s *sessions.Session, query string, all bool, k int) ([]chat.Recalled, error) {
+	got, err := f.svc.Recall(ctx, s, query, all, k)
+	out := make([]chat.Recalled, len(got))
+	for i, x := range got {
+		out[i] = chat.Recalled{SessionID: x.SessionID, SessionTitle: x.SessionTitle, Question: x.Question, Reply: x.Reply}
+	}
+	return out, err
 }

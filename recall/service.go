@@ -168,3 +168,45 @@ func snippet(text, lower string) string {
 	}
 	return s
 }
+
+// Recalled is an earlier exchange found for a turn.
+type Recalled struct {
+	SessionID, SessionTitle string
+	Question, Reply         history.Message
+}
+
+// Recall returns up to k of the user's exchanges nearest to query: in
+// session s only, or (all) in every active and archived session of its
+// user; each on the active branch of its session, nearest first.
+func (svc *Service) Recall(ctx context.Context, s *sessions.Session, query string, all bool, k int) ([]Recalled, error) {
+	v, err := svc.Embedder.Embed(ctx, []string{query})
+	if err != nil {
+		return nil, err
+	}
+	scope := s.ID
+	if all {
+		scope = ""
+	}
+	hits, err := svc.Store.Nearest(ctx, s.UserID, scope, v[0], 3*k) // room for those the filters drop
+	if err != nil {
+		return nil, err
+	}
+	var out []Recalled
+	for _, h := range hits {
+		hs := h.Session
+		if hs == nil || hs.UserID != s.UserID || hs.Status == sessions.StatusDeleted || h.Question == nil || h.Reply == nil {
+			continue
+		}
+		if hs.ID == s.ID {
+			hs = s // as the turn read it
+		}
+		if p := hs.Path(); !p.Contains(h.Question.Seq) || !p.Contains(h.Reply.Seq) {
+			continue // another branch's
+		}
+		out = append(out, Recalled{SessionID: hs.ID, SessionTitle: hs.Title, Question: *h.Question, Reply: *h.Reply})
+		if len(out) == k {
+			break
+		}
+	}
+	return out, nil
+}

@@ -44,6 +44,42 @@ type ContextSettings struct {
 	Strategy        Strategy `json:"strategy,omitempty" firestore:"strategy"`
 	WindowExchanges int      `json:"windowExchanges,omitempty" firestore:"windowExchanges"` // for window
 	BudgetTokens    int      `json:"budgetTokens,omitempty" firestore:"budgetTokens"`       // 0: a share of the model's window
+	// Recall adds earlier exchanges relevant to the message to what the
+	// model sees: off (the default), from this session, or from all of
+	// the user's active and archived sessions; up to RecallK of them
+	// (0: DefaultRecallK) within RecallTokens (0: DefaultRecallTokens).
+	Recall       Recall `json:"recall,omitempty" firestore:"recall,omitempty"`
+	RecallK      int    `json:"recallK,omitempty" firestore:"recallK,omitempty"`
+	RecallTokens int    `json:"recallTokens,omitempty" firestore:"recallTokens,omitempty"`
+}
+
+// Recall says where a turn looks for earlier exchanges to add.
+type Recall string
+
+const (
+	RecallOff     Recall = "off"
+	RecallSession Recall = "session"
+	RecallAll     Recall = "all"
+)
+
+// Limits of recall.
+const (
+	DefaultRecallK      = 3
+	MaxRecallK          = 10
+	DefaultRecallTokens = 600
+	MaxRecallTokens     = 4000
+)
+
+// RecallLimits are the settings' k and token cap, defaults applied.
+func (m ContextSettings) RecallLimits() (k, tokens int) {
+	k, tokens = m.RecallK, m.RecallTokens
+	if k == 0 {
+		k = DefaultRecallK
+	}
+	if tokens == 0 {
+		tokens = DefaultRecallTokens
+	}
+	return k, tokens
 }
 
 // UnmarshalJSON rejects unknown keys.
@@ -61,6 +97,17 @@ func (m ContextSettings) Validate() error {
 	}
 	if m.WindowExchanges < 0 || m.WindowExchanges > MaxWindowExchanges {
 		return errs.Errorf(errs.EINVALID, "memory.windowExchanges must be between 1 and %d", MaxWindowExchanges)
+	}
+	switch m.Recall {
+	case "", RecallOff, RecallSession, RecallAll:
+	default:
+		return errs.Errorf(errs.EINVALID, "memory.recall must be off, session or all")
+	}
+	if m.RecallK < 0 || m.RecallK > MaxRecallK {
+		return errs.Errorf(errs.EINVALID, "memory.recallK must be between 1 and %d", MaxRecallK)
+	}
+	if m.RecallTokens < 0 || m.RecallTokens > MaxRecallTokens {
+		return errs.Errorf(errs.EINVALID, "memory.recallTokens must be between 1 and %d", MaxRecallTokens)
 	}
 	return m.checkBudget(MaxBudgetTokens, "")
 }

@@ -527,6 +527,22 @@ export interface components {
             windowExchanges: number;
             /** @description 0 or absent: 75% of the model's context window; at most the session model's context window */
             budgetTokens?: number;
+            /**
+             * @description Adds to each turn's context the earlier exchanges most relevant to the message (by embedding), marked as recalled excerpts with their date and session title: from this session only, or from all of the user's active and archived sessions; never what the context holds already, never another branch's. Needs EMBEDDINGS=on.
+             * @default off
+             * @enum {string}
+             */
+            recall: "off" | "session" | "all";
+            /**
+             * @description at most this many excerpts
+             * @default 3
+             */
+            recallK: number;
+            /**
+             * @description at most this many tokens of excerpts
+             * @default 600
+             */
+            recallTokens: number;
         };
         Compaction: {
             id?: string;
