@@ -28,6 +28,7 @@ import (
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/prompts"
+	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -41,6 +42,9 @@ type Config struct {
 	TokenizerCorpus int           // messages counted for tokenizer throughput
 	HotspotTurns    int           // concurrent turns of one user vs as many users
 	DraftReply      time.Duration // how long the reply of the draft intervals' measurement streams; 0: none
+	// EmbeddingCalls counts the model server's embedding requests; nil:
+	// no recall run. Set by whoever runs the model server.
+	EmbeddingCalls func() int64 `json:"-"`
 }
 
 // Full is `make bench`.
@@ -122,6 +126,7 @@ type Report struct {
 	LargestDocBytes int64       `json:"largestDocumentBytes"` // of any document the project wrote
 	Drafts          []DraftRun  `json:"drafts"`
 	MemoryPath      *MemoryPath `json:"memoryPath"`
+	Recall          *RecallRun  `json:"recall"`
 	Hotspot         Hotspot     `json:"hotspot"`
 	Tokenizer       struct {
 		MessagesPerSecond float64 `json:"messagesPerSecond"`
@@ -254,6 +259,12 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 	if rep.MemoryPath, err = runMemoryPath(ctx, cfg, modelURL, tok); err != nil {
 		return nil, err
 	}
+	if cfg.EmbeddingCalls != nil {
+		log("recall: %d turns each without embeddings, with them, and with recall on", recallTurns)
+		if rep.Recall, err = runRecall(ctx, modelURL, tok, cfg.EmbeddingCalls); err != nil {
+			return nil, err
+		}
+	}
 	if cfg.DraftReply > 0 {
 		log("drafts: a reply streaming for %s at each draft interval", cfg.DraftReply)
 		if rep.Drafts, err = runDrafts(ctx, modelURL, tok, cfg.DraftReply); err != nil {
@@ -307,7 +318,8 @@ func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project
 		return nil, err
 	}
 	tokens := &countingTokens{TikToken: tok}
-	model := &timedModel{Model: llm.NewOpenAI("bench", modelURL, nil), counter: counter}
+	service := llm.NewOpenAI("bench", modelURL, nil)
+	model := &timedModel{Model: service, counter: counter}
 	clk := &clock{}
 	cfg := functions.Config{ChatModel: "gpt-4o-mini", SystemPrompt: "You are a helpful assistant.",
 		MaxSessionMessages: 1 << 20, ModelTimeout: time.Minute, ContextStrategy: "summary_buffer", WindowExchanges: 10, LongTermMemory: true,
@@ -315,7 +327,11 @@ func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project
 	for _, c := range configure {
 		c(&cfg)
 	}
-	a := functions.NewApp(cfg, functions.Deps{Store: firestoredb.New(client), Model: model, Tokens: tokens,
+	var embedder recall.Embedder // as deployed when cfg.Embeddings is set
+	if cfg.Embeddings {
+		embedder = llm.NewEmbeddings(service, llm.DefaultEmbeddingModel, llm.DefaultEmbeddingDimensions)
+	}
+	a := functions.NewApp(cfg, functions.Deps{Store: firestoredb.New(client), Model: model, Embedder: embedder, Tokens: tokens,
 		Log: slog.New(slog.DiscardHandler), Now: clk.Now})
 	return &app{app: a, counter: counter, tokens: tokens, model: model, clock: clk, close: func() { client.Close() }}, nil
 }

@@ -25,7 +25,9 @@ func TestTinyRun(t *testing.T) {
 	model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
 		return llmtest.Response{Content: bench.Reply(r), ChunkDelay: bench.ChunkDelay(r)}
 	})
-	rep, err := bench.Run(context.Background(), bench.Tiny(), model.BaseURL(), t.Logf)
+	tiny := bench.Tiny()
+	tiny.EmbeddingCalls = llmtest.EmbeddingCalls
+	rep, err := bench.Run(context.Background(), tiny, model.BaseURL(), t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
@@ -100,6 +102,18 @@ func TestTinyRun(t *testing.T) {
 			if p, o := mp.Project[i], mp.OneDocument[i]; p.RoundTrips != 3 || o.RoundTrips != 4 || o.Reads != 2 || o.Writes != 1 || p.P50Ms <= 0 {
 				t.Errorf("memory path band %d: this backend %+v, one document %+v", i, p, o)
 			}
+		}
+	}
+	// Recall: an embedding per turn once exchanges are embedded (and one
+	// more with recall on), one more write (the exchange), and the claim's
+	// own 2 round trips before the model without recall.
+	if r := rep.Recall; r == nil || len(r.Sides) != 3 {
+		t.Fatalf("recall run: %+v", r)
+	} else {
+		none, indexed, on := r.Sides[0], r.Sides[1], r.Sides[2]
+		if none.EmbeddingCalls != 0 || indexed.EmbeddingCalls != 1 || on.EmbeddingCalls != 2 ||
+			indexed.Writes < none.Writes+1 || none.BeforeModel != 2 || indexed.BeforeModel != 2 {
+			t.Errorf("recall sides: %+v", r.Sides)
 		}
 	}
 	// A streamed reply starts and deletes its draft and saves it at least

@@ -65,6 +65,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintln(w)
 	r.writeCosts(w)
 	r.writeMemoryPath(w)
+	r.writeRecall(w)
 	fmt.Fprintln(w, "| sessions at once | turns | turns/s | p95 ms |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, t := range r.Throughput {

@@ -38,6 +38,8 @@ func main() {
 	if *tiny {
 		cfg = bench.Tiny()
 	}
+	cfg.EmbeddingCalls = llmtest.EmbeddingCalls
+	llmtest.SetEmbeddingDelay(bench.EmbeddingLatency)
 	model := llmtest.Start()
 	defer model.Close()
 	model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {

@@ -7,11 +7,19 @@ import (
 	"net/http"
 	"strings"
 	"sync/atomic"
+	"time"
 	"unicode"
 )
 
 // embeddingCalls counts /embeddings requests, for tests.
 var embeddingCalls atomic.Int64
+
+// embeddingDelay is how long every server waits before answering an
+// /embeddings request (a benchmark's stand-in for a real service's latency).
+var embeddingDelay atomic.Int64
+
+// SetEmbeddingDelay makes every server answer /embeddings after d.
+func SetEmbeddingDelay(d time.Duration) { embeddingDelay.Store(int64(d)) }
 
 // EmbeddingCalls is how many /embeddings requests all servers answered.
 func EmbeddingCalls() int64 { return embeddingCalls.Load() }
@@ -22,6 +30,9 @@ func EmbeddingCalls() int64 { return embeddingCalls.Load() }
 // An input containing "[embedding failure]" answers 500.
 func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 	embeddingCalls.Add(1)
+	if !sleep(r, time.Duration(embeddingDelay.Load())) {
+		return
+	}
 	var req struct {
 		Input      []string `json:"input"`
 		Model      string   `json:"model"`
