@@ -70,3 +70,25 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch 
 	}
 	return out, version, nil
 }
+
+// IndexExchanges embeds, for search and recall, each exchange an append
+// stored: a user message followed by the assistant's reply to it (without
+// tool calls) in the same batch. Its tokens are charged to the user's day;
+// failures are logged (the messages are stored either way).
+func (svc *Service) IndexExchanges(ctx context.Context, userID, sessionID string, msgs []history.Message) {
+	if svc.Recall == nil {
+		return
+	}
+	ctx, meter := WithMeter(ctx)
+	defer func() { svc.addTokens(ctx, userID, meter.Tokens()) }()
+	s := &sessions.Session{ID: sessionID, UserID: userID}
+	for i := 0; i+1 < len(msgs); i++ {
+		q, r := &msgs[i], &msgs[i+1]
+		if q.Role != history.RoleUser || r.Role != history.RoleAssistant || r.ParentSeq != q.Seq || len(r.ToolCalls) > 0 || r.Content == "" {
+			continue
+		}
+		if err := svc.Recall.Index(ctx, s, q, r); err != nil {
+			svc.logError(ctx, "embedding an appended exchange failed", sessionID, err)
+		}
+	}
+}

@@ -36,7 +36,7 @@ func legacyDocIDs() []string {
 
 // contextDocIDs are the ids of every document a context may have.
 func contextDocIDs() []string {
-	return append([]string{windowDocID, DraftDocID}, legacyDocIDs()...)
+	return append([]string{windowDocID, DraftDocID, recallMarkerDocID}, legacyDocIDs()...)
 }
 
 type legacyHead struct {

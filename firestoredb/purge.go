@@ -125,9 +125,8 @@ func inParallel(n int, fn func(i int)) {
 // window of its context (nil if it had none), or, with NextSeq -1, only
 // its id and owner.
 type purgeTarget struct {
-	s         *sessions.Session
-	window    *windowDoc
-	hasRecall bool // embedded exchanges were saved under it
+	s      *sessions.Session
+	window *windowDoc
 }
 
 // finishPurges deletes everything under each marked session (those in out
@@ -206,9 +205,10 @@ func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, 
 		}
 		return err
 	}
-	var ids []string // every message's, when the context holds them all
+	var ids []string  // every message's, when the context holds them all
+	exchanges := true // unless the context says there are none
 	if known && s.NextSeq > 0 {
-		refs, all, err := db.contextContents(ctx, t)
+		refs, all, marked, err := db.contextContents(ctx, t)
 		if err != nil {
 			return pending, err
 		}
@@ -222,14 +222,14 @@ func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, 
 				return pending, err
 			}
 		}
-		ids = all
+		ids, exchanges = all, marked
 	}
 	for _, name := range sessionCollections {
 		switch {
 		case !known:
 		case name == ContextCollection, name == MessagesCollection && (s.NextSeq == 0 || ids != nil),
 			name == CompactionsCollection && s.SummaryUpdatedAt == nil, // set by every save of a record
-			name == RecallCollection && !t.hasRecall:
+			name == RecallCollection && (s.NextSeq == 0 || !exchanges):
 			continue
 		}
 		q := db.sessionRef(s.ID).Collection(name).Select().Limit(purgePage)
@@ -300,7 +300,7 @@ func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Ses
 		if err := check(s); err != nil {
 			return err
 		}
-		gone = purgeTarget{s: s, hasRecall: hasRecall(snaps[0])}
+		gone = purgeTarget{s: s}
 		if snaps[1].Exists() {
 			gone.window = &windowDoc{}
 			if err := snaps[1].DataTo(gone.window); err != nil {
@@ -351,13 +351,14 @@ func (db *DB) claimPurge(ctx context.Context, id string) (string, error) {
 }
 
 // contextContents returns the context documents of session t that exist,
-// and the id of every message when its window holds them all: the session
-// never branched and its context starts at its first message. Without a
+// the id of every message when its window holds them all (the session
+// never branched and its context starts at its first message), and
+// whether exchanges were embedded under it (its recall marker). Without a
 // window (a context in an earlier layout, or a resumed purge) it returns
-// every possible context document, to be deleted if it exists, and no
-// ids. The session document is gone, so nothing writes its context any
-// more.
-func (db *DB) contextContents(ctx context.Context, t purgeTarget) ([]*firestore.DocumentRef, []string, error) {
+// every possible context document, to be deleted if it exists, no ids,
+// and true. The session document is gone, so nothing writes its context
+// any more.
+func (db *DB) contextContents(ctx context.Context, t purgeTarget) ([]*firestore.DocumentRef, []string, bool, error) {
 	s, w := t.s, t.window
 	c := db.contextOf(s.ID)
 	if w == nil {
@@ -365,30 +366,33 @@ func (db *DB) contextContents(ctx context.Context, t purgeTarget) ([]*firestore.
 		for _, id := range contextDocIDs() {
 			refs = append(refs, c.Doc(id))
 		}
-		return refs, nil, nil
+		return refs, nil, true, nil
 	}
 	existing := []*firestore.DocumentRef{c.Doc(windowDocID)}
-	draft, err := c.Doc(DraftDocID).Get(ctx)
-	switch {
-	case err == nil:
-		existing = append(existing, draft.Ref)
-	case !isNotFound(err):
-		return nil, nil, err
+	snaps, err := db.client.GetAll(ctx, []*firestore.DocumentRef{c.Doc(DraftDocID), c.Doc(recallMarkerDocID)})
+	if err != nil {
+		return nil, nil, false, err
 	}
+	for _, snap := range snaps {
+		if snap.Exists() {
+			existing = append(existing, snap.Ref)
+		}
+	}
+	marked := snaps[1].Exists()
 	if s.Branches != nil || w.From != 0 {
-		return existing, nil, nil
+		return existing, nil, marked, nil
 	}
 	ids := make([]string, 0, s.NextSeq)
 	for seq := range s.NextSeq {
 		e, ok := w.Messages[seqKey(seq)]
 		if !ok {
-			return existing, nil, nil
+			return existing, nil, marked, nil
 		}
 		m, err := decodeEntry(e, s.ID)
 		if err != nil || m.ID == "" {
-			return existing, nil, nil
+			return existing, nil, marked, nil
 		}
 		ids = append(ids, m.ID)
 	}
-	return existing, ids, nil
+	return existing, ids, marked, nil
 }

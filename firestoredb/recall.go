@@ -28,15 +28,11 @@ type exchangeDoc struct {
 	Embedding  firestore.Vector32 `firestore:"embedding"`
 }
 
-// hasRecallField marks a session document under which exchanges were
-// saved (kept out of the domain's session: only purges read it).
-const hasRecallField = "hasRecall"
-
-func hasRecall(snap *firestore.DocumentSnapshot) bool {
-	v, err := snap.DataAt(hasRecallField)
-	b, _ := v.(bool)
-	return err == nil && b
-}
+// recallMarkerDocID is context/recall, written once with a session's first
+// exchange: a purge looks for exchanges only under a session that has it.
+// (A mark on the session document would change its version under an app
+// that holds it for ifMatch.)
+const recallMarkerDocID = "recall"
 
 func (db *DB) recallOf(sessionID string) *firestore.CollectionRef {
 	return db.sessionRef(sessionID).Collection(RecallCollection)
@@ -46,24 +42,24 @@ func (db *DB) recallOf(sessionID string) *firestore.CollectionRef {
 // purge (which deletes the session document first) and an exchange saved
 // after it cannot both land: nothing is left under a purged session.
 func (db *DB) SaveExchange(ctx context.Context, e recall.Exchange) error {
-	sref := db.sessionRef(e.SessionID)
+	sref, mref := db.sessionRef(e.SessionID), db.contextOf(e.SessionID).Doc(recallMarkerDocID)
 	return db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(sref)
-		if isNotFound(err) {
-			return sessions.NotFound(e.SessionID)
-		}
+		snaps, err := tx.GetAll([]*firestore.DocumentRef{sref, mref})
 		if err != nil {
 			return err
 		}
-		s, err := decodeSession(snap)
+		if !snaps[0].Exists() {
+			return sessions.NotFound(e.SessionID)
+		}
+		s, err := decodeSession(snaps[0])
 		if err != nil {
 			return err
 		}
 		if s.UserID != e.UserID || s.Status == sessions.StatusDeleted {
 			return sessions.NotFound(e.SessionID)
 		}
-		if !hasRecall(snap) { // once: a purge then looks for exchanges
-			if err := tx.Update(sref, []firestore.Update{{Path: hasRecallField, Value: true}}); err != nil {
+		if !snaps[1].Exists() { // once: a purge then looks for exchanges
+			if err := tx.Create(mref, map[string]any{"userId": e.UserID}); err != nil {
 				return err
 			}
 		}

@@ -43,8 +43,7 @@ func (db *DB) UpdateSession(ctx context.Context, id string, fn func(*sessions.Se
 			return err
 		}
 		out = s
-		// The fields that changed only: a store's own marks on the
-		// document (hasRecall) stay.
+		// The fields that changed only.
 		return tx.Update(ref, changedUpdates(was, toSessionDoc(s)))
 	})
 	if err != nil {

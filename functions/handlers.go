@@ -189,6 +189,9 @@ func (a *App) appendMessages(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("ETag", strconv.Quote(version))
 	}
 	writeJSON(w, http.StatusCreated, map[string]any{"messages": msgs, "version": version})
+	// The app has its answer; its exchanges are embedded after it.
+	http.NewResponseController(w).Flush()
+	a.Chat.IndexExchanges(context.WithoutCancel(r.Context()), UserID(r.Context()), sessionID(r), msgs)
 }
 
 type chatRequest struct {

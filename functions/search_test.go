@@ -70,6 +70,22 @@ func TestSearch(t *testing.T) {
 		if r := search(alice.token, url.Values{"q": {"Oslo"}, "limit": {"1"}}, 200); len(r.Results) != 1 {
 			t.Fatalf("limit 1: %+v", r.Results)
 		}
+		// An app's own exchanges (the memory path) are embedded too, after
+		// the append's answer, without changing the version it returned.
+		own := h.newSession(alice.token, map[string]any{"title": "own model"})
+		var ctxResp struct{ Version string }
+		h.do("GET", "/sessions/"+own+"/context", alice.token, nil).want(t, 200).decode(t, &ctxResp)
+		var app struct{ Version string }
+		h.do("POST", "/sessions/"+own+"/messages", alice.token, map[string]any{"ifMatch": ctxResp.Version, "messages": []map[string]any{
+			{"role": "user", "content": "Which telescope suits a beginner astronomer?"},
+			{"role": "assistant", "content": "A six inch Dobsonian telescope is the classic first scope."}}}).want(t, 201).decode(t, &app)
+		h.idle()
+		h.do("POST", "/sessions/"+own+"/messages", alice.token, map[string]any{"ifMatch": app.Version, "messages": []map[string]any{
+			{"role": "user", "content": "thanks"}}}).want(t, 201)
+		h.idle()
+		if r := search(alice.token, url.Values{"q": {"beginner telescope"}}, 200); len(r.Results) == 0 || r.Results[0].SessionID != own {
+			t.Fatalf("an appended exchange: %+v", r.Results)
+		}
 		// A deleted session is not searched.
 		h.do("DELETE", "/sessions/"+hike, alice.token, nil).want(t, 200)
 		for _, x := range search(alice.token, url.Values{"q": {"hiking trail"}}, 200).Results {
