@@ -62,6 +62,11 @@ type Result struct {
 	Status       sessions.Status `json:"sessionStatus"`
 }
 
+// MinSimilarity is the least cosine similarity a match by meaning needs
+// (exact phrases need none): below it texts share next to nothing, and a
+// search says so rather than list whatever is least far.
+const MinSimilarity = 0.1
+
 // Search limits.
 const (
 	MaxQueryChars = 500
@@ -129,6 +134,8 @@ func rank(hits []Hit, query string, limit int) []Result {
 		score := 1 - h.Distance
 		if exact {
 			score++ // above every match by meaning alone
+		} else if score < MinSimilarity {
+			continue
 		}
 		out = append(out, Result{SessionID: s.ID, SessionTitle: s.Title, MessageID: m.ID, Seq: m.Seq, Role: m.Role,
 			Snippet: snippet(m.Content, lower), Score: score, Exact: exact,
@@ -194,7 +201,8 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, query strin
 	var out []Recalled
 	for _, h := range hits {
 		hs := h.Session
-		if hs == nil || hs.UserID != s.UserID || hs.Status == sessions.StatusDeleted || h.Question == nil || h.Reply == nil {
+		if hs == nil || hs.UserID != s.UserID || hs.Status == sessions.StatusDeleted || h.Question == nil || h.Reply == nil ||
+			1-h.Distance < MinSimilarity {
 			continue
 		}
 		if hs.ID == s.ID {

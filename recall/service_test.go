@@ -29,7 +29,8 @@ func TestRank(t *testing.T) {
 		hit(session("near", "alice", sessions.StatusActive), 0.1, "what about trains", "take the night train"),
 		hit(session("gone", "alice", sessions.StatusDeleted), 0.05, "deleted", "deleted"),
 		hit(session("bobs", "bob", sessions.StatusActive), 0.01, "bob", "bob"),
-		hit(session("exact", "alice", sessions.StatusArchived), 0.6, "which PDF Library?", "pypdf"),
+		hit(session("exact", "alice", sessions.StatusArchived), 0.9, "which PDF Library?", "pypdf"),
+		hit(session("far", "alice", sessions.StatusActive), 0.95, "unrelated", "unrelated"),
 		{Exchange: Exchange{UserID: "alice", SessionID: "nosession"}, Distance: 0},
 	}
 	got := rank(hits, "pdf library", 10)

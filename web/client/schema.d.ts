@@ -289,7 +289,8 @@ export interface paths {
          *     active and archived sessions (or in `sessionId` only), and returns
          *     for each the message that holds `q` as written (case aside), else the
          *     reply: exact phrases first (`exact: true`, score above 1), then by
-         *     similarity (`score` is 1 minus the cosine distance). Never another
+         *     similarity (`score` is 1 minus the cosine distance; under 0.1, left
+         *     out). Never another
          *     user's, never a deleted session's. 404 when EMBEDDINGS=off.
          */
         get: operations["search"];

@@ -40,6 +40,24 @@ function startModel() {
       req.on("data", (c) => (body += c));
       req.on("end", async () => {
         const r = JSON.parse(body);
+        if (req.url.endsWith("/embeddings")) {
+          // Words hashed into the asked dimensions, normalized: texts that
+          // share words are near.
+          const dims = r.dimensions || 8;
+          const data = r.input.map((text, index) => {
+            const v = new Array(dims).fill(0);
+            for (const w of text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean)) {
+              let h = 2166136261;
+              for (const ch of w) h = Math.imul(h ^ ch.codePointAt(0), 16777619) >>> 0;
+              v[h % dims] += 1;
+            }
+            const n = Math.hypot(...v) || 1;
+            return { object: "embedding", index, embedding: v.map((x) => x / n) };
+          });
+          res.setHeader("Content-Type", "application/json");
+          res.end(JSON.stringify({ object: "list", model: r.model, data, usage: { prompt_tokens: 5, total_tokens: 5 } }));
+          return;
+        }
         const system = r.messages[0]?.content ?? "";
         const last = r.messages[r.messages.length - 1]?.content ?? "";
         let text = "echo: " + last;
@@ -350,6 +368,30 @@ test("regenerate, edit and flip between versions; the branch shown survives a re
   assert.deepEqual(await bodies(), ["count: first", second]);
   await send(page, "and then?");
   assert.deepEqual(await bodies(), ["count: first", second, "and then?", "echo: and then?"]);
+  await context.close();
+});
+
+test("a user searches their chats and opens a hit at its message", { skip: missing ? `needs ${missing}` : false }, async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await signUp(page, email("search"));
+  await send(page, "Which PDF library parses invoices best?");
+  await send(page, "And what about spreadsheets?");
+  await page.click("#new");
+  await send(page, "Plan a weekend in Lisbon");
+  await page.waitForFunction(() => document.querySelectorAll("#sessions li").length === 2);
+  await page.fill("#q", "pdf library for invoices");
+  await page.press("#q", "Enter");
+  await page.waitForSelector("#hits .hit");
+  assert.match(await page.textContent("#hits li:first-child .snippet"), /PDF library/);
+  await page.screenshot({ path: join(shots, "search.png") });
+  await page.click("#hits li:first-child .hit");
+  await page.waitForSelector("#messages li.found");
+  assert.match(await page.textContent("#messages li.found"), /PDF library/);
+  assert.equal(await page.locator("#messages > li").count(), 4);
+  await page.fill("#q", "zzzz qqqq");
+  await page.press("#q", "Enter");
+  await page.waitForSelector("#hits li.none");
   await context.close();
 });
 

@@ -257,8 +257,38 @@ function renderMessages() {
   }
   $("messages").replaceChildren(...items);
   $("stop").hidden = !(streaming?.replyId || following);
-  $("messages").lastElementChild?.scrollIntoView({ block: "end" });
+  const hit = found && found.session === current ? $("messages").querySelector(`li[data-seq="${found.seq}"]`) : null;
+  if (hit) {
+    hit.classList.add("found");
+    hit.scrollIntoView({ block: "center" });
+  } else {
+    $("messages").lastElementChild?.scrollIntoView({ block: "end" });
+  }
 }
+
+// ---- Search: the user's own conversations, by meaning and exact phrase ----
+let found: { session: string; seq: number } | null = null; // the hit opened last
+
+$("search").addEventListener("submit", async (ev) => {
+  ev.preventDefault();
+  clearError();
+  const q = $<HTMLInputElement>("q").value.trim();
+  if (!q) return;
+  try {
+    const { results } = await api.search({ q, limit: 10 });
+    $("hits").replaceChildren(...(results.length ? results.map((r) => {
+      const li = el("li");
+      const open = el("button", { className: "quiet hit", type: "button", title: "Open the conversation here" });
+      open.append(el("span", { className: "name" }, r.sessionTitle), el("span", { className: "snippet" }, r.snippet));
+      open.addEventListener("click", () => {
+        found = { session: r.sessionId, seq: r.seq };
+        openSession(r.sessionId);
+      });
+      li.append(open);
+      return li;
+    }) : [el("li", { className: "none" }, "Nothing found.")]));
+  } catch (e) { showError(e); }
+});
 
 // ---- Sending: the reply is rendered as it streams ----
 async function send(text: string, fork: Fork = {}) {
