@@ -59,7 +59,7 @@ func TestSearch(t *testing.T) {
 			t.Fatalf("by meaning: %+v", r.Results)
 		}
 		r = search(alice.token, url.Values{"q": {"Oslo Norway"}, "sessionId": {pdf}, "limit": {"5"}}, 200)
-		if len(r.Results) != 2 {
+		if len(r.Results) != 1 || !strings.Contains(r.Results[0].Snippet, "Norway") { // the PDF exchange shares nothing with the query
 			t.Fatalf("in one session: %+v", r.Results)
 		}
 		for _, x := range r.Results {
