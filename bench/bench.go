@@ -45,6 +45,9 @@ type Config struct {
 	// EmbeddingCalls counts the model server's embedding requests; nil:
 	// no recall run. Set by whoever runs the model server.
 	EmbeddingCalls func() int64 `json:"-"`
+	// Embedders are measured on the recall fixture (the offline stand-in,
+	// and a real embedding model when one is configured).
+	Embedders []recall.Embedder `json:"-"`
 }
 
 // Full is `make bench`.
@@ -127,6 +130,7 @@ type Report struct {
 	Drafts          []DraftRun  `json:"drafts"`
 	MemoryPath      *MemoryPath `json:"memoryPath"`
 	Recall          *RecallRun  `json:"recall"`
+	Quality         []*Quality  `json:"recallQuality"`
 	Hotspot         Hotspot     `json:"hotspot"`
 	Tokenizer       struct {
 		MessagesPerSecond float64 `json:"messagesPerSecond"`
@@ -264,6 +268,14 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 		if rep.Recall, err = runRecall(ctx, modelURL, tok, cfg.EmbeddingCalls); err != nil {
 			return nil, err
 		}
+	}
+	for _, e := range cfg.Embedders {
+		log("recall quality: %s on the fixture", e.Model())
+		q, err := MeasureQuality(ctx, e, tok)
+		if err != nil {
+			return nil, fmt.Errorf("recall quality of %s: %w", e.Model(), err)
+		}
+		rep.Quality = append(rep.Quality, q)
 	}
 	if cfg.DraftReply > 0 {
 		log("drafts: a reply streaming for %s at each draft interval", cfg.DraftReply)

@@ -14,7 +14,9 @@ import (
 
 	"github.com/chatmemory/backend/bench"
 	"github.com/chatmemory/backend/emulator/emulatortest"
+	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
+	"github.com/chatmemory/backend/recall"
 )
 
 // TestTinyRun proves the harness works and its output parses. It asserts
@@ -27,6 +29,7 @@ func TestTinyRun(t *testing.T) {
 	})
 	tiny := bench.Tiny()
 	tiny.EmbeddingCalls = llmtest.EmbeddingCalls
+	tiny.Embedders = []recall.Embedder{llm.Lexical{}}
 	rep, err := bench.Run(context.Background(), tiny, model.BaseURL(), t.Logf)
 	if err != nil {
 		t.Fatal(err)
@@ -105,16 +108,20 @@ func TestTinyRun(t *testing.T) {
 		}
 	}
 	// Recall: an embedding per turn once exchanges are embedded (and one
-	// more with recall on), one more write (the exchange), and the claim's
-	// own 2 round trips before the model without recall.
-	if r := rep.Recall; r == nil || len(r.Sides) != 3 {
+	// more with recall on), one more write (the exchange); before the
+	// model, the claim's own 2 RPCs, and the recall's vector query beside
+	// them (and, from all sessions, the read of the hits' sessions).
+	if r := rep.Recall; r == nil || len(r.Sides) != 4 {
 		t.Fatalf("recall run: %+v", r)
 	} else {
-		none, indexed, on := r.Sides[0], r.Sides[1], r.Sides[2]
-		if none.EmbeddingCalls != 0 || indexed.EmbeddingCalls != 1 || on.EmbeddingCalls != 2 ||
-			indexed.Writes < none.Writes+1 || none.BeforeModel != 2 || indexed.BeforeModel != 2 {
+		none, indexed, session, all := r.Sides[0], r.Sides[1], r.Sides[2], r.Sides[3]
+		if none.EmbeddingCalls != 0 || indexed.EmbeddingCalls != 1 || session.EmbeddingCalls != 2 || all.EmbeddingCalls != 2 ||
+			indexed.Writes < none.Writes+1 || none.BeforeModel != 2 || indexed.BeforeModel != 2 || session.BeforeModel != 3 || all.BeforeModel > 4 {
 			t.Errorf("recall sides: %+v", r.Sides)
 		}
+	}
+	if len(rep.Quality) != 1 || rep.Quality[0].SearchRecallAt5 < 0.8 {
+		t.Errorf("recall quality: %+v", rep.Quality)
 	}
 	// A streamed reply starts and deletes its draft and saves it at least
 	// once at the shortest interval.
@@ -127,7 +134,8 @@ func TestTinyRun(t *testing.T) {
 		}
 	}
 	md, _ := os.ReadFile(filepath.Join(dir, "bench.md"))
-	if !strings.Contains(string(md), "| 9–12 | baseline |") || !strings.Contains(string(md), "$ per 1,000 turns") || !strings.Contains(string(md), "2000 ms (default)") {
+	if !strings.Contains(string(md), "| 9–12 | baseline |") || !strings.Contains(string(md), "$ per 1,000 turns") || !strings.Contains(string(md), "2000 ms (default)") ||
+		!strings.Contains(string(md), "| lexical-stand-in/256 | 0.8") {
 		t.Errorf("bench.md:\n%s", md)
 	}
 }

@@ -65,7 +65,8 @@ func runRecall(ctx context.Context, modelURL string, tok *history.TikToken, embe
 		name   string
 		a      *app
 		recall sessions.Recall
-	}{{"no embeddings", plain, sessions.RecallOff}, {"exchanges embedded, recall off", embedded, sessions.RecallOff}, {"recall from all sessions", embedded, sessions.RecallAll}} {
+	}{{"no embeddings", plain, sessions.RecallOff}, {"exchanges embedded, recall off", embedded, sessions.RecallOff},
+		{"recall in this session", embedded, sessions.RecallSession}, {"recall from all sessions", embedded, sessions.RecallAll}} {
 		sess, err := s.a.app.Sessions.Create(ctx, "bench-user", sessions.CreateInput{Title: s.name, Context: sessions.ContextSettings{Recall: s.recall}})
 		if err != nil {
 			return nil, err
@@ -123,6 +124,16 @@ func (r *Report) writeRecall(w io.Writer) {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, s := range r.Recall.Sides {
 		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", s.Name, s.TTFTP50, s.P50Ms, s.BeforeModel, s.RoundTrips, s.Reads, s.Writes, s.EmbeddingCalls)
+	}
+	fmt.Fprintln(w)
+	if len(r.Quality) == 0 {
+		return
+	}
+	fmt.Fprintf(w, "Recall quality on the labeled fixture (%d queries over %d exchanges; the right exchange among the first 5, and mean reciprocal rank):\n\n", r.Quality[0].Queries, r.Quality[0].Exchanges)
+	fmt.Fprintln(w, "| embedder | search recall@5 | search MRR | recall in context recall@5 | recall in context MRR |")
+	fmt.Fprintln(w, "|---|---|---|---|---|")
+	for _, q := range r.Quality {
+		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f | %.2f |\n", q.Embedder, q.SearchRecallAt5, q.SearchMRR, q.RecallRecallAt5, q.RecallMRR)
 	}
 	fmt.Fprintln(w)
 }

@@ -5,54 +5,121 @@ import (
 	"fmt"
 	"strings"
 	"sync"
+	"time"
+	"unicode/utf8"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
 )
 
 // Recaller finds a user's earlier exchanges relevant to a message (see
-// sessions.ContextSettings.Recall).
+// sessions.ContextSettings.Recall), in two steps so that the first can
+// start before the session is read.
 type Recaller interface {
-	Recall(ctx context.Context, s *sessions.Session, query string, all bool, k int) ([]Recalled, error)
+	// EmbedQuery embeds a turn's message.
+	EmbedQuery(ctx context.Context, text string) ([]float32, error)
+	// Recall returns up to k exchanges of s's user nearest to v: in s, or
+	// (all) in every active and archived session of the user.
+	Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, k int) ([]Recalled, error)
 }
 
 // Recalled is an earlier exchange a turn adds to what the model sees.
 type Recalled struct {
 	SessionID, SessionTitle string
-	Question, Reply         history.Message
+	At                      time.Time // the reply's
+	Question, Reply         Excerpt
+}
+
+// Excerpt is the start of a recalled message.
+type Excerpt struct {
+	ID      string
+	Content string
+	Clipped bool // Content is not all of the message
 }
 
 // recallHeader opens the recalled excerpts, so that the model knows what
 // they are.
 const recallHeader = "Excerpts recalled from the user's earlier conversations (by relevance to the current message; they may be out of date):"
 
-// excerptOverhead over-counts what an excerpt adds besides its messages'
-// tokens (its header line and role labels), so the cap and the budget hold.
-const excerptOverhead = 40
-
-// recaller runs a turn's recall beside its claim: start begins it (once)
-// when the session asks for it; block waits and returns what to add.
+// recaller runs a turn's recall beside its reads and its claim: the query
+// embedding starts once (at the turn's start when this instance has seen
+// the session recall before, else once the claim is planned), the vector
+// query once the claim is planned; block waits and returns what to add.
 type recaller struct {
-	once sync.Once
-	done chan struct{}
-	got  []Recalled
-	err  error
+	embedOnce, recallOnce sync.Once
+	embedded              chan struct{}
+	vector                []float32
+	embedErr              error
+	done                  chan struct{}
+	got                   []Recalled
+	err                   error
 }
 
+// embed starts the query embedding, once.
+func (svc *Service) embed(ctx context.Context, r *recaller, query string) {
+	r.embedOnce.Do(func() {
+		r.embedded = make(chan struct{})
+		go func() {
+			defer close(r.embedded)
+			r.vector, r.embedErr = svc.Finder.EmbedQuery(ctx, query)
+		}()
+	})
+}
+
+// startRecall begins the recall of a turn of s (once) if s asks for it.
 func (svc *Service) startRecall(ctx context.Context, r *recaller, s *sessions.Session, query string) {
 	mode := s.Context.Recall
-	if svc.Finder == nil || mode == "" || mode == sessions.RecallOff || query == "" {
+	on := mode != "" && mode != sessions.RecallOff
+	if svc.Finder == nil || query == "" {
 		return
 	}
-	r.once.Do(func() {
+	svc.recallHints.set(s.ID, on)
+	if !on {
+		return
+	}
+	svc.embed(ctx, r, query)
+	r.recallOnce.Do(func() {
 		r.done = make(chan struct{})
 		k, _ := s.Context.RecallLimits()
 		s := s.Clone()
 		go func() {
 			defer close(r.done)
-			r.got, r.err = svc.Finder.Recall(ctx, s, query, mode == sessions.RecallAll, k)
+			if <-r.embedded; r.embedErr != nil {
+				r.err = r.embedErr
+				return
+			}
+			r.got, r.err = svc.Finder.Recall(ctx, s, r.vector, mode == sessions.RecallAll, k)
 		}()
 	})
+}
+
+// recallHints remembers, per instance, which sessions recall: a turn of
+// one embeds its message beside its first read instead of after it.
+type recallHints struct {
+	mu sync.Mutex
+	on map[string]bool
+}
+
+// maxRecallHints bounds the hints kept (all are dropped past it).
+const maxRecallHints = 10_000
+
+func (h *recallHints) set(id string, on bool) {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	switch {
+	case !on:
+		delete(h.on, id)
+	case h.on == nil || len(h.on) >= maxRecallHints:
+		h.on = map[string]bool{id: true}
+	default:
+		h.on[id] = true
+	}
+}
+
+func (h *recallHints) get(id string) bool {
+	h.mu.Lock()
+	defer h.mu.Unlock()
+	return h.on[id]
 }
 
 // with is the memory block with text (of n tokens) added, in the same
@@ -64,9 +131,10 @@ func (m memoryBlock) with(text string, n int) memoryBlock {
 	return memoryBlock{text: m.text + "\n\n" + text, tokens: m.tokens + n}
 }
 
-// recallBlock returns the excerpts to add to the turn's system messages, with
-// their tokens: those not in the context already, within the session's
-// cap. A recall that failed adds nothing (and is logged).
+// recallBlock returns the excerpts to add to the turn's system messages,
+// with their tokens: those not in the context already, each clipped to its
+// share of the session's cap, counted, and kept while the cap holds. A
+// recall that failed adds nothing (and is logged).
 func (svc *Service) recallBlock(ctx context.Context, r *recaller, s *sessions.Session, c *history.Context) (string, int) {
 	if r.done == nil {
 		return "", 0
@@ -80,26 +148,44 @@ func (svc *Service) recallBlock(ctx context.Context, r *recaller, s *sessions.Se
 	for _, m := range c.Messages {
 		in[m.ID] = true
 	}
-	_, limit := s.Context.RecallLimits()
+	k, limit := s.Context.RecallLimits()
+	count := func(text string) int { // as a message of its own: over-counts the joins
+		return svc.History.Tokens.Count(s.Model, &history.Message{Role: history.RoleSystem, Content: text})
+	}
+	tokens := count(recallHeader)
+	chars := 4 * limit / k // about a share of the cap, in characters
 	var b strings.Builder
-	tokens := 0
 	for _, x := range r.got {
 		if x.SessionID == s.ID && (in[x.Question.ID] || in[x.Reply.ID]) {
 			continue
 		}
-		n := x.Question.Tokens + x.Reply.Tokens + excerptOverhead
-		if tokens+n > limit {
-			continue
-		}
-		tokens += n
 		title := x.SessionTitle
 		if x.SessionID == s.ID {
 			title = "this conversation"
 		}
-		fmt.Fprintf(&b, "\n\n[%s, %q]\nuser: %s\nassistant: %s", x.Reply.CreatedAt.UTC().Format("2006-01-02"), title, x.Question.Content, x.Reply.Content)
+		q := clipExcerpt(x.Question, chars/3)
+		text := fmt.Sprintf("\n\n[%s, %q]\nuser: %s\nassistant: %s", x.At.UTC().Format("2006-01-02"), title,
+			q, clipExcerpt(x.Reply, chars-utf8.RuneCountInString(q)))
+		if n := count(text); tokens+n <= limit {
+			tokens += n
+			b.WriteString(text)
+		}
 	}
-	if tokens == 0 {
+	if b.Len() == 0 {
 		return "", 0
 	}
 	return recallHeader + b.String(), tokens
+}
+
+// clipExcerpt is up to n runes of x's text, marked when it is not all of
+// the message.
+func clipExcerpt(x Excerpt, n int) string {
+	text, clipped := x.Content, x.Clipped
+	if utf8.RuneCountInString(text) > n {
+		text, clipped = string([]rune(text)[:max(n, 0)]), true
+	}
+	if clipped {
+		text += "…"
+	}
+	return text
 }

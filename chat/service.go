@@ -86,6 +86,7 @@ type Service struct {
 	Log      *slog.Logger
 
 	systemTokens sync.Map // model → tokens of SystemPrompt, counted once
+	recallHints  recallHints
 }
 
 func (svc *Service) logError(ctx context.Context, msg, sessionID string, err error) {

@@ -138,6 +138,9 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	q.ReplyID, q.Draft = c.replyID, c.draft
 	var st *TurnState
 	rec := &recaller{}
+	if svc.Finder != nil && draft.Content != "" && svc.recallHints.get(q.SessionID) {
+		svc.embed(ctx, rec, draft.Content) // beside the turn's first read
+	}
 	err := svc.waitTurn(f == nil, func() (err error) {
 		// A try that waited claims as of now, with a lease from now.
 		now = svc.now()

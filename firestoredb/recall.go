@@ -6,7 +6,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -17,15 +16,31 @@ import (
 // index they need is declared in firestore.indexes.json.
 const RecallCollection = "recall"
 
-// exchangeDoc is chat_sessions/{sid}/recall/{replyId}.
+// exchangeDoc is chat_sessions/{sid}/recall/{replyId}: the vector and the
+// start of both messages (their texts are exempt from indexing).
 type exchangeDoc struct {
-	UserID     string             `firestore:"userId"`
-	SessionID  string             `firestore:"sessionId"`
-	QuestionID string             `firestore:"questionId"`
-	Seq        int                `firestore:"seq"`
-	CreatedAt  time.Time          `firestore:"createdAt"`
-	Model      string             `firestore:"model"`
-	Embedding  firestore.Vector32 `firestore:"embedding"`
+	UserID    string             `firestore:"userId"`
+	SessionID string             `firestore:"sessionId"`
+	Question  excerptDoc         `firestore:"question"`
+	Reply     excerptDoc         `firestore:"reply"`
+	Model     string             `firestore:"model"`
+	Embedding firestore.Vector32 `firestore:"embedding"`
+}
+
+type excerptDoc struct {
+	ID        string    `firestore:"id"`
+	Seq       int       `firestore:"seq"`
+	Text      string    `firestore:"text"`
+	Clipped   bool      `firestore:"clipped,omitempty"`
+	CreatedAt time.Time `firestore:"createdAt"`
+}
+
+func toExcerptDoc(x recall.Excerpt) excerptDoc {
+	return excerptDoc{ID: x.ID, Seq: x.Seq, Text: x.Content, Clipped: x.Clipped, CreatedAt: x.CreatedAt}
+}
+
+func (d excerptDoc) excerpt() recall.Excerpt {
+	return recall.Excerpt{ID: d.ID, Seq: d.Seq, Content: d.Text, Clipped: d.Clipped, CreatedAt: d.CreatedAt}
 }
 
 // recallMarkerDocID is context/recall, written once with a session's first
@@ -63,21 +78,21 @@ func (db *DB) SaveExchange(ctx context.Context, e recall.Exchange) error {
 				return err
 			}
 		}
-		return tx.Set(db.recallOf(e.SessionID).Doc(e.Answer), exchangeDoc{UserID: e.UserID, SessionID: e.SessionID,
-			QuestionID: e.QuestionID, Seq: e.Seq, CreatedAt: e.CreatedAt, Model: e.Model, Embedding: firestore.Vector32(e.Vector)})
+		return tx.Set(db.recallOf(e.SessionID).Doc(e.Reply.ID), exchangeDoc{UserID: e.UserID, SessionID: e.SessionID,
+			Question: toExcerptDoc(e.Question), Reply: toExcerptDoc(e.Reply), Model: e.Model, Embedding: firestore.Vector32(e.Vector)})
 	})
 }
 
-// Nearest runs one vector query, then reads the sessions and messages of
-// what it found in one batched read.
-func (db *DB) Nearest(ctx context.Context, userID, sessionID string, v []float32, k int) ([]recall.Hit, error) {
+// Nearest runs one vector query and, if q asks for sessions, reads the
+// hits' sessions in one batched read.
+func (db *DB) Nearest(ctx context.Context, q recall.Query) ([]recall.Hit, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	q := db.client.CollectionGroup(RecallCollection).Where("userId", "==", userID)
-	if sessionID != "" {
-		q = q.Where("sessionId", "==", sessionID)
+	fq := db.client.CollectionGroup(RecallCollection).Where("userId", "==", q.UserID)
+	if q.SessionID != "" {
+		fq = fq.Where("sessionId", "==", q.SessionID)
 	}
-	snaps, err := q.FindNearest("embedding", firestore.Vector32(v), k, firestore.DistanceMeasureCosine,
+	snaps, err := fq.FindNearest("embedding", firestore.Vector32(q.Vector), q.K, firestore.DistanceMeasureCosine,
 		&firestore.FindNearestOptions{DistanceResultField: "distance"}).Documents(ctx).GetAll()
 	if err != nil {
 		return nil, translate(err)
@@ -93,12 +108,11 @@ func (db *DB) Nearest(ctx context.Context, userID, sessionID string, v []float32
 		dist, _ := snap.DataAt("distance")
 		f, _ := dist.(float64)
 		hits = append(hits, recall.Hit{Distance: f, Exchange: recall.Exchange{UserID: d.UserID, SessionID: d.SessionID,
-			QuestionID: d.QuestionID, Answer: snap.Ref.ID, Seq: d.Seq, CreatedAt: d.CreatedAt, Model: d.Model}})
-		if !seen[d.SessionID] {
+			Question: d.Question.excerpt(), Reply: d.Reply.excerpt(), Model: d.Model}})
+		if q.Sessions && !seen[d.SessionID] {
 			seen[d.SessionID] = true
 			refs = append(refs, db.sessionRef(d.SessionID))
 		}
-		refs = append(refs, db.messagesOf(d.SessionID).Doc(d.QuestionID), db.messagesOf(d.SessionID).Doc(snap.Ref.ID))
 	}
 	if len(refs) == 0 {
 		return hits, nil
@@ -107,31 +121,56 @@ func (db *DB) Nearest(ctx context.Context, userID, sessionID string, v []float32
 	if err != nil {
 		return nil, translate(err)
 	}
-	byPath := make(map[string]*firestore.DocumentSnapshot, len(got))
-	for _, s := range got {
-		byPath[s.Ref.Path] = s
-	}
-	msg := func(sessionID, id string) (*history.Message, error) {
-		s := byPath[db.messagesOf(sessionID).Doc(id).Path]
-		if s == nil || !s.Exists() {
-			return nil, nil
-		}
-		m, _, err := decodeMessage(s)
-		return &m, err
-	}
-	for i := range hits {
-		e := &hits[i].Exchange
-		if s := byPath[db.sessionRef(e.SessionID).Path]; s != nil && s.Exists() {
-			if hits[i].Session, err = decodeSession(s); err != nil {
+	byID := make(map[string]*sessions.Session, len(got))
+	for _, snap := range got {
+		if snap.Exists() {
+			if byID[snap.Ref.ID], err = decodeSession(snap); err != nil {
 				return nil, err
 			}
 		}
-		if hits[i].Question, err = msg(e.SessionID, e.QuestionID); err != nil {
-			return nil, err
-		}
-		if hits[i].Reply, err = msg(e.SessionID, e.Answer); err != nil {
-			return nil, err
-		}
+	}
+	for i := range hits {
+		hits[i].Session = byID[hits[i].Exchange.SessionID]
 	}
 	return hits, nil
+}
+
+// SessionsAfter pages every user's sessions by document id.
+func (db *DB) SessionsAfter(ctx context.Context, after string, limit int) ([]*sessions.Session, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	q := db.client.Collection(SessionsCollection).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	if after != "" {
+		q = q.StartAfter(after)
+	}
+	snaps, err := q.Documents(ctx).GetAll()
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]*sessions.Session, 0, len(snaps))
+	for _, snap := range snaps {
+		s, err := decodeSession(snap)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, s)
+	}
+	return out, nil
+}
+
+// Embedded reads the models of a session's stored exchanges (their model
+// field only).
+func (db *DB) Embedded(ctx context.Context, sessionID string) (map[string]string, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	snaps, err := db.recallOf(sessionID).Select("model").Documents(ctx).GetAll()
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make(map[string]string, len(snaps))
+	for _, snap := range snaps {
+		m, _ := snap.DataAt("model")
+		out[snap.Ref.ID], _ = m.(string)
+	}
+	return out, nil
 }

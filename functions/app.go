@@ -199,16 +199,12 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 		d.Model = llm.Offline{}
 		log.Warn("OFFLINE MODEL: OPENAI_API_KEY and OPENAI_BASE_URL are not set, so replies come from a deterministic offline stand-in (stored with model \"" + llm.OfflineModel + "\"), not a real model")
 		if cfg.Embeddings {
-			d.Embedder = llm.Lexical{}
 			log.Warn("OFFLINE EMBEDDINGS: search ranks by a lexical stand-in (shared words and word parts), not by meaning")
 		}
 	} else {
-		o := llm.NewOpenAI(cfg.OpenAIKey, cfg.OpenAIBaseURL, nil)
-		d.Model = o
-		if cfg.Embeddings {
-			d.Embedder = llm.NewEmbeddings(o, cfg.EmbeddingModel, cfg.EmbeddingDimensions)
-		}
+		d.Model = llm.NewOpenAI(cfg.OpenAIKey, cfg.OpenAIBaseURL, nil)
 	}
+	d.Embedder = cfg.Embedder()
 	stopTraces, err := setupTracing(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -274,11 +270,29 @@ func Sweep(ctx context.Context, _ event.Event) error {
 // finder is recall as a turn asks for it.
 type finder struct{ svc *recall.Service }
 
-func (f finder) Recall(ctx context.Context, s *sessions.Session, query string, all bool, k int) ([]chat.Recalled, error) {
-	got, err := f.svc.Recall(ctx, s, query, all, k)
+func (f finder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	return f.svc.EmbedQuery(ctx, text)
+}
+
+func (f finder) Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, k int) ([]chat.Recalled, error) {
+	got, err := f.svc.Recall(ctx, s, v, all, k)
 	out := make([]chat.Recalled, len(got))
+	excerpt := func(x recall.Excerpt) chat.Excerpt { return chat.Excerpt{ID: x.ID, Content: x.Content, Clipped: x.Clipped} }
 	for i, x := range got {
-		out[i] = chat.Recalled{SessionID: x.SessionID, SessionTitle: x.SessionTitle, Question: x.Question, Reply: x.Reply}
+		out[i] = chat.Recalled{SessionID: x.SessionID, SessionTitle: x.SessionTitle, At: x.Reply.CreatedAt,
+			Question: excerpt(x.Question), Reply: excerpt(x.Reply)}
 	}
 	return out, err
+}
+
+// Embedder is the embedding model cfg names: nil with EMBEDDINGS=off, the
+// offline stand-in without a model service.
+func (cfg Config) Embedder() recall.Embedder {
+	switch {
+	case !cfg.Embeddings:
+		return nil
+	case cfg.OfflineModel():
+		return llm.Lexical{}
+	}
+	return llm.NewEmbeddings(llm.NewOpenAI(cfg.OpenAIKey, cfg.OpenAIBaseURL, nil), cfg.EmbeddingModel, cfg.EmbeddingDimensions)
 }

@@ -2,11 +2,14 @@ package functions_test
 
 import (
 	"strings"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/llm/llmtest"
 )
 
 // TestRecallInContext: a session with memory.recall "all" sends the model
@@ -24,24 +27,7 @@ func TestRecallInContext(t *testing.T) {
 		h.turn(alice.token, map[string]any{"sessionId": pdf, "message": "Lisbon is lovely in spring"})
 		h.turn(bob.token, map[string]any{"message": "bob parses invoices with the secret library"})
 		h.idle()
-		systemOf := func(message string) string {
-			t.Helper()
-			reqs := h.model.Requests()
-			for i := len(reqs) - 1; i >= 0; i-- {
-				r := reqs[i]
-				if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == openai.ChatMessageRoleUser && r.Messages[n-1].Content == message {
-					var b strings.Builder
-					for _, m := range r.Messages {
-						if m.Role == openai.ChatMessageRoleSystem {
-							b.WriteString(m.Content + "\n")
-						}
-					}
-					return b.String()
-				}
-			}
-			t.Fatalf("no model request for %q", message)
-			return ""
-		}
+		systemOf := h.systemOf
 		all := h.newSession(alice.token, map[string]any{"title": "new", "memory": map[string]any{"recall": "all", "recallK": 2}})
 		h.turn(alice.token, map[string]any{"sessionId": all, "message": "which library do I parse invoices with?"})
 		sys := systemOf("which library do I parse invoices with?")
@@ -66,4 +52,63 @@ func TestRecallInContext(t *testing.T) {
 			}
 		}
 	})
+}
+
+// TestRecallRoundTrips: with recall on, a turn still waits for 2 Firestore
+// round trips before the model (its batched read, then its commit): the
+// query's embedding runs beside the read (once the instance has seen the
+// session recall) and the vector query beside the commit. Recall from all
+// sessions reads the hits' sessions after the query: one more.
+func TestRecallRoundTrips(t *testing.T) {
+	h := newHarnessOn(t, "firestore", func(c *functions.Config) { c.Embeddings = true })
+	var atModel atomic.Value // when the model was called
+	h.script(&script{chat: func(r openai.ChatCompletionRequest) llmtest.Response {
+		atModel.Store(time.Now())
+		return llmtest.Echo(r)
+	}})
+	for _, tc := range []struct {
+		recall string
+		depth  int
+	}{{"off", 2}, {"session", 2}, {"all", 3}} {
+		alice := h.signUp()
+		id := h.newSession(alice.token, map[string]any{"title": "recall " + tc.recall,
+			"memory": map[string]any{"recall": tc.recall, "strategy": "window", "windowExchanges": 1}})
+		h.turn(alice.token, map[string]any{"sessionId": id, "message": "I keep my invoices in a folder called ledger"})
+		h.turn(alice.token, map[string]any{"sessionId": id, "message": "Lisbon is lovely in spring"})
+		h.idle()
+		start := time.Now()
+		before := h.counter.Snapshot()
+		body := h.turn(alice.token, map[string]any{"sessionId": id, "message": "where do I keep my invoices?"})
+		at := atModel.Load().(time.Time)
+		rpcs := h.counter.Snapshot().Sub(before).RoundTrips
+		h.idle()
+		if d := h.counter.Depth(start, at); d != tc.depth {
+			t.Errorf("recall %s: %d round trips one after another before the model, want %d", tc.recall, d, tc.depth)
+		}
+		if sys := h.systemOf("where do I keep my invoices?"); tc.recall != "off" && !strings.Contains(sys, "ledger") {
+			t.Errorf("recall %s: nothing recalled (%v): %s", tc.recall, body, sys)
+		}
+		t.Logf("recall %s: %d RPCs in the turn, %d one after another before the model", tc.recall, rpcs, h.counter.Depth(start, at))
+	}
+}
+
+// systemOf is what the system messages of the last turn that asked
+// message said.
+func (h *harness) systemOf(message string) string {
+	h.t.Helper()
+	reqs := h.model.Requests()
+	for i := len(reqs) - 1; i >= 0; i-- {
+		r := reqs[i]
+		if n := len(r.Messages); n > 0 && r.Messages[n-1].Role == openai.ChatMessageRoleUser && r.Messages[n-1].Content == message {
+			var b strings.Builder
+			for _, m := range r.Messages {
+				if m.Role == openai.ChatMessageRoleSystem {
+					b.WriteString(m.Content + "\n")
+				}
+			}
+			return b.String()
+		}
+	}
+	h.t.Fatalf("no model request for %q", message)
+	return ""
 }

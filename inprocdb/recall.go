@@ -3,8 +3,8 @@ package inprocdb
 import (
 	"context"
 	"slices"
+	"strings"
 
-	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -21,34 +21,26 @@ func (db *DB) SaveExchange(_ context.Context, e recall.Exchange) error {
 		db.recall[e.SessionID] = map[string]recall.Exchange{}
 	}
 	e.Vector = slices.Clone(e.Vector)
-	db.recall[e.SessionID][e.Answer] = e
+	db.recall[e.SessionID][e.Reply.ID] = e
 	return nil
 }
 
 // Nearest ranks every exchange of the user by brute force.
-func (db *DB) Nearest(_ context.Context, userID, sessionID string, v []float32, k int) ([]recall.Hit, error) {
+func (db *DB) Nearest(_ context.Context, q recall.Query) ([]recall.Hit, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	var hits []recall.Hit
 	for sid, byID := range db.recall {
-		if sessionID != "" && sid != sessionID {
+		if q.SessionID != "" && sid != q.SessionID {
 			continue
 		}
 		for _, e := range byID {
-			if e.UserID != userID {
+			if e.UserID != q.UserID {
 				continue
 			}
-			h := recall.Hit{Exchange: e, Distance: recall.Cosine(e.Vector, v)}
-			if s, ok := db.sessions[sid]; ok {
+			h := recall.Hit{Exchange: e, Distance: recall.Cosine(e.Vector, q.Vector)}
+			if s, ok := db.sessions[sid]; ok && q.Sessions {
 				h.Session = s.Clone()
-			}
-			for _, m := range db.messages[sid] {
-				switch m.ID {
-				case e.QuestionID:
-					h.Question = ptr(cloneMessage(m))
-				case e.Answer:
-					h.Reply = ptr(cloneMessage(m))
-				}
 			}
 			h.Exchange.Vector = nil
 			hits = append(hits, h)
@@ -63,7 +55,30 @@ func (db *DB) Nearest(_ context.Context, userID, sessionID string, v []float32, 
 		}
 		return 0
 	})
-	return hits[:min(k, len(hits))], nil
+	return hits[:min(q.K, len(hits))], nil
 }
 
-func ptr(m history.Message) *history.Message { return &m }
+// SessionsAfter pages every user's sessions by id.
+func (db *DB) SessionsAfter(_ context.Context, after string, limit int) ([]*sessions.Session, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var out []*sessions.Session
+	for id, s := range db.sessions {
+		if id > after {
+			out = append(out, s.Clone())
+		}
+	}
+	slices.SortFunc(out, func(a, b *sessions.Session) int { return strings.Compare(a.ID, b.ID) })
+	return out[:min(limit, len(out))], nil
+}
+
+// Embedded returns the models of a session's stored exchanges.
+func (db *DB) Embedded(_ context.Context, sessionID string) (map[string]string, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	out := map[string]string{}
+	for id, e := range db.recall[sessionID] {
+		out[id] = e.Model
+	}
+	return out, nil
+}

@@ -11,7 +11,6 @@ import (
 	"math"
 	"time"
 
-	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -27,23 +26,46 @@ type Embedder interface {
 }
 
 // Exchange is one question and its reply, embedded: the unit of recall.
-// Its id is the reply's.
+// Its id is the reply's. It carries the start of both messages, so that a
+// turn's recall and a search read no messages (see MaxExcerptChars).
 type Exchange struct {
-	UserID, SessionID  string
-	QuestionID, Answer string // message ids
-	Seq                int    // the question's
-	CreatedAt          time.Time
-	Model              string
-	Vector             []float32
+	UserID, SessionID string
+	Question, Reply   Excerpt
+	Model             string
+	Vector            []float32
 }
 
-// Hit is an exchange a search found, with what the store read of it.
+// Excerpt is a message as an exchange keeps it.
+type Excerpt struct {
+	ID        string
+	Seq       int
+	Content   string // the message's first MaxExcerptChars bytes (whole runes)
+	Clipped   bool   // Content is not all of it
+	CreatedAt time.Time
+}
+
+// MaxExcerptChars bounds each message's text kept with its exchange (in
+// bytes): an exact phrase is found in, and a recalled excerpt shown from,
+// the start of a message. Two of them and a vector stay far from
+// Firestore's 1 MiB per document.
+const MaxExcerptChars = 4000
+
+// Hit is an exchange a search found.
 type Hit struct {
 	Exchange Exchange
-	Distance float64 // cosine distance: 0 is the same direction
-	Session  *sessions.Session
-	Question *history.Message // nil if it is gone
-	Reply    *history.Message
+	Distance float64           // cosine distance: 0 is the same direction
+	Session  *sessions.Session // as stored now (when asked for; nil if gone)
+}
+
+// Query asks for the exchanges of UserID nearest to Vector: at most K, in
+// SessionID only if it is set.
+type Query struct {
+	UserID, SessionID string
+	Vector            []float32
+	K                 int
+	// Sessions asks for each hit's session too (one batched read after
+	// the vector query).
+	Sessions bool
 }
 
 // Store keeps exchanges and finds the nearest.
@@ -52,10 +74,8 @@ type Store interface {
 	// (sessions.NotFound then: an exchange never outlives its session);
 	// saving the same exchange again replaces it.
 	SaveExchange(ctx context.Context, e Exchange) error
-	// Nearest returns up to k of userID's exchanges nearest to v, in
-	// sessionID only if it is set, nearest first, each with its session
-	// and messages as stored now.
-	Nearest(ctx context.Context, userID, sessionID string, v []float32, k int) ([]Hit, error)
+	// Nearest returns the exchanges q asks for, nearest first.
+	Nearest(ctx context.Context, q Query) ([]Hit, error)
 }
 
 // Cosine is the cosine distance of two vectors of one length (1 - their

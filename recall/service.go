@@ -37,6 +37,12 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
+// excerpt is m as an exchange keeps it.
+func excerpt(m *history.Message) Excerpt {
+	c := clip(m.Content, MaxExcerptChars)
+	return Excerpt{ID: m.ID, Seq: m.Seq, Content: c, Clipped: len(c) < len(m.Content), CreatedAt: m.CreatedAt}
+}
+
 // Index embeds the exchange of question q and reply r of session s and
 // stores it (one write).
 func (svc *Service) Index(ctx context.Context, s *sessions.Session, q, r *history.Message) error {
@@ -44,8 +50,8 @@ func (svc *Service) Index(ctx context.Context, s *sessions.Session, q, r *histor
 	if err != nil {
 		return err
 	}
-	return svc.Store.SaveExchange(ctx, Exchange{UserID: s.UserID, SessionID: s.ID, QuestionID: q.ID, Answer: r.ID,
-		Seq: q.Seq, CreatedAt: r.CreatedAt, Model: svc.Embedder.Model(), Vector: v[0]})
+	return svc.Store.SaveExchange(ctx, Exchange{UserID: s.UserID, SessionID: s.ID, Question: excerpt(q), Reply: excerpt(r),
+		Model: svc.Embedder.Model(), Vector: v[0]})
 }
 
 // Result is one message a search found.
@@ -99,7 +105,7 @@ func (svc *Service) Search(ctx context.Context, userID, query, sessionID string,
 	}
 	// Twice the results asked for: some are in deleted sessions, and an
 	// exact phrase may rank a farther one first.
-	hits, err := svc.Store.Nearest(ctx, userID, sessionID, v[0], min(2*limit, 2*MaxResults))
+	hits, err := svc.Store.Nearest(ctx, Query{UserID: userID, SessionID: sessionID, Vector: v[0], K: min(2*limit, 2*MaxResults), Sessions: true})
 	if err != nil {
 		return nil, err
 	}
@@ -118,18 +124,11 @@ func rank(hits []Hit, query string, limit int) []Result {
 		if s == nil || s.UserID != h.Exchange.UserID || s.Status == sessions.StatusDeleted {
 			continue
 		}
-		m, exact := h.Reply, false
-		for _, c := range []*history.Message{h.Question, h.Reply} {
-			if c != nil && strings.Contains(strings.ToLower(c.Content), lower) {
-				m, exact = c, true
-				break
-			}
-		}
-		if m == nil {
-			m = h.Question
-		}
-		if m == nil {
-			continue
+		m, role, exact := h.Exchange.Reply, history.RoleAssistant, false
+		if strings.Contains(strings.ToLower(h.Exchange.Question.Content), lower) {
+			m, role, exact = h.Exchange.Question, history.RoleUser, true
+		} else if strings.Contains(strings.ToLower(m.Content), lower) {
+			exact = true
 		}
 		score := 1 - h.Distance
 		if exact {
@@ -137,7 +136,7 @@ func rank(hits []Hit, query string, limit int) []Result {
 		} else if score < MinSimilarity {
 			continue
 		}
-		out = append(out, Result{SessionID: s.ID, SessionTitle: s.Title, MessageID: m.ID, Seq: m.Seq, Role: m.Role,
+		out = append(out, Result{SessionID: s.ID, SessionTitle: s.Title, MessageID: m.ID, Seq: m.Seq, Role: role,
 			Snippet: snippet(m.Content, lower), Score: score, Exact: exact,
 			CreatedAt: m.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"), Status: s.Status})
 	}
@@ -179,39 +178,47 @@ func snippet(text, lower string) string {
 // Recalled is an earlier exchange found for a turn.
 type Recalled struct {
 	SessionID, SessionTitle string
-	Question, Reply         history.Message
+	Question, Reply         Excerpt
 }
 
-// Recall returns up to k of the user's exchanges nearest to query: in
-// session s only, or (all) in every active and archived session of its
-// user; each on the active branch of its session, nearest first.
-func (svc *Service) Recall(ctx context.Context, s *sessions.Session, query string, all bool, k int) ([]Recalled, error) {
-	v, err := svc.Embedder.Embed(ctx, []string{query})
+// EmbedQuery embeds a turn's message for Recall (a turn starts it beside
+// its first read).
+func (svc *Service) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	v, err := svc.Embedder.Embed(ctx, []string{clip(text, maxEmbedChars)})
 	if err != nil {
 		return nil, err
 	}
-	scope := s.ID
+	return v[0], nil
+}
+
+// Recall returns up to k of the user's exchanges nearest to v: in session
+// s only (one vector query: s is the turn's), or (all) in every active and
+// archived session of its user (then a batched read of their sessions
+// follows); each on the active branch of its session, at least
+// MinSimilarity near, nearest first.
+func (svc *Service) Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, k int) ([]Recalled, error) {
+	q := Query{UserID: s.UserID, SessionID: s.ID, Vector: v, K: 3 * k} // room for those the filters drop
 	if all {
-		scope = ""
+		q.SessionID, q.Sessions = "", true
 	}
-	hits, err := svc.Store.Nearest(ctx, s.UserID, scope, v[0], 3*k) // room for those the filters drop
+	hits, err := svc.Store.Nearest(ctx, q)
 	if err != nil {
 		return nil, err
 	}
 	var out []Recalled
 	for _, h := range hits {
 		hs := h.Session
-		if hs == nil || hs.UserID != s.UserID || hs.Status == sessions.StatusDeleted || h.Question == nil || h.Reply == nil ||
-			1-h.Distance < MinSimilarity {
-			continue
-		}
-		if hs.ID == s.ID {
+		if h.Exchange.SessionID == s.ID {
 			hs = s // as the turn read it
 		}
-		if p := hs.Path(); !p.Contains(h.Question.Seq) || !p.Contains(h.Reply.Seq) {
+		if hs == nil || hs.UserID != s.UserID || hs.Status == sessions.StatusDeleted || 1-h.Distance < MinSimilarity {
+			continue
+		}
+		x := h.Exchange
+		if p := hs.Path(); !p.Contains(x.Question.Seq) || !p.Contains(x.Reply.Seq) {
 			continue // another branch's
 		}
-		out = append(out, Recalled{SessionID: hs.ID, SessionTitle: hs.Title, Question: *h.Question, Reply: *h.Reply})
+		out = append(out, Recalled{SessionID: hs.ID, SessionTitle: hs.Title, Question: x.Question, Reply: x.Reply})
 		if len(out) == k {
 			break
 		}

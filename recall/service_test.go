@@ -18,12 +18,9 @@ func TestRank(t *testing.T) {
 	session := func(id, user string, st sessions.Status) *sessions.Session {
 		return &sessions.Session{ID: id, UserID: user, Title: "t-" + id, Status: st}
 	}
-	msg := func(id string, role history.Role, text string) *history.Message {
-		return &history.Message{ID: id, Role: role, Content: text, CreatedAt: at}
-	}
 	hit := func(s *sessions.Session, d float64, q, a string) Hit {
-		return Hit{Exchange: Exchange{UserID: "alice", SessionID: s.ID}, Distance: d, Session: s,
-			Question: msg(s.ID+"q", history.RoleUser, q), Reply: msg(s.ID+"a", history.RoleAssistant, a)}
+		return Hit{Exchange: Exchange{UserID: "alice", SessionID: s.ID, Question: Excerpt{ID: s.ID + "q", Content: q, CreatedAt: at},
+			Reply: Excerpt{ID: s.ID + "a", Content: a, CreatedAt: at}}, Distance: d, Session: s}
 	}
 	hits := []Hit{
 		hit(session("near", "alice", sessions.StatusActive), 0.1, "what about trains", "take the night train"),

@@ -3,7 +3,9 @@ package storetest
 import (
 	"context"
 	"math"
+	"reflect"
 	"testing"
+	"time"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
@@ -13,7 +15,7 @@ import (
 
 // testRecall: exchanges are saved only under a live session of their
 // user, found nearest first within the user's sessions (or one of them)
-// with their session and messages, replaced when saved again, and gone
+// with their session (when asked) and excerpts, replaced when saved again, and gone
 // with a purged session.
 func testRecall(t *testing.T, e *Env) {
 	ctx := context.Background()
@@ -25,8 +27,9 @@ func testRecall(t *testing.T, e *Env) {
 		t.Helper()
 		qm := e.Say(t, s, history.RoleUser, q)
 		am := e.Say(t, s, history.RoleAssistant, a)
-		return recall.Exchange{UserID: s.UserID, SessionID: s.ID, QuestionID: qm.ID, Answer: am.ID, Seq: qm.Seq,
-			CreatedAt: Epoch, Model: "test/4", Vector: v}
+		return recall.Exchange{UserID: s.UserID, SessionID: s.ID, Model: "test/4", Vector: v,
+			Question: recall.Excerpt{ID: qm.ID, Seq: qm.Seq, Content: q, CreatedAt: Epoch},
+			Reply:    recall.Excerpt{ID: am.ID, Seq: am.Seq, Content: a, Clipped: true, CreatedAt: Epoch.Add(time.Second)}}
 	}
 	one := e.NewSession(t, "alice")
 	two := e.NewSession(t, "alice")
@@ -45,30 +48,37 @@ func testRecall(t *testing.T, e *Env) {
 	stolen.UserID = "alice"
 	WantCode(t, store.SaveExchange(ctx, stolen), errs.ENOTFOUND)
 
-	hits, err := store.Nearest(ctx, "alice", "", []float32{1, 0, 0, 0}, 10)
+	near := func(user, session string, k int, v ...float32) recall.Query {
+		return recall.Query{UserID: user, SessionID: session, Vector: v, K: k, Sessions: true}
+	}
+	hits, err := store.Nearest(ctx, near("alice", "", 10, 1, 0, 0, 0))
 	noErr(t, err)
 	var order []string
 	for _, h := range hits {
-		order = append(order, h.Exchange.Answer)
+		order = append(order, h.Exchange.Reply.ID)
 	}
-	want := []string{trains.Answer, hotels.Answer, museums.Answer}
+	want := []string{trains.Reply.ID, hotels.Reply.ID, museums.Reply.ID}
 	if len(order) != 3 || order[0] != want[0] || order[1] != want[1] || order[2] != want[2] {
 		t.Fatalf("nearest: %v, want %v", order, want)
 	}
 	if h := hits[1]; math.Abs(h.Distance-0.2) > 1e-4 || h.Session == nil || h.Session.ID != one.ID ||
-		h.Question == nil || h.Question.Content != "hotels?" || h.Reply == nil || h.Reply.Content != "near the station" ||
-		h.Exchange.QuestionID != hotels.QuestionID || h.Exchange.Seq != hotels.Seq {
+		!reflect.DeepEqual(h.Exchange.Question, hotels.Question) || !h.Exchange.Reply.CreatedAt.Equal(hotels.Reply.CreatedAt) ||
+		h.Exchange.Reply.Content != "near the station" || !h.Exchange.Reply.Clipped || h.Exchange.Reply.Seq != hotels.Reply.Seq ||
+		h.Exchange.Model != "test/4" || h.Exchange.UserID != "alice" || h.Exchange.SessionID != one.ID {
 		t.Fatalf("a hit: %+v", h)
 	}
-	hits, err = store.Nearest(ctx, "alice", two.ID, []float32{1, 0, 0, 0}, 10)
+	if hits, _ := store.Nearest(ctx, recall.Query{UserID: "alice", Vector: []float32{1, 0, 0, 0}, K: 1}); len(hits) != 1 || hits[0].Session != nil {
+		t.Fatalf("without sessions: %+v", hits)
+	}
+	hits, err = store.Nearest(ctx, near("alice", two.ID, 10, 1, 0, 0, 0))
 	noErr(t, err)
-	if len(hits) != 1 || hits[0].Exchange.Answer != museums.Answer {
+	if len(hits) != 1 || hits[0].Exchange.Reply.ID != museums.Reply.ID {
 		t.Fatalf("in one session: %+v", hits)
 	}
-	if hits, _ := store.Nearest(ctx, "alice", "", []float32{1, 0, 0, 0}, 1); len(hits) != 1 {
+	if hits, _ := store.Nearest(ctx, near("alice", "", 1, 1, 0, 0, 0)); len(hits) != 1 {
 		t.Fatalf("k=1: %d hits", len(hits))
 	}
-	if hits, _ := store.Nearest(ctx, "carol", "", []float32{1, 0, 0, 0}, 10); len(hits) != 0 {
+	if hits, _ := store.Nearest(ctx, near("carol", "", 10, 1, 0, 0, 0)); len(hits) != 0 {
 		t.Fatalf("carol found %+v", hits)
 	}
 
@@ -76,7 +86,7 @@ func testRecall(t *testing.T, e *Env) {
 	Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", two.ID))
 	WantCode(t, store.SaveExchange(ctx, museums), errs.ENOTFOUND)
 	Must[int](t)(e.Sessions.Purge(ctx, "alice", two.ID))
-	hits, err = store.Nearest(ctx, "alice", "", []float32{0, 1, 0, 0}, 10)
+	hits, err = store.Nearest(ctx, near("alice", "", 10, 0, 1, 0, 0))
 	noErr(t, err)
 	for _, h := range hits {
 		if h.Exchange.SessionID == two.ID {

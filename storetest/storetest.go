@@ -153,6 +153,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("RetentionRepo", func(t *testing.T) { testRetentionRepo(t, env(t)) })
 	t.Run("PrivacyRepo", func(t *testing.T) { testPrivacyRepo(t, env(t)) })
 	t.Run("Recall", func(t *testing.T) { testRecall(t, env(t)) })
+	t.Run("RecallBackfill", func(t *testing.T) { testRecallBackfill(t, env(t)) })
 }
 
 // EachBackend runs f once per backend, as parallel subtests named after

@@ -28,6 +28,7 @@ type Counter struct {
 	OnCall func(method string)
 	// Faults, if set, injects network faults into the counted traffic.
 	Faults *Faults
+	spans  spans
 }
 
 // Counts is a snapshot of a Counter.
@@ -60,6 +61,7 @@ func (c *Counter) Snapshot() Counts {
 
 func (c *Counter) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	c.roundTrips.Add(1)
+	defer c.spans.begin()()
 	if c.OnCall != nil {
 		c.OnCall(method)
 	}
@@ -93,6 +95,7 @@ func (c *Counter) countWrites(writes []*pb.Write) {
 
 func (c *Counter) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
 	c.roundTrips.Add(1)
+	answered := c.spans.begin()
 	if c.OnCall != nil {
 		c.OnCall(method)
 	}
@@ -104,22 +107,25 @@ func (c *Counter) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cl
 	}
 	s, err := streamer(ctx, desc, cc, method, opts...)
 	if err != nil {
+		answered()
 		return nil, err
 	}
-	return &countingStream{ClientStream: s, c: c, query: strings.HasSuffix(method, "/RunQuery")}, nil
+	return &countingStream{ClientStream: s, c: c, query: strings.HasSuffix(method, "/RunQuery"), answered: answered}, nil
 }
 
 type countingStream struct {
 	grpc.ClientStream
-	c     *Counter
-	query bool
-	docs  int64
-	done  bool
+	c        *Counter
+	query    bool
+	answered func() // the last response came
+	docs     int64
+	done     bool
 }
 
 func (s *countingStream) RecvMsg(m any) error {
 	err := s.ClientStream.RecvMsg(m)
 	if err != nil {
+		s.answered()
 		if s.query && !s.done { // an empty query is billed one read
 			s.done = true
 			if s.docs == 0 {

@@ -1,0 +1,154 @@
+package recall
+
+import (
+	"context"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// BackfillStore is what a backfill reads and writes.
+type BackfillStore interface {
+	Store
+	// SessionsAfter returns up to limit sessions of every user, by id,
+	// after the id after ("" for the first page).
+	SessionsAfter(ctx context.Context, after string, limit int) ([]*sessions.Session, error)
+	// Embedded returns the exchanges of a session already stored: reply id
+	// → the model that embedded it.
+	Embedded(ctx context.Context, sessionID string) (map[string]string, error)
+	ListMessages(ctx context.Context, q history.ListQuery) ([]history.Message, error)
+}
+
+// Backfill embeds the exchanges that history holds and the recall index
+// does not (those stored before embeddings were on, or embedded by another
+// model), session by session in id order. It is idempotent (an exchange
+// stored with the current model is skipped) and resumable (Run starts
+// after a session id, and reports the last one it finished).
+type Backfill struct {
+	Embedder Embedder
+	Store    BackfillStore
+	// Batch is how many exchanges one embedding request carries.
+	Batch int
+	// Wait is called before each embedding request (the rate limit); an
+	// error stops the run.
+	Wait func(ctx context.Context) error
+}
+
+// BackfillReport is what a backfill did.
+type BackfillReport struct {
+	Sessions  int    `json:"sessions"`  // active and archived sessions read
+	Exchanges int    `json:"exchanges"` // exchanges found in them
+	Embedded  int    `json:"embedded"`  // of them, embedded and stored now
+	Skipped   int    `json:"skipped"`   // already stored with the current model
+	Failed    int    `json:"failed"`    // not stored (a later run retries them)
+	Requests  int    `json:"embeddingRequests"`
+	After     string `json:"after"` // the last session finished: resume after it
+}
+
+// sessionsPage is how many sessions a backfill reads at a time.
+const sessionsPage = 100
+
+// Run backfills the sessions after the id after; progress, if set, gets
+// the report after each session. A failed embedding or save is counted and
+// the run goes on; a failed read stops it (its report says where).
+func (b *Backfill) Run(ctx context.Context, after string, progress func(BackfillReport)) (BackfillReport, error) {
+	rep := BackfillReport{After: after}
+	for {
+		page, err := b.Store.SessionsAfter(ctx, rep.After, sessionsPage)
+		if err != nil {
+			return rep, err
+		}
+		for _, s := range page {
+			if s.Status != sessions.StatusDeleted {
+				if err := b.session(ctx, s, &rep); err != nil {
+					return rep, err
+				}
+				rep.Sessions++
+			}
+			rep.After = s.ID
+			if progress != nil {
+				progress(rep)
+			}
+		}
+		if len(page) < sessionsPage {
+			return rep, nil
+		}
+	}
+}
+
+// session embeds what s lacks.
+func (b *Backfill) session(ctx context.Context, s *sessions.Session, rep *BackfillReport) error {
+	done, err := b.Store.Embedded(ctx, s.ID)
+	if err != nil {
+		return err
+	}
+	var all []history.Message // every branch's: a regenerated reply answers a question far back
+	var after *int
+	for {
+		msgs, err := b.Store.ListMessages(ctx, history.ListQuery{SessionID: s.ID, Limit: 500, AfterSeq: after})
+		if err != nil {
+			return err
+		}
+		all = append(all, msgs...)
+		if len(msgs) < 500 {
+			break
+		}
+		after = &msgs[len(msgs)-1].Seq
+	}
+	questions := map[int]*history.Message{}
+	var pending [][2]history.Message
+	for i := range all {
+		r := &all[i]
+		if r.Role == history.RoleUser {
+			questions[r.Seq] = r
+		}
+		q := questions[r.ParentSeq]
+		if r.Role != history.RoleAssistant || len(r.ToolCalls) > 0 || r.Content == "" || q == nil {
+			continue // not a reply that makes an exchange
+		}
+		rep.Exchanges++
+		if done[r.ID] == b.Embedder.Model() {
+			rep.Skipped++
+		} else {
+			pending = append(pending, [2]history.Message{*q, *r})
+		}
+	}
+	for len(pending) > 0 {
+		n := min(max(b.Batch, 1), len(pending))
+		b.embed(ctx, s, pending[:n], rep)
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		pending = pending[n:]
+	}
+	return nil
+}
+
+// embed embeds exchanges in one request and stores each.
+func (b *Backfill) embed(ctx context.Context, s *sessions.Session, xs [][2]history.Message, rep *BackfillReport) {
+	if b.Wait != nil {
+		if err := b.Wait(ctx); err != nil {
+			rep.Failed += len(xs)
+			return
+		}
+	}
+	texts := make([]string, len(xs))
+	for i, x := range xs {
+		texts[i] = exchangeText(&x[0], &x[1])
+	}
+	rep.Requests++
+	vs, err := b.Embedder.Embed(ctx, texts)
+	if err != nil {
+		rep.Failed += len(xs)
+		return
+	}
+	for i, x := range xs {
+		err := b.Store.SaveExchange(ctx, Exchange{UserID: s.UserID, SessionID: s.ID, Question: excerpt(&x[0]), Reply: excerpt(&x[1]),
+			Model: b.Embedder.Model(), Vector: vs[i]})
+		if err != nil {
+			rep.Failed++
+			continue
+		}
+		rep.Embedded++
+	}
+}
