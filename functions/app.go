@@ -277,7 +277,9 @@ func (f finder) EmbedQuery(ctx context.Context, text string) ([]float32, error) 
 func (f finder) Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, k int) ([]chat.Recalled, error) {
 	got, err := f.svc.Recall(ctx, s, v, all, k)
 	out := make([]chat.Recalled, len(got))
-	excerpt := func(x recall.Excerpt) chat.Excerpt { return chat.Excerpt{ID: x.ID, Content: x.Content, Clipped: x.Clipped} }
+	excerpt := func(x recall.Excerpt) chat.Excerpt {
+		return chat.Excerpt{ID: x.ID, Content: x.Content, Clipped: x.Clipped}
+	}
 	for i, x := range got {
 		out[i] = chat.Recalled{SessionID: x.SessionID, SessionTitle: x.SessionTitle, At: x.Reply.CreatedAt,
 			Question: excerpt(x.Question), Reply: excerpt(x.Reply)}

@@ -107,4 +107,3 @@ func retention(tiny bool, perKind int, out string) int {
 	}
 	return 0
 }
-
