@@ -7,8 +7,10 @@ import (
 	"fmt"
 	"strings"
 
+	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/inprocdb"
+	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -131,4 +133,20 @@ func MeasureQuality(ctx context.Context, e recall.Embedder, tok history.Counter)
 func (q *Quality) String() string {
 	return fmt.Sprintf("%s on %d queries over %d exchanges: search recall@5 %.2f, MRR %.2f; recall for a turn recall@5 %.2f, MRR %.2f",
 		q.Embedder, q.Queries, q.Exchanges, q.SearchRecallAt5, q.SearchMRR, q.RecallRecallAt5, q.RecallMRR)
+}
+
+// QualityEmbedders are the embedders the bench measures on the fixture:
+// the offline stand-in, and the embedding model the environment configures
+// as the server reads it (OPENAI_API_KEY or OPENAI_BASE_URL,
+// EMBEDDING_MODEL, EMBEDDING_DIMENSIONS), if any.
+func QualityEmbedders(getenv func(string) string) ([]recall.Embedder, error) {
+	out := []recall.Embedder{llm.Lexical{}}
+	cfg, err := functions.ConfigFromEnv(getenv)
+	if err != nil {
+		return nil, err
+	}
+	if e := cfg.Embedder(); e != nil && !cfg.OfflineModel() {
+		out = append(out, e)
+	}
+	return out, nil
 }

@@ -44,7 +44,7 @@ type Store interface {
 	retention.Repo
 	retention.PrivacyRepo
 	longterm.Repo
-	recall.Store
+	recall.BackfillStore
 	Ping(ctx context.Context) error
 }
 
@@ -298,3 +298,39 @@ func (cfg Config) Embedder() recall.Embedder {
 	}
 	return llm.NewEmbeddings(llm.NewOpenAI(cfg.OpenAIKey, cfg.OpenAIBaseURL, nil), cfg.EmbeddingModel, cfg.EmbeddingDimensions)
 }
+
+// Backfill embeds the exchanges stored before embeddings were on (see
+// recall.Backfill), after the session id after, in requests of batch
+// exchanges, at most rate a second; progress gets a line every few
+// seconds. ErrEmbeddingsOff when embeddings are off.
+func (a *App) Backfill(ctx context.Context, after string, batch int, rate float64, progress io.Writer) (recall.BackfillReport, error) {
+	if a.Recall == nil {
+		return recall.BackfillReport{}, ErrEmbeddingsOff
+	}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	first := true
+	b := &recall.Backfill{Embedder: a.Recall.Embedder, Store: a.Store, Batch: batch, Wait: func(ctx context.Context) error {
+		if first { // the first request goes at once
+			first = false
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			return nil
+		}
+	}}
+	fmt.Fprintf(progress, "embedding with %s, at most %g requests a second of %d exchanges\n", b.Embedder.Model(), rate, batch)
+	last := time.Now()
+	return b.Run(ctx, after, func(r recall.BackfillReport) {
+		if time.Since(last) > 5*time.Second {
+			last = time.Now()
+			fmt.Fprintf(progress, "%d sessions, %d exchanges embedded, %d skipped, %d failed; after %s\n", r.Sessions, r.Embedded, r.Skipped, r.Failed, r.After)
+		}
+	})
+}
+
+// ErrEmbeddingsOff is Backfill's answer when EMBEDDINGS=off.
+var ErrEmbeddingsOff = errors.New("embeddings are off (EMBEDDINGS=off): nothing to backfill")

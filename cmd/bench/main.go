@@ -18,10 +18,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/chatmemory/backend/bench"
-	"github.com/chatmemory/backend/functions"
-	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
-	"github.com/chatmemory/backend/recall"
 )
 
 func main() {
@@ -42,12 +39,10 @@ func main() {
 		cfg = bench.Tiny()
 	}
 	cfg.EmbeddingCalls = llmtest.EmbeddingCalls
-	cfg.Embedders = []recall.Embedder{llm.Lexical{}}
-	if env, err := functions.ConfigFromEnv(os.Getenv); err != nil {
+	var err error
+	if cfg.Embedders, err = bench.QualityEmbedders(os.Getenv); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		os.Exit(2)
-	} else if e := env.Embedder(); e != nil && !env.OfflineModel() { // an embedding model is configured
-		cfg.Embedders = append(cfg.Embedders, e)
 	}
 	llmtest.SetEmbeddingDelay(bench.EmbeddingLatency)
 	model := llmtest.Start()
