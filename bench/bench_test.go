@@ -115,7 +115,10 @@ func TestTinyRun(t *testing.T) {
 		t.Fatalf("recall run: %+v", r)
 	} else {
 		none, indexed, session, all := r.Sides[0], r.Sides[1], r.Sides[2], r.Sides[3]
-		if none.EmbeddingCalls != 0 || indexed.EmbeddingCalls != 1 || session.EmbeddingCalls != 2 || all.EmbeddingCalls != 2 ||
+		// (Learning embeds its candidate facts once per extraction, every
+		// 3 turns.)
+		if none.EmbeddingCalls != 0 || indexed.EmbeddingCalls < 1 || indexed.EmbeddingCalls > 1.5 ||
+			math.Abs(session.EmbeddingCalls-indexed.EmbeddingCalls-1) > 1e-9 || math.Abs(all.EmbeddingCalls-session.EmbeddingCalls) > 1e-9 ||
 			indexed.Writes < none.Writes+1 || none.BeforeModel != 2 || indexed.BeforeModel != 2 || session.BeforeModel != 3 || all.BeforeModel > 4 {
 			t.Errorf("recall sides: %+v", r.Sides)
 		}

@@ -66,18 +66,23 @@ func (svc *Service) embed(ctx context.Context, r *recaller, query string) {
 	})
 }
 
-// startRecall begins the recall of a turn of s (once) if s asks for it.
-func (svc *Service) startRecall(ctx context.Context, r *recaller, s *sessions.Session, query string) {
+// startEmbeds begins what a turn of s embeds its message for (once): the
+// recall if s asks for it, the choice of long-term facts by relevance if
+// the user's block leaves some out (choose).
+func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Session, query string, choose bool) {
 	mode := s.Context.Recall
-	on := mode != "" && mode != sessions.RecallOff
+	recall := mode != "" && mode != sessions.RecallOff
 	if svc.Finder == nil || query == "" {
 		return
 	}
-	svc.recallHints.set(s.ID, on)
-	if !on {
+	svc.recallHints.set(s.ID, recall || choose)
+	if !recall && !choose {
 		return
 	}
 	svc.embed(ctx, r, query)
+	if !recall {
+		return
+	}
 	r.recallOnce.Do(func() {
 		r.done = make(chan struct{})
 		k, _ := s.Context.RecallLimits()
@@ -93,8 +98,24 @@ func (svc *Service) startRecall(ctx context.Context, r *recaller, s *sessions.Se
 	})
 }
 
-// recallHints remembers, per instance, which sessions recall: a turn of
-// one embeds its message beside its first read instead of after it.
+// memoryFor is the memory block a turn sends: the facts chosen by
+// relevance to its message when the block leaves some out and the message
+// is embedded, else the block as read.
+func (svc *Service) memoryFor(ctx context.Context, r *recaller, m MemoryBlock, sessionID string) memoryBlock {
+	if m.User == nil || svc.Memory == nil || r.embedded == nil {
+		return blockOf(m)
+	}
+	if <-r.embedded; r.embedErr != nil {
+		svc.logError(ctx, "embedding the message failed; the memory block is chosen by confidence", sessionID, r.embedErr)
+		return blockOf(m)
+	}
+	text, n := svc.Memory.Relevant(m.User, r.vector)
+	return blockOf(MemoryBlock{Text: text, Tokens: n})
+}
+
+// recallHints remembers, per instance, which sessions embed their turns'
+// messages (to recall, or to choose long-term facts): a turn of one embeds
+// its message beside its first read instead of after it.
 type recallHints struct {
 	mu sync.Mutex
 	on map[string]bool

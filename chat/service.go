@@ -54,6 +54,9 @@ type Memory interface {
 	Claim(s *sessions.Session) (longterm.Batch, bool)
 	// LearnClaimed extracts memory from a claimed batch.
 	LearnClaimed(ctx context.Context, s *sessions.Session, model string, b longterm.Batch) error
+	// Relevant is u's block with its facts chosen by relevance to a
+	// message embedded as v, and its tokens.
+	Relevant(u *longterm.User, v []float32) (string, int)
 }
 
 // Service runs chat turns.

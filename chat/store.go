@@ -5,6 +5,7 @@ import (
 	"errors"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -127,6 +128,23 @@ type TurnState struct {
 type MemoryBlock struct {
 	Text   string
 	Tokens int // of Text alone
+	// User is the memory the block was made from, when the turn may
+	// choose its facts by relevance instead (see MemoryOf).
+	User *longterm.User
+}
+
+// MemoryOf is the block a turn reads for u (as a store returns it): none
+// when memory is off; u itself along when its block leaves embedded facts
+// out, so that the turn can choose them by relevance to its message.
+func MemoryOf(u *longterm.User) MemoryBlock {
+	if u == nil || u.Disabled {
+		return MemoryBlock{}
+	}
+	m := MemoryBlock{Text: u.Block, Tokens: u.BlockTokens}
+	if u.BlockCut && u.VectorModel != "" {
+		m.User = u
+	}
+	return m
 }
 
 // TurnWrite is what one commit of a turn writes.

@@ -147,8 +147,8 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 		c.lease = now.Add(svc.ModelTimeout + leaseMargin)
 		claim := func(st *TurnState) (*TurnWrite, error) {
 			w, err := svc.claim(st, q, draft, now, f, c)
-			if err == nil && w != nil && st.Session != nil {
-				svc.startRecall(ctx, rec, st.Session, draft.Content) // beside the claim's commit
+			if err == nil && w != nil && w.Session != nil { // the session as the claim writes it (a new one too)
+				svc.startEmbeds(ctx, rec, w.Session, draft.Content, st.Memory.User != nil) // beside the claim's commit
 			}
 			return w, err
 		}
@@ -179,7 +179,7 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	if req.OnStart != nil {
 		req.OnStart(st.Session, c.user, c.replyID)
 	}
-	mem := blockOf(st.Memory)
+	mem := svc.memoryFor(ctx, rec, st.Memory, st.Session.ID)
 	built, err := svc.build(st.Session, st.Tail, mem)
 	if err == nil {
 		if text, n := svc.recallBlock(ctx, rec, st.Session, built); n > 0 {

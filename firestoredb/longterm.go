@@ -31,6 +31,8 @@ type memoryUserDoc struct {
 	Focus       longterm.ProfileField `firestore:"focus"`
 	Block       string                `firestore:"block"`
 	BlockTokens int                   `firestore:"blockTokens"`
+	BlockCut    bool                  `firestore:"blockCut,omitempty"`
+	VectorModel string                `firestore:"vectorModel,omitempty"`
 	Version     int64                 `firestore:"version"`
 	UpdatedAt   time.Time             `firestore:"updatedAt"`
 }
@@ -50,6 +52,7 @@ type factDoc struct {
 	LastConfirmedAt time.Time  `firestore:"lastConfirmedAt"`
 	InvalidAt       *time.Time `firestore:"invalidAt"`
 	SupersededBy    string     `firestore:"supersededBy,omitempty"`
+	Vec             []byte     `firestore:"vec,omitempty"` // live facts only (packVector)
 }
 
 func toFactDoc(userID string, f longterm.Fact) factDoc {
@@ -65,7 +68,7 @@ func toFactDoc(userID string, f longterm.Fact) factDoc {
 func fromFactDoc(d factDoc) longterm.Fact {
 	f := longterm.Fact{ID: d.ID, UserID: d.UserID, Content: d.Content, Category: longterm.Category(d.Category),
 		Confidence: d.Confidence, CreatedAt: d.CreatedAt.UTC(),
-		LastConfirmedAt: d.LastConfirmedAt.UTC(), InvalidAt: utc(d.InvalidAt), SupersededBy: d.SupersededBy}
+		LastConfirmedAt: d.LastConfirmedAt.UTC(), InvalidAt: utc(d.InvalidAt), SupersededBy: d.SupersededBy, Vector: unpackVector(d.Vec)}
 	if len(d.Sources) > 0 {
 		f.Sources = d.Sources
 	}
@@ -107,7 +110,7 @@ func decodeMemoryUser(snap *firestore.DocumentSnapshot, userID string) (*longter
 		return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
 	}
 	u := &longterm.User{UserID: userID, Disabled: d.Disabled, Block: d.Block, BlockTokens: d.BlockTokens,
-		Version: d.Version, UpdatedAt: d.UpdatedAt.UTC(),
+		BlockCut: d.BlockCut, VectorModel: d.VectorModel, Version: d.Version, UpdatedAt: d.UpdatedAt.UTC(),
 		Profile: longterm.Profile{Work: lp(d.Work), Personal: lp(d.Personal), Focus: lp(d.Focus)}}
 	for _, f := range d.Facts {
 		u.Facts = append(u.Facts, fromFactDoc(f))
@@ -177,10 +180,12 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 			}
 		}
 		d := memoryUserDoc{UserID: userID, Disabled: u.Disabled, Work: u.Profile.Work, Personal: u.Profile.Personal,
-			Focus: u.Profile.Focus, Block: u.Block, BlockTokens: u.BlockTokens, Version: version + 1, UpdatedAt: u.UpdatedAt,
-			Facts: make([]factDoc, 0, len(u.Facts))}
+			Focus: u.Profile.Focus, Block: u.Block, BlockTokens: u.BlockTokens, BlockCut: u.BlockCut, VectorModel: u.VectorModel,
+			Version: version + 1, UpdatedAt: u.UpdatedAt, Facts: make([]factDoc, 0, len(u.Facts))}
 		for _, f := range u.Facts {
-			d.Facts = append(d.Facts, toFactDoc(userID, f))
+			fd := toFactDoc(userID, f)
+			fd.Vec = packVector(f.Vector)
+			d.Facts = append(d.Facts, fd)
 		}
 		return tx.Set(ref, d)
 	})

@@ -174,3 +174,8 @@ func (db *DB) Embedded(ctx context.Context, sessionID string) (map[string]string
 	}
 	return out, nil
 }
+
+// CountExchanges counts userID's stored exchanges (an aggregation).
+func (db *DB) CountExchanges(ctx context.Context, userID string) (int, error) {
+	return db.count(ctx, db.client.CollectionGroup(RecallCollection).Where("userId", "==", userID))
+}

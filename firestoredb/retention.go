@@ -143,6 +143,7 @@ func (db *DB) DeleteUserDocuments(ctx context.Context, userID string) (int, erro
 		db.client.CollectionGroup(CompactionsCollection).Where("userId", "==", userID),
 		db.client.CollectionGroup(ContextCollection).Where("userId", "==", userID),
 		db.client.CollectionGroup(FactsCollection).Where("userId", "==", userID),
+		db.client.CollectionGroup(RecallCollection).Where("userId", "==", userID),
 		db.client.Collection(UsersCollection).Where("userId", "==", userID),
 		db.client.Collection(PurgesCollection).Where("userId", "==", userID),
 	}

@@ -158,9 +158,7 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 			if err != nil {
 				return nil, err
 			}
-			if !u.Disabled {
-				ts.Memory = chat.MemoryBlock{Text: u.Block, Tokens: u.BlockTokens}
-			}
+			ts.Memory = chat.MemoryOf(u)
 		}
 		rest = rest[1:]
 	}

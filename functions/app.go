@@ -127,7 +127,7 @@ func NewApp(cfg Config, d Deps) *App {
 		Log:                 d.Log,
 	}
 	lt := &longterm.Service{Repo: d.Store, Sessions: d.Store, Messages: d.Store, Model: llm.Completer{Model: background},
-		Tokens: d.Tokens, Settings: longterm.DefaultSettings(), Now: d.Now, Log: d.Log}
+		Tokens: d.Tokens, Embedder: d.Embedder, Settings: longterm.DefaultSettings(), Now: d.Now, Log: d.Log}
 	if cfg.LongTermMemory {
 		cs.Memory = lt
 	}
@@ -143,6 +143,9 @@ func NewApp(cfg Config, d Deps) *App {
 	sw.Policy, sw.Budget, sw.Log, sw.Now, sw.Forget = cfg.Policy(), cfg.SweepBudget, d.Log, d.Now, lt.ForgetSession
 	pv := &retention.Privacy{Repo: d.Store, Now: d.Now,
 		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}, "memory": lt}}
+	if rc != nil {
+		pv.Data["recall"] = rc
+	}
 	a := &App{
 		Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Sweeper: sw, Privacy: pv, Auth: d.Auth, Store: d.Store, Log: d.Log,
 		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes, ReadTimeout: cfg.ReadTimeout,

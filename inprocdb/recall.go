@@ -82,3 +82,18 @@ func (db *DB) Embedded(_ context.Context, sessionID string) (map[string]string, 
 	}
 	return out, nil
 }
+
+// CountExchanges counts userID's stored exchanges.
+func (db *DB) CountExchanges(_ context.Context, userID string) (int, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	n := 0
+	for _, byID := range db.recall {
+		for _, e := range byID {
+			if e.UserID == userID {
+				n++
+			}
+		}
+	}
+	return n, nil
+}

@@ -5,6 +5,7 @@ import (
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/longterm"
 )
 
 // draft is a session's streaming reply, as its followers see it.
@@ -81,7 +82,8 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 		}
 	}
 	if u, ok := db.users[q.UserID]; q.Memory && ok && !u.Disabled {
-		st.Memory = chat.MemoryBlock{Text: u.Block, Tokens: u.BlockTokens}
+		u.Facts = append([]longterm.Fact(nil), u.Facts...)
+		st.Memory = chat.MemoryOf(&u)
 	}
 	if d, ok := db.drafts[q.SessionID]; q.Draft && ok {
 		st.DraftReplyID, st.DraftVersion = d.replyID, d.version

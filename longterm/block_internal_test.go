@@ -43,7 +43,7 @@ func TestFitLinesIsTheLinearCut(t *testing.T) {
 			lines = append(lines, fmt.Sprintf("- fact %d %s%s", j, strings.Repeat("word ", r.IntN(12)), ends[r.IntN(len(ends))]))
 		}
 		limit := 5 + r.IntN(600)
-		gotBlock, gotN := fitLines(prompts.MemoryHeader, lines, limit, count)
+		gotBlock, gotN, _ := fitLines(prompts.MemoryHeader, lines, limit, count)
 		wantBlock, wantN := linear(prompts.MemoryHeader, lines, limit)
 		if gotBlock != wantBlock || gotN != wantN {
 			t.Fatalf("case %d (limit %d): cut at %d tokens, %q; the linear cut is %d, %q", i, limit, gotN, gotBlock, wantN, wantBlock)

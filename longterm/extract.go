@@ -59,6 +59,7 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 	now := svc.now()
 	src := Source{SessionID: s.ID, StartSeq: msgs[0].Seq, EndSeq: msgs[len(msgs)-1].Seq}
 	cands := candidates(ex, u.Facts, Fact{UserID: s.UserID, Sources: []Source{src}, CreatedAt: now, LastConfirmedAt: now}, svc.Settings)
+	cands = svc.mergeNear(ctx, s, u, cands, src, now)
 	byID := factsByID(u.Facts)
 	decisions := map[int]decision{}
 	if asked := resolution(cands); asked != nil {

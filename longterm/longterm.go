@@ -60,6 +60,9 @@ type Fact struct {
 	LastConfirmedAt time.Time  `json:"lastConfirmedAt"`
 	InvalidAt       *time.Time `json:"invalidAt,omitempty"`
 	SupersededBy    string     `json:"supersededBy,omitempty"`
+	// Vector embeds Content (with the user's VectorModel), for merging
+	// near-duplicates and choosing facts by relevance; nil if not yet.
+	Vector []float32 `json:"-"`
 }
 
 // confirm records that src confirmed the fact: a session already among its
@@ -139,8 +142,13 @@ type User struct {
 	Profile  Profile `json:"profile"`
 	Facts    []Fact  `json:"-"` // live
 
-	Block       string    `json:"-"`
-	BlockTokens int       `json:"blockTokens"`
+	Block       string `json:"-"`
+	BlockTokens int    `json:"blockTokens"`
+	// BlockCut tells that Block leaves live facts out (the cap is full):
+	// only then does choosing facts by relevance change what a turn sees.
+	BlockCut bool `json:"-"`
+	// VectorModel is the embedding model of the facts' vectors.
+	VectorModel string    `json:"-"`
 	Version     int64     `json:"-"` // bumped by every change, for optimistic saves
 	UpdatedAt   time.Time `json:"updatedAt"`
 }
@@ -154,11 +162,12 @@ type Settings struct {
 	EveryK       int     // messages per extraction batch (6)
 	Similar      float64 // similarity from which a fact is a candidate duplicate or contradiction (0.5)
 	MaxContent   int     // characters of one fact (300)
+	Merge        float64 // cosine similarity from which a new fact is merged into a known one (0.9)
 }
 
 // DefaultSettings are the documented defaults.
 func DefaultSettings() Settings {
-	return Settings{Threshold: 0.7, MaxFacts: 100, DecayPerWeek: 0.01, BlockTokens: 2000, EveryK: 6, Similar: 0.5, MaxContent: 300}
+	return Settings{Threshold: 0.7, MaxFacts: 100, DecayPerWeek: 0.01, BlockTokens: 2000, EveryK: 6, Similar: 0.5, MaxContent: 300, Merge: 0.9}
 }
 
 // words is the set of content words of s, for similarity.
@@ -227,32 +236,40 @@ func blockTokens(tok TokenCounter, s string) int {
 // BuildBlock renders the memory block: the profile first, then live facts
 // by effective confidence, cut so that it never exceeds capTokens.
 func BuildBlock(u *User, facts []Fact, now time.Time, s Settings, tok TokenCounter) (string, int) {
+	text, n, _ := buildBlock(u, byEffective(facts, now, s.DecayPerWeek), s, tok)
+	return text, n
+}
+
+// buildBlock renders the profile, then facts in the order given, within
+// the cap, and reports whether facts were left out.
+func buildBlock(u *User, facts []Fact, s Settings, tok TokenCounter) (text string, tokens int, cut bool) {
 	var lines []string
 	for _, pf := range u.Profile.fields() {
 		if t := strings.TrimSpace(pf.f.Text); t != "" {
 			lines = append(lines, "- "+pf.label+": "+t)
 		}
 	}
-	for _, f := range byEffective(facts, now, s.DecayPerWeek) {
+	for _, f := range facts {
 		lines = append(lines, "- "+f.Content)
 	}
 	if len(lines) == 0 {
-		return "", 0
+		return "", 0, false
 	}
-	return fitLines(prompts.MemoryHeader, lines, s.BlockTokens, func(text string) int { return blockTokens(tok, text) })
+	text, tokens, kept := fitLines(prompts.MemoryHeader, lines, s.BlockTokens, func(text string) int { return blockTokens(tok, text) })
+	return text, tokens, kept < len(lines)
 }
 
 // fitLines returns header with the longest prefix of lines (each on a line
-// of its own) whose count is at most limit, and that count; "" if not even
-// the header fits. Lines join with "\n", which may merge with neighbours in
+// of its own) whose count is at most limit, that count, and how many lines
+// it kept; "" if not even the header fits. Lines join with "\n", which may merge with neighbours in
 // BPE, so only a count of the whole text is exact; counts grow as text is
 // appended. Each line is counted once to estimate where the cut falls, and
 // the whole text a few times to place it exactly, instead of the whole
 // text once per line (quadratic in the block: 100 facts took ~0.3 s).
-func fitLines(header string, lines []string, limit int, count func(string) int) (string, int) {
+func fitLines(header string, lines []string, limit int, count func(string) int) (string, int, int) {
 	n := count(header)
 	if n > limit {
-		return "", 0
+		return "", 0, 0
 	}
 	text := func(k int) string { return header + "\n" + strings.Join(lines[:k], "\n") }
 	// k is where the estimate puts the cut; fits reports whether the first
@@ -280,9 +297,9 @@ func fitLines(header string, lines []string, limit int, count func(string) int) 
 		k++
 	}
 	if k == 0 {
-		return header, n
+		return header, n, 0
 	}
-	return text(k), counts[k]
+	return text(k), counts[k], k
 }
 
 func clip(s string, n int) string {

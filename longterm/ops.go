@@ -206,7 +206,18 @@ func (svc *Service) ExportUser(ctx context.Context, userID string) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	return map[string]any{"enabled": !u.Disabled, "profile": u.Profile, "facts": append(append([]Fact{}, u.Facts...), old...)}, nil
+	out := map[string]any{"enabled": !u.Disabled, "profile": u.Profile, "facts": append(append([]Fact{}, u.Facts...), old...)}
+	embedded := 0
+	for _, f := range u.Facts {
+		if len(f.Vector) > 0 {
+			embedded++
+		}
+	}
+	if embedded > 0 { // derived data: said, not shipped
+		out["embeddings"] = map[string]any{"facts": embedded, "model": u.VectorModel,
+			"about": "each of these live facts is also held as an embedding (a vector of numbers computed from its text), to merge near-duplicates and choose the facts relevant to a message; it goes with its fact"}
+	}
+	return out, nil
 }
 
 // EraseUser deletes the user's memory.

@@ -44,6 +44,12 @@ type Change struct {
 	Sources []string // the sessions what is saved was learned from: the fence
 }
 
+// Embedder turns texts into vectors of one length, in order.
+type Embedder interface {
+	Embed(ctx context.Context, texts []string) ([][]float32, error)
+	Model() string
+}
+
 // SessionRepo moves a session's learning watermark.
 type SessionRepo interface {
 	UpdateSession(ctx context.Context, id string, fn func(*sessions.Session) error) (*sessions.Session, error)
@@ -61,6 +67,9 @@ type Service struct {
 	Messages MessageReader
 	Model    Model
 	Tokens   TokenCounter
+	// Embedder, if set, embeds facts: a new fact near a known one is
+	// merged into it, and a turn chooses facts by relevance.
+	Embedder Embedder
 	Settings Settings
 	Now      func() time.Time
 	Log      *slog.Logger
@@ -240,7 +249,7 @@ func (svc *Service) evict(live []Fact, now time.Time) []Fact {
 // user's memory meanwhile and its sources are still there.
 func (svc *Service) save(ctx context.Context, u *User, c Change) error {
 	now := svc.now()
-	u.Block, u.BlockTokens = BuildBlock(u, u.Facts, now, svc.Settings, svc.Tokens)
+	u.Block, u.BlockTokens, u.BlockCut = buildBlock(u, byEffective(u.Facts, now, svc.Settings.DecayPerWeek), svc.Settings, svc.Tokens)
 	u.UpdatedAt = now
 	return svc.Repo.SaveMemory(ctx, u.UserID, u.Version, u, c)
 }

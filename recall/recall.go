@@ -8,9 +8,9 @@ package recall
 
 import (
 	"context"
-	"math"
 	"time"
 
+	"github.com/chatmemory/backend/kernel/vector"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -76,19 +76,9 @@ type Store interface {
 	SaveExchange(ctx context.Context, e Exchange) error
 	// Nearest returns the exchanges q asks for, nearest first.
 	Nearest(ctx context.Context, q Query) ([]Hit, error)
+	// CountExchanges counts the exchanges stored for userID.
+	CountExchanges(ctx context.Context, userID string) (int, error)
 }
 
-// Cosine is the cosine distance of two vectors of one length (1 - their
-// cosine similarity); 1 when either is zero.
-func Cosine(a, b []float32) float64 {
-	var dot, na, nb float64
-	for i := range a {
-		dot += float64(a[i]) * float64(b[i])
-		na += float64(a[i]) * float64(a[i])
-		nb += float64(b[i]) * float64(b[i])
-	}
-	if na == 0 || nb == 0 {
-		return 1
-	}
-	return 1 - dot/math.Sqrt(na*nb)
-}
+// Cosine is the cosine distance of two vectors (see vector.Cosine).
+func Cosine(a, b []float32) float64 { return vector.Cosine(a, b) }

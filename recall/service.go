@@ -197,7 +197,8 @@ func (svc *Service) EmbedQuery(ctx context.Context, text string) ([]float32, err
 // follows); each on the active branch of its session, at least
 // MinSimilarity near, nearest first.
 func (svc *Service) Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, k int) ([]Recalled, error) {
-	q := Query{UserID: s.UserID, SessionID: s.ID, Vector: v, K: 3 * k} // room for those the filters drop
+	// Twice k: room for those the filters drop (each is a billed read).
+	q := Query{UserID: s.UserID, SessionID: s.ID, Vector: v, K: 2 * k}
 	if all {
 		q.SessionID, q.Sessions = "", true
 	}
@@ -225,3 +226,20 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, v []float32
 	}
 	return out, nil
 }
+
+// ExportUser says what the recall index holds for userID (for an export:
+// the vectors themselves are derived numbers, not shipped), or nil if
+// nothing.
+func (svc *Service) ExportUser(ctx context.Context, userID string) (any, error) {
+	n, err := svc.Store.CountExchanges(ctx, userID)
+	if err != nil || n == 0 {
+		return nil, err
+	}
+	return map[string]any{"exchanges": n, "model": svc.Embedder.Model(),
+		"about": "each of these exchanges (a question and its reply) is also held as an embedding (a vector of numbers computed from its text) with the start of both messages, to search and recall them; they go with their session"}, nil
+}
+
+// EraseUser deletes nothing of its own: exchanges live under their
+// sessions, and an erasure purges every session (and sweeps what an
+// interrupted purge left by user id).
+func (svc *Service) EraseUser(context.Context, string) (int, error) { return 0, nil }

@@ -82,6 +82,9 @@ func testRecall(t *testing.T, e *Env) {
 		t.Fatalf("carol found %+v", hits)
 	}
 
+	if n, err := store.CountExchanges(ctx, "alice"); err != nil || n != 3 {
+		t.Fatalf("alice's exchanges counted: %d, %v", n, err)
+	}
 	// A deleted session takes no new exchanges; a purged one keeps none.
 	Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", two.ID))
 	WantCode(t, store.SaveExchange(ctx, museums), errs.ENOTFOUND)
@@ -92,5 +95,8 @@ func testRecall(t *testing.T, e *Env) {
 		if h.Exchange.SessionID == two.ID {
 			t.Fatalf("an exchange of a purged session: %+v", h)
 		}
+	}
+	if n, err := store.CountExchanges(ctx, "alice"); err != nil || n != 2 {
+		t.Fatalf("alice's exchanges counted after the purge: %d, %v", n, err)
 	}
 }
