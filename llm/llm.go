@@ -177,36 +177,3 @@ func Message(m history.Message) openai.ChatCompletionMessage {
 	}
 	return om
 }
-
-// OfflineModel is the name stored on replies of the offline stand-in.
-const OfflineModel = "offline-stand-in"
-
-// Offline is a deterministic stand-in for a model, for local runs without
-// OPENAI_API_KEY. Its replies say what they are.
-type Offline struct{}
-
-// Generate answers with a fixed, clearly labelled text about the last user
-// message, streamed word by word when asked.
-func (Offline) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
-	last := ""
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == history.RoleUser {
-			last = req.Messages[i].Content
-			break
-		}
-	}
-	if r := []rune(last); len(r) > 200 {
-		last = string(r[:200]) + "…"
-	}
-	text := "[offline stand-in model: set OPENAI_API_KEY or OPENAI_BASE_URL for real replies] " +
-		"Messages of this conversation in view: " + strconv.Itoa(len(req.Messages)) + ". You said: " + last
-	if onDelta != nil {
-		for _, w := range strings.SplitAfter(text, " ") {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			onDelta(w)
-		}
-	}
-	return &chat.Reply{Content: text, Model: OfflineModel, FinishReason: "stop"}, nil
-}

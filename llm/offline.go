@@ -1,0 +1,128 @@
+package llm
+
+import (
+	"context"
+	"strconv"
+	"strings"
+	"unicode"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/prompts"
+)
+
+// OfflineModel is the name stored on replies of the offline stand-in.
+const OfflineModel = "offline-stand-in"
+
+// offlineBanner opens every chat reply of the stand-in.
+const offlineBanner = "[offline stand-in model: set OPENAI_API_KEY or OPENAI_BASE_URL for real replies] "
+
+// Offline is a deterministic stand-in for a model, for local runs without
+// OPENAI_API_KEY. Its chat replies say loudly what they are; the work it
+// does besides them looks like a product's: a title from the first words
+// of the conversation, a summary that is a recognisable digest of what
+// was said, and extractions that learn nothing.
+type Offline struct{}
+
+// Generate answers a task by its instruction, and a chat with a fixed,
+// labelled text about the last user message, streamed word by word when
+// asked.
+func (Offline) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
+	if len(req.Messages) == 1 {
+		in := req.Messages[0].Content
+		switch req.System {
+		case prompts.Title:
+			return offlineReply(offlineTitle(in)), nil
+		case prompts.Summary:
+			return offlineReply(offlineSummary(in)), nil
+		case prompts.Extract:
+			return offlineReply(`{"profile":null,"facts":[]}`), nil
+		case prompts.Resolve:
+			return offlineReply(`{"decisions":[]}`), nil
+		}
+	}
+	last := ""
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == history.RoleUser {
+			last = req.Messages[i].Content
+			break
+		}
+	}
+	text := offlineBanner + "Messages of this conversation in view: " + strconv.Itoa(len(req.Messages)) + ". You said: " + clipWords(last, 200)
+	if onDelta != nil {
+		for _, w := range strings.SplitAfter(text, " ") {
+			if err := ctx.Err(); err != nil {
+				return nil, err
+			}
+			onDelta(w)
+		}
+	}
+	return offlineReply(text), nil
+}
+
+func offlineReply(text string) *chat.Reply {
+	return &chat.Reply{Content: text, Model: OfflineModel, FinishReason: "stop"}
+}
+
+// clipWords is s cut to n runes, marked when cut.
+func clipWords(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return strings.TrimSpace(string(r[:n])) + "…"
+	}
+	return s
+}
+
+// offlineTitle is the first six words of the user's first message (the
+// first line of a title request), without punctuation at its ends,
+// capitalized.
+func offlineTitle(request string) string {
+	line, _, _ := strings.Cut(request, "\n")
+	line = strings.TrimPrefix(line, "user: ")
+	words := strings.Fields(line)
+	if len(words) > 6 {
+		words = words[:6]
+	}
+	title := strings.TrimFunc(strings.Join(words, " "), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) })
+	if title == "" {
+		return "Offline chat"
+	}
+	r := []rune(title)
+	r[0] = unicode.ToUpper(r[0])
+	return string(r)
+}
+
+// digestHeader opens the stand-in's summaries.
+const digestHeader = "[offline stand-in digest] Earlier in this conversation:"
+
+// maxDigestLines bounds a digest: the most recent lines are kept.
+const maxDigestLines = 24
+
+// offlineSummary extends the digest a summary request carries (its
+// "Summary so far") with a line per new message: who spoke and their first
+// words.
+func offlineSummary(request string) string {
+	var lines []string
+	if prev, ok := strings.CutPrefix(request, "Summary so far:\n"); ok {
+		prev, _, _ = strings.Cut(prev, "\n\nNew messages:\n")
+		for _, l := range strings.Split(prev, "\n") {
+			if l = strings.TrimSpace(l); l != "" && l != digestHeader {
+				lines = append(lines, l)
+			}
+		}
+	}
+	_, news, _ := strings.Cut(request, "New messages:\n")
+	for _, l := range strings.Split(news, "\n") {
+		l = strings.Join(strings.Fields(l), " ")
+		if rest, ok := strings.CutPrefix(l, "assistant called "); ok {
+			lines = append(lines, "- assistant called "+clipWords(rest, 80))
+			continue
+		}
+		if who, said, ok := strings.Cut(l, ": "); ok {
+			lines = append(lines, "- "+who+": "+clipWords(said, 80))
+		}
+	}
+	if len(lines) > maxDigestLines {
+		lines = lines[len(lines)-maxDigestLines:]
+	}
+	return digestHeader + "\n" + strings.Join(lines, "\n")
+}

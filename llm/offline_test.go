@@ -1,0 +1,64 @@
+package llm
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/prompts"
+)
+
+// TestOffline: the stand-in's chat replies carry its banner; its titles
+// are the first words of the conversation, its summaries a digest that
+// grows with the conversation and stays bounded, its extractions learn
+// nothing, and its resolutions decide nothing: all parse as the real
+// model's would.
+func TestOffline(t *testing.T) {
+	ctx := context.Background()
+	ask := func(system, user string) string {
+		t.Helper()
+		r, err := Offline{}.Generate(ctx, chat.Request{System: system, Messages: []history.Message{{Role: history.RoleUser, Content: user}}}, nil)
+		if err != nil || r.Model != OfflineModel {
+			t.Fatalf("%v, %+v", err, r)
+		}
+		return r.Content
+	}
+	for _, tc := range []struct{ user, reply, want string }{
+		{"how do I bake sourdough bread at home, step by step?", "first…", "How do I bake sourdough bread"},
+		{"  ¿qué tal?  ", "bien", "Qué tal"},
+		{"...", "?", "Offline chat"},
+		{"", "", "Offline chat"},
+	} {
+		if got := ask(prompts.Title, prompts.TitleRequest(tc.user, tc.reply)); got != tc.want {
+			t.Errorf("title of %q: %q, want %q", tc.user, got, tc.want)
+		}
+	}
+	quote := func(role, text string) prompts.Quote { return prompts.Quote{Role: role, Text: text} }
+	first := ask(prompts.Summary, prompts.SummaryRequest("", []prompts.Quote{quote("user", "I want to plan a trip to Lisbon in May"), quote("assistant", "Great, Lisbon in May is warm.")}))
+	if !strings.HasPrefix(first, digestHeader) || !strings.Contains(first, "- user: I want to plan a trip to Lisbon in May") || !strings.Contains(first, "- assistant: Great") {
+		t.Fatalf("first digest: %q", first)
+	}
+	second := ask(prompts.Summary, prompts.SummaryRequest(first, []prompts.Quote{quote("user", strings.Repeat("hotels near the river ", 20)),
+		{Role: "assistant", Calls: []string{`search({"q": "hotels"})`}}}))
+	if strings.Count(second, digestHeader) != 1 || !strings.Contains(second, "Lisbon") || !strings.Contains(second, "- assistant called search") || !strings.Contains(second, "…") {
+		t.Fatalf("second digest: %q", second)
+	}
+	long := first
+	for range 40 {
+		long = ask(prompts.Summary, prompts.SummaryRequest(long, []prompts.Quote{quote("user", "and then?")}))
+	}
+	if n := strings.Count(long, "\n- "); n != maxDigestLines {
+		t.Fatalf("a long digest keeps %d lines", n)
+	}
+	if got := ask(prompts.Extract, "user: I am vegetarian"); got != `{"profile":null,"facts":[]}` {
+		t.Errorf("extraction: %s", got)
+	}
+	if got := ask(prompts.Resolve, "candidate 1"); got != `{"decisions":[]}` {
+		t.Errorf("resolution: %s", got)
+	}
+	if got := ask("You are helpful.", "hello"); !strings.HasPrefix(got, offlineBanner) || !strings.HasSuffix(got, "You said: hello") {
+		t.Errorf("chat: %s", got)
+	}
+}
