@@ -5,13 +5,15 @@
 #              against the emulators (a few minutes; writes docs/bench).
 # make bench-retention – the retention sweep over thousands of sessions (a few minutes; writes docs/bench).
 # make fuzz  – each fuzz test for FUZZTIME (default 1m); make test runs only their seeds.
+# make deploy PROJECT=… [REGION=…] – deploys everything to a project (DRY_RUN=1 prints the commands);
+#              see README's Deploy section for the other variables.
 # make chaos – CHAOS_TURNS (default 300) logical turns through Firestore, model and client
 #              faults, then every invariant checked (make test runs a short one: 48 turns).
 
 GO ?= go
 GOTEST ?= $(GO) test -race -count=1 -timeout 20m ./...
 
-.PHONY: test dev emulators bench bench-retention vet deps fuzz tidy-check chaos
+.PHONY: test dev emulators bench bench-retention vet deps fuzz tidy-check chaos deploy
 
 node_modules/.bin/firebase: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -63,3 +65,8 @@ BENCH_OUT ?= docs/bench
 bench: deps
 	$(GO) test -run '^$$' -bench Text -benchtime 20x ./history
 	$(GO) run ./cmd/emulators -- $(GO) run ./cmd/bench -out $(BENCH_OUT)
+
+# Deploy everything (see README, Deploy): empty variables take cmd/deploy's defaults.
+deploy: deps
+	PROJECT='$(PROJECT)' REGION='$(REGION)' TIME_ZONE='$(TIME_ZONE)' SCHEDULE='$(SCHEDULE)' OPENAI_SECRET='$(OPENAI_SECRET)' \
+	ENV_FILE='$(ENV_FILE)' RUNTIME='$(RUNTIME)' DRY_RUN='$(DRY_RUN)' $(GO) run ./cmd/deploy
