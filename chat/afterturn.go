@@ -42,7 +42,8 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 		}
 	}
 	if svc.Recall != nil {
-		if err := svc.Recall.Index(ctx, s, &res.User, &res.Reply); err != nil {
+		charged, _ := WithMeter(ctx) // charged with the reply (see finish)
+		if err := svc.Recall.Index(charged, s, &res.User, &res.Reply); err != nil {
 			svc.logError(ctx, "embedding the exchange for search failed", s.ID, err)
 		}
 	}

@@ -138,6 +138,8 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	q.ReplyID, q.Draft = c.replyID, c.draft
 	var st *TurnState
 	rec := &recaller{}
+	// The turn's own embedding (of its message) is charged with its reply.
+	ctx, embedMeter := WithMeter(ctx)
 	if svc.Finder != nil && draft.Content != "" && svc.recallHints.get(q.SessionID) {
 		svc.embed(ctx, rec, draft.Content) // beside the turn's first read
 	}
@@ -205,6 +207,10 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 		FinishReason: reply.FinishReason,
 	}}
 	spent := reply.PromptTokens + reply.CompletionTokens
+	if rec.embedded != nil {
+		<-rec.embedded // long done: the reply came after it
+	}
+	spent += embedMeter.Tokens()
 	var out history.Message
 	var learn *longterm.Batch
 	done, err := svc.Turns.RunTurn(ctx, q, c.latest(st), func(st *TurnState) (*TurnWrite, error) {
@@ -273,6 +279,12 @@ func (svc *Service) finish(st *TurnState, q TurnQuery, c *claim, answer history.
 	}
 	if spent == 0 { // the service did not report usage: use our own counts
 		spent = sent.Tokens + msgs[0].Tokens
+	}
+	if svc.Recall != nil {
+		// The exchange is embedded after the reply (afterTurn); its tokens
+		// are charged here, as counted for the two messages, so that
+		// embedding adds no write of its own.
+		spent += c.user.Tokens + msgs[0].Tokens
 	}
 	return &TurnWrite{Session: s, Tail: t, Messages: msgs, Slot: NoSlot, Tokens: spent, Draft: c.endDraft(st)}, nil
 }

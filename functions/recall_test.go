@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm/llmtest"
+	"github.com/chatmemory/backend/prompts"
 )
 
 // TestRecallInContext: a session with memory.recall "all" sends the model
@@ -58,9 +59,32 @@ func TestRecallInContext(t *testing.T) {
 // round trips before the model (its batched read, then its commit): the
 // query's embedding runs beside the read (once the instance has seen the
 // session recall) and the vector query beside the commit. Recall from all
-// sessions reads the hits' sessions after the query: one more.
+// sessions reads the hits' sessions after the query: one more. (Round
+// trips are counted one after another by their times, so the claim's
+// commit is held until the query is sent, which it can only be if it does
+// not wait for the commit.)
 func TestRecallRoundTrips(t *testing.T) {
 	h := newHarnessOn(t, "firestore", func(c *functions.Config) { c.Embeddings = true })
+	// The claim's commit waits (up to 2 s) for the vector query to be
+	// sent: it is if recall does not depend on the commit, and then the
+	// two overlap however slow the embedding is under load.
+	var armed atomic.Bool
+	var queried chan struct{}
+	h.counter.OnCall = func(method string) {
+		switch {
+		case strings.HasSuffix(method, "/RunQuery"):
+			select {
+			case <-queried:
+			default:
+				close(queried)
+			}
+		case strings.HasSuffix(method, "/Commit") && armed.CompareAndSwap(true, false):
+			select {
+			case <-queried:
+			case <-time.After(2 * time.Second):
+			}
+		}
+	}
 	var atModel atomic.Value // when the model was called
 	h.script(&script{chat: func(r openai.ChatCompletionRequest) llmtest.Response {
 		atModel.Store(time.Now())
@@ -76,6 +100,8 @@ func TestRecallRoundTrips(t *testing.T) {
 		h.turn(alice.token, map[string]any{"sessionId": id, "message": "I keep my invoices in a folder called ledger"})
 		h.turn(alice.token, map[string]any{"sessionId": id, "message": "Lisbon is lovely in spring"})
 		h.idle()
+		queried = make(chan struct{})
+		armed.Store(tc.recall != "off")
 		start := time.Now()
 		before := h.counter.Snapshot()
 		body := h.turn(alice.token, map[string]any{"sessionId": id, "message": "where do I keep my invoices?"})
@@ -111,4 +137,51 @@ func (h *harness) systemOf(message string) string {
 	}
 	h.t.Fatalf("no model request for %q", message)
 	return ""
+}
+
+// TestEmbeddingTokensCharged: with recall on, a turn charges its user the
+// query's embedding and, in the reply's commit, the exchange's embedding
+// (as the tokens of its two messages): the work after the reply writes
+// the exchange and nothing more.
+func TestEmbeddingTokensCharged(t *testing.T) {
+	h := newHarnessOn(t, "firestore", func(c *functions.Config) { c.Embeddings = true })
+	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
+		resp := llmtest.Echo(r)
+		if r.Messages[0].Content == prompts.Title {
+			resp.Content = "Invoices"
+		}
+		resp.PromptTokens, resp.CompletionTokens = 100, 7
+		return resp
+	})
+	alice := h.signUp()
+	id := h.newSession(alice.token, map[string]any{"memory": map[string]any{"recall": "session"}})
+	words := 0
+	for i, msg := range []string{"I keep my invoices in a folder called ledger", "where do I keep my invoices"} {
+		h.turn(alice.token, map[string]any{"sessionId": id, "message": msg})
+		after := h.counter.Snapshot()
+		h.idle()
+		if d := h.counter.Snapshot().Sub(after); i == 1 && d.Writes != 1 {
+			t.Errorf("after the second reply: %d writes, want 1 (the exchange)", d.Writes)
+		}
+		words += len(strings.Fields(msg)) // the test server's embedding usage: its words
+	}
+	var page struct{ Messages []messageResp }
+	h.do("GET", "/sessions/"+id+"/messages?limit=10", alice.token, nil).want(t, 200).decode(t, &page)
+	want := 3*107 + words // two replies and a title, the two queries' embeddings
+	for _, m := range page.Messages {
+		want += m.Tokens // each exchange's embedding, as counted for its messages
+	}
+	var export struct {
+		Usage struct {
+			TokensByDay map[string]int `json:"tokensByDay"`
+		} `json:"usage"`
+	}
+	h.do("GET", "/account/export", alice.token, nil).want(t, 200).decode(t, &export)
+	total := 0
+	for _, n := range export.Usage.TokensByDay {
+		total += n
+	}
+	if len(page.Messages) != 4 || total != want {
+		t.Errorf("charged %d tokens, want %d (%d messages)", total, want, len(page.Messages))
+	}
 }
