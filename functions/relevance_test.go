@@ -67,8 +67,8 @@ func TestFactsByRelevance(t *testing.T) {
 		if sys := h.systemOf("plain question"); strings.Contains(sys, fact(99)) || !strings.Contains(sys, fact(0)) {
 			t.Fatalf("the block by confidence should hold the first fact and not the last")
 		}
-		h.do("POST", "/chat", alice.token, map[string]any{"message": word(99*8+3)+" "+word(99*8+5)+"?"}).want(t, 200)
-		sys := h.systemOf(word(99*8+3)+" "+word(99*8+5)+"?")
+		h.do("POST", "/chat", alice.token, map[string]any{"message": word(99*8+3) + " " + word(99*8+5) + "?"}).want(t, 200)
+		sys := h.systemOf(word(99*8+3) + " " + word(99*8+5) + "?")
 		if !strings.Contains(sys, fact(99)) || !strings.HasPrefix(sys, "You are") || !strings.Contains(sys, prompts.MemoryHeader+"\n- "+fact(99)) {
 			t.Fatalf("the block for a message about the last fact: %.300s", sys)
 		}
