@@ -206,15 +206,14 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 		DurationMs:   svc.now().Sub(start).Milliseconds(),
 		FinishReason: reply.FinishReason,
 	}}
-	spent := reply.PromptTokens + reply.CompletionTokens
 	if rec.embedded != nil {
 		<-rec.embedded // long done: the reply came after it
 	}
-	spent += embedMeter.Tokens()
+	spent := embedMeter.Tokens()
 	var out history.Message
 	var learn *longterm.Batch
 	done, err := svc.Turns.RunTurn(ctx, q, c.latest(st), func(st *TurnState) (*TurnWrite, error) {
-		return svc.finish(st, q, c, answer, spent, built, svc.now(), &out, &learn)
+		return svc.finish(st, q, c, answer, reply, spent, built, svc.now(), &out, &learn)
 	})
 	if err != nil {
 		// Whether or not the reply was stored, the turn gives its lease
@@ -230,8 +229,9 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 // finish plans the commit that finishes a turn: the reply (whose parent is
 // always the message it answers), the session's counters and context
 // (with the learning watermark, when a batch is due), the lease given
-// back, and the tokens spent.
-func (svc *Service) finish(st *TurnState, q TurnQuery, c *claim, answer history.Draft, spent int, sent *history.Context, now time.Time, out *history.Message, learn **longterm.Batch) (*TurnWrite, error) {
+// back, and the tokens spent: the reply's (as reported), and spent
+// besides (embeddings), counted on the session too.
+func (svc *Service) finish(st *TurnState, q TurnQuery, c *claim, answer history.Draft, reported *Reply, spent int, sent *history.Context, now time.Time, out *history.Message, learn **longterm.Batch) (*TurnWrite, error) {
 	if st.Answer != nil {
 		// Stored already: this commit landed, but its answer was lost.
 		*out, *learn = *st.Answer, nil
@@ -277,9 +277,15 @@ func (svc *Service) finish(st *TurnState, q TurnQuery, c *claim, answer history.
 			*learn = &b
 		}
 	}
-	if spent == 0 { // the service did not report usage: use our own counts
-		spent = sent.Tokens + msgs[0].Tokens
+	prompt, completion := reported.PromptTokens, reported.CompletionTokens
+	if prompt+completion == 0 { // the service did not report usage: use our own counts
+		prompt, completion = sent.Tokens, msgs[0].Tokens
 	}
+	spent += prompt + completion
+	s.Usage.PromptTokens += prompt
+	s.Usage.CompletionTokens += completion
+	s.Usage.Turns++
+	s.Usage.LastModel = answer.Metadata.Model
 	if svc.Recall != nil {
 		// The exchange is embedded after the reply (afterTurn); its tokens
 		// are charged here, as counted for the two messages, so that

@@ -138,6 +138,10 @@ func limited(wait time.Duration, format string, args ...any) error {
 type UsageStore interface {
 	// GetUsage returns the user's usage records, nil if none.
 	GetUsage(ctx context.Context, userID string) (*UsageRecord, error)
+	// UsageOn returns the user's message window, their spend on day (the
+	// only day in Days) and the minutes of their first slots turn slots
+	// (0 for one never taken), in one read.
+	UsageOn(ctx context.Context, userID, day string, slots int) (*UsageRecord, error)
 	DeleteUsage(ctx context.Context, userID string) (int, error)
 }
 
@@ -165,4 +169,42 @@ func (d UsageData) ExportUser(ctx context.Context, userID string) (any, error) {
 // EraseUser deletes the user's usage.
 func (d UsageData) EraseUser(ctx context.Context, userID string) (int, error) {
 	return d.Store.DeleteUsage(ctx, userID)
+}
+
+// Standing is a user's usage against the limits, now.
+type Standing struct {
+	Day      string `json:"day"`
+	Tokens   Gauge  `json:"tokens"`   // spent today (UTC), of TokensPerDay
+	Turns    Gauge  `json:"turns"`    // run this minute, of TurnsPerMinute
+	Messages Gauge  `json:"messages"` // appended this minute, of MessagesPerMinute
+}
+
+// Gauge is one limit's standing: Limit 0 is none.
+type Gauge struct {
+	Used     int       `json:"used"`
+	Limit    int       `json:"limit"`
+	ResetsAt time.Time `json:"resetsAt"`
+}
+
+// Standing reads where userID stands against l at now (one read).
+func (d UsageData) Standing(ctx context.Context, userID string, l Limits, now time.Time) (*Standing, error) {
+	day, minute := Day(now), now.Unix()/60
+	r, err := d.Store.UsageOn(ctx, userID, day, min(max(l.TurnsPerMinute, 0), MaxTurnsPerMinute))
+	if err != nil {
+		return nil, err
+	}
+	nextMinute := time.Unix((minute+1)*60, 0).UTC()
+	st := &Standing{Day: day,
+		Tokens:   Gauge{Used: r.Days[day], Limit: l.TokensPerDay, ResetsAt: now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)},
+		Turns:    Gauge{Limit: l.TurnsPerMinute, ResetsAt: nextMinute},
+		Messages: Gauge{Limit: l.MessagesPerMinute, ResetsAt: nextMinute}}
+	for _, m := range r.TurnMinutes {
+		if m == minute {
+			st.Turns.Used++
+		}
+	}
+	if r.Minute == minute {
+		st.Messages.Used = r.MinuteMessages
+	}
+	return st, nil
 }

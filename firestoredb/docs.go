@@ -42,6 +42,7 @@ type sessionDoc struct {
 	SummaryUpdatedAt *time.Time               `firestore:"summaryUpdatedAt"`
 	Metadata         sessions.Metadata        `firestore:"metadata"`
 	Context          sessions.ContextSettings `firestore:"memory"`
+	Usage            sessions.Usage           `firestore:"usage"`
 	NoLearning       bool                     `firestore:"noLearning"`
 	LearnFrom        int                      `firestore:"learnFrom"`
 	PendingToolCalls []string                 `firestore:"pendingToolCalls"`
@@ -60,7 +61,7 @@ func toSessionDoc(s *sessions.Session) *sessionDoc {
 		ExpiresAt: s.ExpiresAt, MessageCount: s.MessageCount, TokenCount: s.TokenCount,
 		NextSeq: s.NextSeq, RetentionDays: s.RetentionDays, Summary: s.Summary,
 		SummaryUpdatedAt: s.SummaryUpdatedAt, PendingToolCalls: s.PendingToolCalls,
-		Metadata: s.Metadata, Context: s.Context,
+		Metadata: s.Metadata, Context: s.Context, Usage: s.Usage,
 		NoLearning: s.NoLearning, LearnFrom: s.LearnFrom, Branches: s.Branches, Answering: s.Answering,
 	}
 }
@@ -78,7 +79,7 @@ func decodeSession(snap *firestore.DocumentSnapshot) (*sessions.Session, error) 
 		MessageCount: d.MessageCount, TokenCount: d.TokenCount, NextSeq: d.NextSeq,
 		RetentionDays: d.RetentionDays, Summary: d.Summary, SummaryUpdatedAt: utc(d.SummaryUpdatedAt),
 		PendingToolCalls: d.PendingToolCalls,
-		Metadata:         d.Metadata, Context: d.Context,
+		Metadata:         d.Metadata, Context: d.Context, Usage: d.Usage,
 		NoLearning: d.NoLearning, LearnFrom: d.LearnFrom, Branches: d.Branches, Answering: answeringUTC(d.Answering),
 	}, nil
 }

@@ -217,3 +217,43 @@ func (db *DB) DeleteUsage(ctx context.Context, userID string) (int, error) {
 	}
 	return n, nil
 }
+
+// UsageOn reads, in one batched read, the user's message window, their
+// spend on day and their first slots turn slots.
+func (db *DB) UsageOn(ctx context.Context, userID, day string, slots int) (*chat.UsageRecord, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	refs := []*firestore.DocumentRef{db.usageRef(userID), db.dayRef(userID, day)}
+	for i := range slots {
+		refs = append(refs, db.slotRef(userID, i))
+	}
+	snaps, err := db.client.GetAll(ctx, refs)
+	if err != nil {
+		return nil, translate(err)
+	}
+	r := &chat.UsageRecord{Days: map[string]int{day: 0}, TurnMinutes: make([]int64, slots)}
+	if snaps[0].Exists() {
+		var d usageDoc
+		if err := dataTo(snaps[0], &d); err != nil {
+			return nil, err
+		}
+		r.Minute, r.MinuteMessages = d.Minute, d.MinuteMsgs
+	}
+	if snaps[1].Exists() {
+		var d dayDoc
+		if err := dataTo(snaps[1], &d); err != nil {
+			return nil, err
+		}
+		r.Days[day] = d.Tokens
+	}
+	for i, s := range snaps[2:] {
+		if s.Exists() {
+			var d slotDoc
+			if err := dataTo(s, &d); err != nil {
+				return nil, err
+			}
+			r.TurnMinutes[i] = d.Minute
+		}
+	}
+	return r, nil
+}

@@ -53,6 +53,7 @@ var callables = map[string]callableOp{
 	"switchBranch": {handler: (*App).switchBranch, method: "POST", path: map[string]string{"sessionId": "id"}},
 	"stopReply":    {handler: (*App).stopReply, method: "POST", path: map[string]string{"sessionId": "id", "replyId": "replyId"}, body: "-"},
 	"search":       {handler: (*App).search, method: "GET", query: []string{"q", "sessionId", "limit"}, body: "-"},
+	"usage":        {handler: (*App).usage, method: "GET", body: "-"},
 }
 
 // callableError is an error as the protocol carries it; details hold this

@@ -46,6 +46,7 @@ func (a *App) Handler() http.Handler {
 	authed("POST /sessions/{id}/replies/{replyId}/stop", a.stopReply)
 	authed("POST /sessions/{id}/branch", a.switchBranch)
 	authed("GET /search", a.search)
+	authed("GET /usage", a.usage)
 	authed("POST /callable/{name}", a.callable)
 
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -63,3 +63,15 @@ func (db *DB) deleteUsageLocked(userID string) int {
 	delete(db.slots, userID)
 	return n
 }
+
+// UsageOn returns the user's message window, their spend on day and
+// their first slots turn slots.
+func (db *DB) UsageOn(_ context.Context, userID, day string, slots int) (*chat.UsageRecord, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	u := db.usage[userID]
+	r := &chat.UsageRecord{Minute: u.Minute, MinuteMessages: u.MinuteMessages, Days: map[string]int{day: db.days[userID][day]},
+		TurnMinutes: make([]int64, slots)}
+	copy(r.TurnMinutes, db.slots[userID])
+	return r, nil
+}

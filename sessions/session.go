@@ -89,6 +89,8 @@ type Session struct {
 	SummaryUpdatedAt *time.Time      `json:"summaryUpdatedAt,omitempty"`
 	Metadata         Metadata        `json:"metadata"`
 	Context          ContextSettings `json:"memory"`
+	// Usage is what the session's replies cost.
+	Usage Usage `json:"usage"`
 	// NoLearning marks a session nothing may be learned from for the
 	// user's long-term memory.
 	NoLearning bool `json:"noLearning,omitempty"`
@@ -104,6 +106,18 @@ type Session struct {
 	// Answering is the turn answering one of its messages, if any (see
 	// Answering); nil once its reply is stored.
 	Answering *Answering `json:"-"`
+}
+
+// Usage is what a session's turns cost: the model tokens of its replies
+// (as the model service reported them, or as counted here when it did
+// not), how many replies, and the model of the last. Work done after a
+// reply (titles, summaries, learning, embeddings) is charged to the
+// user's day, not counted here.
+type Usage struct {
+	PromptTokens     int    `json:"promptTokens" firestore:"promptTokens"`
+	CompletionTokens int    `json:"completionTokens" firestore:"completionTokens"`
+	Turns            int    `json:"turns" firestore:"turns"`
+	LastModel        string `json:"lastModel,omitempty" firestore:"lastModel,omitempty"`
 }
 
 // Clone returns a deep copy, so stores can hand out sessions without sharing.

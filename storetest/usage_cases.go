@@ -13,7 +13,8 @@ import (
 
 // testUsage: chat.UsageRepo and chat.UsageStore. The message window is read
 // and written atomically, token spend is added without a read and never
-// lost under concurrency, users are apart, and deleting a user's usage
+// lost under concurrency, one day's standing is read with the window and
+// the turn slots (UsageOn), users are apart, and deleting a user's usage
 // deletes all of it and counts it.
 func testUsage(t *testing.T, e *Env) {
 	ctx := context.Background()
@@ -58,6 +59,13 @@ func testUsage(t *testing.T, e *Env) {
 	})
 	if err != nil {
 		t.Fatal(err)
+	}
+	on := Must[*chat.UsageRecord](t)(db.UsageOn(ctx, "alice", day2, 4))
+	if on.Minute != 100 || on.MinuteMessages != 3 || !maps.Equal(on.Days, map[string]int{day2: 7}) || len(on.TurnMinutes) != 4 {
+		t.Fatalf("alice's usage on %s: %+v", day2, on)
+	}
+	if on := Must[*chat.UsageRecord](t)(db.UsageOn(ctx, "carol", day1, 2)); on.Minute != 0 || on.Days[day1] != 0 || len(on.TurnMinutes) != 2 {
+		t.Fatalf("a new user's usage on a day: %+v", on)
 	}
 	r := Must[*chat.UsageRecord](t)(db.GetUsage(ctx, "alice"))
 	if r == nil || r.Minute != 100 || r.MinuteMessages != 3 || !maps.Equal(r.Days, map[string]int{day1: 40, day2: 7}) {

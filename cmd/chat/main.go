@@ -7,7 +7,8 @@
 // Type a message and press Enter; /new starts a new session, /sessions
 // lists yours, /resume ID continues one (showing its last messages),
 // /regenerate answers your last message again, /edit TEXT sends your last
-// message anew as TEXT (both keep the earlier version as a branch), /quit
+// message anew as TEXT (both keep the earlier version as a branch), /usage
+// shows today's tokens against the limit and this session's totals, /quit
 // ends.
 package main
 
@@ -37,7 +38,7 @@ func main() {
 		fmt.Fprintln(os.Stderr, "chat:", err)
 		os.Exit(1)
 	}
-	fmt.Printf("Signed in as %s. Type a message; /new for a new session, /sessions, /resume ID, /regenerate, /edit TEXT, /quit to leave.\n", *email)
+	fmt.Printf("Signed in as %s. Type a message; /new for a new session, /sessions, /resume ID, /regenerate, /edit TEXT, /usage, /quit to leave.\n", *email)
 	in := bufio.NewScanner(os.Stdin)
 	in.Buffer(make([]byte, 64<<10), 64<<10)
 	for {
@@ -57,6 +58,11 @@ func main() {
 			continue
 		case "/sessions":
 			if err := listSessions(*api, token); err != nil {
+				fmt.Fprintln(os.Stderr, "chat:", err)
+			}
+			continue
+		case "/usage":
+			if err := showUsage(*api, token, *session); err != nil {
 				fmt.Fprintln(os.Stderr, "chat:", err)
 			}
 			continue
@@ -82,7 +88,7 @@ func main() {
 			continue
 		}
 		if strings.HasPrefix(line, "/") {
-			fmt.Println("(commands: /new, /sessions, /resume ID, /regenerate, /edit TEXT, /quit)")
+			fmt.Println("(commands: /new, /sessions, /resume ID, /regenerate, /edit TEXT, /usage, /quit)")
 			continue
 		}
 		id, err := turn(*api, token, map[string]any{"sessionId": *session, "message": line})
@@ -189,6 +195,46 @@ func listSessions(api, token string) error {
 	for _, s := range page.Sessions {
 		fmt.Printf("  %s  %-40s %d messages\n", s.ID, s.Title, s.MessageCount)
 	}
+	return nil
+}
+
+// showUsage prints the user's standing against the limits, and the
+// session's totals if there is one.
+func showUsage(api, token, session string) error {
+	type gauge struct {
+		Used     int    `json:"used"`
+		Limit    int    `json:"limit"`
+		ResetsAt string `json:"resetsAt"`
+	}
+	var u struct {
+		Day                     string `json:"day"`
+		Tokens, Turns, Messages gauge
+	}
+	if err := getJSON(api+"/usage", token, &u); err != nil {
+		return err
+	}
+	of := func(g gauge) string {
+		if g.Limit == 0 {
+			return fmt.Sprintf("%d (no limit)", g.Used)
+		}
+		return fmt.Sprintf("%d of %d (resets %s)", g.Used, g.Limit, g.ResetsAt)
+	}
+	fmt.Printf("  today (%s): tokens %s\n  this minute: turns %s, appended messages %s\n", u.Day, of(u.Tokens), of(u.Turns), of(u.Messages))
+	if session == "" {
+		return nil
+	}
+	var s struct {
+		Title string `json:"title"`
+		Usage struct {
+			PromptTokens, CompletionTokens, Turns int
+			LastModel                             string
+		} `json:"usage"`
+	}
+	if err := getJSON(api+"/sessions/"+session, token, &s); err != nil {
+		return err
+	}
+	fmt.Printf("  this session (%s): %d replies, %d prompt + %d completion tokens, last model %s\n",
+		s.Title, s.Usage.Turns, s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.LastModel)
 	return nil
 }
 

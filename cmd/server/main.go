@@ -108,7 +108,7 @@ func withWebApp(api http.Handler, dir string, cfg functions.Config) http.Handler
 		config["firestoreEmulator"] = cfg.FirestoreEmulator
 	}
 	body, _ := json.Marshal(config)
-	apiPrefixes := []string{"/chat", "/sessions", "/account", "/memory", "/search", "/healthz", "/callable"}
+	apiPrefixes := []string{"/chat", "/sessions", "/account", "/memory", "/search", "/usage", "/healthz", "/callable"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/config.json":

@@ -302,6 +302,30 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/usage": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Where you stand against the limits now
+         * @description Today's tokens (UTC day: replies, titles, summaries, learning,
+         *     embeddings) against RATE_TOKENS_PER_DAY, this minute's turns against
+         *     RATE_TURNS_PER_MINUTE and appended messages against
+         *     RATE_MESSAGES_PER_MINUTE, each with when it resets; `limit` 0 is no
+         *     limit. One batched read. A session's own totals are in its `usage`.
+         */
+        get: operations["getUsage"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/callable/{name}": {
         parameters: {
             query?: never;
@@ -346,9 +370,13 @@ export interface paths {
         };
         /**
          * Everything the caller owns, as one streamed JSON document
-         * @description `{"userId", "exportedAt", "sessions":[{"session", "compactions", "messages"}...], "usage"}`
-         *     (usage: `minute`, `messagesThisMinute`, `tokensByDay`, `turnSlotMinutes`),
-         *     sessions of every status. Written a page at a time; if an error cuts
+         * @description `{"userId", "exportedAt", "sessions":[{"session", "compactions", "messages"}...], "usage", "memory", "recall"}`
+         *     (usage: `minute`, `messagesThisMinute`, `tokensByDay`, `turnSlotMinutes`;
+         *     memory: `enabled`, `profile`, `facts`, and `embeddings` saying how many facts
+         *     are also held as vectors and by which model; recall: how many exchanges are
+         *     held as vectors for search, by which model), sessions of every status.
+         *     Embeddings are derived from the text exported beside them; they are
+         *     described, not shipped. Written a page at a time; if an error cuts
          *     it off, the document stays unterminated (invalid JSON) rather than
          *     look complete.
          */
@@ -565,6 +593,13 @@ export interface components {
                 [key: string]: string;
             };
         };
+        Gauge: {
+            used: number;
+            /** @description 0: no limit */
+            limit: number;
+            /** Format: date-time */
+            resetsAt: string;
+        };
         Session: {
             id: string;
             userId: string;
@@ -598,6 +633,14 @@ export interface components {
             summaryUpdatedAt?: string;
             metadata: components["schemas"]["Metadata"];
             memory: components["schemas"]["ContextSettings"];
+            /** @description what the session's replies cost (work after a reply is charged to the day, not counted here) */
+            usage?: {
+                promptTokens: number;
+                completionTokens: number;
+                /** @description replies stored */
+                turns: number;
+                lastModel?: string;
+            };
             /** @description present once the session branched (absent: each message follows the one before it) */
             branches?: {
                 /** @description seq of the active branch's last message */
@@ -1207,12 +1250,40 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    getUsage: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The caller's standing */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        /** Format: date */
+                        day: string;
+                        tokens: components["schemas"]["Gauge"];
+                        turns: components["schemas"]["Gauge"];
+                        messages: components["schemas"]["Gauge"];
+                    };
+                };
+            };
+            401: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
     callable: {
         parameters: {
             query?: never;
             header?: never;
             path: {
-                name: "chat" | "createSession" | "listSessions" | "getSession" | "updateSession" | "archiveSession" | "restoreSession" | "deleteSession" | "listMessages" | "getContext" | "switchBranch" | "stopReply" | "search";
+                name: "chat" | "createSession" | "listSessions" | "getSession" | "updateSession" | "archiveSession" | "restoreSession" | "deleteSession" | "listMessages" | "getContext" | "switchBranch" | "stopReply" | "search" | "usage";
             };
             cookie?: never;
         };

@@ -178,6 +178,9 @@ test("a user chats, reloads, renames and archives; another user sees none of it"
   await page.waitForFunction(() => document.querySelectorAll("#messages > li").length === 4);
   const texts = await page.locator("#messages > li .body").allTextContents();
   assert.deepEqual(texts, ["Hello one", "echo: Hello one", "Hello two", "echo: Hello two"]);
+  // The day's spend against the limit, and the chat's totals.
+  await page.waitForFunction(() => /^Today: [\d,]+ of [\d,]+ tokens$/.test(document.querySelector("#usage").textContent));
+  await page.waitForFunction(() => /^This chat: 2 replies, [\d,]+ tokens/.test(document.querySelector("#session-usage").textContent));
   await page.screenshot({ path: join(shots, "chat.png") });
 
   // Rename: the live list shows the new title.

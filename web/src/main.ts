@@ -106,7 +106,28 @@ onAuthStateChanged(auth, (u) => {
   $("who").textContent = u?.email ?? "";
   openSession(null);
   watchSessions();
+  void showUsage();
 });
+
+// ---- Usage: the day's spend against the limit, and each chat's totals ----
+async function showUsage() {
+  $("usage").textContent = "";
+  if (!user) return;
+  try {
+    const u = await api.usage();
+    const n = (x: number) => x.toLocaleString("en");
+    $("usage").textContent = u.tokens.limit > 0
+      ? `Today: ${n(u.tokens.used)} of ${n(u.tokens.limit)} tokens`
+      : `Today: ${n(u.tokens.used)} tokens`;
+  } catch (e) { showError(e); }
+}
+
+function showSessionUsage(u?: { promptTokens: number; completionTokens: number; turns: number; lastModel?: string }) {
+  $("session-usage").textContent = u && u.turns > 0
+    ? `This chat: ${u.turns} ${u.turns === 1 ? "reply" : "replies"}, ${(u.promptTokens + u.completionTokens).toLocaleString("en")} tokens` +
+      (u.lastModel ? ` (${u.lastModel})` : "")
+    : "";
+}
 
 // ---- The session list, live from Firestore ----
 function watchSessions() {
@@ -167,6 +188,7 @@ function openSession(id: string | null) {
   messages = [];
   leaf = null;
   following = null;
+  showSessionUsage();
   renderMessages();
   renderSessions();
   if (!id || !user) return;
@@ -178,6 +200,7 @@ function openSession(id: string | null) {
   // The active branch: its leaf is in the session document once it branched.
   stopSession = onSnapshot(doc(db, "chat_sessions", id), (snap) => {
     leaf = snap.get("branches.leaf") ?? null;
+    showSessionUsage(snap.get("usage"));
     renderMessages();
   }, showError);
   // A reply in progress, as its draft shows it: picked up after a reload.
@@ -310,6 +333,7 @@ async function send(text: string, fork: Fork = {}) {
     streaming = null;
     renderMessages();
     $<HTMLButtonElement>("send").disabled = false;
+    void showUsage();
   }
 }
 
