@@ -43,6 +43,7 @@ type sessionDoc struct {
 	Metadata         sessions.Metadata        `firestore:"metadata"`
 	Context          sessions.ContextSettings `firestore:"memory"`
 	Usage            sessions.Usage           `firestore:"usage"`
+	Feedback         sessions.FeedbackCounts  `firestore:"feedback"`
 	NoLearning       bool                     `firestore:"noLearning"`
 	LearnFrom        int                      `firestore:"learnFrom"`
 	PendingToolCalls []string                 `firestore:"pendingToolCalls"`
@@ -61,7 +62,7 @@ func toSessionDoc(s *sessions.Session) *sessionDoc {
 		ExpiresAt: s.ExpiresAt, MessageCount: s.MessageCount, TokenCount: s.TokenCount,
 		NextSeq: s.NextSeq, RetentionDays: s.RetentionDays, Summary: s.Summary,
 		SummaryUpdatedAt: s.SummaryUpdatedAt, PendingToolCalls: s.PendingToolCalls,
-		Metadata: s.Metadata, Context: s.Context, Usage: s.Usage,
+		Metadata: s.Metadata, Context: s.Context, Usage: s.Usage, Feedback: s.Feedback,
 		NoLearning: s.NoLearning, LearnFrom: s.LearnFrom, Branches: s.Branches, Answering: s.Answering,
 	}
 }
@@ -79,7 +80,7 @@ func decodeSession(snap *firestore.DocumentSnapshot) (*sessions.Session, error) 
 		MessageCount: d.MessageCount, TokenCount: d.TokenCount, NextSeq: d.NextSeq,
 		RetentionDays: d.RetentionDays, Summary: d.Summary, SummaryUpdatedAt: utc(d.SummaryUpdatedAt),
 		PendingToolCalls: d.PendingToolCalls,
-		Metadata:         d.Metadata, Context: d.Context, Usage: d.Usage,
+		Metadata:         d.Metadata, Context: d.Context, Usage: d.Usage, Feedback: d.Feedback,
 		NoLearning: d.NoLearning, LearnFrom: d.LearnFrom, Branches: d.Branches, Answering: answeringUTC(d.Answering),
 	}, nil
 }
@@ -109,6 +110,7 @@ type messageDoc struct {
 	BatchSize       int                     `firestore:"batchSize,omitempty"` // on keyed batches: how many messages share the key
 	Metadata        history.MessageMetadata `firestore:"metadata"`
 	Op              *sessions.Operation     `firestore:"op,omitempty"` // on a keyed turn's messages: what the key named
+	Feedback        *history.Feedback       `firestore:"feedback,omitempty"`
 }
 
 // msgFields are what a message document and its copy in a tail share.
@@ -156,7 +158,7 @@ func toMessageDoc(m *history.Message, batchSize int) *messageDoc {
 	}
 	return &messageDoc{
 		UserID: m.UserID, msgFields: toMsgFields(m), ClientMessageID: m.ClientMessageID, BatchSize: batchSize, Op: op,
-		Metadata: m.Metadata,
+		Metadata: m.Metadata, Feedback: m.Feedback,
 	}
 }
 
@@ -170,7 +172,7 @@ func decodeMessage(snap *firestore.DocumentSnapshot) (history.Message, int, erro
 	if d.Op != nil {
 		m.Op = *d.Op
 	}
-	m.Metadata = d.Metadata
+	m.Metadata, m.Feedback = d.Metadata, feedbackUTC(d.Feedback)
 	return m, d.BatchSize, nil
 }
 
@@ -216,4 +218,11 @@ func fromCompactionDoc(id string, d *compactionDoc) *history.Compaction {
 	}
 	return &history.Compaction{ID: id, StartSeq: d.StartSeq, EndSeq: d.EndSeq, Summary: d.Summary,
 		Tokens: d.Tokens, Model: d.Model, CreatedAt: d.CreatedAt.UTC()}
+}
+
+func feedbackUTC(f *history.Feedback) *history.Feedback {
+	if f != nil {
+		f.At = f.At.UTC()
+	}
+	return f
 }

@@ -45,6 +45,7 @@ type Store interface {
 	retention.PrivacyRepo
 	longterm.Repo
 	recall.BackfillStore
+	history.FeedbackRepo
 	Ping(ctx context.Context) error
 }
 

@@ -47,6 +47,8 @@ func (a *App) Handler() http.Handler {
 	authed("POST /sessions/{id}/branch", a.switchBranch)
 	authed("GET /search", a.search)
 	authed("GET /usage", a.usage)
+	authed("PUT /sessions/{id}/messages/{messageId}/feedback", a.setFeedback)
+	authed("DELETE /sessions/{id}/messages/{messageId}/feedback", a.deleteFeedback)
 	authed("POST /callable/{name}", a.callable)
 
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {

@@ -104,6 +104,8 @@ type Message struct {
 	Tokens          int             `json:"tokens"`
 	ClientMessageID string          `json:"clientMessageId,omitempty"`
 	Metadata        MessageMetadata `json:"metadata"`
+	// Feedback is its user's rating, on a reply they rated.
+	Feedback *Feedback `json:"feedback,omitempty"`
 	// Siblings, in a listing, are the seqs of the versions of this message
 	// (those with its parent), itself included, when there is more than one.
 	Siblings []int `json:"siblings,omitempty"`

@@ -108,5 +108,9 @@ func cloneMessage(m history.Message) history.Message {
 	m.ToolCalls = append([]history.ToolCall(nil), m.ToolCalls...)
 	m.Metadata.Sources = append([]string(nil), m.Metadata.Sources...)
 	m.Metadata.ToolsUsed = append([]string(nil), m.Metadata.ToolsUsed...)
+	if m.Feedback != nil {
+		f := *m.Feedback
+		m.Feedback = &f
+	}
 	return m
 }

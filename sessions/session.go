@@ -91,6 +91,8 @@ type Session struct {
 	Context          ContextSettings `json:"memory"`
 	// Usage is what the session's replies cost.
 	Usage Usage `json:"usage"`
+	// Feedback counts the ratings of its replies.
+	Feedback FeedbackCounts `json:"feedback"`
 	// NoLearning marks a session nothing may be learned from for the
 	// user's long-term memory.
 	NoLearning bool `json:"noLearning,omitempty"`
@@ -118,6 +120,23 @@ type Usage struct {
 	CompletionTokens int    `json:"completionTokens" firestore:"completionTokens"`
 	Turns            int    `json:"turns" firestore:"turns"`
 	LastModel        string `json:"lastModel,omitempty" firestore:"lastModel,omitempty"`
+}
+
+// FeedbackCounts are how many of a session's replies are rated up and
+// down.
+type FeedbackCounts struct {
+	Up   int `json:"up" firestore:"up"`
+	Down int `json:"down" firestore:"down"`
+}
+
+// Count adds d to the count of rating ("up" or "down").
+func (f *FeedbackCounts) Count(rating string, d int) {
+	switch rating {
+	case "up":
+		f.Up = max(0, f.Up+d)
+	case "down":
+		f.Down = max(0, f.Down+d)
+	}
 }
 
 // Clone returns a deep copy, so stores can hand out sessions without sharing.

@@ -116,6 +116,14 @@ export class ChatMemoryClient {
   usage(signal?: AbortSignal) {
     return this.ok(this.api.GET("/usage", { signal }));
   }
+  /** Rate a reply "up" or "down" (with an optional comment); the same rating again changes nothing. */
+  setFeedback(id: string, messageId: string, body: { rating: "up" | "down"; comment?: string }) {
+    return this.ok(this.api.PUT("/sessions/{id}/messages/{messageId}/feedback", { params: { path: { id, messageId } }, body }));
+  }
+  /** Withdraw a rating. */
+  deleteFeedback(id: string, messageId: string) {
+    return this.ok(this.api.DELETE("/sessions/{id}/messages/{messageId}/feedback", { params: { path: { id, messageId } } }));
+  }
   switchBranch(id: string, seq: number) {
     return this.ok(this.api.POST("/sessions/{id}/branch", { params: { path: { id } }, body: { seq } }));
   }

@@ -250,6 +250,36 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sessions/{id}/messages/{messageId}/feedback": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        get?: never;
+        /**
+         * Rate one of your replies
+         * @description Thumbs up or down on an assistant message, with an optional comment
+         *     (at most 1,000 characters), stored on the message (`feedback`) and
+         *     counted on the session (`feedback.up`, `feedback.down`). Rating it
+         *     again replaces the rating; the same rating again changes nothing.
+         *     Only replies can be rated (400 otherwise). Exported with the
+         *     message, erased with it. A trace event `chat.feedback` carries the
+         *     rating (never the comment).
+         */
+        put: operations["setFeedback"];
+        post?: never;
+        /** Withdraw your rating of a reply */
+        delete: operations["deleteFeedback"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sessions/{id}/replies/{replyId}/stop": {
         parameters: {
             query?: never;
@@ -633,6 +663,11 @@ export interface components {
             summaryUpdatedAt?: string;
             metadata: components["schemas"]["Metadata"];
             memory: components["schemas"]["ContextSettings"];
+            /** @description how many of its replies are rated up and down */
+            feedback?: {
+                up?: number;
+                down?: number;
+            };
             /** @description what the session's replies cost (work after a reply is charged to the day, not counted here) */
             usage?: {
                 promptTokens: number;
@@ -681,6 +716,13 @@ export interface components {
             toolCallId?: string;
             metadata?: components["schemas"]["MessageMetadata"];
         };
+        Feedback: {
+            /** @enum {string} */
+            rating: "up" | "down";
+            comment?: string;
+            /** Format: date-time */
+            at: string;
+        };
         Message: {
             id: string;
             sessionId: string;
@@ -690,6 +732,7 @@ export interface components {
             parentSeq: number;
             /** @description in listings: the seqs of this message's versions (those with its parent), itself included, when there is more than one */
             siblings?: number[];
+            feedback?: components["schemas"]["Feedback"];
             /** @enum {string} */
             role: "user" | "assistant" | "system" | "tool";
             content: string;
@@ -1178,6 +1221,69 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    setFeedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    /** @enum {string} */
+                    rating: "up" | "down";
+                    comment?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The message's feedback as stored */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        messageId: string;
+                        feedback: components["schemas"]["Feedback"];
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteFeedback: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+                messageId: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Withdrawn (or there was none) */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
     stopReply: {
         parameters: {
             query?: never;
@@ -1283,7 +1389,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                name: "chat" | "createSession" | "listSessions" | "getSession" | "updateSession" | "archiveSession" | "restoreSession" | "deleteSession" | "listMessages" | "getContext" | "switchBranch" | "stopReply" | "search" | "usage";
+                name: "chat" | "createSession" | "listSessions" | "getSession" | "updateSession" | "archiveSession" | "restoreSession" | "deleteSession" | "listMessages" | "getContext" | "switchBranch" | "stopReply" | "search" | "usage" | "setFeedback" | "deleteFeedback";
             };
             cookie?: never;
         };
@@ -1304,7 +1410,7 @@ export interface operations {
                 };
                 content: {
                     "application/json": {
-                        /** @description the REST endpoint's answer */
+                        /** @description the REST endpoint's answer ({} for an endpoint that answers 204 No Content) */
                         result: unknown;
                     };
                     "text/event-stream": string;

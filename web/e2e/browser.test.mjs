@@ -178,6 +178,13 @@ test("a user chats, reloads, renames and archives; another user sees none of it"
   await page.waitForFunction(() => document.querySelectorAll("#messages > li").length === 4);
   const texts = await page.locator("#messages > li .body").allTextContents();
   assert.deepEqual(texts, ["Hello one", "echo: Hello one", "Hello two", "echo: Hello two"]);
+  // Rating a reply: the thumb shows pressed (from the message document),
+  // and pressing it again withdraws the rating.
+  await page.click("#messages > li.assistant:last-child .rate-up");
+  await page.waitForSelector("#messages > li.assistant:last-child .rate-up[aria-pressed='true']");
+  await page.click("#messages > li.assistant:last-child .rate-down");
+  await page.waitForSelector("#messages > li.assistant:last-child .rate-down[aria-pressed='true']");
+  await page.waitForSelector("#messages > li.assistant:last-child .rate-up[aria-pressed='false']");
   // The day's spend against the limit, and the chat's totals.
   await page.waitForFunction(() => /^Today: [\d,]+ of [\d,]+ tokens$/.test(document.querySelector("#usage").textContent));
   await page.waitForFunction(() => /^This chat: 2 replies, [\d,]+ tokens/.test(document.querySelector("#session-usage").textContent));

@@ -267,6 +267,17 @@ function renderMessages() {
         tools.append(prev, el("span", { className: "version" }, `${i + 1} / ${sibs.length}`), next);
       }
       if (m.role === "assistant") tools.append(button("regenerate", "Regenerate", "Answer again", () => branchTurn({ regenerate: m.id })));
+      if (m.role === "assistant" && current) {
+        // Thumbs: pressed shows the rating held; pressing it again withdraws it.
+        const id = current;
+        for (const [rating, label, title] of [["up", "👍", "Good reply"], ["down", "👎", "Bad reply"]] as const) {
+          const on = m.feedback?.rating === rating;
+          const b = button(`rate-${rating}`, label, title, () =>
+            on ? api.deleteFeedback(id, m.id) : api.setFeedback(id, m.id, { rating }));
+          b.setAttribute("aria-pressed", String(on));
+          tools.append(b);
+        }
+      }
       if (m.role === "user") tools.append(button("edit", "Edit", "Edit and send again", async () => {
         const text = prompt("Edit your message", m.content)?.trim();
         if (text && text !== m.content) await branchTurn({ edit: m.id }, text);
