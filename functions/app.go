@@ -20,6 +20,7 @@ import (
 	"cloud.google.com/go/firestore"
 	firebase "firebase.google.com/go/v4"
 	"github.com/cloudevents/sdk-go/v2/event"
+	"go.opentelemetry.io/otel/metric"
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
@@ -68,6 +69,7 @@ type App struct {
 
 	closers []func() error
 	handler http.Handler
+	metrics *metrics
 }
 
 // Deps are the parts an App is built from; Open builds them from a Config,
@@ -80,7 +82,8 @@ type Deps struct {
 	Embedder recall.Embedder // nil: exchanges are not embedded and search answers 404
 	Tokens   Tokens
 	Log      *slog.Logger
-	Now      func() time.Time // every service's clock; nil: time.Now
+	Now      func() time.Time     // every service's clock; nil: time.Now
+	Meter    metric.MeterProvider // nil: the global one (METRICS_EXPORTER)
 }
 
 // Tokens counts messages (at write time) and texts (memory blocks).
@@ -98,7 +101,8 @@ func NewApp(cfg Config, d Deps) *App {
 		d.Now = time.Now
 	}
 	d.Log = slog.New(withTraceIDs(d.Log.Handler(), cfg.ProjectID))
-	d.Model = tracedModel{d.Model}
+	mx := newMetrics(d.Meter)
+	d.Model = tracedModel{Model: d.Model, metrics: mx}
 	ss := sessions.NewService(d.Store, cfg.ChatModel)
 	ss.Now = d.Now
 	ss.DefaultContext = cfg.DefaultContext()
@@ -149,7 +153,7 @@ func NewApp(cfg Config, d Deps) *App {
 	}
 	a := &App{
 		Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Sweeper: sw, Privacy: pv, Auth: d.Auth, Store: d.Store, Log: d.Log,
-		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes, ReadTimeout: cfg.ReadTimeout,
+		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes, ReadTimeout: cfg.ReadTimeout, metrics: mx,
 	}
 	if cfg.AppCheck != "" && cfg.AppCheck != AppCheckOff {
 		a.AppCheck = &AppCheck{Mode: cfg.AppCheck, Client: d.AppCheck, AppIDs: cfg.AppCheckAppIDs}
@@ -192,7 +196,7 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 		d.Store = inprocdb.New()
 		log.Warn("STORAGE_BACKEND=inprocess: sessions live in this process only and are lost when it stops")
 	default:
-		client, err := firestore.NewClient(ctx, cfg.ProjectID)
+		client, err := firestore.NewClient(ctx, cfg.ProjectID, firestoreOptions()...)
 		if err != nil {
 			return nil, fmt.Errorf("firestore: %w", err)
 		}
@@ -213,6 +217,15 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
+	stopMetrics, err := setupMetrics(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	closers = append(closers, func() error {
+		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+		defer cancel()
+		return stopMetrics(ctx)
+	})
 	closers = append(closers, func() error {
 		ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
 		defer cancel()
@@ -267,8 +280,19 @@ func Sweep(ctx context.Context, _ event.Event) error {
 	if err != nil {
 		return err
 	}
-	_, err = a.Sweeper.Run(ctx, false)
+	_, err = a.Sweep(ctx, false)
+	flushMetrics(ctx)
 	return err
+}
+
+// Sweep runs the retention sweep (see retention.Sweeper.Run) and records
+// its progress and backlog as metrics (a dry run records nothing).
+func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
+	report, err := a.Sweeper.Run(ctx, dry)
+	if report != nil && !dry {
+		a.metrics.sweep(ctx, report)
+	}
+	return report, err
 }
 
 // finder is recall as a turn asks for it.

@@ -50,6 +50,7 @@ type Config struct {
 	AppCheck            AppCheckMode // APP_CHECK: off (default), monitor or enforce
 	AppCheckAppIDs      []string     // APP_CHECK_APP_IDS: if set, the only apps whose tokens are accepted
 	TraceExporter       string       // TRACE_EXPORTER: off, stdout or cloudtrace (the default on Google Cloud)
+	MetricsExporter     string       // METRICS_EXPORTER: off, stdout or cloudmonitoring (the default on Google Cloud)
 	TraceSampleRatio    float64      // TRACE_SAMPLE_RATIO: share of new traces sampled, 0 to 1
 	LogLevel            string
 }
@@ -161,6 +162,16 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	case TracesOff, TracesStdout, TracesCloudTrace:
 	default:
 		bad("TRACE_EXPORTER must be off, stdout or cloudtrace, not %q", c.TraceExporter)
+	}
+	defaultMetrics := MetricsOff
+	if c.OnGoogleCloud {
+		defaultMetrics = MetricsCloudMonitoring
+	}
+	c.MetricsExporter = str("METRICS_EXPORTER", defaultMetrics)
+	switch c.MetricsExporter {
+	case MetricsOff, MetricsStdout, MetricsCloudMonitoring:
+	default:
+		bad("METRICS_EXPORTER must be off, stdout or cloudmonitoring, not %q", c.MetricsExporter)
 	}
 	c.TraceSampleRatio = 1
 	if v := getenv("TRACE_SAMPLE_RATIO"); v != "" {

@@ -95,6 +95,11 @@ func retryAfter(err error) time.Duration {
 func (a *App) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	status := StatusOf(err)
 	a.logFailure(r, status, err)
+	route := info(r.Context()).route
+	if route == "" {
+		route = "unrouted"
+	}
+	a.metrics.error(r.Context(), apiCode(err), route)
 	if d := retryAfter(err); d > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(d.Seconds())))
 	}

@@ -55,7 +55,9 @@ func TestFeedback(t *testing.T) {
 		h.do("DELETE", path, alice.token, nil).want(t, 204)
 		counts(0, 0)
 
-		var viaCallable struct{ Result struct{ Feedback struct{ Rating string } } }
+		var viaCallable struct {
+			Result struct{ Feedback struct{ Rating string } }
+		}
 		h.do("POST", "/callable/setFeedback", alice.token, map[string]any{"data": map[string]any{"sessionId": sid, "messageId": reply, "rating": "up"}}).
 			want(t, 200).decode(t, &viaCallable)
 		if viaCallable.Result.Feedback.Rating != "up" {

@@ -15,6 +15,7 @@ import (
 	"time"
 
 	openai "github.com/sashabaranov/go-openai"
+	"go.opentelemetry.io/otel/attribute"
 
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
@@ -333,8 +334,12 @@ func TestErasureFencesLearning(t *testing.T) {
 	}
 	h.do("DELETE", "/sessions/"+id, alice.token, nil).want(t, 200)
 	h.clock.Advance(31 * 24 * time.Hour)
-	if r, err := h.app.Sweeper.Run(context.Background(), false); err != nil || r.Purged != 1 {
+	if r, err := h.app.Sweep(context.Background(), false); err != nil || r.Purged != 1 {
 		t.Fatalf("sweep: %+v %v", r, err)
+	}
+	// The sweep's progress is a metric.
+	if n := sumWhere(t, h.collect()["retention.sweep.sessions"], attribute.String("action", "purge")); n != 1 {
+		t.Errorf("sweep metric: %d sessions purged, want 1", n)
 	}
 	var v longterm.View
 	h.do("GET", "/memory", alice.token, nil).want(t, 200).decode(t, &v)

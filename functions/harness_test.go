@@ -32,14 +32,16 @@ import (
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/storetest"
+	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
 
 // harness is the real server on both emulators, with the real go-openai
 // client talking to a scripted OpenAI-compatible server.
 type harness struct {
 	t         *testing.T
-	counter   *firestoretest.Counter // what the server's Firestore client did
-	firestore *firestore.Client      // the server's client, for looking behind the API
+	counter   *firestoretest.Counter  // what the server's Firestore client did
+	metrics   *sdkmetric.ManualReader // what the server recorded
+	firestore *firestore.Client       // the server's client, for looking behind the API
 	srv       *httptest.Server
 	app       *functions.App
 	model     *llmtest.Server
@@ -111,14 +113,14 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Con
 	t.Helper()
 	t.Parallel()
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
-	h := &harness{t: t, model: llmtest.New(t), clock: clocktest.NewClock(clockStart), logs: &syncBuffer{}}
+	h := &harness{t: t, model: llmtest.New(t), clock: clocktest.NewClock(clockStart), logs: &syncBuffer{}, metrics: sdkmetric.NewManualReader()}
 	cfg := testConfig()
 	for _, c := range configure {
 		c(&cfg)
 	}
 	var store functions.Store = inprocdb.New()
 	if backend == "firestore" {
-		h.counter = &firestoretest.Counter{}
+		h.counter = &firestoretest.Counter{DialOptions: functions.FirestoreRPCCounting()}
 		h.firestore, _ = emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {
 			return firestoretest.Dial(ctx, project, h.counter)
 		})
@@ -139,6 +141,7 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Con
 		Tokens:   storetest.Tokens(t),
 		Log:      slog.New(slog.NewJSONHandler(h.logs, nil)),
 		Now:      h.clock.Now,
+		Meter:    sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.metrics)),
 	})
 	h.srv = httptest.NewServer(h.app.Handler())
 	t.Cleanup(h.srv.Close)

@@ -55,6 +55,7 @@ func (a *App) Handler() http.Handler {
 		h, pattern := mux.Handler(r)
 		if pattern != "" {
 			nameSpan(r.Context(), pattern)
+			info(r.Context()).route = pattern
 			mux.ServeHTTP(w, r) // binds the path values, which h alone would not
 			return
 		}
@@ -88,6 +89,7 @@ type requestInfo struct {
 	userID    string
 	sessionID string
 	appCheck  string // the App Check verdict, when App Check is on
+	route     string // the pattern that matched, for metrics
 }
 
 type infoKey struct{}

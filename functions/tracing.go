@@ -8,6 +8,7 @@ import (
 	"os"
 	"regexp"
 	"strconv"
+	"time"
 
 	texporter "github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/trace"
 	"go.opentelemetry.io/otel"
@@ -131,10 +132,19 @@ func (a *App) tracedTurn(ctx context.Context, req chat.TurnRequest) (*chat.TurnR
 	if req.SessionID != "" {
 		span.SetAttributes(attribute.String("session.id", req.SessionID))
 	}
+	// Its metrics measure it while it runs (see recordTurn).
+	times := &turnTimes{start: time.Now()}
+	tctx = context.WithValue(tctx, turnTimesKey{}, times)
+	first := func() { times.firstToken.CompareAndSwap(0, time.Now().UnixNano()) }
+	if onDelta := req.OnDelta; onDelta != nil {
+		req.OnDelta = func(text string) { first(); onDelta(text) }
+	}
 	// The turn's span ends with its reply; the work that follows the reply
 	// runs under the request's span, beside it.
 	onReply := req.OnReply
 	req.OnReply = func(res *chat.TurnResult) {
+		first()
+		times.replied = time.Now()
 		span.SetAttributes(attribute.String("session.id", res.Session.ID), attribute.Bool("turn.replayed", res.Replayed),
 			attribute.Int("message.seq", res.User.Seq), attribute.Int("reply.seq", res.Reply.Seq),
 			attribute.Int("reply.tokens", res.Reply.Tokens))
@@ -148,29 +158,46 @@ func (a *App) tracedTurn(ctx context.Context, req chat.TurnRequest) (*chat.TurnR
 			onReply(res)
 		}
 	}
+	kind := "turn"
+	switch {
+	case req.Regenerate != "":
+		kind = "regenerate"
+	case req.Edit != "":
+		kind = "edit"
+	}
 	res, err := a.Chat.Turn(chat.WithAfterTurnContext(tctx, ctx), req)
 	if err != nil {
 		span.SetStatus(codes.Error, string(errs.CodeOf(err)))
+		a.metrics.turn(ctx, times, kind, req.OnDelta != nil, apiCode(err))
 		return nil, err
 	}
+	a.metrics.turn(ctx, times, kind, req.OnDelta != nil, "ok")
 	return res, nil
 }
 
 // tracedModel is a model whose calls are spans: the model, whether it
 // streamed, the tokens and the finish reason.
-type tracedModel struct{ chat.Model }
+type tracedModel struct {
+	chat.Model
+	metrics *metrics
+}
 
 func (m tracedModel) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
 	ctx, span := tracer().Start(ctx, "llm.generate", trace.WithSpanKind(trace.SpanKindClient), trace.WithAttributes(
 		attribute.String("llm.model", req.Model), attribute.Bool("llm.stream", onDelta != nil),
 		attribute.Int("llm.messages", len(req.Messages))))
 	defer span.End()
+	started := time.Now()
 	reply, err := m.Model.Generate(ctx, req, onDelta)
+	if t := timesOf(ctx); t != nil && taskOf(req.System) == "reply" {
+		t.modelNanos.Add(int64(time.Since(started)))
+	}
 	if err != nil {
 		span.RecordError(err)
 		span.SetStatus(codes.Error, "the model did not answer")
 		return nil, err
 	}
+	m.metrics.modelTokens(ctx, taskOf(req.System), reply.PromptTokens, reply.CompletionTokens)
 	span.SetAttributes(attribute.Int("llm.prompt_tokens", reply.PromptTokens), attribute.Int("llm.completion_tokens", reply.CompletionTokens),
 		attribute.String("llm.finish_reason", reply.FinishReason))
 	return reply, nil

@@ -27,7 +27,8 @@ const (
 // apis are the services the deployment needs enabled.
 var apis = []string{"cloudfunctions.googleapis.com", "run.googleapis.com", "cloudbuild.googleapis.com",
 	"artifactregistry.googleapis.com", "eventarc.googleapis.com", "pubsub.googleapis.com",
-	"cloudscheduler.googleapis.com", "secretmanager.googleapis.com", "firestore.googleapis.com"}
+	"cloudscheduler.googleapis.com", "secretmanager.googleapis.com", "firestore.googleapis.com",
+	"cloudtrace.googleapis.com", "monitoring.googleapis.com"}
 
 // step is one command of the plan; with check set, the command runs only
 // if check fails (what exists is left as it is, or updated by update).

@@ -45,7 +45,7 @@ func main() {
 	if *budget > 0 {
 		app.Sweeper.Budget = *budget
 	}
-	report, err := app.Sweeper.Run(ctx, *dry)
+	report, err := app.Sweep(ctx, *dry)
 	if *dry {
 		for _, a := range report.Planned {
 			fmt.Printf("would %-7s %s (%s since %s, due %s)\n", verb(a.To), a.SessionID, sinceWord(a.From), a.Since.Format(time.RFC3339), a.ExpiresAt.Format(time.RFC3339))

@@ -28,7 +28,10 @@ type Counter struct {
 	OnCall func(method string)
 	// Faults, if set, injects network faults into the counted traffic.
 	Faults *Faults
-	spans  spans
+	// DialOptions are added to the connection Dial makes (the production
+	// client's own interceptors, which tests measure through).
+	DialOptions []grpc.DialOption
+	spans       spans
 }
 
 // Counts is a snapshot of a Counter.
@@ -165,10 +168,10 @@ func Dial(ctx context.Context, projectID string, counter *Counter, opts ...optio
 	if counter == nil {
 		return firestore.NewClient(ctx, projectID, opts...)
 	}
-	interceptors := []grpc.DialOption{
+	interceptors := append([]grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(counter.unary),
 		grpc.WithChainStreamInterceptor(counter.stream),
-	}
+	}, counter.DialOptions...)
 	if addr := os.Getenv("FIRESTORE_EMULATOR_HOST"); addr != "" {
 		conn, err := grpc.NewClient(addr, append(interceptors,
 			grpc.WithTransportCredentials(insecure.NewCredentials()),
