@@ -66,6 +66,7 @@ func TestMetrics(t *testing.T) {
 	})
 	alice := h.signUp()
 	c := h.turn(alice.token, map[string]any{"message": "one"})
+	h.idle() // the title written after the first reply would make the next claim commit again
 	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": c.SessionID, "message": "two", "stream": true}).want(t, 200)
 	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": "no-such-session", "message": "three"}).want(t, 404)
 	h.do("PUT", "/sessions/"+c.SessionID+"/messages/"+c.Reply.ID+"/feedback", alice.token, map[string]any{"rating": "up"}).want(t, 200)

@@ -72,6 +72,7 @@ func TestFactsByRelevance(t *testing.T) {
 		if !strings.Contains(sys, fact(99)) || !strings.HasPrefix(sys, "You are") || !strings.Contains(sys, prompts.MemoryHeader+"\n- "+fact(99)) {
 			t.Fatalf("the block for a message about the last fact: %.300s", sys)
 		}
+		h.idle() // the last exchange is embedded after its reply
 		var export map[string]json.RawMessage
 		h.do("GET", "/account/export", alice.token, nil).want(t, 200).decode(t, &export)
 		if m := string(export["memory"]); !strings.Contains(m, `"embeddings"`) || !strings.Contains(m, `"facts":100`) {
