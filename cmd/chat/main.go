@@ -233,7 +233,7 @@ func showUsage(api, token, session string) error {
 	if err := getJSON(api+"/sessions/"+session, token, &s); err != nil {
 		return err
 	}
-	fmt.Printf("  this session (%s): %d replies, %d prompt + %d completion tokens, last model %s\n",
+	fmt.Printf("  this session (%s): replies %d, %d prompt + %d completion tokens, last model %s\n",
 		s.Title, s.Usage.Turns, s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.LastModel)
 	return nil
 }
