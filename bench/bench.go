@@ -42,6 +42,7 @@ type Config struct {
 	TokenizerCorpus int           // messages counted for tokenizer throughput
 	HotspotTurns    int           // concurrent turns of one user vs as many users
 	DraftReply      time.Duration // how long the reply of the draft intervals' measurement streams; 0: none
+	PruningTurns    int           // turns of the tool-heavy session, pruning on and off
 	// EmbeddingCalls counts the model server's embedding requests; nil:
 	// no recall run. Set by whoever runs the model server.
 	EmbeddingCalls func() int64 `json:"-"`
@@ -53,13 +54,13 @@ type Config struct {
 // Full is `make bench`.
 func Full() Config {
 	return Config{Turns: 1000, Bands: [][2]int{{1, 10}, {91, 100}, {491, 500}, {991, 1000}},
-		Concurrency: []int{1, 10, 50}, TurnsPerSession: 20, Budget: 4000, TokenizerCorpus: 20000, HotspotTurns: 20, DraftReply: StreamedReply}
+		Concurrency: []int{1, 10, 50}, TurnsPerSession: 20, Budget: 4000, TokenizerCorpus: 20000, HotspotTurns: 20, DraftReply: StreamedReply, PruningTurns: pruningTurns}
 }
 
 // Tiny proves the harness works, in seconds.
 func Tiny() Config {
 	return Config{Turns: 12, Bands: [][2]int{{1, 4}, {9, 12}}, Concurrency: []int{1, 3},
-		TurnsPerSession: 3, Budget: 600, TokenizerCorpus: 200, HotspotTurns: 4, DraftReply: time.Second}
+		TurnsPerSession: 3, Budget: 600, TokenizerCorpus: 200, HotspotTurns: 4, DraftReply: time.Second, PruningTurns: 12}
 }
 
 // Sample is one turn.
@@ -131,6 +132,7 @@ type Report struct {
 	MemoryPath      *MemoryPath `json:"memoryPath"`
 	Recall          *RecallRun  `json:"recall"`
 	Quality         []*Quality  `json:"recallQuality"`
+	Pruning         *PruningRun `json:"toolOutputPruning"`
 	Hotspot         Hotspot     `json:"hotspot"`
 	Tokenizer       struct {
 		MessagesPerSecond float64 `json:"messagesPerSecond"`
@@ -173,9 +175,14 @@ type timedModel struct {
 	mu      sync.Mutex
 	last    time.Duration
 	atCall  firestoretest.Counts
+	// seen, if set, sees each request (before it is answered).
+	seen func(chat.Request)
 }
 
 func (t *timedModel) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
+	if t.seen != nil {
+		t.seen(req)
+	}
 	at := t.counter.Snapshot()
 	start := time.Now()
 	r, err := t.Model.Generate(ctx, req, onDelta)
@@ -268,6 +275,10 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 		if rep.Recall, err = runRecall(ctx, modelURL, tok, cfg.EmbeddingCalls); err != nil {
 			return nil, err
 		}
+	}
+	log("tool-output pruning: %d turns of a tool-heavy session, pruning on and off", cfg.PruningTurns)
+	if rep.Pruning, err = runPruning(ctx, modelURL, tok, cfg.PruningTurns); err != nil {
+		return nil, err
 	}
 	for _, e := range cfg.Embedders {
 		log("recall quality: %s on the fixture", e.Model())

@@ -123,6 +123,11 @@ func TestTinyRun(t *testing.T) {
 			t.Errorf("recall sides: %+v", r.Sides)
 		}
 	}
+	// Pruning: the same turns send the model less, and summarize no more
+	// often, with tool outputs pruned.
+	if p := rep.Pruning; p == nil || len(p.Sides) != 2 || p.Sides[0].TokensPerTurn >= p.Sides[1].TokensPerTurn || p.Sides[0].Summaries > p.Sides[1].Summaries {
+		t.Errorf("pruning run: %+v", rep.Pruning)
+	}
 	if len(rep.Quality) != 1 || rep.Quality[0].SearchRecallAt5 < 0.8 {
 		t.Errorf("recall quality: %+v", rep.Quality)
 	}

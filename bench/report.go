@@ -66,6 +66,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	r.writeCosts(w)
 	r.writeMemoryPath(w)
 	r.writeRecall(w)
+	r.writePruning(w)
 	fmt.Fprintln(w, "| sessions at once | turns | turns/s | p95 ms |")
 	fmt.Fprintln(w, "|---|---|---|---|")
 	for _, t := range r.Throughput {

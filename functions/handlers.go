@@ -297,6 +297,8 @@ type contextResponse struct {
 	Tokens     int                            `json:"tokens"`
 	Compaction *history.Compaction            `json:"compaction"`
 	Messages   []openai.ChatCompletionMessage `json:"messages"`
+	// Pruned are the tool results Messages show as stubs.
+	Pruned []history.Pruned `json:"pruned"`
 	// Version names the session and its context as read; POST …/messages
 	// with it as ifMatch stores the exchange only if nothing changed since.
 	Version string `json:"version"`
@@ -312,6 +314,7 @@ func (a *App) sessionContext(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, contextResponse{
 		Strategy: string(p.Context.Strategy), Budget: p.Context.Budget, Tokens: p.Context.Tokens,
 		Compaction: p.Context.Compaction, Messages: llm.Messages(p.Request), Version: p.Version,
+		Pruned: append([]history.Pruned{}, p.Context.Pruned...),
 	})
 }
 

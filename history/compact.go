@@ -213,10 +213,10 @@ func PlanCompaction(s *sessions.Session, t *Tail, budget, fixed int) (Compaction
 	}
 	avail := budget - fixed - ReplyPriming
 	p := CompactionPlan{Previous: t.Compaction}
-	verbatim := t.Messages
+	verbatim, _ := pruneToolOutputs(t.Messages, s.Context.ToolLimits()) // what Build sends: pruned first
 	if p.Previous != nil {
 		p.StartSeq = p.Previous.EndSeq + 1
-		verbatim = after(t.Messages, p.Previous.EndSeq)
+		verbatim = after(verbatim, p.Previous.EndSeq)
 		avail -= p.Previous.Tokens
 	}
 	total := tokensOf(verbatim)

@@ -102,7 +102,9 @@ type Context struct {
 	Budget     int               `json:"budget"`
 	Tokens     int               `json:"tokens"` // system prompt, summary, messages and reply priming
 	Compaction *Compaction       `json:"compaction"`
-	Messages   []Message         `json:"-"` // verbatim history, oldest first
+	Messages   []Message         `json:"-"` // history, oldest first: verbatim but for pruned tool results
+	// Pruned are the tool results among Messages shown as stubs.
+	Pruned []Pruned `json:"pruned,omitempty"`
 }
 
 // SummaryMessage is the system message that carries c into a context.
@@ -117,26 +119,38 @@ func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
 	mem := s.Context
 	c := &Context{Strategy: mem.Strategy, Budget: budget}
 	avail := budget - fixed - ReplyPriming
+	msgs, pruned := pruneToolOutputs(t.Messages, mem.ToolLimits()) // before anything else: pruning comes before summaries
 	switch mem.Strategy {
 	case sessions.StrategyBuffer:
-		all := FitBudget(t.Messages, 1<<62)
+		all := FitBudget(msgs, 1<<62)
 		if !t.Complete(s) || tokensOf(all) > avail {
 			return nil, errs.Errorf(errs.EPRECONDITION,
 				"the whole history no longer fits the model's context budget of %d tokens: switch this session to another context strategy", budget)
 		}
 		c.Messages = all
 	case sessions.StrategyWindow:
-		c.Messages = FitBudget(lastExchanges(t.Messages, mem.WindowExchanges), avail)
+		c.Messages = FitBudget(lastExchanges(msgs, mem.WindowExchanges), avail)
 	case sessions.StrategyTokenBuffer:
-		c.Messages = FitBudget(t.Messages, avail)
+		c.Messages = FitBudget(msgs, avail)
 	default: // summary_buffer
-		verbatim := t.Messages
+		verbatim := msgs
 		if cp := t.Compaction; cp != nil && cp.Tokens < avail {
 			c.Compaction = cp
 			avail -= cp.Tokens
 			verbatim = after(t.Messages, cp.EndSeq)
 		}
 		c.Messages = FitBudget(verbatim, avail)
+	}
+	if len(pruned) > 0 {
+		sent := map[int]bool{}
+		for _, m := range c.Messages {
+			sent[m.Seq] = true
+		}
+		for _, p := range pruned {
+			if sent[p.Seq] {
+				c.Pruned = append(c.Pruned, p)
+			}
+		}
 	}
 	c.Tokens = fixed + ReplyPriming + tokensOf(c.Messages)
 	if c.Compaction != nil {

@@ -51,6 +51,35 @@ type ContextSettings struct {
 	Recall       Recall `json:"recall,omitempty" firestore:"recall,omitempty"`
 	RecallK      int    `json:"recallK,omitempty" firestore:"recallK,omitempty"`
 	RecallTokens int    `json:"recallTokens,omitempty" firestore:"recallTokens,omitempty"`
+	// ToolOutputs says which tool results a turn shows the model as a
+	// short stub instead (nil: DefaultToolOutputs).
+	ToolOutputs *ToolOutputs `json:"toolOutputs,omitempty" firestore:"toolOutputs,omitempty"`
+}
+
+// ToolOutputs prunes what tools returned from what the model sees (the
+// stored messages are untouched): results of tool exchanges older than
+// the KeepLast most recent, and results longer than MaxTokens, are shown
+// as a stub naming the call; the newest tool exchange is always whole.
+// 0 turns a rule off.
+type ToolOutputs struct {
+	KeepLast  int `json:"keepLast" firestore:"keepLast"`
+	MaxTokens int `json:"maxTokens" firestore:"maxTokens"`
+}
+
+// Bounds and defaults of tool-output pruning.
+const (
+	DefaultToolKeepLast  = 3
+	DefaultToolMaxTokens = 2000
+	MaxToolKeepLast      = 1000
+	MaxToolMaxTokens     = 1_000_000
+)
+
+// ToolLimits are the settings' tool-output pruning, defaults applied.
+func (m ContextSettings) ToolLimits() ToolOutputs {
+	if m.ToolOutputs == nil {
+		return ToolOutputs{KeepLast: DefaultToolKeepLast, MaxTokens: DefaultToolMaxTokens}
+	}
+	return *m.ToolOutputs
 }
 
 // Recall says where a turn looks for earlier exchanges to add.
@@ -108,6 +137,14 @@ func (m ContextSettings) Validate() error {
 	}
 	if m.RecallTokens < 0 || m.RecallTokens > MaxRecallTokens {
 		return errs.Errorf(errs.EINVALID, "memory.recallTokens must be between 1 and %d", MaxRecallTokens)
+	}
+	if t := m.ToolOutputs; t != nil {
+		if t.KeepLast < 0 || t.KeepLast > MaxToolKeepLast {
+			return errs.Errorf(errs.EINVALID, "memory.toolOutputs.keepLast must be between 0 (no limit) and %d", MaxToolKeepLast)
+		}
+		if t.MaxTokens < 0 || t.MaxTokens > MaxToolMaxTokens {
+			return errs.Errorf(errs.EINVALID, "memory.toolOutputs.maxTokens must be between 0 (no limit) and %d", MaxToolMaxTokens)
+		}
 	}
 	return m.checkBudget(MaxBudgetTokens, "")
 }

@@ -146,6 +146,10 @@ func (s *Session) Clone() *Session {
 	c.DeletedAt = cloneTime(s.DeletedAt)
 	c.SummaryUpdatedAt = cloneTime(s.SummaryUpdatedAt)
 	c.Metadata = s.Metadata.Clone()
+	if s.Context.ToolOutputs != nil {
+		t := *s.Context.ToolOutputs
+		c.Context.ToolOutputs = &t
+	}
 	c.PendingToolCalls = append([]string(nil), s.PendingToolCalls...)
 	c.Branches = s.Branches.clone()
 	if s.Answering != nil {

@@ -602,6 +602,11 @@ export interface components {
              * @default 600
              */
             recallTokens: number;
+            /** @description Tool results shown to the model as a stub (`[tool output pruned: 1,840 tokens; call search_web]`, the call and its id kept): those of tool exchanges older than the keepLast newest, and those longer than maxTokens; never in the newest tool exchange. Applies under every strategy, before summaries. 0 turns a rule off. Absent: keepLast 3, maxTokens 2000. */
+            toolOutputs?: {
+                keepLast?: number;
+                maxTokens?: number;
+            };
         };
         Compaction: {
             id?: string;
@@ -1106,6 +1111,15 @@ export interface operations {
                             content?: string;
                             tool_calls?: Record<string, never>[];
                             tool_call_id?: string;
+                        }[];
+                        /** @description the tool results `messages` show as a stub (memory.toolOutputs); the stored messages are whole */
+                        pruned?: {
+                            seq: number;
+                            toolCallId: string;
+                            /** @description the function called */
+                            name?: string;
+                            /** @description of the result as stored */
+                            tokens: number;
                         }[];
                         version?: string;
                     };
