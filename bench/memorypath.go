@@ -26,6 +26,13 @@ type MemoryPath struct {
 	MessageBytes int        `json:"messageBytes"`
 	Project      []PathBand `json:"project"`
 	OneDocument  []PathBand `json:"oneDocument"`
+	// The work after each append (embedding when on, the summary when
+	// due), after the app has its answer: the summaries made, and the
+	// documents it read and wrote per exchange, mean.
+	Turns             int     `json:"turns"`
+	Summaries         int     `json:"summaries"`
+	AfterAppendReads  float64 `json:"afterAppendReadsPerTurn"`
+	AfterAppendWrites float64 `json:"afterAppendWritesPerTurn"`
 }
 
 // PathBand summarizes the turns From..To of one design on the memory path.
@@ -65,6 +72,7 @@ func runMemoryPath(ctx context.Context, cfg Config, modelURL string, tok *histor
 		return t[:min(len(t), memoryPathMessageBytes)] + strings.Repeat(".", max(0, memoryPathMessageBytes-len(t)))
 	}
 	var project, one []Sample
+	var afterReads, afterWrites int64
 	size := map[int]int{}
 	for turn := 1; turn <= cfg.Turns; turn++ {
 		a.clock.advance(time.Minute)
@@ -74,12 +82,17 @@ func runMemoryPath(ctx context.Context, cfg Config, modelURL string, tok *histor
 		if err != nil {
 			return nil, fmt.Errorf("memory path, turn %d: %w", turn, err)
 		}
-		if _, _, err := a.app.Chat.Append(ctx, "bench-user", s.ID, fmt.Sprint("m", turn), p.Version, []history.Draft{
-			{Role: history.RoleUser, Content: text(turn, "user")}, {Role: history.RoleAssistant, Content: text(turn, "assistant")}}); err != nil {
+		res, err := a.app.Chat.Append(ctx, "bench-user", s.ID, fmt.Sprint("m", turn), p.Version, []history.Draft{
+			{Role: history.RoleUser, Content: text(turn, "user")}, {Role: history.RoleAssistant, Content: text(turn, "assistant")}})
+		if err != nil {
 			return nil, fmt.Errorf("memory path, turn %d: %w", turn, err)
 		}
 		d := a.counter.Snapshot().Sub(before)
 		project = append(project, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, RoundTrips: d.RoundTrips, LatencyMs: ms(time.Since(start))})
+		before = a.counter.Snapshot()
+		a.app.Chat.AfterAppend(ctx, res)
+		d = a.counter.Snapshot().Sub(before)
+		afterReads, afterWrites = afterReads+d.Reads, afterWrites+d.Writes
 
 		before = counter.Snapshot()
 		start = time.Now()
@@ -91,7 +104,12 @@ func runMemoryPath(ctx context.Context, cfg Config, modelURL string, tok *histor
 		one = append(one, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, RoundTrips: d.RoundTrips, LatencyMs: ms(time.Since(start))})
 		size[turn] = n
 	}
-	mp := &MemoryPath{MessageBytes: memoryPathMessageBytes}
+	cs, err := a.app.History.Compactions(ctx, s)
+	if err != nil {
+		return nil, err
+	}
+	mp := &MemoryPath{MessageBytes: memoryPathMessageBytes, Turns: cfg.Turns, Summaries: len(cs),
+		AfterAppendReads: float64(afterReads) / float64(cfg.Turns), AfterAppendWrites: float64(afterWrites) / float64(cfg.Turns)}
 	for _, b := range bands(project, cfg.Bands) {
 		mp.Project = append(mp.Project, PathBand{From: b.From, To: b.To, Reads: b.Reads, Writes: b.Writes, RoundTrips: b.RoundTrips, P50Ms: b.P50Ms})
 	}
@@ -173,7 +191,8 @@ func (r *Report) writeMemoryPath(w io.Writer) {
 		fmt.Fprintf(w, "| %d–%d | this backend | %.1f | %.1f | %.1f | %.1f | %.2f× |\n", p.From, p.To, p.RoundTrips, p.Reads, p.Writes, p.P50Ms, div(o.P50Ms, p.P50Ms))
 		fmt.Fprintf(w, "| %d–%d | one document (%d KiB at turn %d) | %.1f | %.1f | %.1f | %.1f | |\n", o.From, o.To, o.DocBytes/1024, o.To, o.RoundTrips, o.Reads, o.Writes, o.P50Ms)
 	}
-	fmt.Fprintln(w)
+	fmt.Fprintf(w, "After each append, once the app has its answer, the server folds old messages into the summary when it is due (summary_buffer on this path too): %d summaries in %d exchanges; that work read %.1f and wrote %.1f documents per exchange, on average.\n\n",
+		mp.Summaries, mp.Turns, mp.AfterAppendReads, mp.AfterAppendWrites)
 }
 
 func notFound(err error) bool { return status.Code(err) == codes.NotFound }

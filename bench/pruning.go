@@ -93,7 +93,7 @@ func runPruning(ctx context.Context, modelURL string, tok *history.TikToken, tur
 		for _, sd := range sides {
 			a.clock.advance(time.Minute)
 			call := fmt.Sprintf("call_%d", turn)
-			if _, _, err := a.app.Chat.Append(ctx, "bench-user", sd.session.ID, fmt.Sprint("t", turn), "", []history.Draft{
+			if _, err := a.app.Chat.Append(ctx, "bench-user", sd.session.ID, fmt.Sprint("t", turn), "", []history.Draft{
 				{Role: history.RoleUser, Content: fmt.Sprintf("Fetch page %d about %s", turn, words(turn, 8))},
 				{Role: history.RoleAssistant, ToolCalls: []history.ToolCall{{ID: call, Type: "function", Function: history.FunctionCall{Name: "fetch_page", Arguments: fmt.Sprintf(`{"page":%d}`, turn)}}}},
 				{Role: history.RoleTool, ToolCallID: call, Content: result},

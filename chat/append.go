@@ -2,9 +2,12 @@ package chat
 
 import (
 	"context"
+	"errors"
+	"time"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -16,22 +19,27 @@ import (
 // the model). A retry under the same key returns the stored batch and
 // is not counted or charged again. It is one batched read and one commit,
 // the limits included.
-func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch string, drafts []history.Draft) ([]history.Message, string, error) {
+//
+// The result says whether the session's summary is due (see AfterAppend),
+// as planned from what the commit wrote: no read of its own.
+func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch string, drafts []history.Draft) (*Appended, error) {
 	if err := history.Validate(key, drafts...); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	if !svc.AllowSystemMessages {
 		for i, d := range drafts {
 			if d.Role == history.RoleSystem {
-				return nil, "", errs.Errorf(errs.EINVALID, "messages[%d].role: system messages come from the server only (the operator can allow them with CLIENT_SYSTEM_MESSAGES=on)", i)
+				return nil, errs.Errorf(errs.EINVALID, "messages[%d].role: system messages come from the server only (the operator can allow them with CLIENT_SYSTEM_MESSAGES=on)", i)
 			}
 		}
 	}
 	if err := sessions.CheckID(sessionID); err != nil {
-		return nil, "", err
+		return nil, err
 	}
 	var out []history.Message
 	var version string
+	var due bool
+	var model string
 	err := svc.waitTurn(true, func() error {
 		now := svc.now()
 		plan, err := svc.History.PlanFor(userID, sessionID, key, drafts...)
@@ -46,7 +54,7 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch 
 				return nil, err
 			}
 			if len(msgs) == 0 { // stored before: not counted or charged again
-				out = st.Stored
+				out, due = st.Stored, false
 				return nil, nil
 			}
 			if ifMatch != "" && st.Version != ifMatch {
@@ -61,14 +69,63 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch 
 				n += m.Tokens
 			}
 			out = msgs // the store names them in place
+			_, due = history.PlanCompaction(s, t, svc.History.BudgetFor(s), svc.appendFixed(s.Model))
+			due = due && s.Context.Summaries != sessions.SummariesApp // the app makes its own
+			model = s.Model
 			return &AppendWrite{Session: s, Tail: t, Messages: msgs, Window: u, Tokens: n}, nil
 		})
 		return err
 	})
 	if err != nil {
-		return nil, "", err
+		return nil, err
 	}
-	return out, version, nil
+	return &Appended{UserID: userID, SessionID: sessionID, Messages: out, Version: version, compactionDue: due, model: model}, nil
+}
+
+// Appended is what an append stored.
+type Appended struct {
+	UserID, SessionID string
+	Messages          []history.Message
+	Version           string
+	compactionDue     bool
+	model             string // the session's
+}
+
+// appendFixed is what an app's own request holds besides the history, as
+// the server counts it for an appended session's summary: the system
+// prompt and the whole memory block cap (an app's context, from GET
+// …/context, holds the block as it stands; counting its cap makes a
+// summary at most a little early, never late).
+func (svc *Service) appendFixed(model string) int {
+	n := svc.fixed(model)
+	if svc.Memory != nil {
+		n += longterm.DefaultSettings().BlockTokens + systemMessageTokens
+	}
+	return n
+}
+
+// AfterAppend does what follows an append once its caller has the answer:
+// it embeds the exchanges stored (see IndexExchanges) and, when the
+// session's summary is due, folds its oldest messages into it with the
+// server's model, under the same lease and checks as a turn's summary, so
+// summary_buffer means the same for an app that runs its own model. Their
+// tokens are charged to the user's day; failures are logged.
+func (svc *Service) AfterAppend(ctx context.Context, a *Appended) {
+	if a == nil {
+		return
+	}
+	svc.IndexExchanges(ctx, a.UserID, a.SessionID, a.Messages)
+	if !a.compactionDue || len(a.Messages) == 0 {
+		return
+	}
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	defer cancel()
+	ctx, meter := WithMeter(ctx)
+	defer func() { svc.addTokens(ctx, a.UserID, meter.Tokens()) }()
+	_, err := svc.History.Compact(ctx, a.SessionID, svc.appendFixed(a.model))
+	if err != nil && !errors.Is(err, history.ErrNothingToCompact) && !errors.Is(err, history.ErrCompactionBusy) {
+		svc.logError(ctx, "compaction after an append failed", a.SessionID, err)
+	}
 }
 
 // IndexExchanges embeds, for search and recall, each exchange an append

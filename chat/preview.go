@@ -61,6 +61,10 @@ type Preview struct {
 	// Version names the session and its context as read: an append given
 	// it as ifMatch lands only if neither changed since.
 	Version string
+	// CompactionDue, under summary_buffer, is the range of messages the
+	// next summary should fold in, when one is due (see AfterAppend); nil
+	// otherwise.
+	CompactionDue *history.CompactionPlan
 }
 
 // Preview returns the caller's session's next context, read in one round
@@ -86,5 +90,9 @@ func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Pre
 	if err != nil {
 		return nil, err
 	}
-	return &Preview{Context: c, Request: svc.request(st.Session, c, mem), Version: st.ContextVersion}, nil
+	p := &Preview{Context: c, Request: svc.request(st.Session, c, mem), Version: st.ContextVersion}
+	if plan, due := history.PlanCompaction(st.Session, st.Tail, svc.History.BudgetFor(st.Session), svc.appendFixed(st.Session.Model)); due {
+		p.CompactionDue = &plan
+	}
+	return p, nil
 }

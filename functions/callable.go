@@ -49,13 +49,14 @@ var callables = map[string]callableOp{
 	"deleteSession":  {handler: (*App).deleteSession, method: "DELETE", path: map[string]string{"sessionId": "id"}, body: "-"},
 	"listMessages": {handler: (*App).listMessages, method: "GET", path: map[string]string{"sessionId": "id"},
 		query: []string{"order", "limit", "pageToken", "branch"}, body: "-"},
-	"getContext":     {handler: (*App).sessionContext, method: "GET", path: map[string]string{"sessionId": "id"}, body: "-"},
-	"switchBranch":   {handler: (*App).switchBranch, method: "POST", path: map[string]string{"sessionId": "id"}},
-	"stopReply":      {handler: (*App).stopReply, method: "POST", path: map[string]string{"sessionId": "id", "replyId": "replyId"}, body: "-"},
-	"search":         {handler: (*App).search, method: "GET", query: []string{"q", "sessionId", "limit"}, body: "-"},
-	"usage":          {handler: (*App).usage, method: "GET", body: "-"},
-	"setFeedback":    {handler: (*App).setFeedback, method: "PUT", path: map[string]string{"sessionId": "id", "messageId": "messageId"}},
-	"deleteFeedback": {handler: (*App).deleteFeedback, method: "DELETE", path: map[string]string{"sessionId": "id", "messageId": "messageId"}, body: "-"},
+	"getContext":       {handler: (*App).sessionContext, method: "GET", path: map[string]string{"sessionId": "id"}, body: "-"},
+	"switchBranch":     {handler: (*App).switchBranch, method: "POST", path: map[string]string{"sessionId": "id"}},
+	"stopReply":        {handler: (*App).stopReply, method: "POST", path: map[string]string{"sessionId": "id", "replyId": "replyId"}, body: "-"},
+	"search":           {handler: (*App).search, method: "GET", query: []string{"q", "sessionId", "limit"}, body: "-"},
+	"usage":            {handler: (*App).usage, method: "GET", body: "-"},
+	"recordCompaction": {handler: (*App).recordCompaction, method: "POST", path: map[string]string{"sessionId": "id"}},
+	"setFeedback":      {handler: (*App).setFeedback, method: "PUT", path: map[string]string{"sessionId": "id", "messageId": "messageId"}},
+	"deleteFeedback":   {handler: (*App).deleteFeedback, method: "DELETE", path: map[string]string{"sessionId": "id", "messageId": "messageId"}, body: "-"},
 }
 
 // callableError is an error as the protocol carries it; details hold this

@@ -180,18 +180,19 @@ func (a *App) appendMessages(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	msgs, version, err := a.Chat.Append(r.Context(), UserID(r.Context()), sessionID(r), req.ClientMessageID, ifMatch, req.Messages)
+	res, err := a.Chat.Append(r.Context(), UserID(r.Context()), sessionID(r), req.ClientMessageID, ifMatch, req.Messages)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	if version != "" {
-		w.Header().Set("ETag", strconv.Quote(version))
+	if res.Version != "" {
+		w.Header().Set("ETag", strconv.Quote(res.Version))
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"messages": msgs, "version": version})
-	// The app has its answer; its exchanges are embedded after it.
+	writeJSON(w, http.StatusCreated, map[string]any{"messages": res.Messages, "version": res.Version})
+	// The app has its answer; its exchanges are embedded, and its summary
+	// made when due, after it.
 	http.NewResponseController(w).Flush()
-	a.Chat.IndexExchanges(context.WithoutCancel(r.Context()), UserID(r.Context()), sessionID(r), msgs)
+	a.Chat.AfterAppend(context.WithoutCancel(r.Context()), res)
 }
 
 type chatRequest struct {
@@ -299,6 +300,9 @@ type contextResponse struct {
 	Messages   []openai.ChatCompletionMessage `json:"messages"`
 	// Pruned are the tool results Messages show as stubs.
 	Pruned []history.Pruned `json:"pruned"`
+	// CompactionDue, when a summary is due, is the range it should fold
+	// in (an app with its own model may POST …/compactions with it).
+	CompactionDue *compactionRange `json:"compactionDue"`
 	// Version names the session and its context as read; POST …/messages
 	// with it as ifMatch stores the exchange only if nothing changed since.
 	Version string `json:"version"`
@@ -314,7 +318,7 @@ func (a *App) sessionContext(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, contextResponse{
 		Strategy: string(p.Context.Strategy), Budget: p.Context.Budget, Tokens: p.Context.Tokens,
 		Compaction: p.Context.Compaction, Messages: llm.Messages(p.Request), Version: p.Version,
-		Pruned: append([]history.Pruned{}, p.Context.Pruned...),
+		Pruned: append([]history.Pruned{}, p.Context.Pruned...), CompactionDue: dueRange(p.CompactionDue),
 	})
 }
 
@@ -442,4 +446,17 @@ func ifMatchOf(r *http.Request, body string) (string, error) {
 		return "", errs.Errorf(errs.EINVALID, "If-Match and ifMatch name different versions")
 	}
 	return v, nil
+}
+
+// compactionRange is a range of messages a summary folds in.
+type compactionRange struct {
+	FromSeq int `json:"fromSeq"`
+	ToSeq   int `json:"toSeq"`
+}
+
+func dueRange(p *history.CompactionPlan) *compactionRange {
+	if p == nil {
+		return nil
+	}
+	return &compactionRange{FromSeq: p.StartSeq, ToSeq: p.EndSeq}
 }

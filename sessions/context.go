@@ -54,7 +54,20 @@ type ContextSettings struct {
 	// ToolOutputs says which tool results a turn shows the model as a
 	// short stub instead (nil: DefaultToolOutputs).
 	ToolOutputs *ToolOutputs `json:"toolOutputs,omitempty" firestore:"toolOutputs,omitempty"`
+	// Summaries says who makes summary_buffer's summaries: the server with
+	// its model ("server", the default: after turns and after appends), or
+	// the app with its own ("app": it stores them with POST …/compactions
+	// when the context says one is due).
+	Summaries Summaries `json:"summaries,omitempty" firestore:"summaries,omitempty"`
 }
+
+// Summaries says who makes a session's summaries.
+type Summaries string
+
+const (
+	SummariesServer Summaries = "server"
+	SummariesApp    Summaries = "app"
+)
 
 // ToolOutputs prunes what tools returned from what the model sees (the
 // stored messages are untouched): results of tool exchanges older than
@@ -137,6 +150,11 @@ func (m ContextSettings) Validate() error {
 	}
 	if m.RecallTokens < 0 || m.RecallTokens > MaxRecallTokens {
 		return errs.Errorf(errs.EINVALID, "memory.recallTokens must be between 1 and %d", MaxRecallTokens)
+	}
+	switch m.Summaries {
+	case "", SummariesServer, SummariesApp:
+	default:
+		return errs.Errorf(errs.EINVALID, "memory.summaries must be server or app")
 	}
 	if t := m.ToolOutputs; t != nil {
 		if t.KeepLast < 0 || t.KeepLast > MaxToolKeepLast {

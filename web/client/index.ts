@@ -124,6 +124,10 @@ export class ChatMemoryClient {
   deleteFeedback(id: string, messageId: string) {
     return this.ok(this.api.DELETE("/sessions/{id}/messages/{messageId}/feedback", { params: { path: { id, messageId } } }));
   }
+  /** Store a summary your own model made of messages fromSeq..toSeq (the context's compactionDue). */
+  recordCompaction(id: string, body: { fromSeq: number; toSeq: number; summary: string }) {
+    return this.ok(this.api.POST("/sessions/{id}/compactions", { params: { path: { id } }, body }));
+  }
   switchBranch(id: string, seq: number) {
     return this.ok(this.api.POST("/sessions/{id}/branch", { params: { path: { id } }, body: { seq } }));
   }

@@ -150,6 +150,38 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/sessions/{id}/compactions": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Store a summary your own model made
+         * @description For an app that runs its own model: a summary of messages
+         *     fromSeq..toSeq of the active branch, continuing the current summary
+         *     (GET …/context's `compactionDue` names the range when one is due).
+         *     It is stored as a compaction record, used by the next context
+         *     exactly as the server's own; the raw messages stay. 400 unless the
+         *     session uses summary_buffer, fromSeq is at most one past the current
+         *     summary's end, toSeq is beyond it, in the stored window, on the
+         *     active branch, not the newest message and not inside a tool
+         *     exchange, and the summary has 1–8,000 characters and at most half
+         *     the budget's tokens. The same summary up to the same message again
+         *     answers 200 with the stored record; another summary up to it, 409.
+         */
+        post: operations["recordCompaction"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/sessions/{id}/context": {
         parameters: {
             query?: never;
@@ -602,6 +634,12 @@ export interface components {
              * @default 600
              */
             recallTokens: number;
+            /**
+             * @description Who makes summary_buffer's summaries: the server with its model, after turns and after appends; or the app with its own (POST …/compactions, when GET …/context says compactionDue).
+             * @default server
+             * @enum {string}
+             */
+            summaries: "server" | "app";
             /** @description Tool results shown to the model as a stub (`[tool output pruned: 1,840 tokens; call search_web]`, the call and its id kept): those of tool exchanges older than the keepLast newest, and those longer than maxTokens; never in the newest tool exchange. Applies under every strategy, before summaries. 0 turns a rule off. Absent: keepLast 3, maxTokens 2000. */
             toolOutputs?: {
                 keepLast?: number;
@@ -1083,6 +1121,50 @@ export interface operations {
             default: components["responses"]["Error"];
         };
     };
+    recordCompaction: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: components["parameters"]["SessionID"];
+            };
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    fromSeq: number;
+                    toSeq: number;
+                    summary: string;
+                };
+            };
+        };
+        responses: {
+            /** @description Stored before (the same summary) */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Compaction"];
+                };
+            };
+            /** @description Stored */
+            201: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Compaction"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
     getContext: {
         parameters: {
             query?: never;
@@ -1121,6 +1203,11 @@ export interface operations {
                             /** @description of the result as stored */
                             tokens: number;
                         }[];
+                        /** @description under summary_buffer, when a summary is due: the messages it should fold in. The server makes it after the next append when it has a model; an app with its own model may POST …/compactions with this range instead. */
+                        compactionDue?: {
+                            fromSeq?: number;
+                            toSeq?: number;
+                        } | null;
                         version?: string;
                     };
                 };
@@ -1403,7 +1490,7 @@ export interface operations {
             query?: never;
             header?: never;
             path: {
-                name: "chat" | "createSession" | "listSessions" | "getSession" | "updateSession" | "archiveSession" | "restoreSession" | "deleteSession" | "listMessages" | "getContext" | "switchBranch" | "stopReply" | "search" | "usage" | "setFeedback" | "deleteFeedback";
+                name: "chat" | "createSession" | "listSessions" | "getSession" | "updateSession" | "archiveSession" | "restoreSession" | "deleteSession" | "listMessages" | "getContext" | "switchBranch" | "stopReply" | "search" | "usage" | "setFeedback" | "deleteFeedback" | "recordCompaction";
             };
             cookie?: never;
         };
