@@ -143,19 +143,7 @@ func (db *DB) SessionsAfter(ctx context.Context, after string, limit int) ([]*se
 	if after != "" {
 		q = q.StartAfter(after)
 	}
-	snaps, err := q.Documents(ctx).GetAll()
-	if err != nil {
-		return nil, translate(err)
-	}
-	out := make([]*sessions.Session, 0, len(snaps))
-	for _, snap := range snaps {
-		s, err := decodeSession(snap)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, s)
-	}
-	return out, nil
+	return readSessions(ctx, q)
 }
 
 // Embedded reads the models of a session's stored exchanges (their model

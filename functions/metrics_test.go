@@ -56,14 +56,7 @@ func sumWhere(t *testing.T, m metricdata.Metrics, want ...attribute.KeyValue) in
 // code and route; ratings. Read from an in-memory reader.
 func TestMetrics(t *testing.T) {
 	h := newHarness(t)
-	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
-		resp := llmtest.Echo(r)
-		if r.Messages[0].Content == prompts.Title {
-			resp.Content = "Measured"
-		}
-		resp.PromptTokens, resp.CompletionTokens = 100, 7
-		return resp
-	})
+	h.echoWithUsage("Measured")
 	alice := h.signUp()
 	c := h.turn(alice.token, map[string]any{"message": "one"})
 	h.idle() // the title written after the first reply would make the next claim commit again
@@ -116,4 +109,17 @@ func TestMetrics(t *testing.T) {
 	if count != 2 || sum != 6 {
 		t.Errorf("Firestore round trips: %d turns, %d in all; want 2 turns of 3", count, sum)
 	}
+}
+
+// echoWithUsage makes the model echo, title every session title and report
+// 100 prompt and 7 completion tokens for every call.
+func (h *harness) echoWithUsage(title string) {
+	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
+		resp := llmtest.Echo(r)
+		if r.Messages[0].Content == prompts.Title {
+			resp.Content = title
+		}
+		resp.PromptTokens, resp.CompletionTokens = 100, 7
+		return resp
+	})
 }

@@ -10,7 +10,6 @@ import (
 
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm/llmtest"
-	"github.com/chatmemory/backend/prompts"
 )
 
 // TestRecallInContext: a session with memory.recall "all" sends the model
@@ -145,14 +144,7 @@ func (h *harness) systemOf(message string) string {
 // the exchange and nothing more.
 func TestEmbeddingTokensCharged(t *testing.T) {
 	h := newHarnessOn(t, "firestore", func(c *functions.Config) { c.Embeddings = true })
-	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
-		resp := llmtest.Echo(r)
-		if r.Messages[0].Content == prompts.Title {
-			resp.Content = "Invoices"
-		}
-		resp.PromptTokens, resp.CompletionTokens = 100, 7
-		return resp
-	})
+	h.echoWithUsage("Invoices")
 	alice := h.signUp()
 	id := h.newSession(alice.token, map[string]any{"memory": map[string]any{"recall": "session"}})
 	words := 0

@@ -4,10 +4,7 @@ import (
 	"testing"
 	"time"
 
-	openai "github.com/sashabaranov/go-openai"
-
 	"github.com/chatmemory/backend/functions"
-	"github.com/chatmemory/backend/llm/llmtest"
 )
 
 type gauge struct {
@@ -29,11 +26,7 @@ type standing struct {
 func TestUsage(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
 		h := newHarnessOn(t, backend, func(c *functions.Config) { c.TurnsPerMinute, c.MessagesPerMinute, c.TokensPerDay = 20, 30, 100_000 })
-		h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
-			resp := llmtest.Echo(r)
-			resp.PromptTokens, resp.CompletionTokens = 100, 7
-			return resp
-		})
+		h.echoWithUsage("Counted")
 		alice, bob := h.signUp(), h.signUp()
 		var u standing
 		h.do("GET", "/usage", alice.token, nil).want(t, 200).decode(t, &u)
