@@ -54,6 +54,20 @@ func TestAppendedHistoryIsSummarized(t *testing.T) {
 		if summaries == 0 || c.Compaction == nil || c.Compaction.Summary != "They planned things." || !strings.Contains(c.Messages[1].Content, "They planned things.") {
 			t.Fatalf("%d summaries; context compaction %+v", summaries, c.Compaction)
 		}
+		// With the default budget (most of the model's window), many short
+		// messages fill the stored window's bytes first: a summary is made
+		// before they would leave it unsummarized.
+		long := h.newSession(alice.token, nil)
+		text := " " + strings.Repeat("-", 1020) // 1 KiB that counts about 30 tokens: far under the budget
+		for i := 0; i < 120; i++ {
+			h.do("POST", "/sessions/"+long+"/messages", alice.token, map[string]any{"messages": []map[string]any{
+				{"role": "user", "content": fmt.Sprint(i, text)}, {"role": "assistant", "content": fmt.Sprint(i, text)}}}).want(t, 201)
+		}
+		h.idle()
+		h.do("GET", "/sessions/"+long+"/context", alice.token, nil).want(t, 200).decode(t, &c)
+		if c.Compaction == nil {
+			t.Fatalf("240 messages of 1 KiB (about 7,000 tokens) under the default budget: no summary")
+		}
 	})
 }
 

@@ -219,15 +219,22 @@ func PlanCompaction(s *sessions.Session, t *Tail, budget, fixed int) (Compaction
 		verbatim = after(verbatim, p.Previous.EndSeq)
 		avail -= p.Previous.Tokens
 	}
-	total := tokensOf(verbatim)
-	if total <= avail*compactAbovePct/100 {
+	// Due by tokens (the budget), or by bytes: a tail holds at most
+	// MaxTailBytes, and messages that left it unsummarized would leave
+	// the context silently (many short messages fill it long before they
+	// fill a large budget).
+	total, bytes := tokensOf(verbatim), bytesOf(verbatim)
+	if total <= avail*compactAbovePct/100 && bytes <= MaxTailBytes*compactAbovePct/100 {
 		return CompactionPlan{}, false
 	}
 	us := units(verbatim)
-	keep := avail * keepBelowPct / 100
+	keep, keepBytes := avail*keepBelowPct/100, MaxTailBytes*keepBelowPct/100
 	end := -1
-	for i := 0; i < len(us)-1 && total > keep; i++ { // never the last unit
+	for i := 0; i < len(us)-1 && (total > keep || bytes > keepBytes); i++ { // never the last unit
 		total -= us[i].tokens
+		for j := range us[i].msgs {
+			bytes -= StoredBytes(&us[i].msgs[j])
+		}
 		last := us[i].msgs[len(us[i].msgs)-1].Seq
 		if last-p.StartSeq+1 > MaxCompactMessages && end >= 0 {
 			break
@@ -242,4 +249,13 @@ func PlanCompaction(s *sessions.Session, t *Tail, budget, fixed int) (Compaction
 	}
 	p.EndSeq = end
 	return p, true
+}
+
+// bytesOf is what msgs take in a tail (see StoredBytes).
+func bytesOf(msgs []Message) int {
+	n := 0
+	for i := range msgs {
+		n += StoredBytes(&msgs[i])
+	}
+	return n
 }

@@ -323,4 +323,20 @@ func TestPlanCompaction(t *testing.T) {
 	if !ok || p.StartSeq != 10 || p.EndSeq != 10+MaxCompactMessages-1 {
 		t.Errorf("gap: %+v %v", p, ok)
 	}
+	// Many short messages fill a tail's bytes long before a large budget's
+	// tokens: a summary is due before they would leave it unsummarized.
+	var short []Message
+	text := strings.Repeat("x", 400)
+	for len(short) == 0 || bytesOf(short) <= MaxTailBytes*compactAbovePct/100 {
+		short = append(short, Message{Role: []Role{RoleUser, RoleAssistant}[len(short)%2], Content: text, Tokens: 5})
+	}
+	short = seqd(short...)
+	big := 100_000
+	if _, ok := PlanCompaction(s, &Tail{Messages: short[:len(short)-2]}, big, 0); ok {
+		t.Errorf("under 60%% of the tail's bytes and of the budget: nothing is due")
+	}
+	p, ok = PlanCompaction(s, &Tail{Messages: short}, big, 0)
+	if !ok || p.StartSeq != 0 || bytesOf(short[p.EndSeq+1:]) > MaxTailBytes*keepBelowPct/100 || bytesOf(short[p.EndSeq:]) <= MaxTailBytes*keepBelowPct/100 {
+		t.Errorf("by bytes: %+v %v (of %d messages)", p, ok, len(short))
+	}
 }
