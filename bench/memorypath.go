@@ -191,7 +191,7 @@ func (r *Report) writeMemoryPath(w io.Writer) {
 		fmt.Fprintf(w, "| %d–%d | this backend | %.1f | %.1f | %.1f | %.1f | %.2f× |\n", p.From, p.To, p.RoundTrips, p.Reads, p.Writes, p.P50Ms, div(o.P50Ms, p.P50Ms))
 		fmt.Fprintf(w, "| %d–%d | one document (%d KiB at turn %d) | %.1f | %.1f | %.1f | %.1f | |\n", o.From, o.To, o.DocBytes/1024, o.To, o.RoundTrips, o.Reads, o.Writes, o.P50Ms)
 	}
-	fmt.Fprintf(w, "After each append, once the app has its answer, the server folds old messages into the summary when it is due (summary_buffer on this path too): %d summaries in %d exchanges; that work read %.1f and wrote %.1f documents per exchange, on average.\n\n",
+	fmt.Fprintf(w, "After each append, once the app has its answer, the server folds old messages into the summary when it is due (summary_buffer on this path too): %d summaries in %d exchanges; that work read %.2f and wrote %.2f documents per exchange, on average.\n\n",
 		mp.Summaries, mp.Turns, mp.AfterAppendReads, mp.AfterAppendWrites)
 }
 
