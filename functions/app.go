@@ -67,9 +67,10 @@ type App struct {
 	MaxBodyBytes   int64
 	ReadTimeout    time.Duration // for a request's body; 0: none
 
-	closers []func() error
-	handler http.Handler
-	metrics *metrics
+	closers  []func() error
+	handler  http.Handler
+	metrics  *metrics
+	prefixes []string // the top-level paths of the routes (see APIPrefixes)
 }
 
 // Deps are the parts an App is built from; Open builds them from a Config,

@@ -4,8 +4,14 @@ import (
 	"encoding/json"
 	"os"
 	"regexp"
+	"slices"
 	"strings"
 	"testing"
+
+	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/inprocdb"
+	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/storetest"
 )
 
 // TestHostingRewrites: firebase.json's hosting section sends every API
@@ -51,6 +57,13 @@ func TestHostingRewrites(t *testing.T) {
 	routes := regexp.MustCompile(`(?:authed|mux\.HandleFunc)\("[A-Z]+ (/[^"]*)"`).FindAllStringSubmatch(string(src), -1)
 	if len(routes) < 10 {
 		t.Fatalf("found %d routes in http.go", len(routes))
+	}
+	// The local server sends these paths to the API, the rest to the files.
+	app := functions.NewApp(testConfig(), functions.Deps{Store: inprocdb.New(), Model: llm.Offline{}, Tokens: storetest.Tokens(t)})
+	prefixes := app.APIPrefixes()
+	slices.Sort(prefixes)
+	if want := []string{"/account", "/callable", "/chat", "/healthz", "/memory", "/search", "/sessions", "/usage"}; !slices.Equal(prefixes, want) {
+		t.Errorf("API prefixes %v, want %v", prefixes, want)
 	}
 	for _, m := range routes {
 		path := regexp.MustCompile(`\{[^}]+\}`).ReplaceAllString(m[1], "x")

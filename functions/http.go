@@ -23,8 +23,17 @@ import (
 // recovery, CORS and the body cap.
 func (a *App) Handler() http.Handler {
 	mux := http.NewServeMux()
-	mux.HandleFunc("GET /healthz", a.healthz)
-	authed := func(pattern string, h http.HandlerFunc) { mux.Handle(pattern, a.authenticate(h)) }
+	a.prefixes = nil
+	handle := func(pattern string, h http.Handler) {
+		mux.Handle(pattern, h)
+		_, path, _ := strings.Cut(pattern, " ")
+		top := "/" + strings.SplitN(strings.TrimPrefix(path, "/"), "/", 2)[0]
+		if !slices.Contains(a.prefixes, top) {
+			a.prefixes = append(a.prefixes, top)
+		}
+	}
+	handle("GET /healthz", http.HandlerFunc(a.healthz))
+	authed := func(pattern string, h http.HandlerFunc) { handle(pattern, a.authenticate(h)) }
 	authed("POST /chat", a.chat)
 	authed("POST /sessions", a.createSession)
 	authed("GET /sessions", a.listSessions)
@@ -308,4 +317,14 @@ func (a *App) healthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "storage": "ok"})
+}
+
+// APIPrefixes are the top-level paths of the API's routes ("/chat",
+// "/sessions", …): a server that also serves the web app sends these to
+// the API and the rest to the files.
+func (a *App) APIPrefixes() []string {
+	if a.prefixes == nil {
+		a.Handler()
+	}
+	return slices.Clone(a.prefixes)
 }

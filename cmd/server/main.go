@@ -46,7 +46,7 @@ func main() {
 
 	handler := app.Handler()
 	if *web != "" {
-		handler = withWebApp(handler, *web, cfg)
+		handler = withWebApp(handler, app.APIPrefixes(), *web, cfg)
 	}
 	srv := functions.NewServer(*addr, handler)
 	errc := make(chan error, 1)
@@ -95,7 +95,7 @@ func banner(cfg functions.Config, addr string, web bool) {
 // withWebApp serves the web app's files and its configuration beside the
 // API: the API's paths go to the API, everything else to the files. Local
 // runs only: deployed, the app is hosted apart (Firebase Hosting, say).
-func withWebApp(api http.Handler, dir string, cfg functions.Config) http.Handler {
+func withWebApp(api http.Handler, apiPrefixes []string, dir string, cfg functions.Config) http.Handler {
 	files := http.FileServer(http.Dir(dir))
 	config := map[string]any{
 		"apiBase":  "",
@@ -108,7 +108,6 @@ func withWebApp(api http.Handler, dir string, cfg functions.Config) http.Handler
 		config["firestoreEmulator"] = cfg.FirestoreEmulator
 	}
 	body, _ := json.Marshal(config)
-	apiPrefixes := []string{"/chat", "/sessions", "/account", "/memory", "/search", "/usage", "/healthz", "/callable"}
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		switch {
 		case r.URL.Path == "/config.json":
