@@ -225,6 +225,17 @@ type errorResp struct {
 func (r response) errorCode() string {
 	var e errorResp
 	json.Unmarshal(r.body, &e)
+	if e.Error.Code == "" { // the callable protocol carries it in details
+		var c struct {
+			Error struct {
+				Details struct {
+					Code string `json:"code"`
+				} `json:"details"`
+			} `json:"error"`
+		}
+		json.Unmarshal(r.body, &c)
+		return c.Error.Details.Code
+	}
 	return e.Error.Code
 }
 

@@ -5,6 +5,9 @@ import (
 	"fmt"
 	"math/rand/v2"
 	"net/url"
+	"os"
+	"regexp"
+	"slices"
 	"strings"
 	"testing"
 )
@@ -106,7 +109,32 @@ func TestHTTPFuzz(t *testing.T) {
 		{"DELETE", "/memory/facts/{id}", nil},
 		{"DELETE", "/memory", nil},
 		{"GET", "/healthz", nil},
+		{"GET", "/search", nil},
+		{"GET", "/usage", nil},
+		{"PUT", "/sessions/{id}/messages/{id}/feedback", map[string]any{"rating": "up", "comment": "good"}},
+		{"DELETE", "/sessions/{id}/messages/{id}/feedback", nil},
+		{"POST", "/sessions/{id}/compactions", map[string]any{"fromSeq": 0, "toSeq": 1, "summary": "s"}},
+		{"POST", "/sessions/{id}/replies/{id}/stop", nil},
+		{"POST", "/sessions/{id}/branch", map[string]any{"seq": 1}},
+		{"POST", "/callable/{id}", map[string]any{"data": map[string]any{"sessionId": "{id}"}}},
 		{"DELETE", "/account/data", nil},
+	}
+	// Every route of http.go is fuzzed.
+	src, err := os.ReadFile("http.go")
+	if err != nil {
+		t.Fatal(err)
+	}
+	braces := regexp.MustCompile(`\{[^}]+\}`)
+	for _, m := range regexp.MustCompile(`(?:authed|handle)\("([A-Z]+) (/[^"]*)"`).FindAllStringSubmatch(string(src), -1) {
+		route := m[1] + " " + braces.ReplaceAllString(m[2], "{id}")
+		if !slices.ContainsFunc(endpoints, func(ep struct {
+			method, path string
+			valid        map[string]any
+		}) bool {
+			return ep.method+" "+ep.path == route
+		}) {
+			t.Errorf("route %s %s is not fuzzed", m[1], m[2])
+		}
 	}
 	const perEndpoint = 25
 	sent := 0
