@@ -153,26 +153,20 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	default:
 		bad("APP_CHECK must be off, monitor or enforce, not %q", c.AppCheck)
 	}
-	defaultTraces := TracesOff
-	if c.OnGoogleCloud {
-		defaultTraces = TracesCloudTrace
+	// An exporter: off, stdout, or Google Cloud's (the default there).
+	exporter := func(name, cloud string) string {
+		def := TracesOff // "off" for both
+		if c.OnGoogleCloud {
+			def = cloud
+		}
+		v := str(name, def)
+		if v != TracesOff && v != TracesStdout && v != cloud {
+			bad("%s must be off, stdout or %s, not %q", name, cloud, v)
+		}
+		return v
 	}
-	c.TraceExporter = str("TRACE_EXPORTER", defaultTraces)
-	switch c.TraceExporter {
-	case TracesOff, TracesStdout, TracesCloudTrace:
-	default:
-		bad("TRACE_EXPORTER must be off, stdout or cloudtrace, not %q", c.TraceExporter)
-	}
-	defaultMetrics := MetricsOff
-	if c.OnGoogleCloud {
-		defaultMetrics = MetricsCloudMonitoring
-	}
-	c.MetricsExporter = str("METRICS_EXPORTER", defaultMetrics)
-	switch c.MetricsExporter {
-	case MetricsOff, MetricsStdout, MetricsCloudMonitoring:
-	default:
-		bad("METRICS_EXPORTER must be off, stdout or cloudmonitoring, not %q", c.MetricsExporter)
-	}
+	c.TraceExporter = exporter("TRACE_EXPORTER", TracesCloudTrace)
+	c.MetricsExporter = exporter("METRICS_EXPORTER", MetricsCloudMonitoring)
 	c.TraceSampleRatio = 1
 	if v := getenv("TRACE_SAMPLE_RATIO"); v != "" {
 		r, err := strconv.ParseFloat(v, 64)

@@ -121,3 +121,37 @@ func TestConfigFromEnv(t *testing.T) {
 		})
 	}
 }
+
+// TestExporters: traces and metrics are off by default locally and go to
+// Google Cloud's services there; stdout works anywhere; anything else is
+// refused at start-up.
+func TestExporters(t *testing.T) {
+	for _, tc := range []struct {
+		env             map[string]string
+		traces, metrics string
+		bad             bool
+	}{
+		{map[string]string{}, TracesOff, MetricsOff, false},
+		{map[string]string{"K_SERVICE": "api"}, TracesCloudTrace, MetricsCloudMonitoring, false},
+		{map[string]string{"TRACE_EXPORTER": "stdout", "METRICS_EXPORTER": "stdout"}, TracesStdout, MetricsStdout, false},
+		{map[string]string{"METRICS_EXPORTER": "cloudtrace"}, "", "", true},
+		{map[string]string{"TRACE_EXPORTER": "cloudmonitoring"}, "", "", true},
+	} {
+		base := map[string]string{"STORAGE_BACKEND": "inprocess", "GOOGLE_CLOUD_PROJECT": "p", "FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:9099"}
+		c, err := ConfigFromEnv(func(k string) string {
+			if v, ok := tc.env[k]; ok {
+				return v
+			}
+			return base[k]
+		})
+		if tc.bad {
+			if err == nil || !strings.Contains(err.Error(), "_EXPORTER must be off, stdout or ") {
+				t.Errorf("%v: %v", tc.env, err)
+			}
+			continue
+		}
+		if err != nil || c.TraceExporter != tc.traces || c.MetricsExporter != tc.metrics {
+			t.Errorf("%v: traces %q, metrics %q, %v", tc.env, c.TraceExporter, c.MetricsExporter, err)
+		}
+	}
+}
