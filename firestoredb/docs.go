@@ -23,30 +23,37 @@ import (
 
 // sessionDoc is chat_sessions/{id} as stored.
 type sessionDoc struct {
-	UserID           string                   `firestore:"userId"`
-	Title            string                   `firestore:"title"`
-	TitleSource      string                   `firestore:"titleSource"`
-	Model            string                   `firestore:"model"`
-	Status           string                   `firestore:"status"`
-	CreatedAt        time.Time                `firestore:"createdAt"`
-	UpdatedAt        time.Time                `firestore:"updatedAt"`
-	LastActivityAt   time.Time                `firestore:"lastActivityAt"`
-	ArchivedAt       *time.Time               `firestore:"archivedAt"`
-	DeletedAt        *time.Time               `firestore:"deletedAt"`
-	ExpiresAt        time.Time                `firestore:"expiresAt"`
-	MessageCount     int                      `firestore:"messageCount"`
-	TokenCount       int                      `firestore:"tokenCount"`
-	NextSeq          int                      `firestore:"nextSeq"`
-	RetentionDays    int                      `firestore:"retentionDays"`
-	Summary          string                   `firestore:"summary"`
-	SummaryUpdatedAt *time.Time               `firestore:"summaryUpdatedAt"`
-	Metadata         sessions.Metadata        `firestore:"metadata"`
-	Context          sessions.ContextSettings `firestore:"memory"`
-	Usage            sessions.Usage           `firestore:"usage"`
-	Feedback         sessions.FeedbackCounts  `firestore:"feedback"`
-	NoLearning       bool                     `firestore:"noLearning"`
-	LearnFrom        int                      `firestore:"learnFrom"`
-	PendingToolCalls []string                 `firestore:"pendingToolCalls"`
+	UserID         string     `firestore:"userId"`
+	Title          string     `firestore:"title"`
+	TitleSource    string     `firestore:"titleSource"`
+	Model          string     `firestore:"model"`
+	Status         string     `firestore:"status"`
+	CreatedAt      time.Time  `firestore:"createdAt"`
+	UpdatedAt      time.Time  `firestore:"updatedAt"`
+	LastActivityAt time.Time  `firestore:"lastActivityAt"`
+	ArchivedAt     *time.Time `firestore:"archivedAt"`
+	DeletedAt      *time.Time `firestore:"deletedAt"`
+	ExpiresAt      time.Time  `firestore:"expiresAt"`
+	MessageCount   int        `firestore:"messageCount"`
+	TokenCount     int        `firestore:"tokenCount"`
+	NextSeq        int        `firestore:"nextSeq"`
+	RetentionDays  int        `firestore:"retentionDays"`
+	// Message retention: the session's own period, the seq its history
+	// starts from, and when its oldest message was written and falls due
+	// under its own period (null without one), which the sweep queries.
+	MessageRetentionDays int                      `firestore:"messageRetentionDays"`
+	HistoryFrom          int                      `firestore:"historyFrom"`
+	HistoryStartAt       *time.Time               `firestore:"historyStartAt"`
+	HistoryExpiresAt     *time.Time               `firestore:"historyExpiresAt"`
+	Summary              string                   `firestore:"summary"`
+	SummaryUpdatedAt     *time.Time               `firestore:"summaryUpdatedAt"`
+	Metadata             sessions.Metadata        `firestore:"metadata"`
+	Context              sessions.ContextSettings `firestore:"memory"`
+	Usage                sessions.Usage           `firestore:"usage"`
+	Feedback             sessions.FeedbackCounts  `firestore:"feedback"`
+	NoLearning           bool                     `firestore:"noLearning"`
+	LearnFrom            int                      `firestore:"learnFrom"`
+	PendingToolCalls     []string                 `firestore:"pendingToolCalls"`
 	// Branches is the session's tree: a fork is two small numbers, and
 	// their count is capped.
 	Branches *sessions.Branches `firestore:"branches,omitempty"`
@@ -64,7 +71,17 @@ func toSessionDoc(s *sessions.Session) *sessionDoc {
 		SummaryUpdatedAt: s.SummaryUpdatedAt, PendingToolCalls: s.PendingToolCalls,
 		Metadata: s.Metadata, Context: s.Context, Usage: s.Usage, Feedback: s.Feedback,
 		NoLearning: s.NoLearning, LearnFrom: s.LearnFrom, Branches: s.Branches, Answering: s.Answering,
+		MessageRetentionDays: s.MessageRetentionDays, HistoryFrom: s.HistoryFrom,
+		HistoryStartAt: orNull(s.HistoryStartAt), HistoryExpiresAt: orNull(s.HistoryExpiresAt()),
 	}
+}
+
+// orNull stores a zero time as null, which range queries on it skip.
+func orNull(t time.Time) *time.Time {
+	if t.IsZero() {
+		return nil
+	}
+	return &t
 }
 
 func decodeSession(snap *firestore.DocumentSnapshot) (*sessions.Session, error) {
@@ -72,7 +89,7 @@ func decodeSession(snap *firestore.DocumentSnapshot) (*sessions.Session, error) 
 	if err := snap.DataTo(&d); err != nil {
 		return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
 	}
-	return &sessions.Session{
+	s := &sessions.Session{
 		ID: snap.Ref.ID, UserID: d.UserID, Title: d.Title, TitleSource: sessions.TitleSource(d.TitleSource),
 		Model: d.Model, Status: sessions.Status(d.Status), CreatedAt: d.CreatedAt.UTC(),
 		UpdatedAt: d.UpdatedAt.UTC(), LastActivityAt: d.LastActivityAt.UTC(),
@@ -82,7 +99,12 @@ func decodeSession(snap *firestore.DocumentSnapshot) (*sessions.Session, error) 
 		PendingToolCalls: d.PendingToolCalls,
 		Metadata:         d.Metadata, Context: d.Context, Usage: d.Usage, Feedback: d.Feedback,
 		NoLearning: d.NoLearning, LearnFrom: d.LearnFrom, Branches: d.Branches, Answering: answeringUTC(d.Answering),
-	}, nil
+		MessageRetentionDays: d.MessageRetentionDays, HistoryFrom: d.HistoryFrom,
+	}
+	if d.HistoryStartAt != nil {
+		s.HistoryStartAt = d.HistoryStartAt.UTC()
+	}
+	return s, nil
 }
 
 func answeringUTC(a *sessions.Answering) *sessions.Answering {

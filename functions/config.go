@@ -41,6 +41,7 @@ type Config struct {
 	DraftInterval       time.Duration // DRAFT_INTERVAL_MS: how often a streaming reply's partial text is saved
 	ReadTimeout         time.Duration // READ_TIMEOUT_SECONDS: reading a request's body
 	RetentionDays       [3]int        // RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS, RETENTION_DELETED_DAYS
+	MessageDays         int           // RETENTION_MESSAGE_DAYS: messages older than this are deleted; 0 (default) keeps them
 	SweepBudget         time.Duration
 	LongTermMemory      bool         // LONG_TERM_MEMORY: on (default) or off
 	Embeddings          bool         // EMBEDDINGS: on (default) or off: exchanges embedded for search
@@ -140,6 +141,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		LogLevel:           str("LOG_LEVEL", "info"),
 		RetentionDays: [3]int{num("RETENTION_ACTIVE_DAYS", 30, 1, sessions.MaxRetentionDays),
 			num("RETENTION_ARCHIVED_DAYS", 90, 1, sessions.MaxRetentionDays), num("RETENTION_DELETED_DAYS", 30, 1, sessions.MaxRetentionDays)},
+		MessageDays:         num("RETENTION_MESSAGE_DAYS", 0, 0, sessions.MaxRetentionDays),
 		SweepBudget:         time.Duration(num("SWEEP_BUDGET_SECONDS", 480, 10, day)) * time.Second,
 		LongTermMemory:      onOff("LONG_TERM_MEMORY", true),
 		Embeddings:          onOff("EMBEDDINGS", true),
@@ -229,6 +231,7 @@ func (c Config) Policy() sessions.Policy {
 			*d = time.Duration(c.RetentionDays[i]) * sessions.Day
 		}
 	}
+	p.Messages = time.Duration(c.MessageDays) * sessions.Day
 	return p
 }
 

@@ -218,6 +218,7 @@ func (svc *Service) PlanFor(userID, sessionID, key string, drafts ...Draft) (Pla
 			cur.NextSeq++
 			out[i] = m
 		}
+		cur.NoteAppend(now)
 		cur.MessageCount += len(out)
 		cur.TokenCount += total
 		cur.PendingToolCalls = open

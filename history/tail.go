@@ -28,10 +28,11 @@ const MaxTailBytes = 400 << 10
 
 // Complete reports whether the tail holds the whole active branch of s.
 func (t *Tail) Complete(s *sessions.Session) bool {
+	first := s.Path().From(s.HistoryFrom) // messages before HistoryFrom are gone
 	if len(t.Messages) == 0 {
-		return s.Leaf() < 0
+		return first < 0
 	}
-	return t.Messages[0].Seq == s.Path().Start()
+	return t.Messages[0].Seq == first
 }
 
 // StoredBytes bounds from above what a message takes in a tail as a store

@@ -70,7 +70,9 @@ func (db *DB) ListMessages(_ context.Context, q history.ListQuery) ([]history.Me
 			start = *q.AfterSeq - 1
 		}
 		for i := start; i >= lo && len(out) < q.Limit; i-- {
-			out = append(out, cloneMessage(all[i]))
+			if all[i].ID != "" { // not trimmed
+				out = append(out, cloneMessage(all[i]))
+			}
 		}
 		return out, nil
 	}
@@ -79,7 +81,9 @@ func (db *DB) ListMessages(_ context.Context, q history.ListQuery) ([]history.Me
 		start = max(start, *q.AfterSeq+1)
 	}
 	for i := start; i <= hi && len(out) < q.Limit; i++ {
-		out = append(out, cloneMessage(all[i]))
+		if all[i].ID != "" {
+			out = append(out, cloneMessage(all[i]))
+		}
 	}
 	return out, nil
 }
@@ -89,8 +93,10 @@ func (db *DB) MessageRange(_ context.Context, sessionID string, from, to int) ([
 	defer db.mu.Unlock()
 	all := db.messages[sessionID]
 	var out []history.Message
-	for i := from; i <= to && i < len(all); i++ {
-		out = append(out, cloneMessage(all[i]))
+	for i := max(from, 0); i <= to && i < len(all); i++ {
+		if all[i].ID != "" {
+			out = append(out, cloneMessage(all[i]))
+		}
 	}
 	return out, nil
 }

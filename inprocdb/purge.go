@@ -28,7 +28,12 @@ func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.
 
 // purgeLocked removes a session and all under it; db.mu is held.
 func (db *DB) purgeLocked(id string) int {
-	n := 1 + len(db.messages[id]) + len(db.compact[id]) + len(db.recall[id])
+	n := 1 + len(db.compact[id]) + len(db.recall[id])
+	for _, m := range db.messages[id] {
+		if m.ID != "" { // not trimmed
+			n++
+		}
+	}
 	if _, ok := db.tails[id]; ok {
 		n++
 	}

@@ -1,6 +1,7 @@
 // Package retention carries out the retention policy and the owner's
 // privacy rights: the scheduled sweep that soft-deletes idle and long-archived
-// sessions and purges long-deleted ones, export of everything a user owns,
+// sessions, purges long-deleted ones and deletes messages past their
+// retention period, export of everything a user owns,
 // and erasure of all of it.
 package retention
 
@@ -8,8 +9,6 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"math"
-	"strconv"
 	"sync"
 	"time"
 
@@ -42,6 +41,7 @@ type Repo interface {
 	// there was none); SaveBacklog records this run's.
 	LastBacklog(ctx context.Context) (n int, at time.Time, ok bool, err error)
 	SaveBacklog(ctx context.Context, n int, at time.Time) error
+	TrimRepo
 }
 
 // Purged is the outcome of one purge: the documents it deleted, or why not.
@@ -71,53 +71,9 @@ type Sweeper struct {
 	Elapsed func(start time.Time) time.Duration
 	// Forget removes what was derived from each purged session.
 	Forget sessions.Forget
-}
-
-// Report is what one run did (or, dry, would do).
-type Report struct {
-	DryRun           bool    `json:"dryRun"`
-	SoftDeleted      int     `json:"sessionsSoftDeleted"`
-	Purged           int     `json:"sessionsPurged"`
-	ResumedPurges    int     `json:"purgesResumed"`
-	DocumentsDeleted int     `json:"documentsDeleted"`
-	Skipped          int     `json:"skipped"`    // active again, or handled by a concurrent sweep
-	PurgesBusy       int     `json:"purgesBusy"` // cut-off purges another sweep holds
-	Failed           int     `json:"failed"`
-	Complete         bool    `json:"complete"`
-	DurationMs       int64   `json:"durationMs"`
-	DocumentsPerSec  float64 `json:"documentsPerSecond"`
-	SessionsPerSec   float64 `json:"sessionsPerSecond"` // soft-deleted and purged
-	// Time spent on each kind of work (the kinds take turns).
-	PurgeMs      int64 `json:"purgeMs"`
-	SoftDeleteMs int64 `json:"softDeleteMs"`
-	// Backlog is what is still due after the run: sessions to soft-delete,
-	// sessions to purge and cut-off purges, counted by aggregation queries.
-	Backlog *Backlog `json:"backlog,omitempty"`
-	// BacklogChange is Backlog's total minus the previous run's: above 0,
-	// the sweep is falling behind.
-	BacklogChange *int     `json:"backlogChange,omitempty"`
-	Planned       []Action `json:"planned,omitempty"` // dry runs: what would change
-}
-
-// Backlog is what is due and not done.
-type Backlog struct {
-	ToSoftDelete  int `json:"toSoftDelete"`
-	ToPurge       int `json:"toPurge"`
-	PurgesPending int `json:"purgesPending"`
-}
-
-// Total is the backlog in sessions.
-func (b Backlog) Total() int { return b.ToSoftDelete + b.ToPurge + b.PurgesPending }
-
-// Action is one change a dry run would make.
-type Action struct {
-	SessionID string          `json:"sessionId"`
-	From      sessions.Status `json:"from"`
-	To        sessions.Status `json:"to"`
-	// Since is when the session entered its status (its last activity,
-	// for an active one); ExpiresAt is when the action became due.
-	Since     time.Time `json:"since"`
-	ExpiresAt time.Time `json:"expiresAt"`
+	// TrimPageSize is how many messages one write of a trim deletes (0:
+	// 200, with their recall exchanges under Firestore's 500 writes).
+	TrimPageSize int
 }
 
 // NewSweeper returns a sweeper with the default policy, the system clock,
@@ -144,9 +100,10 @@ type work struct {
 	done   bool
 }
 
-// Run sweeps once. Cut-off purges are finished first; then the three kinds
-// of work (purges of sessions past their recovery window, soft-deletes of
-// idle and of long-archived sessions) take turns a page at a time, so
+// Run sweeps once. Cut-off purges are finished first; then the kinds of
+// work (purges of sessions past their recovery window, soft-deletes of
+// idle and of long-archived sessions, trims of histories past their
+// message retention) take turns a page at a time, so
 // every kind progresses in every run however large another's backlog. It
 // is idempotent: a session already handled (by an earlier or a concurrent
 // run) is skipped, and a session that saw activity between the query and
@@ -169,7 +126,8 @@ func (sw *Sweeper) Run(ctx context.Context, dryRun bool) (*Report, error) {
 		{status: sessions.StatusActive, action: sessions.ActionDelete},
 		{status: sessions.StatusArchived, action: sessions.ActionDelete},
 	}
-	for left := len(kinds); err == nil && left > 0; {
+	trims := sw.trimKinds(now)
+	for left := 1; err == nil && left > 0; {
 		left = 0
 		for _, k := range kinds {
 			if k.done {
@@ -179,6 +137,14 @@ func (sw *Sweeper) Run(ctx context.Context, dryRun bool) (*Report, error) {
 				break
 			}
 			if !k.done {
+				left++
+			}
+		}
+		for _, k := range trims {
+			if err != nil || k.done {
+				continue
+			}
+			if err = sw.trimPage(ctx, r, now, k, dryRun, out); err == nil && !k.done {
 				left++
 			}
 		}
@@ -388,6 +354,11 @@ func (sw *Sweeper) measureBacklog(ctx context.Context, r *Report, now time.Time)
 	pending, err := sw.Repo.CountPendingPurges(ctx)
 	b.PurgesPending = pending
 	failures = append(failures, err)
+	for _, k := range sw.trimKinds(now) {
+		n, err := sw.Repo.CountHistoriesDue(ctx, k.q)
+		b.ToTrim += n
+		failures = append(failures, err)
+	}
 	if err := errors.Join(failures...); err != nil {
 		if sw.Log != nil {
 			sw.Log.WarnContext(ctx, "retention: could not count the backlog", "error", err.Error())
@@ -403,42 +374,6 @@ func (sw *Sweeper) measureBacklog(ctx context.Context, r *Report, now time.Time)
 		sw.Log.WarnContext(ctx, "retention: could not record the backlog", "error", err.Error())
 	}
 }
-
-func (sw *Sweeper) log(ctx context.Context, r *Report, err error) {
-	if sw.Log == nil {
-		return
-	}
-	attrs := []any{"dryRun", r.DryRun, "sessionsSoftDeleted", r.SoftDeleted, "sessionsPurged", r.Purged,
-		"purgesResumed", r.ResumedPurges, "documentsDeleted", r.DocumentsDeleted, "skipped", r.Skipped,
-		"purgesBusy", r.PurgesBusy, "failed", r.Failed, "complete", r.Complete, "durationMs", r.DurationMs,
-		"documentsPerSecond", round1(r.DocumentsPerSec), "sessionsPerSecond", round1(r.SessionsPerSec)}
-	if r.Backlog != nil {
-		attrs = append(attrs, "backlogToSoftDelete", r.Backlog.ToSoftDelete, "backlogToPurge", r.Backlog.ToPurge,
-			"backlogPurgesPending", r.Backlog.PurgesPending)
-	}
-	if r.BacklogChange != nil {
-		attrs = append(attrs, "backlogChange", *r.BacklogChange)
-	}
-	if r.DryRun {
-		attrs = append(attrs, "planned", len(r.Planned))
-	}
-	switch {
-	case err != nil:
-		sw.Log.ErrorContext(ctx, "retention sweep failed", append(attrs, "error", err.Error())...)
-	case !r.DryRun && r.Backlog != nil && r.Backlog.Total() > 0:
-		// Behind: say by how much, and how many runs at this rate it takes.
-		runs := "unknown"
-		if perRun := r.SoftDeleted + r.Purged + r.ResumedPurges; perRun > 0 {
-			runs = strconv.Itoa((r.Backlog.Total() + perRun - 1) / perRun)
-		}
-		sw.Log.WarnContext(ctx, "retention sweep did not finish its backlog", append(attrs,
-			"behindSessions", r.Backlog.Total(), "runsToCatchUpAtThisRate", runs)...)
-	default:
-		sw.Log.InfoContext(ctx, "retention sweep", attrs...)
-	}
-}
-
-func round1(f float64) float64 { return math.Round(f*10) / 10 }
 
 func (sw *Sweeper) logSession(ctx context.Context, id string, err error) {
 	if sw.Log != nil {

@@ -73,6 +73,17 @@ func (p Path) Start() int {
 	return p[0].From
 }
 
+// From is the seq of p's first message at or after seq (-1 if none): the
+// first still stored, given the session's HistoryFrom.
+func (p Path) From(seq int) int {
+	for _, sp := range p {
+		if sp.To >= seq {
+			return max(sp.From, seq)
+		}
+	}
+	return -1
+}
+
 // Upto is the part of p up to and including seq.
 func (p Path) Upto(seq int) Path {
 	var out Path

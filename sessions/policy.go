@@ -12,6 +12,10 @@ type Policy struct {
 	ActiveIdle time.Duration // no activity for this long → soft-deleted
 	Archived   time.Duration // this long after archiving → soft-deleted
 	Deleted    time.Duration // this long after deletion → purged
+	// Messages, if set, is how long a message is kept, whatever its
+	// session's status (see Session.MessageRetention); 0 keeps messages
+	// as long as their session.
+	Messages time.Duration
 }
 
 // DefaultPolicy is 30 days idle, 90 days archived, 30 days deleted.

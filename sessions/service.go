@@ -87,11 +87,14 @@ func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }
 
 // CreateInput is what a caller may choose when creating a session.
 type CreateInput struct {
-	Title         string          `json:"title,omitempty"`
-	Metadata      Metadata        `json:"metadata"`
-	RetentionDays int             `json:"retentionDays,omitempty"`
-	Context       ContextSettings `json:"memory"`
-	NoLearning    bool            `json:"noLearning,omitempty"`
+	Title         string   `json:"title,omitempty"`
+	Metadata      Metadata `json:"metadata"`
+	RetentionDays int      `json:"retentionDays,omitempty"`
+	// MessageRetentionDays deletes the session's messages once they are
+	// this old (the service's own period still applies if shorter).
+	MessageRetentionDays int             `json:"messageRetentionDays,omitempty"`
+	Context              ContextSettings `json:"memory"`
+	NoLearning           bool            `json:"noLearning,omitempty"`
 	// Model is the chat model the session's tokens are counted for; empty
 	// means the service default. Not settable by API callers.
 	Model string `json:"-"`
@@ -140,6 +143,9 @@ func (svc *Service) New(userID string, in CreateInput) (*Session, error) {
 	if in.RetentionDays < 0 || in.RetentionDays > MaxRetentionDays {
 		return nil, errs.Errorf(errs.EINVALID, "retentionDays must be between 1 and %d", MaxRetentionDays)
 	}
+	if err := CheckMessageRetentionDays(in.MessageRetentionDays); err != nil {
+		return nil, err
+	}
 	id := in.ID
 	if id == "" {
 		id = ids.New()
@@ -148,19 +154,20 @@ func (svc *Service) New(userID string, in CreateInput) (*Session, error) {
 	}
 	now := svc.now()
 	s := &Session{
-		ID:             id,
-		UserID:         userID,
-		Title:          title,
-		TitleSource:    TitleUser,
-		Model:          in.Model,
-		Status:         StatusActive,
-		CreatedAt:      now,
-		UpdatedAt:      now,
-		LastActivityAt: now,
-		RetentionDays:  in.RetentionDays,
-		Metadata:       in.Metadata.Clone(),
-		Context:        in.Context.withDefaults(svc.DefaultContext),
-		NoLearning:     in.NoLearning,
+		ID:                   id,
+		UserID:               userID,
+		Title:                title,
+		TitleSource:          TitleUser,
+		Model:                in.Model,
+		Status:               StatusActive,
+		CreatedAt:            now,
+		UpdatedAt:            now,
+		LastActivityAt:       now,
+		RetentionDays:        in.RetentionDays,
+		MessageRetentionDays: in.MessageRetentionDays,
+		Metadata:             in.Metadata.Clone(),
+		Context:              in.Context.withDefaults(svc.DefaultContext),
+		NoLearning:           in.NoLearning,
 	}
 	if title == "" {
 		s.Title, s.TitleSource = DefaultTitle, TitleDefault
@@ -269,6 +276,9 @@ type Update struct {
 	Metadata   *Metadata        `json:"metadata,omitempty"`
 	Context    *ContextSettings `json:"memory,omitempty"`
 	NoLearning *bool            `json:"noLearning,omitempty"`
+	// MessageRetentionDays sets the session's own message retention; 0
+	// removes it.
+	MessageRetentionDays *int `json:"messageRetentionDays,omitempty"`
 }
 
 // UnmarshalJSON rejects any field Update does not have.
@@ -285,8 +295,13 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
-	if upd.Title == nil && upd.Metadata == nil && upd.Context == nil && upd.NoLearning == nil {
-		return nil, errs.Errorf(errs.EINVALID, "nothing to update: give title, metadata, memory and/or noLearning")
+	if upd.Title == nil && upd.Metadata == nil && upd.Context == nil && upd.NoLearning == nil && upd.MessageRetentionDays == nil {
+		return nil, errs.Errorf(errs.EINVALID, "nothing to update: give title, metadata, memory, noLearning and/or messageRetentionDays")
+	}
+	if upd.MessageRetentionDays != nil {
+		if err := CheckMessageRetentionDays(*upd.MessageRetentionDays); err != nil {
+			return nil, err
+		}
 	}
 	var title string
 	if upd.Title != nil {
@@ -329,6 +344,9 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 		}
 		if upd.NoLearning != nil {
 			s.NoLearning = *upd.NoLearning
+		}
+		if upd.MessageRetentionDays != nil {
+			s.MessageRetentionDays = *upd.MessageRetentionDays
 		}
 		s.UpdatedAt = now
 		return nil

@@ -69,22 +69,31 @@ const (
 // Session is one conversation of one user. Counters (MessageCount,
 // TokenCount, NextSeq) change only together with the messages they count.
 type Session struct {
-	ID               string          `json:"id"`
-	UserID           string          `json:"userId"`
-	Title            string          `json:"title"`
-	TitleSource      TitleSource     `json:"titleSource"`
-	Model            string          `json:"model"`
-	Status           Status          `json:"status"`
-	CreatedAt        time.Time       `json:"createdAt"`
-	UpdatedAt        time.Time       `json:"updatedAt"`
-	LastActivityAt   time.Time       `json:"lastActivityAt"`
-	ArchivedAt       *time.Time      `json:"archivedAt"`
-	DeletedAt        *time.Time      `json:"deletedAt"`
-	ExpiresAt        time.Time       `json:"expiresAt"`
-	MessageCount     int             `json:"messageCount"`
-	TokenCount       int             `json:"tokenCount"`
-	NextSeq          int             `json:"nextSeq"`
-	RetentionDays    int             `json:"retentionDays,omitempty"`
+	ID             string      `json:"id"`
+	UserID         string      `json:"userId"`
+	Title          string      `json:"title"`
+	TitleSource    TitleSource `json:"titleSource"`
+	Model          string      `json:"model"`
+	Status         Status      `json:"status"`
+	CreatedAt      time.Time   `json:"createdAt"`
+	UpdatedAt      time.Time   `json:"updatedAt"`
+	LastActivityAt time.Time   `json:"lastActivityAt"`
+	ArchivedAt     *time.Time  `json:"archivedAt"`
+	DeletedAt      *time.Time  `json:"deletedAt"`
+	ExpiresAt      time.Time   `json:"expiresAt"`
+	MessageCount   int         `json:"messageCount"`
+	TokenCount     int         `json:"tokenCount"`
+	NextSeq        int         `json:"nextSeq"`
+	RetentionDays  int         `json:"retentionDays,omitempty"`
+	// MessageRetentionDays, if set, deletes the session's messages once
+	// they are this many days old (see MessageRetention).
+	MessageRetentionDays int `json:"messageRetentionDays,omitempty"`
+	// HistoryFrom is the seq from which the session's messages are still
+	// stored: those before it were deleted by message retention.
+	HistoryFrom int `json:"historyFrom"`
+	// HistoryStartAt is when its oldest stored message was written (zero
+	// without messages; see NoteAppend).
+	HistoryStartAt   time.Time       `json:"-"`
 	Summary          string          `json:"summary,omitempty"`
 	SummaryUpdatedAt *time.Time      `json:"summaryUpdatedAt,omitempty"`
 	Metadata         Metadata        `json:"metadata"`

@@ -155,6 +155,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("Recall", func(t *testing.T) { testRecall(t, env(t)) })
 	t.Run("RecallBackfill", func(t *testing.T) { testRecallBackfill(t, env(t)) })
 	t.Run("Feedback", func(t *testing.T) { testFeedback(t, env(t)) })
+	t.Run("TrimRepo", func(t *testing.T) { testTrimRepo(t, env(t)) })
 }
 
 // EachBackend runs f once per backend, as parallel subtests named after
