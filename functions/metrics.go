@@ -92,7 +92,7 @@ func newMetrics(mp metric.MeterProvider) *metrics {
 		metric.WithDescription("a turn's time up to its stored reply, without the model's"))
 	x.roundTrips, _ = m.Int64Histogram("chat.turn.firestore_round_trips", metric.WithExplicitBucketBoundaries(1, 2, 3, 4, 5, 6, 8, 10, 15, 20),
 		metric.WithDescription("Firestore RPCs a turn made up to its stored reply"))
-	x.swept, _ = m.Int64Counter("retention.sweep.sessions", metric.WithDescription("sessions the sweep soft-deleted or purged"))
+	x.swept, _ = m.Int64Counter("retention.sweep.sessions", metric.WithDescription("sessions the sweep soft-deleted, purged or trimmed"))
 	x.sweptDocs, _ = m.Int64Counter("retention.sweep.documents_deleted", metric.WithDescription("documents the sweep deleted"))
 	x.backlog, _ = m.Int64Gauge("retention.sweep.backlog", metric.WithDescription("sessions due and not done after a run"))
 	return &x
@@ -182,11 +182,13 @@ func (x *metrics) sweep(ctx context.Context, r *retention.Report) {
 	}
 	x.swept.Add(ctx, int64(r.SoftDeleted), metric.WithAttributes(attribute.String("action", "soft_delete")))
 	x.swept.Add(ctx, int64(r.Purged+r.ResumedPurges), metric.WithAttributes(attribute.String("action", "purge")))
-	x.sweptDocs.Add(ctx, int64(r.DocumentsDeleted))
+	x.swept.Add(ctx, int64(r.SessionsTrimmed), metric.WithAttributes(attribute.String("action", "trim")))
+	x.sweptDocs.Add(ctx, int64(r.DocumentsDeleted+r.MessagesDeleted))
 	if r.Backlog != nil {
 		x.backlog.Record(ctx, int64(r.Backlog.ToSoftDelete), metric.WithAttributes(attribute.String("due", "soft_delete")))
 		x.backlog.Record(ctx, int64(r.Backlog.ToPurge), metric.WithAttributes(attribute.String("due", "purge")))
 		x.backlog.Record(ctx, int64(r.Backlog.PurgesPending), metric.WithAttributes(attribute.String("due", "purge_resume")))
+		x.backlog.Record(ctx, int64(r.Backlog.ToTrim), metric.WithAttributes(attribute.String("due", "trim")))
 	}
 }
 

@@ -26,8 +26,9 @@ type TrimRepo interface {
 	HistoriesDue(ctx context.Context, q TrimQuery, after *Cursor, limit int) ([]*sessions.Session, error)
 	// CountHistoriesDue counts them (an aggregation, not a scan).
 	CountHistoriesDue(ctx context.Context, q TrimQuery) (int, error)
-	// FirstMessageAfter returns the seq of the session's first message
-	// written after t; ok is false if there is none.
+	// FirstMessageAfter returns the seq of a message of the session
+	// written after t, the earliest by time (of messages written at the
+	// same moment, any); ok is false if there is none.
 	FirstMessageAfter(ctx context.Context, sessionID string, t time.Time) (seq int, ok bool, err error)
 	// MessageRange returns the session's messages with from <= seq <= to.
 	MessageRange(ctx context.Context, sessionID string, from, to int) ([]history.Message, error)
@@ -203,6 +204,25 @@ func (sw *Sweeper) trimPoint(ctx context.Context, s *sessions.Session, cutoff ti
 	seq, ok, err := sw.Repo.FirstMessageAfter(ctx, s.ID, cutoff)
 	if err != nil || !ok {
 		return s.NextSeq, time.Time{}, err
+	}
+	// Messages stored together share their time, and a store may give any
+	// of them: step back to the first of them.
+	for seq > s.HistoryFrom {
+		msgs, err := sw.Repo.MessageRange(ctx, s.ID, max(s.HistoryFrom, seq-trimScan), seq-1)
+		if err != nil {
+			return 0, time.Time{}, err
+		}
+		i := len(msgs) - 1
+		for i >= 0 && msgs[i].CreatedAt.After(cutoff) {
+			i--
+		}
+		if i >= 0 || len(msgs) == 0 {
+			if i >= 0 {
+				seq = msgs[i].Seq + 1
+			}
+			break
+		}
+		seq = msgs[0].Seq
 	}
 	for {
 		msgs, err := sw.Repo.MessageRange(ctx, s.ID, seq, seq+trimScan-1)

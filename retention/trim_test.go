@@ -17,8 +17,10 @@ type said struct {
 	drafs []history.Draft
 }
 
-func user(text string) history.Draft      { return history.Draft{Role: history.RoleUser, Content: text} }
-func assistant(text string) history.Draft { return history.Draft{Role: history.RoleAssistant, Content: text} }
+func user(text string) history.Draft { return history.Draft{Role: history.RoleUser, Content: text} }
+func assistant(text string) history.Draft {
+	return history.Draft{Role: history.RoleAssistant, Content: text}
+}
 
 // toolExchange is a question answered after one tool call.
 func toolExchange(q string) []history.Draft {

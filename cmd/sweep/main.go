@@ -50,8 +50,11 @@ func main() {
 		for _, a := range report.Planned {
 			fmt.Printf("would %-7s %s (%s since %s, due %s)\n", verb(a.To), a.SessionID, sinceWord(a.From), a.Since.Format(time.RFC3339), a.ExpiresAt.Format(time.RFC3339))
 		}
+		for _, a := range report.PlannedTrims {
+			fmt.Printf("would trim   %s: %d messages older than %s (history from seq %d)\n", a.SessionID, a.Messages, a.Before.Format(time.RFC3339), a.HistoryFrom)
+		}
 	}
-	report.Planned = nil
+	report.Planned, report.PlannedTrims = nil, nil
 	out, _ := json.MarshalIndent(report, "", "  ")
 	fmt.Println(string(out))
 	if err != nil {

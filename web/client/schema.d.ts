@@ -108,7 +108,7 @@ export interface paths {
         delete: operations["deleteSession"];
         options?: never;
         head?: never;
-        /** Change title and/or metadata (any other field is refused) */
+        /** Change title, metadata, context settings, learning and/or message retention (any other field is refused) */
         patch: operations["updateSession"];
         trace?: never;
     };
@@ -603,6 +603,8 @@ export interface components {
             metadata?: components["schemas"]["Metadata"];
             /** @description replaces the 30-day inactivity period for this session */
             retentionDays?: number;
+            /** @description deletes the session's messages once they are this many days old, whole exchanges at a time (the service's RETENTION_MESSAGE_DAYS still applies if shorter) */
+            messageRetentionDays?: number;
             memory?: components["schemas"]["ContextSettings"];
             /** @description nothing is learned from this session for long-term memory */
             noLearning?: boolean;
@@ -701,6 +703,10 @@ export interface components {
             tokenCount: number;
             nextSeq: number;
             retentionDays?: number;
+            /** @description the session's own message retention period, if it has one */
+            messageRetentionDays?: number;
+            /** @description the seq from which its messages are still stored: message retention deleted those before it (0 if it deleted none) */
+            historyFrom: number;
             summary?: string;
             /** Format: date-time */
             summaryUpdatedAt?: string;
@@ -1053,6 +1059,8 @@ export interface operations {
                     metadata?: components["schemas"]["Metadata"];
                     memory?: components["schemas"]["ContextSettings"];
                     noLearning?: boolean;
+                    /** @description deletes the session's messages once they are this many days old (the service's RETENTION_MESSAGE_DAYS still applies if shorter); 0 removes the session's own period */
+                    messageRetentionDays?: number;
                 };
             };
         };
