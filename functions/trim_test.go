@@ -17,7 +17,7 @@ import (
 // sweep deletes a session's month-old exchange and nothing newer; the
 // session says from which seq its history starts and counts what is
 // left; the listing, the context, the next turn, search and the export
-// agree; a session's own period is set at creation or by PATCH (0 removes
+// agree, and a deleted message's branch cannot be shown; a session's own period is set at creation or by PATCH (0 removes
 // it), and bad values are 400s that change nothing.
 func TestMessageRetentionOverHTTP(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
@@ -74,6 +74,7 @@ func TestMessageRetentionOverHTTP(t *testing.T) {
 				t.Errorf("the context still shows a deleted message: %q", m.Content)
 			}
 		}
+		h.do("POST", "/sessions/"+id+"/branch", alice.token, map[string]any{"seq": 1}).want(t, 404) // deleted
 		h.turn(alice.token, map[string]any{"sessionId": id, "message": "And one near Oslo?"})
 		reqs := h.turnRequests()
 		for _, m := range reqs[len(reqs)-1].Messages {

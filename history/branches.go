@@ -106,6 +106,9 @@ func (svc *Service) SwitchBranch(ctx context.Context, userID, sessionID string, 
 	if seq < 0 || seq >= s.NextSeq {
 		return nil, errs.Errorf(errs.EINVALID, "seq must name a message of the session (0 to %d)", s.NextSeq-1)
 	}
+	if seq < s.HistoryFrom {
+		return nil, errs.Errorf(errs.ENOTFOUND, "message %d was deleted by message retention: the session's history starts at %d", seq, s.HistoryFrom)
+	}
 	if err := s.CheckWritable(); err != nil {
 		return nil, err
 	}
