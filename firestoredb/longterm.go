@@ -33,8 +33,13 @@ type memoryUserDoc struct {
 	BlockTokens int                   `firestore:"blockTokens"`
 	BlockCut    bool                  `firestore:"blockCut,omitempty"`
 	VectorModel string                `firestore:"vectorModel,omitempty"`
-	Version     int64                 `firestore:"version"`
-	UpdatedAt   time.Time             `firestore:"updatedAt"`
+	// History is the episodic history (exempt from indexing);
+	// historyDueAt, when it next has something to move, which the daily
+	// roll-up queries.
+	History      longterm.History `firestore:"history"`
+	HistoryDueAt *time.Time       `firestore:"historyDueAt"`
+	Version      int64            `firestore:"version"`
+	UpdatedAt    time.Time        `firestore:"updatedAt"`
 }
 
 type factDoc struct {
@@ -111,7 +116,7 @@ func decodeMemoryUser(snap *firestore.DocumentSnapshot, userID string) (*longter
 	}
 	u := &longterm.User{UserID: userID, Disabled: d.Disabled, Block: d.Block, BlockTokens: d.BlockTokens,
 		BlockCut: d.BlockCut, VectorModel: d.VectorModel, Version: d.Version, UpdatedAt: d.UpdatedAt.UTC(),
-		Profile: longterm.Profile{Work: lp(d.Work), Personal: lp(d.Personal), Focus: lp(d.Focus)}}
+		Profile: longterm.Profile{Work: lp(d.Work), Personal: lp(d.Personal), Focus: lp(d.Focus)}, History: historyUTC(d.History)}
 	for _, f := range d.Facts {
 		u.Facts = append(u.Facts, fromFactDoc(f))
 	}
@@ -181,7 +186,8 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 		}
 		d := memoryUserDoc{UserID: userID, Disabled: u.Disabled, Work: u.Profile.Work, Personal: u.Profile.Personal,
 			Focus: u.Profile.Focus, Block: u.Block, BlockTokens: u.BlockTokens, BlockCut: u.BlockCut, VectorModel: u.VectorModel,
-			Version: version + 1, UpdatedAt: u.UpdatedAt, Facts: make([]factDoc, 0, len(u.Facts))}
+			Version: version + 1, UpdatedAt: u.UpdatedAt, Facts: make([]factDoc, 0, len(u.Facts)),
+			History: u.History, HistoryDueAt: orNull(u.History.DueAt(u.UpdatedAt))}
 		for _, f := range u.Facts {
 			fd := toFactDoc(userID, f)
 			fd.Vec = packVector(f.Vector)

@@ -45,6 +45,7 @@ type Store interface {
 	retention.Repo
 	retention.PrivacyRepo
 	longterm.Repo
+	longterm.RollUpRepo
 	recall.BackfillStore
 	history.FeedbackRepo
 	Ping(ctx context.Context) error
@@ -71,6 +72,7 @@ type App struct {
 	handler  http.Handler
 	metrics  *metrics
 	prefixes []string // the top-level paths of the routes (see APIPrefixes)
+	rollUps  bool     // the daily sweep rolls histories forward (long-term memory is on)
 }
 
 // Deps are the parts an App is built from; Open builds them from a Config,
@@ -133,7 +135,8 @@ func NewApp(cfg Config, d Deps) *App {
 		Log:                 d.Log,
 	}
 	lt := &longterm.Service{Repo: d.Store, Sessions: d.Store, Messages: d.Store, Model: llm.Completer{Model: background},
-		Tokens: d.Tokens, Embedder: d.Embedder, Settings: longterm.DefaultSettings(), Now: d.Now, Log: d.Log}
+		Tokens: d.Tokens, Embedder: d.Embedder, Settings: cfg.MemorySettings(), Now: d.Now, Log: d.Log,
+		Rolls: d.Store, HistoryModel: cfg.ChatModel}
 	if cfg.LongTermMemory {
 		cs.Memory = lt
 	}
@@ -155,6 +158,7 @@ func NewApp(cfg Config, d Deps) *App {
 	a := &App{
 		Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Sweeper: sw, Privacy: pv, Auth: d.Auth, Store: d.Store, Log: d.Log,
 		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes, ReadTimeout: cfg.ReadTimeout, metrics: mx,
+		rollUps: cfg.LongTermMemory,
 	}
 	if cfg.AppCheck != "" && cfg.AppCheck != AppCheckOff {
 		a.AppCheck = &AppCheck{Mode: cfg.AppCheck, Client: d.AppCheck, AppIDs: cfg.AppCheckAppIDs}
@@ -289,11 +293,36 @@ func Sweep(ctx context.Context, _ event.Event) error {
 // Sweep runs the retention sweep (see retention.Sweeper.Run) and records
 // its progress and backlog as metrics (a dry run records nothing).
 func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
+	start := time.Now()
 	report, err := a.Sweeper.Run(ctx, dry)
 	if report != nil && !dry {
 		a.metrics.sweep(ctx, report)
 	}
+	if !dry && a.rollUps {
+		left := a.Sweeper.Budget - time.Since(start)
+		a.RollUpHistories(ctx, left)
+	}
 	return report, err
+}
+
+// RollUpHistories rolls users' episodic histories forward (see
+// longterm.Service.RollUpDue) within budget (0: none), charging each
+// user's day with the tokens their roll-up spent, and logs what it did.
+func (a *App) RollUpHistories(ctx context.Context, budget time.Duration) longterm.RollUpReport {
+	start := time.Now()
+	out := func() bool { return ctx.Err() != nil || (budget > 0 && time.Since(start) >= budget-budget/10) }
+	r, err := a.Memory.RollUpDue(ctx, func(ctx context.Context, userID string) error {
+		ctx, meter := chat.WithMeter(ctx)
+		defer func() { a.Chat.Spend(ctx, userID, meter.Tokens()) }()
+		return a.Memory.RollUp(ctx, userID)
+	}, out)
+	attrs := []any{"users", r.Users, "failed", r.Failed, "complete", r.Complete, "durationMs", time.Since(start).Milliseconds()}
+	if err != nil {
+		a.Log.ErrorContext(ctx, "history roll-up failed", append(attrs, "error", err.Error())...)
+	} else {
+		a.Log.InfoContext(ctx, "history roll-up", attrs...)
+	}
+	return r
 }
 
 // finder is recall as a turn asks for it.

@@ -9,6 +9,7 @@ import (
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -44,6 +45,7 @@ type Config struct {
 	MessageDays         int           // RETENTION_MESSAGE_DAYS: messages older than this are deleted; 0 (default) keeps them
 	SweepBudget         time.Duration
 	LongTermMemory      bool         // LONG_TERM_MEMORY: on (default) or off
+	HistoryShare        int          // MEMORY_HISTORY_SHARE: percent of the memory block the episodic history may take (30)
 	Embeddings          bool         // EMBEDDINGS: on (default) or off: exchanges embedded for search
 	EmbeddingModel      string       // EMBEDDING_MODEL
 	EmbeddingDimensions int          // EMBEDDING_DIMENSIONS: 1 to 2048
@@ -144,6 +146,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		MessageDays:         num("RETENTION_MESSAGE_DAYS", 0, 0, sessions.MaxRetentionDays),
 		SweepBudget:         time.Duration(num("SWEEP_BUDGET_SECONDS", 480, 10, day)) * time.Second,
 		LongTermMemory:      onOff("LONG_TERM_MEMORY", true),
+		HistoryShare:        num("MEMORY_HISTORY_SHARE", 30, 0, 100),
 		Embeddings:          onOff("EMBEDDINGS", true),
 		EmbeddingModel:      str("EMBEDDING_MODEL", llm.DefaultEmbeddingModel),
 		EmbeddingDimensions: num("EMBEDDING_DIMENSIONS", llm.DefaultEmbeddingDimensions, 1, recall.MaxDimensions),
@@ -233,6 +236,14 @@ func (c Config) Policy() sessions.Policy {
 	}
 	p.Messages = time.Duration(c.MessageDays) * sessions.Day
 	return p
+}
+
+// MemorySettings are long-term memory's settings: the defaults, with the
+// history's share of the block as configured.
+func (c Config) MemorySettings() longterm.Settings {
+	s := longterm.DefaultSettings()
+	s.HistoryShare = float64(c.HistoryShare) / 100
+	return s
 }
 
 // DefaultContext is the context settings of new sessions that choose none.

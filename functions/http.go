@@ -50,6 +50,7 @@ func (a *App) Handler() http.Handler {
 	authed("PATCH /memory", a.setMemory)
 	authed("DELETE /memory", a.forgetAll)
 	authed("PATCH /memory/profile", a.patchProfile)
+	authed("PATCH /memory/history", a.patchHistory)
 	authed("DELETE /memory/facts/{id}", a.forgetFact)
 	authed("POST /sessions/{id}/messages", a.appendMessages)
 	authed("POST /sessions/{id}/replies/{replyId}/stop", a.stopReply)

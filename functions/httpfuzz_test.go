@@ -106,6 +106,7 @@ func TestHTTPFuzz(t *testing.T) {
 		{"GET", "/memory", nil},
 		{"PATCH", "/memory", map[string]any{"enabled": true}},
 		{"PATCH", "/memory/profile", map[string]any{"work": "w", "personal": "p", "focus": "f"}},
+		{"PATCH", "/memory/history", map[string]any{"recent": "r", "months": "m", "earlier": "e"}},
 		{"DELETE", "/memory/facts/{id}", nil},
 		{"DELETE", "/memory", nil},
 		{"GET", "/healthz", nil},

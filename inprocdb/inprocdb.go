@@ -33,7 +33,9 @@ type DB struct {
 	facts    map[string]map[string]longterm.Fact   // superseded, by user, then id
 	recall   map[string]map[string]recall.Exchange // session → reply id → its exchange
 	draftSeq int64
-	backlog  struct {
+	// rollUpMark is when the last complete roll-up of histories started.
+	rollUpMark time.Time
+	backlog    struct {
 		n  int
 		at time.Time
 		ok bool

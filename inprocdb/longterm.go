@@ -16,6 +16,7 @@ func (db *DB) GetUser(_ context.Context, userID string) (*longterm.User, error) 
 		return &longterm.User{UserID: userID}, nil
 	}
 	u.Facts = append([]longterm.Fact(nil), u.Facts...)
+	u.History = u.History.Clone()
 	return &u, nil
 }
 
@@ -53,6 +54,7 @@ func (db *DB) SaveMemory(_ context.Context, userID string, version int64, u *lon
 	saved := *u
 	saved.UserID, saved.Version = userID, version+1
 	saved.Facts = append([]longterm.Fact(nil), u.Facts...)
+	saved.History = u.History.Clone()
 	db.users[userID] = saved
 	return nil
 }

@@ -141,6 +141,8 @@ type User struct {
 	Disabled bool    `json:"disabled"`
 	Profile  Profile `json:"profile"`
 	Facts    []Fact  `json:"-"` // live
+	// History is what the user did over time (see History).
+	History History `json:"-"`
 
 	Block       string `json:"-"`
 	BlockTokens int    `json:"blockTokens"`
@@ -163,11 +165,14 @@ type Settings struct {
 	Similar      float64 // similarity from which a fact is a candidate duplicate or contradiction (0.5)
 	MaxContent   int     // characters of one fact (300)
 	Merge        float64 // cosine similarity from which a new fact is merged into a known one (0.9)
+	// HistoryShare is the share of BlockTokens the episodic history may
+	// take in the block, before facts (0.3; 0 shows no history).
+	HistoryShare float64
 }
 
 // DefaultSettings are the documented defaults.
 func DefaultSettings() Settings {
-	return Settings{Threshold: 0.7, MaxFacts: 100, DecayPerWeek: 0.01, BlockTokens: 2000, EveryK: 6, Similar: 0.5, MaxContent: 300, Merge: 0.9}
+	return Settings{Threshold: 0.7, MaxFacts: 100, DecayPerWeek: 0.01, BlockTokens: 2000, EveryK: 6, Similar: 0.5, MaxContent: 300, Merge: 0.9, HistoryShare: 0.3}
 }
 
 // words is the set of content words of s, for similarity.
@@ -249,13 +254,15 @@ func buildBlock(u *User, facts []Fact, s Settings, tok TokenCounter) (text strin
 			lines = append(lines, "- "+pf.label+": "+t)
 		}
 	}
+	count := func(text string) int { return blockTokens(tok, text) }
+	lines = append(lines, historyLines(&u.History, int(float64(s.BlockTokens)*s.HistoryShare), count)...)
 	for _, f := range facts {
 		lines = append(lines, "- "+f.Content)
 	}
 	if len(lines) == 0 {
 		return "", 0, false
 	}
-	text, tokens, kept := fitLines(prompts.MemoryHeader, lines, s.BlockTokens, func(text string) int { return blockTokens(tok, text) })
+	text, tokens, kept := fitLines(prompts.MemoryHeader, lines, s.BlockTokens, count)
 	return text, tokens, kept < len(lines)
 }
 
@@ -300,6 +307,22 @@ func fitLines(header string, lines []string, limit int, count func(string) int) 
 		return header, n, 0
 	}
 	return text(k), counts[k], k
+}
+
+// historyLines are the tiers of h that fit within limit tokens, newest
+// tier first, one line each.
+func historyLines(h *History, limit int, count func(string) int) []string {
+	var lines []string
+	for i, t := range []Tier{h.Recent, h.Months, h.Earlier} {
+		if text := strings.TrimSpace(t.Text); text != "" {
+			lines = append(lines, "- "+prompts.HistoryLabels[i]+": "+text)
+		}
+	}
+	if len(lines) == 0 || limit <= 0 {
+		return nil
+	}
+	_, _, kept := fitLines("", lines, limit, count)
+	return lines[:kept]
 }
 
 func clip(s string, n int) string {

@@ -3,6 +3,7 @@ package longterm
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/ids"
@@ -11,10 +12,33 @@ import (
 
 // View is what a user sees of their memory.
 type View struct {
-	Enabled     bool       `json:"enabled"`
-	Profile     Profile    `json:"profile"`
-	Facts       []FactView `json:"facts"`
-	BlockTokens int        `json:"blockTokens"`
+	Enabled     bool        `json:"enabled"`
+	Profile     Profile     `json:"profile"`
+	History     HistoryView `json:"history"`
+	Facts       []FactView  `json:"facts"`
+	BlockTokens int         `json:"blockTokens"`
+}
+
+// HistoryView is the episodic history's tiers as the user sees them.
+type HistoryView struct {
+	Recent     Tier       `json:"recent"`
+	Months     Tier       `json:"months"`
+	Earlier    Tier       `json:"earlier"`
+	RolledUpAt *time.Time `json:"rolledUpAt"`
+}
+
+func viewOf(h *History) HistoryView {
+	v := HistoryView{Recent: h.Recent, Months: h.Months, Earlier: h.Earlier}
+	for _, t := range []*Tier{&v.Recent, &v.Months, &v.Earlier} {
+		if t.Sessions == nil {
+			t.Sessions = []string{}
+		}
+	}
+	if !h.RolledUpAt.IsZero() {
+		at := h.RolledUpAt
+		v.RolledUpAt = &at
+	}
+	return v
 }
 
 // FactView is a live fact with its confidence as it stands now.
@@ -30,7 +54,7 @@ func (svc *Service) Get(ctx context.Context, userID string) (*View, error) {
 		return nil, err
 	}
 	now := svc.now()
-	v := &View{Enabled: !u.Disabled, Profile: u.Profile, BlockTokens: u.BlockTokens, Facts: []FactView{}}
+	v := &View{Enabled: !u.Disabled, Profile: u.Profile, History: viewOf(&u.History), BlockTokens: u.BlockTokens, Facts: []FactView{}}
 	for _, f := range byEffective(u.Facts, now, svc.Settings.DecayPerWeek) {
 		v.Facts = append(v.Facts, FactView{Fact: f, Effective: f.Effective(now, svc.Settings.DecayPerWeek)})
 	}
@@ -171,6 +195,10 @@ func (svc *Service) ForgetSession(ctx context.Context, userID, sessionID string)
 				changed = true
 			}
 		}
+		if u.History.forget(sessionID) {
+			u.History.render(svc.now()) // month notes and the background are made again by the next roll-up
+			changed = true
+		}
 		if !changed {
 			return c, errUnchanged
 		}
@@ -206,7 +234,7 @@ func (svc *Service) ExportUser(ctx context.Context, userID string) (any, error) 
 	if err != nil {
 		return nil, err
 	}
-	out := map[string]any{"enabled": !u.Disabled, "profile": u.Profile, "facts": append(append([]Fact{}, u.Facts...), old...)}
+	out := map[string]any{"enabled": !u.Disabled, "profile": u.Profile, "history": u.History, "facts": append(append([]Fact{}, u.Facts...), old...)}
 	embedded := 0
 	for _, f := range u.Facts {
 		if len(f.Vector) > 0 {
@@ -223,4 +251,61 @@ func (svc *Service) ExportUser(ctx context.Context, userID string) (any, error) 
 // EraseUser deletes the user's memory.
 func (svc *Service) EraseUser(ctx context.Context, userID string) (int, error) {
 	return svc.Repo.EraseMemory(ctx, userID)
+}
+
+// HistoryPatch changes tiers of the episodic history; nil leaves a tier
+// as it is. Text is the user's own words, which roll-ups then leave alone;
+// "" forgets the tier: its text and what it was made from.
+type HistoryPatch struct {
+	Recent  *string `json:"recent,omitempty"`
+	Months  *string `json:"months,omitempty"`
+	Earlier *string `json:"earlier,omitempty"`
+}
+
+// UnmarshalJSON rejects unknown keys.
+func (p *HistoryPatch) UnmarshalJSON(data []byte) error {
+	type plain HistoryPatch // without this method
+	return strictjson.Decode(data, (*plain)(p))
+}
+
+// UpdateHistory lets the user write or forget tiers of their history.
+func (svc *Service) UpdateHistory(ctx context.Context, userID string, p HistoryPatch) (*View, error) {
+	if p.Recent == nil && p.Months == nil && p.Earlier == nil {
+		return nil, errs.Errorf(errs.EINVALID, "nothing to update: give recent, months and/or earlier")
+	}
+	limits := []int{maxRecentText, maxMonthsText, MaxEarlierText}
+	for i, v := range []*string{p.Recent, p.Months, p.Earlier} {
+		if v != nil && len([]rune(*v)) > limits[i] {
+			return nil, errs.Errorf(errs.EINVALID, "recent, months and earlier have at most %d, %d and %d characters", limits[0], limits[1], limits[2])
+		}
+	}
+	now := svc.now()
+	err := svc.change(ctx, userID, func(u *User) (Change, error) {
+		h := u.History.Clone()
+		for _, upd := range []struct {
+			v      *string
+			t      *Tier
+			forget func()
+		}{
+			{p.Recent, &h.Recent, func() { h.Episodes = nil }},
+			{p.Months, &h.Months, func() { h.Notes = nil }},
+			{p.Earlier, &h.Earlier, func() { h.Background, h.EarlierStale = nil, false }},
+		} {
+			switch {
+			case upd.v == nil:
+			case clip(*upd.v, 1<<20) == "":
+				upd.forget()
+				*upd.t = Tier{}
+			default: // the user's own words: no session is their source
+				*upd.t = Tier{Text: clip(*upd.v, 1<<20), UpdatedAt: &now, Edited: true}
+			}
+		}
+		h.render(now)
+		u.History = h
+		return Change{}, nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return svc.Get(ctx, userID)
 }

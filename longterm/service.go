@@ -73,6 +73,10 @@ type Service struct {
 	Settings Settings
 	Now      func() time.Time
 	Log      *slog.Logger
+	// Rolls is what the history's roll-up reads; HistoryModel the model
+	// that writes its notes.
+	Rolls        RollUpRepo
+	HistoryModel string
 }
 
 func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }

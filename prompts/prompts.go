@@ -1,6 +1,6 @@
 // Package prompts holds every text the backend writes to a model on its
-// own behalf: the instructions of the summary, title, extraction and
-// resolution requests, how their inputs are laid out, and the headers of
+// own behalf: the instructions of the summary, title, extraction,
+// resolution and episodic history requests, how their inputs are laid out, and the headers of
 // the system messages that carry a summary and the user's long-term memory
 // into a turn. The operator's system prompt is configuration, not here.
 //
@@ -15,8 +15,10 @@ import (
 	"strings"
 )
 
-// Version names the prompts below as a set.
-const Version = "1"
+// Version names the prompts below as a set. Version 2 added the episodic
+// history's MonthNote and Background requests (history.go); version 1's
+// prompts are unchanged in it.
+const Version = "2"
 
 // Summary asks for a running summary that also covers new messages.
 const Summary = "You maintain the running summary of a conversation between a user and an assistant. " +

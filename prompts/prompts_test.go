@@ -17,6 +17,7 @@ var update = flag.Bool("update", false, "rewrite testdata/prompts.golden")
 // new row here (the old rows stay, as the record of what was sent when).
 var pinned = map[string]string{
 	"1": "0fff0eeb1e24c1d638670aeb71d53413282421b7decf073821e2a900f1631702",
+	"2": "4972ef0728e798f7630b3bde7231b8c5493f4679eae4a6859047fdf1d23f1b40",
 }
 
 // render is every prompt, and every request layout over sample inputs.
@@ -47,6 +48,16 @@ func render() string {
 		{Text: "The user is vegan.", Similar: []Known{{"f1", "The user is vegetarian."}}},
 		{Text: "The user lives in Porto."},
 	}))
+	section("MonthNote", MonthNote)
+	section("Background", Background)
+	section("MonthNoteRequest", MonthNoteRequest("2026-09", []Episode{
+		{Date: "2026-09-14", Title: "RAG pipeline  for invoices", Summary: "Chose a PDF parser;\nchunking by page."},
+		{Date: "2026-09-02", Title: "Lisbon trip"},
+	}))
+	section("BackgroundRequest", BackgroundRequest([][2]string{{"2026-03", "Worked on a RAG pipeline."}, {"2026-02", "Planned a trip to Lisbon."}}))
+	for i, l := range HistoryLabels {
+		section("HistoryLabels "+string(rune('0'+i)), l)
+	}
 	return b.String()
 }
 

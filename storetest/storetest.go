@@ -33,6 +33,7 @@ type Backend interface {
 	chat.UsageRepo
 	chat.UsageStore
 	longterm.Repo
+	longterm.RollUpRepo
 	retention.Repo
 	retention.PrivacyRepo
 	recall.Store
@@ -156,6 +157,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("RecallBackfill", func(t *testing.T) { testRecallBackfill(t, env(t)) })
 	t.Run("Feedback", func(t *testing.T) { testFeedback(t, env(t)) })
 	t.Run("TrimRepo", func(t *testing.T) { testTrimRepo(t, env(t)) })
+	t.Run("RollUpRepo", func(t *testing.T) { testRollUpRepo(t, env(t)) })
 }
 
 // EachBackend runs f once per backend, as parallel subtests named after

@@ -146,6 +146,14 @@ export class ChatMemoryClient {
   forgetFact(id: string) {
     return this.ok(this.api.DELETE("/memory/facts/{id}", { params: { path: { id } } }));
   }
+  /** Writes parts of the profile ("" clears a part). */
+  updateProfile(patch: { work?: string; personal?: string; focus?: string }) {
+    return this.ok(this.api.PATCH("/memory/profile", { body: patch }));
+  }
+  /** Writes tiers of the episodic history in the user's own words, or forgets them with "". */
+  updateHistory(patch: { recent?: string; months?: string; earlier?: string }) {
+    return this.ok(this.api.PATCH("/memory/history", { body: patch }));
+  }
   /** Everything the user owns, as one JSON document. */
   exportAccount(signal?: AbortSignal) {
     return this.ok(this.api.GET("/account/export", { parseAs: "blob", signal }));

@@ -504,6 +504,28 @@ export interface paths {
         patch: operations["patchProfile"];
         trace?: never;
     };
+    "/memory/history": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        /**
+         * Write or forget tiers of the episodic history
+         * @description A tier given text holds the user's own words from then on (roll-ups
+         *     leave it alone); a tier given "" is forgotten with what it was made
+         *     from, and later roll-ups build it again only from later sessions.
+         */
+        patch: operations["patchHistory"];
+        trace?: never;
+    };
     "/memory/facts/{id}": {
         parameters: {
             query?: never;
@@ -527,9 +549,36 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        HistoryTier: {
+            text: string;
+            /** Format: date-time */
+            updatedAt: string | null;
+            /** @description the user wrote it; roll-ups leave it as it is */
+            edited: boolean;
+            /** @description the sessions it was made from */
+            sessions: string[];
+        };
         MemoryView: {
             enabled: boolean;
             blockTokens: number;
+            /**
+             * @description The episodic history: what the user did over time, in three tiers
+             *     made from sessions' titles and summaries by the daily roll-up (the
+             *     last 30 days as lines, 1 to 6 months ago as one note a month,
+             *     earlier as background), shown to the model within its share of
+             *     the memory block. Each tier names the sessions it was made from;
+             *     a purged session's contribution leaves it.
+             */
+            history: {
+                recent: components["schemas"]["HistoryTier"];
+                months: components["schemas"]["HistoryTier"];
+                earlier: components["schemas"]["HistoryTier"];
+                /**
+                 * Format: date-time
+                 * @description the last roll-up that changed it
+                 */
+                rolledUpAt: string | null;
+            };
             profile: {
                 work: components["schemas"]["ProfileField"];
                 personal: components["schemas"]["ProfileField"];
@@ -1661,6 +1710,36 @@ export interface operations {
                     work?: string;
                     personal?: string;
                     focus?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The long-term memory */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["MemoryView"];
+                };
+            };
+            400: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    patchHistory: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    recent?: string;
+                    months?: string;
+                    earlier?: string;
                 };
             };
         };

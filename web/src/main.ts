@@ -394,6 +394,27 @@ async function loadMemory(view?: MemoryView) {
     .filter((k) => m.profile?.[k]?.text)
     .map((k) => el("li", {}, `${k}: ${m.profile[k]!.text}`));
   $("profile").replaceChildren(...(profile.length ? profile : [el("li", { className: "none" }, "Nothing yet.")]));
+  const tiers = [["recent", "Last 30 days"], ["months", "1 to 6 months ago"], ["earlier", "Earlier"]] as const;
+  const history = tiers.filter(([k]) => m.history?.[k]?.text).map(([k, label]) => {
+    const tier = m.history[k];
+    const li = el("li", {}, `${label}: ${tier.text}`);
+    li.dataset.tier = k;
+    const edit = el("button", { className: "quiet", type: "button" }, "Edit");
+    edit.addEventListener("click", async () => {
+      const text = prompt(`${label}, in your own words (the daily roll-up then leaves it as you wrote it):`, tier.text);
+      if (text === null || text.trim() === "") return;
+      clearError();
+      try { await loadMemory(await api.updateHistory({ [k]: text })); } catch (e) { showError(e); }
+    });
+    const forget = el("button", { className: "quiet", type: "button" }, "Forget");
+    forget.addEventListener("click", async () => {
+      clearError();
+      try { await loadMemory(await api.updateHistory({ [k]: "" })); } catch (e) { showError(e); }
+    });
+    li.append(" ", edit, " ", forget);
+    return li;
+  });
+  $("history").replaceChildren(...(history.length ? history : [el("li", { className: "none" }, "Nothing yet: the daily roll-up writes it from your chats.")]));
   const facts = (m.facts ?? []).map((f) => {
     const li = el("li", {}, f.content);
     li.dataset.id = f.id;

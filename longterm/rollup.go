@@ -1,0 +1,321 @@
+package longterm
+
+import (
+	"context"
+	"errors"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/prompts"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// RollUpRepo is what the history's roll-up reads besides the memory
+// document.
+type RollUpRepo interface {
+	// ListSessions lists a user's sessions of one status, most recently
+	// updated first (as sessions.Repo does).
+	ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sessions.Session, error)
+	// UsersActiveSince returns up to limit ids of users with a session
+	// updated after since, with the cursor of the next page (nil on the
+	// last); an id may come more than once.
+	UsersActiveSince(ctx context.Context, since time.Time, after *sessions.Cursor, limit int) ([]string, *sessions.Cursor, error)
+	// HistoriesToRoll returns up to limit ids of users whose history has
+	// something to move at now (History.DueAt), with the cursor of the
+	// next page (nil on the last).
+	HistoriesToRoll(ctx context.Context, now time.Time, after *sessions.Cursor, limit int) ([]string, *sessions.Cursor, error)
+	// RollUpMark is when the last complete daily roll-up started (zero if
+	// none did); SetRollUpMark records it.
+	RollUpMark(ctx context.Context) (time.Time, error)
+	SetRollUpMark(ctx context.Context, t time.Time) error
+}
+
+// backfill is how far back a user's first roll-up looks.
+const backfill = (monthsKept + 1) * 31 * 24 * time.Hour
+
+// sessionsPage is how many sessions a roll-up lists at once.
+const sessionsPage = 100
+
+// RollUp brings userID's history up to now: the sessions active since the
+// last roll-up become (or refresh) episodes, what has grown older moves
+// tier, and the texts of what changed are made again (month notes and the
+// background by the model, the recent tier and the month list as plain
+// lines). It is idempotent: a second roll-up at the same moment finds
+// nothing to do and writes nothing. It saves, like every change of
+// memory, only if nothing changed meanwhile and every session it learned
+// from is still there: a session purged meanwhile (or a user erased) is
+// never written back; it then starts again from what is stored.
+func (svc *Service) RollUp(ctx context.Context, userID string) error {
+	for attempt := 0; ; attempt++ {
+		err := svc.rollUp(ctx, userID, svc.Rolls)
+		if (errs.CodeOf(err) != errs.ECONFLICT && !errors.Is(err, ErrSourceGone)) || attempt == 2 {
+			if errors.Is(err, errUnchanged) {
+				return nil
+			}
+			return err
+		}
+	}
+}
+
+func (svc *Service) rollUp(ctx context.Context, userID string, rolls RollUpRepo) error {
+	now := svc.now()
+	u, err := svc.Repo.GetUser(ctx, userID)
+	if err != nil {
+		return err
+	}
+	if u.Disabled {
+		return errUnchanged // nothing is learned while memory is off
+	}
+	h := u.History.Clone()
+	since := h.RolledUpAt
+	if since.IsZero() {
+		since = now.Add(-backfill)
+	}
+	var sources []string
+	for _, st := range []sessions.Status{sessions.StatusActive, sessions.StatusArchived} {
+		seen, err := svc.activeSince(ctx, rolls, userID, st, since)
+		if err != nil {
+			return err
+		}
+		for _, s := range seen {
+			if s.NoLearning || s.MessageCount == 0 || s.LastActivityAt.Before(now.Add(-backfill)) {
+				continue
+			}
+			h.see(Episode{SessionID: s.ID, Title: clip(s.Title, maxTitle), Summary: clip(s.Summary, maxEpisodeText), At: s.LastActivityAt})
+			sources = append(sources, s.ID)
+		}
+	}
+	moved := h.ageOut(now)
+	if len(sources) == 0 && !moved && !h.stale() {
+		return errUnchanged
+	}
+	if err := svc.writeTiers(ctx, &h, now); err != nil {
+		return err
+	}
+	h.RolledUpAt, h.Prompts = now, prompts.Version
+	u.History = h
+	return svc.save(ctx, u, Change{Sources: sources})
+}
+
+// activeSince lists the user's sessions of status st updated after since.
+func (svc *Service) activeSince(ctx context.Context, rolls RollUpRepo, userID string, st sessions.Status, since time.Time) ([]*sessions.Session, error) {
+	var out []*sessions.Session
+	q := sessions.ListQuery{UserID: userID, Status: st, Limit: sessionsPage}
+	for {
+		page, err := rolls.ListSessions(ctx, q)
+		if err != nil {
+			return nil, err
+		}
+		for _, s := range page {
+			if !s.UpdatedAt.After(since) {
+				return out, nil
+			}
+			out = append(out, s)
+		}
+		if len(page) < sessionsPage {
+			return out, nil
+		}
+		last := page[len(page)-1]
+		q.After = &sessions.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}
+	}
+}
+
+// stale reports texts to be made again.
+func (h *History) stale() bool {
+	if h.EarlierStale {
+		return true
+	}
+	for _, n := range h.Notes {
+		if n.Stale {
+			return true
+		}
+	}
+	return false
+}
+
+// writeTiers makes again the texts of what changed: stale month notes and
+// the background with the model, the recent tier and the month list as
+// lines. A tier the user wrote stays as it is.
+func (svc *Service) writeTiers(ctx context.Context, h *History, now time.Time) error {
+	model := svc.HistoryModel
+	for i := range h.Notes {
+		n := &h.Notes[i]
+		n.Sessions = episodeIDs(n.Episodes)
+		if !n.Stale {
+			continue
+		}
+		if len(n.Episodes) == 0 {
+			n.Text, n.Stale = "", false
+			continue
+		}
+		var eps []prompts.Episode
+		for _, e := range n.Episodes {
+			eps = append(eps, prompts.Episode{Date: e.At.Format("2006-01-02"), Title: e.Title, Summary: e.Summary})
+		}
+		text, err := svc.Model.Complete(ctx, model, prompts.MonthNote, prompts.MonthNoteRequest(n.Month, eps))
+		if err != nil {
+			return err
+		}
+		n.Text, n.Stale = clip(oneLine(text), MaxNoteText), false
+	}
+	h.Notes = slices.DeleteFunc(h.Notes, func(n MonthNote) bool { return len(n.Episodes) == 0 && n.Text == "" })
+	if h.EarlierStale && !h.Earlier.Edited {
+		var notes [][2]string
+		var ids []string
+		for _, n := range h.Background {
+			notes = append(notes, [2]string{n.Month, n.Text})
+			ids = append(ids, n.Sessions...)
+		}
+		text := ""
+		if len(notes) > 0 {
+			out, err := svc.Model.Complete(ctx, model, prompts.Background, prompts.BackgroundRequest(notes))
+			if err != nil {
+				return err
+			}
+			text = clip(out, MaxEarlierText)
+		}
+		h.Earlier = Tier{Text: text, UpdatedAt: &now, Sessions: uniq(ids)}
+	}
+	h.EarlierStale = false
+	h.render(now)
+	return nil
+}
+
+// render makes the recent tier and the month list from what h holds, as
+// plain lines (no model): what a forgotten session leaves is shown at once.
+func (h *History) render(now time.Time) {
+	if !h.Recent.Edited {
+		var lines []string
+		for _, e := range h.Episodes {
+			line := e.At.Format("Jan 2") + ": " + e.Title
+			if e.Summary != "" {
+				line += " (" + clip(e.Summary, 120) + ")"
+			}
+			lines = append(lines, line)
+		}
+		h.Recent = Tier{Text: joinWithin(lines, maxRecentText), UpdatedAt: &now, Sessions: episodeIDs(h.Episodes)}
+	}
+	if !h.Months.Edited {
+		var lines, ids []string
+		for _, n := range h.Notes {
+			if n.Text != "" {
+				month, _ := time.Parse("2006-01", n.Month)
+				lines = append(lines, month.Format("Jan 2006")+": "+n.Text)
+				ids = append(ids, n.Sessions...)
+			}
+		}
+		h.Months = Tier{Text: joinWithin(lines, maxMonthsText), UpdatedAt: &now, Sessions: uniq(ids)}
+	}
+}
+
+// joinWithin joins the first lines that fit within n characters with "; ".
+func joinWithin(lines []string, n int) string {
+	out := ""
+	for _, l := range lines {
+		next := l
+		if out != "" {
+			next = out + "; " + l
+		}
+		if len([]rune(next)) > n {
+			break
+		}
+		out = next
+	}
+	return out
+}
+
+func episodeIDs(eps []Episode) []string {
+	ids := make([]string, 0, len(eps))
+	for _, e := range eps {
+		ids = append(ids, e.SessionID)
+	}
+	return ids
+}
+
+func uniq(ids []string) []string {
+	slices.Sort(ids)
+	return slices.Compact(ids)
+}
+
+func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
+
+// RollUpReport is what one daily roll-up of histories did.
+type RollUpReport struct {
+	Users    int  `json:"users"`  // users whose history was looked at
+	Failed   int  `json:"failed"` // of them, those left to the next run
+	Complete bool `json:"complete"`
+}
+
+// usersPage is how many users a roll-up lists at once.
+const usersPage = 500
+
+// RollUpDue rolls up, with run (which calls RollUp, charging the model's
+// tokens as the caller does), the history of every user with session
+// activity since the last complete run began, and of every user whose
+// history has something to move now. A user whose roll-up fails is
+// logged and left to the next run; a run that out cuts short is not
+// complete, and the next looks again from the same moment. Roll-ups are
+// idempotent, so a user seen twice costs a read, not a second note.
+func (svc *Service) RollUpDue(ctx context.Context, run func(ctx context.Context, userID string) error, out func() bool) (RollUpReport, error) {
+	var r RollUpReport
+	now := svc.now()
+	since, err := svc.Rolls.RollUpMark(ctx)
+	if err != nil {
+		return r, err
+	}
+	if since.IsZero() {
+		since = now.Add(-backfill)
+	}
+	done := map[string]bool{}
+	roll := func(ids []string) bool {
+		for _, id := range ids {
+			if done[id] {
+				continue
+			}
+			if out() {
+				return false
+			}
+			done[id] = true
+			r.Users++
+			if err := run(ctx, id); err != nil {
+				r.Failed++
+				if svc.Log != nil {
+					svc.Log.WarnContext(ctx, "history roll-up failed; the next run tries again", "code", string(errs.CodeOf(err)))
+				}
+			}
+		}
+		return true
+	}
+	lists := []func(*sessions.Cursor) ([]string, *sessions.Cursor, error){
+		func(c *sessions.Cursor) ([]string, *sessions.Cursor, error) {
+			return svc.Rolls.UsersActiveSince(ctx, since, c, usersPage)
+		},
+		func(c *sessions.Cursor) ([]string, *sessions.Cursor, error) {
+			return svc.Rolls.HistoriesToRoll(ctx, now, c, usersPage)
+		},
+	}
+	for _, list := range lists {
+		for cursor := (*sessions.Cursor)(nil); ; {
+			ids, next, err := list(cursor)
+			if err != nil {
+				return r, err
+			}
+			if !roll(ids) {
+				return r, nil
+			}
+			if next == nil {
+				break
+			}
+			cursor = next
+		}
+	}
+	if r.Failed == 0 {
+		if err := svc.Rolls.SetRollUpMark(ctx, now); err != nil {
+			return r, err
+		}
+	}
+	r.Complete = true
+	return r, nil
+}
