@@ -308,6 +308,7 @@ test("replies render as Markdown without running HTML; the memory panel shows, f
   }
   assert.equal(await page.textContent("#facts li[data-id]"), "The user lives in Oslo. Forget");
   assert.match(await page.textContent("#profile"), /personal: Lives in Oslo\./);
+  assert.match(await page.textContent("#history"), /the daily roll-up writes it/, "the history section, empty until a roll-up");
   assert.ok(await page.isChecked("#memory-enabled"));
   await page.screenshot({ path: join(shots, "memory.png") });
 
