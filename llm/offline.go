@@ -39,6 +39,8 @@ func (Offline) Generate(ctx context.Context, req chat.Request, onDelta func(stri
 			return offlineReply(`{"profile":null,"facts":[]}`), nil
 		case prompts.Resolve:
 			return offlineReply(`{"decisions":[]}`), nil
+		case prompts.MonthNote, prompts.Background:
+			return offlineReply(offlineHistory(in)), nil
 		}
 	}
 	last := ""
@@ -89,6 +91,25 @@ func offlineTitle(request string) string {
 	r := []rune(title)
 	r[0] = unicode.ToUpper(r[0])
 	return string(r)
+}
+
+// offlineHistory is a month note or background of the stand-in: the
+// titles a month note request lists ("- 2026-09-14 Title: summary"), or the
+// notes a background request lists ("- 2026-09: note"), joined.
+func offlineHistory(request string) string {
+	var items []string
+	for _, l := range strings.Split(request, "\n") {
+		rest, ok := strings.CutPrefix(strings.TrimSpace(l), "- ")
+		if !ok {
+			continue
+		}
+		if date, title, ok := strings.Cut(rest, " "); ok && len(date) == len("2006-01-02") {
+			title, _, _ = strings.Cut(title, ": ")
+			rest = title
+		}
+		items = append(items, clipWords(rest, 80))
+	}
+	return clipWords("[offline stand-in] "+strings.Join(items, "; "), 190)
 }
 
 // digestHeader opens the stand-in's summaries.

@@ -58,6 +58,14 @@ func TestOffline(t *testing.T) {
 	if got := ask(prompts.Resolve, "candidate 1"); got != `{"decisions":[]}` {
 		t.Errorf("resolution: %s", got)
 	}
+	note := ask(prompts.MonthNote, prompts.MonthNoteRequest("2026-09", []prompts.Episode{
+		{Date: "2026-09-14", Title: "PDF invoice parser", Summary: "chose a library"}, {Date: "2026-09-02", Title: "Oslo trip"}}))
+	if note != "[offline stand-in] PDF invoice parser; Oslo trip" {
+		t.Errorf("month note: %q", note)
+	}
+	if bg := ask(prompts.Background, prompts.BackgroundRequest([][2]string{{"2026-03", "Worked on RAG."}})); bg != "[offline stand-in] 2026-03: Worked on RAG." {
+		t.Errorf("background: %q", bg)
+	}
 	if got := ask("You are helpful.", "hello"); !strings.HasPrefix(got, offlineBanner) || !strings.HasSuffix(got, "You said: hello") {
 		t.Errorf("chat: %s", got)
 	}
