@@ -43,6 +43,8 @@ type Config struct {
 	HotspotTurns    int           // concurrent turns of one user vs as many users
 	DraftReply      time.Duration // how long the reply of the draft intervals' measurement streams; 0: none
 	PruningTurns    int           // turns of the tool-heavy session, pruning on and off
+	UpkeepExchanges int           // exchanges of the session message retention trims
+	UpkeepSessions  int           // sessions behind the rolled-up history
 	// EmbeddingCalls counts the model server's embedding requests; nil:
 	// no recall run. Set by whoever runs the model server.
 	EmbeddingCalls func() int64 `json:"-"`
@@ -54,13 +56,15 @@ type Config struct {
 // Full is `make bench`.
 func Full() Config {
 	return Config{Turns: 1000, Bands: [][2]int{{1, 10}, {91, 100}, {491, 500}, {991, 1000}},
-		Concurrency: []int{1, 10, 50}, TurnsPerSession: 20, Budget: 4000, TokenizerCorpus: 20000, HotspotTurns: 20, DraftReply: StreamedReply, PruningTurns: pruningTurns}
+		Concurrency: []int{1, 10, 50}, TurnsPerSession: 20, Budget: 4000, TokenizerCorpus: 20000, HotspotTurns: 20, DraftReply: StreamedReply, PruningTurns: pruningTurns,
+		UpkeepExchanges: 500, UpkeepSessions: 40}
 }
 
 // Tiny proves the harness works, in seconds.
 func Tiny() Config {
 	return Config{Turns: 12, Bands: [][2]int{{1, 4}, {9, 12}}, Concurrency: []int{1, 3},
-		TurnsPerSession: 3, Budget: 600, TokenizerCorpus: 200, HotspotTurns: 4, DraftReply: time.Second, PruningTurns: 12}
+		TurnsPerSession: 3, Budget: 600, TokenizerCorpus: 200, HotspotTurns: 4, DraftReply: time.Second, PruningTurns: 12,
+		UpkeepExchanges: 20, UpkeepSessions: 6}
 }
 
 // Sample is one turn.
@@ -133,6 +137,7 @@ type Report struct {
 	Recall          *RecallRun  `json:"recall"`
 	Quality         []*Quality  `json:"recallQuality"`
 	Pruning         *PruningRun `json:"toolOutputPruning"`
+	Upkeep          *UpkeepRun  `json:"upkeep"`
 	Hotspot         Hotspot     `json:"hotspot"`
 	Tokenizer       struct {
 		MessagesPerSecond float64 `json:"messagesPerSecond"`
@@ -275,6 +280,10 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 		if rep.Recall, err = runRecall(ctx, modelURL, tok, cfg.EmbeddingCalls); err != nil {
 			return nil, err
 		}
+	}
+	log("upkeep: message retention over %d exchanges, history roll-ups over %d sessions", cfg.UpkeepExchanges, cfg.UpkeepSessions)
+	if rep.Upkeep, err = runUpkeep(ctx, modelURL, tok, cfg.UpkeepExchanges, cfg.UpkeepSessions); err != nil {
+		return nil, err
 	}
 	log("tool-output pruning: %d turns of a tool-heavy session, pruning on and off", cfg.PruningTurns)
 	if rep.Pruning, err = runPruning(ctx, modelURL, tok, cfg.PruningTurns); err != nil {

@@ -128,6 +128,19 @@ func TestTinyRun(t *testing.T) {
 	if p := rep.Pruning; p == nil || len(p.Sides) != 2 || p.Sides[0].TokensPerTurn >= p.Sides[1].TokensPerTurn || p.Sides[0].Summaries > p.Sides[1].Summaries {
 		t.Errorf("pruning run: %+v", rep.Pruning)
 	}
+	// Upkeep: the trim deletes the older half, a message a delete; the first
+	// roll-up writes month notes with the model, a second at once writes
+	// nothing but the run's mark; the history reaches the memory block.
+	if u := rep.Upkeep; u == nil || len(u.RollUps) != 4 {
+		t.Errorf("upkeep: %+v", rep.Upkeep)
+	} else {
+		if tr := u.Trim; tr.Items < cfg.UpkeepExchanges-4 || tr.Items > cfg.UpkeepExchanges+4 || tr.Deletes != int64(tr.Items) {
+			t.Errorf("trim: %+v", tr)
+		}
+		if first, again := u.RollUps[0], u.RollUps[2]; first.ModelCalls == 0 || first.Writes < 2 || again.Writes != 1 || again.ModelCalls != 0 || u.BlockTokens == 0 {
+			t.Errorf("roll-ups: %+v; block %d tokens", u.RollUps, u.BlockTokens)
+		}
+	}
 	if len(rep.Quality) != 1 || rep.Quality[0].SearchRecallAt5 < 0.8 {
 		t.Errorf("recall quality: %+v", rep.Quality)
 	}
