@@ -32,28 +32,23 @@ func historyUTC(h longterm.History) longterm.History {
 // UsersActiveSince queries sessions by updatedAt (a single-field index),
 // reading only their owners.
 func (db *DB) UsersActiveSince(ctx context.Context, since time.Time, after *sessions.Cursor, limit int) ([]string, *sessions.Cursor, error) {
-	q := db.client.Collection(SessionsCollection).Where("updatedAt", ">", since).
-		OrderBy("updatedAt", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).Select("userId", "updatedAt").Limit(limit)
-	if after != nil {
-		q = q.StartAfter(after.UpdatedAt, after.ID)
-	}
-	return db.pageOfUsers(ctx, q, "updatedAt", limit)
+	return db.usersBy(ctx, db.client.Collection(SessionsCollection).Where("updatedAt", ">", since), "updatedAt", after, limit)
 }
 
 // HistoriesToRoll queries memory documents by historyDueAt (a
 // single-field index; null, never matched, without a history).
 func (db *DB) HistoriesToRoll(ctx context.Context, now time.Time, after *sessions.Cursor, limit int) ([]string, *sessions.Cursor, error) {
-	q := db.client.Collection(UsersCollection).Where("historyDueAt", "<=", now).
-		OrderBy("historyDueAt", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).Select("userId", "historyDueAt").Limit(limit)
+	return db.usersBy(ctx, db.client.Collection(UsersCollection).Where("historyDueAt", "<=", now), "historyDueAt", after, limit)
+}
+
+// usersBy pages q (filtered on the time field) by field and document id,
+// and returns its documents' userId, and the cursor after the last if
+// the page is full.
+func (db *DB) usersBy(ctx context.Context, q firestore.Query, field string, after *sessions.Cursor, limit int) ([]string, *sessions.Cursor, error) {
+	q = q.OrderBy(field, firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).Select("userId", field).Limit(limit)
 	if after != nil {
 		q = q.StartAfter(after.UpdatedAt, after.ID)
 	}
-	return db.pageOfUsers(ctx, q, "historyDueAt", limit)
-}
-
-// pageOfUsers runs q and returns its documents' userId, and the cursor
-// after the last (ordered by field) if the page is full.
-func (db *DB) pageOfUsers(ctx context.Context, q firestore.Query, field string, limit int) ([]string, *sessions.Cursor, error) {
 	snaps, err := db.getAll(ctx, q)
 	if err != nil {
 		return nil, nil, err

@@ -35,8 +35,13 @@ type RollUpRepo interface {
 // backfill is how far back a user's first roll-up looks.
 const backfill = (monthsKept + 1) * 31 * 24 * time.Hour
 
-// sessionsPage is how many sessions a roll-up lists at once.
-const sessionsPage = 100
+// sessionsPage is how many sessions a roll-up lists at once: few at
+// first (on most days a user has few new sessions, and every session a
+// page returns is a billed read), more on each further page.
+const (
+	firstSessionsPage = 8
+	maxSessionsPage   = 128
+)
 
 // RollUp brings userID's history up to now: the sessions active since the
 // last roll-up become (or refresh) episodes, what has grown older moves
@@ -102,7 +107,7 @@ func (svc *Service) rollUp(ctx context.Context, userID string, rolls RollUpRepo)
 // activeSince lists the user's sessions of status st updated after since.
 func (svc *Service) activeSince(ctx context.Context, rolls RollUpRepo, userID string, st sessions.Status, since time.Time) ([]*sessions.Session, error) {
 	var out []*sessions.Session
-	q := sessions.ListQuery{UserID: userID, Status: st, Limit: sessionsPage}
+	q := sessions.ListQuery{UserID: userID, Status: st, Limit: firstSessionsPage}
 	for {
 		page, err := rolls.ListSessions(ctx, q)
 		if err != nil {
@@ -114,11 +119,12 @@ func (svc *Service) activeSince(ctx context.Context, rolls RollUpRepo, userID st
 			}
 			out = append(out, s)
 		}
-		if len(page) < sessionsPage {
+		if len(page) < q.Limit {
 			return out, nil
 		}
 		last := page[len(page)-1]
 		q.After = &sessions.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}
+		q.Limit = min(2*q.Limit, maxSessionsPage)
 	}
 }
 

@@ -269,22 +269,14 @@ func (sw *Sweeper) page(ctx context.Context, r *Report, now time.Time, k *work, 
 	default:
 		defer func(t time.Time) { r.SoftDeleteMs += time.Since(t).Milliseconds() }(time.Now())
 		failures := make([]error, len(due))
-		var wg sync.WaitGroup
-		sem := make(chan struct{}, softDeleteWorkers)
-		for i, s := range due {
-			wg.Add(1)
-			sem <- struct{}{}
-			go func() {
-				defer func() { <-sem; wg.Done() }()
-				_, failures[i] = sw.Repo.UpdateSession(ctx, s.ID, func(s *sessions.Session) error {
-					if err := isDue(s, k.status, now); err != nil {
-						return err
-					}
-					return s.Apply(k.action, now, sw.Policy)
-				})
-			}()
-		}
-		wg.Wait()
+		parallel(len(due), softDeleteWorkers, func(i int) {
+			_, failures[i] = sw.Repo.UpdateSession(ctx, due[i].ID, func(s *sessions.Session) error {
+				if err := isDue(s, k.status, now); err != nil {
+					return err
+				}
+				return s.Apply(k.action, now, sw.Policy)
+			})
+		})
 		var fatal error
 		for i, s := range due {
 			if err := sw.tally(ctx, r, s.ID, failures[i], &r.SoftDeleted); err != nil && fatal == nil {
@@ -299,6 +291,21 @@ func (sw *Sweeper) page(ctx context.Context, r *Report, now time.Time, k *work, 
 		return errOutOfTime
 	}
 	return nil
+}
+
+// parallel runs fn(0..n-1), workers at a time, and returns when all are done.
+func parallel(n, workers int, fn func(i int)) {
+	var wg sync.WaitGroup
+	sem := make(chan struct{}, workers)
+	for i := range n {
+		wg.Add(1)
+		sem <- struct{}{}
+		go func() {
+			defer func() { <-sem; wg.Done() }()
+			fn(i)
+		}()
+	}
+	wg.Wait()
 }
 
 // tally counts one change's outcome; it returns an error only when the

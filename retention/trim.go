@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 	"time"
 
 	"github.com/chatmemory/backend/history"
@@ -126,17 +125,9 @@ func (sw *Sweeper) trimPage(ctx context.Context, r *Report, now time.Time, k *tr
 		err     error
 	}
 	results := make([]outcome, len(page))
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, trimWorkers)
-	for i, s := range page {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			results[i].plan, results[i].deleted, results[i].err = sw.trim(ctx, s, now, dryRun, out)
-		}()
-	}
-	wg.Wait()
+	parallel(len(page), trimWorkers, func(i int) {
+		results[i].plan, results[i].deleted, results[i].err = sw.trim(ctx, page[i], now, dryRun, out)
+	})
 	var fatal error
 	for i, s := range page {
 		o := results[i]
