@@ -212,10 +212,12 @@ func PlanCompaction(s *sessions.Session, t *Tail, budget, fixed int) (Compaction
 		return CompactionPlan{}, false
 	}
 	avail := budget - fixed - ReplyPriming
-	p := CompactionPlan{Previous: t.Compaction}
+	// Messages before HistoryFrom were deleted by message retention: a
+	// summary starts at the first still stored, never summarizing nothing.
+	p := CompactionPlan{Previous: t.Compaction, StartSeq: s.HistoryFrom}
 	verbatim, _ := pruneToolOutputs(t.Messages, s.Context.ToolLimits()) // what Build sends: pruned first
 	if p.Previous != nil {
-		p.StartSeq = p.Previous.EndSeq + 1
+		p.StartSeq = max(p.Previous.EndSeq+1, s.HistoryFrom)
 		verbatim = after(verbatim, p.Previous.EndSeq)
 		avail -= p.Previous.Tokens
 	}

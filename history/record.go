@@ -78,9 +78,10 @@ func checkRecorded(s *sessions.Session, t *Tail, c *Compaction, budget int) erro
 		return errs.Errorf(errs.EINVALID, "the session's strategy is %s: summaries are used only under summary_buffer", s.Context.Strategy)
 	}
 	prev := prevEnd(t.Compaction)
+	first := max(prev+1, s.HistoryFrom) // the first message no summary covers that is still stored
 	switch {
-	case c.StartSeq > prev+1:
-		return errs.Errorf(errs.EINVALID, "fromSeq: the current summary ends at message %d, so fromSeq must be at most %d (no message may be skipped)", prev, prev+1)
+	case c.StartSeq > first:
+		return errs.Errorf(errs.EINVALID, "fromSeq: the current summary ends at message %d, so fromSeq must be at most %d (no message may be skipped)", prev, first)
 	case c.EndSeq <= prev:
 		return errs.Errorf(errs.EINVALID, "toSeq: the current summary already covers message %d", c.EndSeq)
 	case !s.Path().Contains(c.EndSeq):

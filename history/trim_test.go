@@ -54,3 +54,34 @@ func TestTrim(t *testing.T) {
 		})
 	}
 }
+
+// TestCompactionAfterTrim: a summary planned after a trim starts at the
+// first message still stored, not after the previous summary's end (the
+// messages between are gone), with a previous summary or without; an app
+// may record it so, and still may skip nothing stored.
+func TestCompactionAfterTrim(t *testing.T) {
+	msgs := make([]Message, 0, 40)
+	for seq := 500; seq < 540; seq++ {
+		role := RoleUser
+		if seq%2 == 1 {
+			role = RoleAssistant
+		}
+		msgs = append(msgs, Message{Seq: seq, ParentSeq: seq - 1, Role: role, Tokens: 50, Content: "x"})
+	}
+	for _, prev := range []*Compaction{nil, {EndSeq: 100, Tokens: 20, Summary: "earlier"}} {
+		s := &sessions.Session{NextSeq: 540, HistoryFrom: 500, Context: sessions.ContextSettings{Strategy: sessions.StrategySummaryBuffer}}
+		p, ok := PlanCompaction(s, &Tail{Messages: msgs, Compaction: prev}, 1500, 100)
+		if !ok || p.StartSeq != 500 || p.EndSeq < 500 || p.EndSeq >= 539 {
+			t.Errorf("previous %v: plan %+v, %v", prev, p, ok)
+		}
+		// An app records the summary the context said was due.
+		c := &Compaction{StartSeq: p.StartSeq, EndSeq: p.EndSeq, Summary: "s"}
+		if err := checkRecorded(s, &Tail{Messages: msgs, Compaction: prev}, c, 1500); err != nil {
+			t.Errorf("previous %v: recording %d–%d: %v", prev, c.StartSeq, c.EndSeq, err)
+		}
+		c.StartSeq = 501
+		if err := checkRecorded(s, &Tail{Messages: msgs, Compaction: prev}, c, 1500); err == nil {
+			t.Errorf("previous %v: a summary from 501 skips message 500, and was accepted", prev)
+		}
+	}
+}
