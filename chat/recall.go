@@ -19,8 +19,10 @@ type Recaller interface {
 	// EmbedQuery embeds a turn's message.
 	EmbedQuery(ctx context.Context, text string) ([]float32, error)
 	// Recall returns up to k exchanges of s's user nearest to v: in s, or
-	// (all) in every active and archived session of the user.
-	Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, k int) ([]Recalled, error)
+	// (all) in every active and archived session of the user, whose
+	// deleted sessions are deleted (nil: not known; the recall then reads
+	// the sessions its hits are in).
+	Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, deleted []string, k int) ([]Recalled, error)
 }
 
 // Recalled is an earlier exchange a turn adds to what the model sees.
@@ -68,14 +70,15 @@ func (svc *Service) embed(ctx context.Context, r *recaller, query string) {
 
 // startEmbeds begins what a turn of s embeds its message for (once): the
 // recall if s asks for it, the choice of long-term facts by relevance if
-// the user's block leaves some out (choose).
-func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Session, query string, choose bool) {
+// the user's block leaves some out (choose). deleted are the user's
+// deleted sessions if the turn read them.
+func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Session, query string, choose bool, deleted []string) {
 	mode := s.Context.Recall
 	recall := mode != "" && mode != sessions.RecallOff
 	if svc.Finder == nil || query == "" {
 		return
 	}
-	svc.recallHints.set(s.ID, recall || choose)
+	svc.recallHints.set(s.ID, hint{embed: recall || choose, all: mode == sessions.RecallAll})
 	if !recall && !choose {
 		return
 	}
@@ -93,7 +96,7 @@ func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Se
 				r.err = r.embedErr
 				return
 			}
-			r.got, r.err = svc.Finder.Recall(ctx, s, r.vector, mode == sessions.RecallAll, k)
+			r.got, r.err = svc.Finder.Recall(ctx, s, r.vector, mode == sessions.RecallAll, deleted, k)
 		}()
 	})
 }
@@ -114,30 +117,35 @@ func (svc *Service) memoryFor(ctx context.Context, r *recaller, m MemoryBlock, s
 }
 
 // recallHints remembers, per instance, which sessions embed their turns'
-// messages (to recall, or to choose long-term facts): a turn of one embeds
-// its message beside its first read instead of after it.
+// messages (to recall, or to choose long-term facts), and which recall from
+// all of the user's sessions: a turn of one embeds its message beside its
+// first read instead of after it, and reads the user's deleted sessions in
+// it, so that its recall needs no read of its own.
 type recallHints struct {
 	mu sync.Mutex
-	on map[string]bool
+	on map[string]hint
 }
+
+// hint is what a session's last turn on this instance did.
+type hint struct{ embed, all bool }
 
 // maxRecallHints bounds the hints kept (all are dropped past it).
 const maxRecallHints = 10_000
 
-func (h *recallHints) set(id string, on bool) {
+func (h *recallHints) set(id string, x hint) {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	switch {
-	case !on:
+	case !x.embed:
 		delete(h.on, id)
 	case h.on == nil || len(h.on) >= maxRecallHints:
-		h.on = map[string]bool{id: true}
+		h.on = map[string]hint{id: x}
 	default:
-		h.on[id] = true
+		h.on[id] = x
 	}
 }
 
-func (h *recallHints) get(id string) bool {
+func (h *recallHints) get(id string) hint {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.on[id]

@@ -87,6 +87,9 @@ type TurnQuery struct {
 	Slots  []int
 	Memory bool // read the user's long-term memory block
 	Draft  bool // read the session's draft (a streaming turn)
+	// Deleted reads the ids of the user's deleted sessions (a turn that
+	// recalls from all of them: see TurnState.Deleted).
+	Deleted bool
 	// KeyOnRetry lets the store leave the message under Key out of its
 	// first read (and, for an unkeyed turn, ReplyID, a new id; never with
 	// AskedID): the commit that claims a keyed turn creates the message
@@ -109,6 +112,11 @@ type TurnState struct {
 	// KeyUsed: with AskedID and Key, a message is stored under Key.
 	KeyUsed bool
 	Memory  MemoryBlock
+	// Deleted are the ids of the user's deleted sessions, when the query
+	// asked for them (nil when it did not; empty when there are none). A
+	// store keeps them in one place, changed in the same commit as every
+	// change of a session's status to or from deleted and every purge.
+	Deleted []string
 
 	// DraftReplyID is the reply the session's draft follows ("" if none).
 	DraftReplyID string

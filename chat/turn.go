@@ -140,8 +140,9 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	rec := &recaller{}
 	// The turn's own embedding (of its message) is charged with its reply.
 	ctx, embedMeter := WithMeter(ctx)
-	if svc.Finder != nil && draft.Content != "" && svc.recallHints.get(q.SessionID) {
+	if h := svc.recallHints.get(q.SessionID); svc.Finder != nil && draft.Content != "" && h.embed {
 		svc.embed(ctx, rec, draft.Content) // beside the turn's first read
+		q.Deleted = h.all                  // read in it too
 	}
 	err := svc.waitTurn(f == nil, func() (err error) {
 		// A try that waited claims as of now, with a lease from now.
@@ -150,7 +151,7 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 		claim := func(st *TurnState) (*TurnWrite, error) {
 			w, err := svc.claim(st, q, draft, now, f, c)
 			if err == nil && w != nil && w.Session != nil { // the session as the claim writes it (a new one too)
-				svc.startEmbeds(ctx, rec, w.Session, draft.Content, st.Memory.User != nil) // beside the claim's commit
+				svc.startEmbeds(ctx, rec, w.Session, draft.Content, st.Memory.User != nil, st.Deleted) // beside the claim's commit
 			}
 			return w, err
 		}

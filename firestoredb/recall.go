@@ -19,12 +19,13 @@ const RecallCollection = "recall"
 // exchangeDoc is chat_sessions/{sid}/recall/{replyId}: the vector and the
 // start of both messages (their texts are exempt from indexing).
 type exchangeDoc struct {
-	UserID    string             `firestore:"userId"`
-	SessionID string             `firestore:"sessionId"`
-	Question  excerptDoc         `firestore:"question"`
-	Reply     excerptDoc         `firestore:"reply"`
-	Model     string             `firestore:"model"`
-	Embedding firestore.Vector32 `firestore:"embedding"`
+	UserID       string             `firestore:"userId"`
+	SessionID    string             `firestore:"sessionId"`
+	SessionTitle string             `firestore:"sessionTitle,omitempty"`
+	Question     excerptDoc         `firestore:"question"`
+	Reply        excerptDoc         `firestore:"reply"`
+	Model        string             `firestore:"model"`
+	Embedding    firestore.Vector32 `firestore:"embedding"`
 }
 
 type excerptDoc struct {
@@ -78,7 +79,7 @@ func (db *DB) SaveExchange(ctx context.Context, e recall.Exchange) error {
 				return err
 			}
 		}
-		return tx.Set(db.recallOf(e.SessionID).Doc(e.Reply.ID), exchangeDoc{UserID: e.UserID, SessionID: e.SessionID,
+		return tx.Set(db.recallOf(e.SessionID).Doc(e.Reply.ID), exchangeDoc{UserID: e.UserID, SessionID: e.SessionID, SessionTitle: s.Title,
 			Question: toExcerptDoc(e.Question), Reply: toExcerptDoc(e.Reply), Model: e.Model, Embedding: firestore.Vector32(e.Vector)})
 	})
 }
@@ -107,7 +108,7 @@ func (db *DB) Nearest(ctx context.Context, q recall.Query) ([]recall.Hit, error)
 		}
 		dist, _ := snap.DataAt("distance")
 		f, _ := dist.(float64)
-		hits = append(hits, recall.Hit{Distance: f, Exchange: recall.Exchange{UserID: d.UserID, SessionID: d.SessionID,
+		hits = append(hits, recall.Hit{Distance: f, Exchange: recall.Exchange{UserID: d.UserID, SessionID: d.SessionID, SessionTitle: d.SessionTitle,
 			Question: d.Question.excerpt(), Reply: d.Reply.excerpt(), Model: d.Model}})
 		if q.Sessions && !seen[d.SessionID] {
 			seen[d.SessionID] = true

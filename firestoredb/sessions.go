@@ -43,6 +43,9 @@ func (db *DB) UpdateSession(ctx context.Context, id string, fn func(*sessions.Se
 			return err
 		}
 		out = s
+		if err := db.listDeleted(tx, sessions.Status(was.Status), s, false); err != nil {
+			return err
+		}
 		// The fields that changed only.
 		return tx.Update(ref, changedUpdates(was, toSessionDoc(s)))
 	})

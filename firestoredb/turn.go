@@ -89,9 +89,9 @@ func stateVersion(st *chat.TurnState) (*turnVersion, bool) {
 
 // turnRefs are the documents a turn reads, after its context's.
 type turnRefs struct {
-	asked, answer, day, memory, draft *firestore.DocumentRef
-	keyed                             *firestore.DocumentRef // the message under Key, when Asked is AskedID's
-	slots                             []*firestore.DocumentRef
+	asked, answer, day, memory, draft, deleted *firestore.DocumentRef
+	keyed                                      *firestore.DocumentRef // the message under Key, when Asked is AskedID's
+	slots                                      []*firestore.DocumentRef
 }
 
 func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
@@ -107,6 +107,10 @@ func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
 	}
 	if q.Draft {
 		list = append(list, r.draft)
+	}
+	if q.Deleted {
+		r.deleted = db.deletedRef(q.UserID)
+		list = append(list, r.deleted)
 	}
 	switch {
 	case q.AskedID != "":
@@ -169,6 +173,12 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 				return nil, err
 			}
 			ts.DraftReplyID, ts.DraftVersion = d.ReplyID, rest[0].UpdateTime
+		}
+		rest = rest[1:]
+	}
+	if r.deleted != nil {
+		if ts.Deleted, err = decodeDeleted(rest[0]); err != nil {
+			return nil, err
 		}
 		rest = rest[1:]
 	}

@@ -208,7 +208,7 @@ func (db *DB) DeleteUsage(ctx context.Context, userID string) (int, error) {
 	} else if !isNotFound(err) {
 		return n, translate(err)
 	}
-	for _, name := range []string{UsageDaysCollection, TurnSlotsCollection} {
+	for _, name := range []string{UsageDaysCollection, TurnSlotsCollection, SessionListsCollection} {
 		m, err := db.deleteQuery(ctx, db.usageRef(userID).Collection(name).Query)
 		n += m
 		if err != nil {

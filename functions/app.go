@@ -332,8 +332,8 @@ func (f finder) EmbedQuery(ctx context.Context, text string) ([]float32, error) 
 	return f.svc.EmbedQuery(ctx, text)
 }
 
-func (f finder) Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, k int) ([]chat.Recalled, error) {
-	got, err := f.svc.Recall(ctx, s, v, all, k)
+func (f finder) Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, deleted []string, k int) ([]chat.Recalled, error) {
+	got, err := f.svc.Recall(ctx, s, v, recall.Scope{All: all, Deleted: deleted}, k)
 	out := make([]chat.Recalled, len(got))
 	excerpt := func(x recall.Excerpt) chat.Excerpt {
 		return chat.Excerpt{ID: x.ID, Content: x.Content, Clipped: x.Clipped}

@@ -21,6 +21,7 @@ func (db *DB) SaveExchange(_ context.Context, e recall.Exchange) error {
 		db.recall[e.SessionID] = map[string]recall.Exchange{}
 	}
 	e.Vector = slices.Clone(e.Vector)
+	e.SessionTitle = s.Title
 	db.recall[e.SessionID][e.Reply.ID] = e
 	return nil
 }

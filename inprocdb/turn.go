@@ -6,6 +6,7 @@ import (
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/sessions"
 )
 
 // draft is a session's streaming reply, as its followers see it.
@@ -55,6 +56,14 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 	if s, ok := db.sessions[q.SessionID]; ok {
 		st.Session = s.Clone()
 		st.ContextVersion = contextVersion(st.Session, st.Tail)
+	}
+	if q.Deleted { // the store's own sessions are the list
+		st.Deleted = []string{}
+		for id, s := range db.sessions {
+			if s.UserID == q.UserID && s.Status == sessions.StatusDeleted {
+				st.Deleted = append(st.Deleted, id)
+			}
+		}
 	}
 	if q.AskedID != "" {
 		for _, m := range db.messages[q.SessionID] {

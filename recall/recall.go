@@ -30,9 +30,13 @@ type Embedder interface {
 // turn's recall and a search read no messages (see MaxExcerptChars).
 type Exchange struct {
 	UserID, SessionID string
-	Question, Reply   Excerpt
-	Model             string
-	Vector            []float32
+	// SessionTitle is its session's title when it was stored (the store
+	// sets it from the session it checks), so that a recall from all
+	// sessions need not read them.
+	SessionTitle    string
+	Question, Reply Excerpt
+	Model           string
+	Vector          []float32
 }
 
 // Excerpt is a message as an exchange keeps it.
@@ -71,8 +75,8 @@ type Query struct {
 // Store keeps exchanges and finds the nearest.
 type Store interface {
 	// SaveExchange stores e, unless its session is gone or deleted
-	// (sessions.NotFound then: an exchange never outlives its session);
-	// saving the same exchange again replaces it.
+	// (sessions.NotFound then: an exchange never outlives its session),
+	// with its session's title; saving the same exchange again replaces it.
 	SaveExchange(ctx context.Context, e Exchange) error
 	// Nearest returns the exchanges q asks for, nearest first.
 	Nearest(ctx context.Context, q Query) ([]Hit, error)

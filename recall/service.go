@@ -191,35 +191,64 @@ func (svc *Service) EmbedQuery(ctx context.Context, text string) ([]float32, err
 	return v[0], nil
 }
 
-// Recall returns up to k of the user's exchanges nearest to v: in session
-// s only (one vector query: s is the turn's), or (all) in every active and
-// archived session of its user (then a batched read of their sessions
-// follows); each on the active branch of its session, at least
-// MinSimilarity near, nearest first.
-func (svc *Service) Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, k int) ([]Recalled, error) {
+// Scope is where a recall looks.
+type Scope struct {
+	// All looks in every active and archived session of the user, not
+	// only in the turn's.
+	All bool
+	// Deleted, if not nil, are the ids of the user's deleted sessions, as
+	// the turn read them: a recall from all sessions then leaves their
+	// exchanges out by these ids and takes titles from the exchanges,
+	// with no read of the hits' sessions. Nil: it reads them.
+	Deleted []string
+}
+
+// Recall returns up to k of the user's exchanges nearest to v, at least
+// MinSimilarity near, nearest first: in session s only (one vector query:
+// s is the turn's, and only its active branch counts), or (scope.All) in
+// every active and archived session of its user, never a deleted one's
+// (told by scope.Deleted, or by a batched read of the hits' sessions
+// after the query).
+func (svc *Service) Recall(ctx context.Context, s *sessions.Session, v []float32, scope Scope, k int) ([]Recalled, error) {
 	// Twice k: room for those the filters drop (each is a billed read).
 	q := Query{UserID: s.UserID, SessionID: s.ID, Vector: v, K: 2 * k}
-	if all {
-		q.SessionID, q.Sessions = "", true
+	if scope.All {
+		q.SessionID, q.Sessions = "", scope.Deleted == nil
 	}
 	hits, err := svc.Store.Nearest(ctx, q)
 	if err != nil {
 		return nil, err
 	}
+	deleted := make(map[string]bool, len(scope.Deleted))
+	for _, id := range scope.Deleted {
+		deleted[id] = true
+	}
 	var out []Recalled
 	for _, h := range hits {
-		hs := h.Session
-		if h.Exchange.SessionID == s.ID {
-			hs = s // as the turn read it
-		}
-		if hs == nil || hs.UserID != s.UserID || hs.Status == sessions.StatusDeleted || 1-h.Distance < MinSimilarity {
+		x := h.Exchange
+		if x.UserID != s.UserID || 1-h.Distance < MinSimilarity {
 			continue
 		}
-		x := h.Exchange
-		if p := hs.Path(); !p.Contains(x.Question.Seq) || !p.Contains(x.Reply.Seq) {
-			continue // another branch's
+		r := Recalled{SessionID: x.SessionID, SessionTitle: x.SessionTitle, Question: x.Question, Reply: x.Reply}
+		switch hs := h.Session; {
+		case x.SessionID == s.ID: // as the turn read it: its active branch only
+			if p := s.Path(); !p.Contains(x.Question.Seq) || !p.Contains(x.Reply.Seq) {
+				continue // another branch's
+			}
+			r.SessionTitle = s.Title
+		case !q.Sessions: // told by the deleted ids
+			if deleted[x.SessionID] {
+				continue
+			}
+		case hs == nil || hs.UserID != s.UserID || hs.Status == sessions.StatusDeleted:
+			continue
+		default:
+			if p := hs.Path(); !p.Contains(x.Question.Seq) || !p.Contains(x.Reply.Seq) {
+				continue
+			}
+			r.SessionTitle = hs.Title
 		}
-		out = append(out, Recalled{SessionID: hs.ID, SessionTitle: hs.Title, Question: x.Question, Reply: x.Reply})
+		out = append(out, r)
 		if len(out) == k {
 			break
 		}

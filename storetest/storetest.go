@@ -158,6 +158,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("Feedback", func(t *testing.T) { testFeedback(t, env(t)) })
 	t.Run("TrimRepo", func(t *testing.T) { testTrimRepo(t, env(t)) })
 	t.Run("RollUpRepo", func(t *testing.T) { testRollUpRepo(t, env(t)) })
+	t.Run("DeletedList", func(t *testing.T) { testDeletedList(t, env(t)) })
 }
 
 // EachBackend runs f once per backend, as parallel subtests named after
