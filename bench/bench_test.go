@@ -110,7 +110,8 @@ func TestTinyRun(t *testing.T) {
 	// Recall: an embedding per turn once exchanges are embedded (and one
 	// more with recall on), one more write (the exchange); before the
 	// model, the claim's own 2 RPCs, and the recall's vector query beside
-	// them (and, from all sessions, the read of the hits' sessions).
+	// them (from all sessions too: the hits' sessions are read only on the
+	// first turn, before the instance knows the session recalls from all).
 	if r := rep.Recall; r == nil || len(r.Sides) != 4 {
 		t.Fatalf("recall run: %+v", r)
 	} else {
@@ -119,7 +120,7 @@ func TestTinyRun(t *testing.T) {
 		// 3 turns.)
 		if none.EmbeddingCalls != 0 || indexed.EmbeddingCalls < 1 || indexed.EmbeddingCalls > 1.5 ||
 			math.Abs(session.EmbeddingCalls-indexed.EmbeddingCalls-1) > 1e-9 || math.Abs(all.EmbeddingCalls-session.EmbeddingCalls) > 1e-9 ||
-			indexed.Writes < none.Writes+1 || none.BeforeModel != 2 || indexed.BeforeModel != 2 || session.BeforeModel != 3 || all.BeforeModel > 4 {
+			indexed.Writes < none.Writes+1 || none.BeforeModel != 2 || indexed.BeforeModel != 2 || session.BeforeModel != 3 || all.BeforeModel > 3.1 {
 			t.Errorf("recall sides: %+v", r.Sides)
 		}
 	}
