@@ -19,9 +19,9 @@ type Recaller interface {
 	// EmbedQuery embeds a turn's message.
 	EmbedQuery(ctx context.Context, text string) ([]float32, error)
 	// Recall returns up to k exchanges of s's user nearest to v: in s, or
-	// (all) in every active and archived session of the user, whose
-	// deleted sessions are deleted (nil: not known; the recall then reads
-	// the sessions its hits are in).
+	// (all) in every active and archived session of the user, leaving out
+	// those in deleted, the user's deleted sessions as the turn read them
+	// (nil: not read; the recall then reads the sessions its hits are in).
 	Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, deleted []string, k int) ([]Recalled, error)
 }
 
