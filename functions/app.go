@@ -299,7 +299,9 @@ func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 		a.metrics.sweep(ctx, report)
 	}
 	if !dry && a.rollUps {
-		left := a.Sweeper.Budget - time.Since(start)
+		// What is left of the run's budget; the sweep stops with a tenth
+		// of it left, so the roll-up always has some.
+		left := max(a.Sweeper.Budget-time.Since(start), a.Sweeper.Budget/10)
 		a.RollUpHistories(ctx, left)
 	}
 	return report, err
