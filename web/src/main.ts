@@ -74,6 +74,7 @@ let current: string | null = null; // the open session
 let sessions: Session[] = [];
 let messages: Message[] = [];
 let leaf: number | null = null; // the active branch's last message, from the session document
+let historyFrom = 0; // the first seq still stored: message retention deleted those before it
 // The reply this tab is streaming, and the one it follows through the
 // session's draft (streamed by another tab, or by this page before a reload).
 let streaming: { text: string; replyId?: string } | null = null;
@@ -187,6 +188,7 @@ function openSession(id: string | null) {
   stopMessages = stopDraft = stopSession = null;
   messages = [];
   leaf = null;
+  historyFrom = 0;
   following = null;
   showSessionUsage();
   renderMessages();
@@ -200,6 +202,7 @@ function openSession(id: string | null) {
   // The active branch: its leaf is in the session document once it branched.
   stopSession = onSnapshot(doc(db, "chat_sessions", id), (snap) => {
     leaf = snap.get("branches.leaf") ?? null;
+    historyFrom = snap.get("historyFrom") ?? 0;
     showSessionUsage(snap.get("usage"));
     renderMessages();
   }, showError);
@@ -285,6 +288,9 @@ function renderMessages() {
       li.append(tools);
       return li;
     });
+  if (historyFrom > 0 && path.length && parentOf(path[0]) >= 0 && parentOf(path[0]) < historyFrom) { // its parent was deleted, not merely not loaded
+    items.unshift(el("li", { className: "none retention" }, "Earlier messages of this chat were deleted after their retention period."));
+  }
   if (streaming) items.push(bubble("assistant streaming", streaming.text || "…"));
   else if (following && !messages.some((m) => m.id === following!.replyId)) {
     items.push(bubble("assistant streaming following", following.text || "…"));
