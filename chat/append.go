@@ -38,7 +38,7 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch 
 	}
 	var out []history.Message
 	var version string
-	var due bool
+	var due, planned, replayed bool
 	var model string
 	err := svc.waitTurn(true, func() error {
 		now := svc.now()
@@ -54,9 +54,12 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch 
 				return nil, err
 			}
 			if len(msgs) == 0 { // stored before: not counted or charged again
-				out, due = st.Stored, false
+				// By another request, unless this one planned the commit
+				// that stored it (and lost its answer).
+				out, due, replayed = st.Stored, false, !planned
 				return nil, nil
 			}
+			planned, replayed = true, false
 			if ifMatch != "" && st.Version != ifMatch {
 				return nil, errs.Errorf(errs.ECHANGED, "the session changed since its context was read (ifMatch %q); read the context again and resend", ifMatch)
 			}
@@ -79,7 +82,7 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch 
 	if err != nil {
 		return nil, err
 	}
-	return &Appended{UserID: userID, SessionID: sessionID, Messages: out, Version: version, compactionDue: due, model: model}, nil
+	return &Appended{UserID: userID, SessionID: sessionID, Messages: out, Version: version, compactionDue: due, model: model, replayed: replayed}, nil
 }
 
 // Appended is what an append stored.
@@ -89,6 +92,9 @@ type Appended struct {
 	Version           string
 	compactionDue     bool
 	model             string // the session's
+	// replayed: another request stored the batch (a retry under its key),
+	// and did what follows it.
+	replayed bool
 }
 
 // appendFixed is what an app's own request holds besides the history, as
@@ -111,7 +117,7 @@ func (svc *Service) appendFixed(model string) int {
 // summary_buffer means the same for an app that runs its own model. Their
 // tokens are charged to the user's day; failures are logged.
 func (svc *Service) AfterAppend(ctx context.Context, a *Appended) {
-	if a == nil {
+	if a == nil || a.replayed {
 		return
 	}
 	svc.IndexExchanges(ctx, a.UserID, a.SessionID, a.Messages)

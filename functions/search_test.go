@@ -121,3 +121,28 @@ func TestSearchOff(t *testing.T) {
 		t.Fatalf("%d %s", r.status, r.body)
 	}
 }
+
+// TestAppendReplayEmbedsNothing: a keyed append is embedded once; its
+// retry under the same key (another request) replays it and embeds nothing
+// again: no embedding, no write.
+func TestAppendReplayEmbedsNothing(t *testing.T) {
+	h := newHarness(t, func(c *functions.Config) { c.Embeddings = true })
+	alice := h.signUp()
+	id := h.newSession(alice.token, map[string]any{"title": "keyed"})
+	body := map[string]any{"clientMessageId": "batch-1", "messages": []map[string]any{
+		{"role": "user", "content": "Which telescope suits a beginner astronomer?"},
+		{"role": "assistant", "content": "A six inch Dobsonian telescope."}}}
+	h.do("POST", "/sessions/"+id+"/messages", alice.token, body).want(t, 201)
+	h.idle()
+	var found searchResp
+	h.do("GET", "/search?q=telescope", alice.token, nil).want(t, 200).decode(t, &found)
+	if len(found.Results) == 0 {
+		t.Fatalf("the first append was not embedded")
+	}
+	before := h.counter.Snapshot()
+	h.do("POST", "/sessions/"+id+"/messages", alice.token, body).want(t, 201)
+	h.idle()
+	if d := h.counter.Snapshot().Sub(before); d.Writes != 0 {
+		t.Errorf("the replay wrote %d documents (%s)", d.Writes, d)
+	}
+}
