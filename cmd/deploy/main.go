@@ -61,6 +61,9 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 	if err == nil {
 		err = s.validate(regions)
 	}
+	if err == nil {
+		err = checkConfig(s.Project, s.EnvFile, "firestore.indexes.json")
+	}
 	if err != nil {
 		fmt.Fprintln(stderr, "deploy:", err)
 		return 2

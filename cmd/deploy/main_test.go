@@ -183,3 +183,36 @@ func TestDeployRuns(t *testing.T) {
 		}
 	}
 }
+
+// TestDeployChecksConfig: a deployment whose environment file the
+// functions would refuse, or whose embedding length differs from the
+// vector indexes', stops before any command runs, saying why.
+func TestDeployChecksConfig(t *testing.T) {
+	root(t)
+	dir := t.TempDir()
+	for _, tc := range []struct {
+		name, file, refusal string
+	}{
+		{"fine", "# the functions' environment\nCHAT_MODEL: \"gpt-4o\"\nEMBEDDING_DIMENSIONS: '512'\n", ""},
+		{"no embeddings", "EMBEDDINGS: off\nEMBEDDING_DIMENSIONS: 1536\n", ""},
+		{"another length", "EMBEDDING_DIMENSIONS: 1536\n", "EMBEDDING_DIMENSIONS is 1536 but firestore.indexes.json declares vector indexes of 512"},
+		{"a bad setting", "RETENTION_MESSAGE_DAYS: forever\n", "RETENTION_MESSAGE_DAYS must be a whole number"},
+		{"not a setting", "just words\n", "want NAME: value"},
+	} {
+		path := filepath.Join(dir, tc.name+".yaml")
+		if err := os.WriteFile(path, []byte(tc.file), 0o644); err != nil {
+			t.Fatal(err)
+		}
+		env := map[string]string{"PROJECT": "p", "DRY_RUN": "1", "ENV_FILE": path}
+		var out, errOut bytes.Buffer
+		ran := 0
+		count := func(context.Context, []string) error { ran++; return nil }
+		code := run(context.Background(), func(k string) string { return env[k] }, &out, &errOut, count, count)
+		switch {
+		case tc.refusal == "" && code != 0:
+			t.Errorf("%s: exit %d: %s", tc.name, code, errOut.String())
+		case tc.refusal != "" && (code != 2 || ran != 0 || !strings.Contains(errOut.String(), tc.refusal)):
+			t.Errorf("%s: exit %d after %d commands: %s", tc.name, code, ran, errOut.String())
+		}
+	}
+}
