@@ -3,12 +3,12 @@ package firestoredb
 import (
 	"context"
 	"errors"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
 
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/parallel"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -107,19 +107,7 @@ func (db *DB) ResumePurge(ctx context.Context, id string, forget sessions.Forget
 }
 
 // inParallel runs fn(0..n-1), purgeWorkers at a time.
-func inParallel(n int, fn func(i int)) {
-	sem := make(chan struct{}, purgeWorkers)
-	var wg sync.WaitGroup
-	for i := 0; i < n; i++ {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			fn(i)
-		}()
-	}
-	wg.Wait()
-}
+func inParallel(n int, fn func(i int)) { parallel.Each(n, purgeWorkers, fn) }
 
 // purgeTarget is a session being purged: as it was last stored, with the
 // window of its context (nil if it had none), or, with NextSeq -1, only

@@ -9,11 +9,11 @@ import (
 	"context"
 	"errors"
 	"log/slog"
-	"sync"
 	"time"
 
 	"github.com/chatmemory/backend/kernel/clock"
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/parallel"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -269,7 +269,7 @@ func (sw *Sweeper) page(ctx context.Context, r *Report, now time.Time, k *work, 
 	default:
 		defer func(t time.Time) { r.SoftDeleteMs += time.Since(t).Milliseconds() }(time.Now())
 		failures := make([]error, len(due))
-		parallel(len(due), softDeleteWorkers, func(i int) {
+		parallel.Each(len(due), softDeleteWorkers, func(i int) {
 			_, failures[i] = sw.Repo.UpdateSession(ctx, due[i].ID, func(s *sessions.Session) error {
 				if err := isDue(s, k.status, now); err != nil {
 					return err
@@ -291,21 +291,6 @@ func (sw *Sweeper) page(ctx context.Context, r *Report, now time.Time, k *work, 
 		return errOutOfTime
 	}
 	return nil
-}
-
-// parallel runs fn(0..n-1), workers at a time, and returns when all are done.
-func parallel(n, workers int, fn func(i int)) {
-	var wg sync.WaitGroup
-	sem := make(chan struct{}, workers)
-	for i := range n {
-		wg.Add(1)
-		sem <- struct{}{}
-		go func() {
-			defer func() { <-sem; wg.Done() }()
-			fn(i)
-		}()
-	}
-	wg.Wait()
 }
 
 // tally counts one change's outcome; it returns an error only when the

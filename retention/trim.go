@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/parallel"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -125,7 +126,7 @@ func (sw *Sweeper) trimPage(ctx context.Context, r *Report, now time.Time, k *tr
 		err     error
 	}
 	results := make([]outcome, len(page))
-	parallel(len(page), trimWorkers, func(i int) {
+	parallel.Each(len(page), trimWorkers, func(i int) {
 		results[i].plan, results[i].deleted, results[i].err = sw.trim(ctx, page[i], now, dryRun, out)
 	})
 	var fatal error
