@@ -197,38 +197,65 @@ func (sw *Sweeper) trimPoint(ctx context.Context, s *sessions.Session, cutoff ti
 	if err != nil || !ok {
 		return s.NextSeq, time.Time{}, err
 	}
-	// Messages stored together share their time, and a store may give any
-	// of them: step back to the first of them.
+	// One read around it serves both looks, as a rule: back, for messages
+	// stored together share their time and a store may give any of them;
+	// forward, for the next question.
+	from := max(s.HistoryFrom, seq-trimScan)
+	around, err := sw.Repo.MessageRange(ctx, s.ID, from, seq+trimScan-1)
+	if err != nil {
+		return 0, time.Time{}, err
+	}
+	k := 0
+	for k < len(around) && around[k].Seq < seq {
+		k++
+	}
+	for k > 0 && around[k-1].CreatedAt.After(cutoff) {
+		k--
+	}
+	if k < len(around) {
+		seq = around[k].Seq
+	}
+	if k == 0 && from > s.HistoryFrom && len(around) > 0 && around[0].CreatedAt.After(cutoff) {
+		// More than trimScan messages share that moment: step back further.
+		if seq, err = sw.stepBack(ctx, s, seq, cutoff); err != nil {
+			return 0, time.Time{}, err
+		}
+		around = nil
+	}
+	for {
+		for _, m := range around {
+			if m.Seq >= seq && m.Role == history.RoleUser {
+				return m.Seq, m.CreatedAt, nil
+			}
+		}
+		if len(around) > 0 {
+			seq = max(seq, around[len(around)-1].Seq+1)
+		}
+		if around, err = sw.Repo.MessageRange(ctx, s.ID, seq, seq+trimScan-1); err != nil {
+			return 0, time.Time{}, err
+		}
+		if len(around) == 0 {
+			return seq, time.Time{}, nil
+		}
+	}
+}
+
+// stepBack is the first of the messages before seq written after cutoff
+// without one written at or before it between them.
+func (sw *Sweeper) stepBack(ctx context.Context, s *sessions.Session, seq int, cutoff time.Time) (int, error) {
 	for seq > s.HistoryFrom {
 		msgs, err := sw.Repo.MessageRange(ctx, s.ID, max(s.HistoryFrom, seq-trimScan), seq-1)
-		if err != nil {
-			return 0, time.Time{}, err
+		if err != nil || len(msgs) == 0 {
+			return seq, err
 		}
 		i := len(msgs) - 1
 		for i >= 0 && msgs[i].CreatedAt.After(cutoff) {
 			i--
 		}
-		if i >= 0 || len(msgs) == 0 {
-			if i >= 0 {
-				seq = msgs[i].Seq + 1
-			}
-			break
+		if i >= 0 {
+			return msgs[i].Seq + 1, nil
 		}
 		seq = msgs[0].Seq
 	}
-	for {
-		msgs, err := sw.Repo.MessageRange(ctx, s.ID, seq, seq+trimScan-1)
-		if err != nil {
-			return 0, time.Time{}, err
-		}
-		if len(msgs) == 0 {
-			return seq, time.Time{}, nil
-		}
-		for _, m := range msgs {
-			if m.Role == history.RoleUser {
-				return m.Seq, m.CreatedAt, nil
-			}
-		}
-		seq = msgs[len(msgs)-1].Seq + 1
-	}
+	return seq, nil
 }

@@ -2,6 +2,7 @@ package retention_test
 
 import (
 	"context"
+	"fmt"
 	"testing"
 	"time"
 
@@ -212,6 +213,52 @@ func TestTrimResumes(t *testing.T) {
 		stored := e.All(t, got)
 		if r.MessagesDeleted != 7 || got.HistoryFrom != 12 || got.MessageCount != arrived || len(stored) != arrived || stored[0].Content != "meanwhile" {
 			t.Errorf("resumed: %+v; from %d, %d messages, %d stored", r, got.HistoryFrom, got.MessageCount, len(stored))
+		}
+	})
+}
+
+// lastOfMomentRepo answers FirstMessageAfter with the last of the
+// messages written at the earliest moment after t (a store may give any
+// of them), so that the trim must look back for the first.
+type lastOfMomentRepo struct{ store }
+
+func (r lastOfMomentRepo) FirstMessageAfter(ctx context.Context, id string, t time.Time) (int, bool, error) {
+	all, err := r.store.MessageRange(ctx, id, 0, 1<<30)
+	if err != nil {
+		return 0, false, err
+	}
+	seq, at := 0, time.Time{}
+	for _, m := range all {
+		if m.CreatedAt.After(t) && (at.IsZero() || !m.CreatedAt.After(at)) {
+			seq, at = m.Seq, m.CreatedAt
+		}
+	}
+	return seq, !at.IsZero(), nil
+}
+
+// TestTrimFindsTheFirstOfAMoment: whichever of the messages written at
+// one moment a store names, the history is kept from the first of them,
+// however many there are (more than one read's worth, or a few).
+func TestTrimFindsTheFirstOfAMoment(t *testing.T) {
+	storetest.EachBackend(t, backends, func(t *testing.T, open func(*testing.T) store) {
+		for _, n := range []int{3, 40} {
+			e := storetest.NewEnv(t, open(t))
+			s := e.NewSession(t, "alice")
+			burst := []history.Draft{user("kept question")}
+			for i := range n {
+				burst = append(burst, assistant(fmt.Sprint("kept answer ", i)))
+			}
+			say(t, e, s, []said{{0, []history.Draft{user("q0"), assistant("a0")}}, {10 * sessions.Day, burst}})
+			e.Clock.Set(storetest.Epoch.Add(12 * sessions.Day))
+			sw := sweeper(e.DB.(store), e.Clock)
+			sw.Policy.Messages = 5 * sessions.Day
+			sw.Repo = lastOfMomentRepo{e.DB.(store)}
+			if r := run(t, sw); r.MessagesDeleted != 2 {
+				t.Errorf("%d at one moment: deleted %d, want 2", n, r.MessagesDeleted)
+			}
+			if got := contents(t, e, s); len(got) != n+1 || got[0] != "user:kept question" {
+				t.Errorf("%d at one moment: kept %d from %v", n, len(got), got[:1])
+			}
 		}
 	})
 }
