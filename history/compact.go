@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"fmt"
-	"slices"
 	"strings"
 	"time"
 
@@ -43,6 +42,7 @@ func (svc *Service) Compact(ctx context.Context, sessionID string, fixed int) (*
 	var plan CompactionPlan
 	var model string
 	var path sessions.Path
+	var have []Message // the tail read: usually every message to fold
 	now := clock.Stored(svc.Now)
 	err := svc.Repo.UpdateTail(ctx, sessionID, func(s *sessions.Session, t *Tail) error {
 		var ok bool
@@ -53,13 +53,13 @@ func (svc *Service) Compact(ctx context.Context, sessionID string, fixed int) (*
 			return ErrCompactionBusy
 		}
 		t.CompactingUntil = now.Add(CompactionLease)
-		model, path = s.Model, s.PathTo(plan.EndSeq)
+		model, path, have = s.Model, s.PathTo(plan.EndSeq), t.Messages
 		return nil
 	})
 	if err != nil {
 		return nil, err
 	}
-	c, err := svc.summarize(ctx, sessionID, model, path, plan)
+	c, err := svc.summarize(ctx, sessionID, model, path, plan, have)
 	if err != nil {
 		svc.releaseLease(ctx, sessionID)
 		return nil, err
@@ -103,17 +103,20 @@ func prevEnd(c *Compaction) int {
 	return c.EndSeq
 }
 
-func (svc *Service) summarize(ctx context.Context, sessionID, model string, path sessions.Path, plan CompactionPlan) (*Compaction, error) {
+func (svc *Service) summarize(ctx context.Context, sessionID, model string, path sessions.Path, plan CompactionPlan, have []Message) (*Compaction, error) {
 	if svc.Summarizer == nil {
 		return nil, errors.New("history: no summarizer configured")
 	}
-	all, err := svc.Repo.MessageRange(ctx, sessionID, plan.StartSeq, plan.EndSeq)
-	if err != nil {
-		return nil, err
+	msgs, ok := onPath(have, path, plan.StartSeq, plan.EndSeq)
+	if !ok { // a gap behind the tail: read the range
+		all, err := svc.Repo.MessageRange(ctx, sessionID, plan.StartSeq, plan.EndSeq)
+		if err != nil {
+			return nil, err
+		}
+		// Only the branch's messages: others of the range belong to
+		// branches that forked from it.
+		msgs, _ = onPath(all, path, plan.StartSeq, plan.EndSeq)
 	}
-	// Only the branch's messages: others of the range belong to branches
-	// that forked from it.
-	msgs := slices.DeleteFunc(all, func(m Message) bool { return !path.Contains(m.Seq) })
 	previous := ""
 	if plan.Previous != nil {
 		previous = plan.Previous.Summary
@@ -260,4 +263,22 @@ func bytesOf(msgs []Message) int {
 		n += StoredBytes(&msgs[i])
 	}
 	return n
+}
+
+// onPath returns the messages of msgs that are on path with from <= seq
+// <= to, and whether msgs held every message of path in that range.
+func onPath(msgs []Message, path sessions.Path, from, to int) ([]Message, bool) {
+	var out []Message
+	for _, m := range msgs {
+		if m.Seq >= from && m.Seq <= to && path.Contains(m.Seq) {
+			out = append(out, m)
+		}
+	}
+	want := 0
+	for _, sp := range path {
+		if lo, hi := max(sp.From, from), min(sp.To, to); hi >= lo {
+			want += hi - lo + 1
+		}
+	}
+	return out, len(out) == want
 }
