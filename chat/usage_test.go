@@ -97,7 +97,7 @@ func TestSlotsToRead(t *testing.T) {
 		n    int
 		all  bool
 		want int
-	}{{0, false, 0}, {2, false, 2}, {3, false, 3}, {20, false, slotSample}, {20, true, 20}, {50, true, 50}, {MaxTurnsPerMinute + 5, true, MaxTurnsPerMinute}} {
+	}{{0, false, 0}, {2, false, 2}, {3, false, slotSample}, {20, false, slotSample}, {20, true, 20}, {50, true, 50}, {MaxTurnsPerMinute + 5, true, MaxTurnsPerMinute}} {
 		got := slotsToRead(tc.n, tc.all)
 		seen := map[int]bool{}
 		for _, i := range got {
