@@ -139,16 +139,22 @@ type MemoryBlock struct {
 	// User is the memory the block was made from, when the turn may
 	// choose its facts by relevance instead (see MemoryOf).
 	User *longterm.User
+	// Source is the memory as the turn read it (nil: none was read):
+	// learning after the turn starts from it instead of reading it again.
+	Source *longterm.User
 }
 
 // MemoryOf is the block a turn reads for u (as a store returns it): none
 // when memory is off; u itself along when its block leaves embedded facts
 // out, so that the turn can choose them by relevance to its message.
 func MemoryOf(u *longterm.User) MemoryBlock {
-	if u == nil || u.Disabled {
+	if u == nil {
 		return MemoryBlock{}
 	}
-	m := MemoryBlock{Text: u.Block, Tokens: u.BlockTokens}
+	if u.Disabled {
+		return MemoryBlock{Source: u}
+	}
+	m := MemoryBlock{Text: u.Block, Tokens: u.BlockTokens, Source: u}
 	if u.BlockCut && u.VectorModel != "" {
 		m.User = u
 	}

@@ -275,6 +275,7 @@ func (svc *Service) finish(st *TurnState, q TurnQuery, c *claim, answer history.
 			if t != nil {
 				b.Have = t.Messages
 			}
+			b.User = st.Memory.Source
 			*learn = &b
 		}
 	}

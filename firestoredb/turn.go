@@ -157,14 +157,11 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 		ts.DayTokens, rest = day.Tokens, rest[1:]
 	}
 	if q.Memory {
-		if rest[0].Exists() {
-			u, err := decodeMemoryUser(rest[0], q.UserID)
-			if err != nil {
-				return nil, err
-			}
-			ts.Memory = chat.MemoryOf(u)
+		u, err := decodeMemoryUser(rest[0], q.UserID) // a user with none yet too
+		if err != nil {
+			return nil, err
 		}
-		rest = rest[1:]
+		ts.Memory, rest = chat.MemoryOf(u), rest[1:]
 	}
 	if q.Draft {
 		if rest[0].Exists() {

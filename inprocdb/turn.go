@@ -90,7 +90,11 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 			st.Slots[i] = db.slots[q.UserID][id]
 		}
 	}
-	if u, ok := db.users[q.UserID]; q.Memory && ok && !u.Disabled {
+	if q.Memory {
+		u, ok := db.users[q.UserID]
+		if !ok {
+			u = longterm.User{UserID: q.UserID}
+		}
 		u.Facts = append([]longterm.Fact(nil), u.Facts...)
 		st.Memory = chat.MemoryOf(&u)
 	}

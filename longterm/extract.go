@@ -34,10 +34,12 @@ type profileUpdate struct {
 // resolution call when a candidate is near a known fact, and a save,
 // around pure steps (candidates, decisions applied, profile applied) that
 // are tested without a model.
-func (svc *Service) extract(ctx context.Context, s *sessions.Session, model string, from, to int, have []history.Message) error {
-	u, err := svc.Repo.GetUser(ctx, s.UserID)
-	if err != nil {
-		return err
+func (svc *Service) extract(ctx context.Context, s *sessions.Session, model string, from, to int, have []history.Message, read *User) error {
+	u, err := read.clone(), error(nil) // the turn's read, when it is this user's
+	if u == nil || u.UserID != s.UserID {
+		if u, err = svc.Repo.GetUser(ctx, s.UserID); err != nil {
+			return err
+		}
 	}
 	if u.Disabled {
 		return ErrNothingToLearn // memory is off: the batch passes unlearned

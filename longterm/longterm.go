@@ -7,6 +7,7 @@ package longterm
 
 import (
 	"math"
+	"slices"
 	"sort"
 	"strings"
 	"time"
@@ -153,6 +154,21 @@ type User struct {
 	VectorModel string    `json:"-"`
 	Version     int64     `json:"-"` // bumped by every change, for optimistic saves
 	UpdatedAt   time.Time `json:"updatedAt"`
+}
+
+// clone returns a copy of u that changes to its facts and profile leave u
+// as it was (nil for nil).
+func (u *User) clone() *User {
+	if u == nil {
+		return nil
+	}
+	c := *u
+	c.Facts = make([]Fact, len(u.Facts))
+	for i, f := range u.Facts {
+		f.Sources = slices.Clone(f.Sources)
+		c.Facts[i] = f
+	}
+	return &c
 }
 
 // Settings of long-term memory.

@@ -145,6 +145,10 @@ func between(msgs []history.Message, from, to int) []history.Message {
 type Batch struct {
 	From, To int
 	Have     []history.Message
+	// User is the user's memory as the claimer read it (a turn reads it
+	// for its block), nil if it did not: the first try starts from it
+	// instead of reading it again, and saving it checks it is current.
+	User *User
 }
 
 // Claim moves the watermark of s past its unlearned messages when at least
@@ -176,8 +180,8 @@ func (svc *Service) LearnClaimed(ctx context.Context, s *sessions.Session, model
 		from = to - maxBatch + 1
 	}
 	var err error
-	for attempt := 0; ; attempt++ {
-		err = svc.extract(ctx, s, model, from, to, b.Have)
+	for attempt, u := 0, b.User; ; attempt, u = attempt+1, nil {
+		err = svc.extract(ctx, s, model, from, to, b.Have, u)
 		if errs.CodeOf(err) != errs.ECONFLICT || attempt == 2 {
 			break
 		}

@@ -1,0 +1,77 @@
+package functions_test
+
+import (
+	"fmt"
+	"strings"
+	"sync/atomic"
+	"testing"
+
+	openai "github.com/sashabaranov/go-openai"
+
+	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/llm/llmtest"
+	"github.com/chatmemory/backend/prompts"
+)
+
+// TestLearningStartsFromTheTurnsRead: the learning after a turn starts
+// from the memory the turn read for its block, so it reads only what its
+// save checks (the session and the memory, in its transaction); when the
+// memory changed in between (here, the user edits the profile while the
+// model extracts), the save is refused and learning starts again from a
+// fresh read, keeping both the edit and what it learned.
+func TestLearningStartsFromTheTurnsRead(t *testing.T) {
+	h := newHarnessOn(t, "firestore", func(c *functions.Config) { c.LongTermMemory = true })
+	alice := h.signUp()
+	var extractions atomic.Int64
+	var edit func()
+	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
+		if r.Messages[0].Content != prompts.Extract {
+			return llmtest.Echo(r)
+		}
+		if extractions.Add(1) == 2 && edit != nil {
+			edit() // the user edits their memory while it is learned from
+		}
+		if strings.Contains(r.Messages[1].Content, "pastry") {
+			return llmtest.Response{Content: `{"profile":null,"facts":[{"content":"The user bakes pastry.","category":"preference","confidence":0.9}]}`}
+		}
+		return llmtest.Response{Content: `{"profile":null,"facts":[{"content":"The user runs a bakery.","category":"preference","confidence":0.9}]}`}
+	})
+	id := h.newSession(alice.token, nil)
+	turns := 0
+	reads := func(msg string) int64 {
+		t.Helper()
+		turns++
+		before := h.counter.Snapshot()
+		h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": msg, "clientMessageId": fmt.Sprint("k", turns)}).want(t, 200)
+		h.idle()
+		return h.counter.Snapshot().Sub(before).Reads
+	}
+	// Turns 1 and 2 learn nothing; turn 3 (6 messages) learns.
+	reads("I run a bakery.")
+	plain := reads("It is busy.")
+	learning := reads("We open at six.")
+	if extractions.Load() != 1 {
+		t.Fatalf("%d extractions after 3 turns, want 1", extractions.Load())
+	}
+	if learning != plain+2 {
+		t.Errorf("a turn that learns reads %d documents, a turn that does not %d; want 2 more (the save's session and memory)", learning, plain)
+	}
+	// The next batch: the profile changes between the turn's read and the save.
+	edit = func() {
+		h.do("PATCH", "/memory/profile", alice.token, map[string]any{"focus": "A second shop."}).want(t, 200)
+	}
+	for i, msg := range []string{"I bake pastry.", "Mostly croissants.", "Every morning."} {
+		reads(fmt.Sprint(msg, " ", i))
+	}
+	if n := extractions.Load(); n != 3 {
+		t.Errorf("%d extractions, want 3 (the second batch tried twice)", n)
+	}
+	v := h.memory(alice.token)
+	var facts []string
+	for _, f := range v.Facts {
+		facts = append(facts, f.Content)
+	}
+	if v.Profile.Focus.Text != "A second shop." || len(facts) != 2 {
+		t.Errorf("memory after learning around an edit: focus %q, facts %q", v.Profile.Focus.Text, facts)
+	}
+}
