@@ -83,6 +83,9 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 		if wd, err = db.writeContext(b, st, w.Session, w.Tail); err != nil {
 			return nil, err
 		}
+		if st.next != nil {
+			b.addUpdate(sref, nextUpdate(nil)) // the window has it now, or it is stale
+		}
 		w.Window.UserID = q.UserID
 		writeWindow(b, snaps[0], w.Window, "")
 		if w.Tokens > 0 {
@@ -101,7 +104,7 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 		}
 		return "", nil
 	}
-	after = read.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd)
+	after = read.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd, nil)
 	db.kept.put(after)
 	return after.version(), nil
 }

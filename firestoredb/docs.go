@@ -59,6 +59,9 @@ type sessionDoc struct {
 	Branches *sessions.Branches `firestore:"branches,omitempty"`
 	// Answering is the lease of the turn answering a message, while one does.
 	Answering *sessions.Answering `firestore:"answering,omitempty"`
+	// TailNext is read only: a turn writes and clears it by itself (see
+	// tailNextDoc), and no session write sends it.
+	TailNext *tailNextDoc `firestore:"tailNext,omitempty"`
 }
 
 func toSessionDoc(s *sessions.Session) *sessionDoc {
@@ -85,9 +88,16 @@ func orNull(t time.Time) *time.Time {
 }
 
 func decodeSession(snap *firestore.DocumentSnapshot) (*sessions.Session, error) {
+	s, _, err := decodeSessionDoc(snap)
+	return s, err
+}
+
+// decodeSessionDoc decodes a session document, and returns it as stored
+// too.
+func decodeSessionDoc(snap *firestore.DocumentSnapshot) (*sessions.Session, *sessionDoc, error) {
 	var d sessionDoc
 	if err := snap.DataTo(&d); err != nil {
-		return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
+		return nil, nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
 	}
 	s := &sessions.Session{
 		ID: snap.Ref.ID, UserID: d.UserID, Title: d.Title, TitleSource: sessions.TitleSource(d.TitleSource),
@@ -104,7 +114,7 @@ func decodeSession(snap *firestore.DocumentSnapshot) (*sessions.Session, error) 
 	if d.HistoryStartAt != nil {
 		s.HistoryStartAt = d.HistoryStartAt.UTC()
 	}
-	return s, nil
+	return s, &d, nil
 }
 
 func answeringUTC(a *sessions.Answering) *sessions.Answering {

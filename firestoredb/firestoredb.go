@@ -340,6 +340,16 @@ func (w *writes) add(op writeOp) {
 	w.ops = append(w.ops, op)
 }
 
+// addUpdate adds u to the update of ref planned already, if there is one.
+func (w *writes) addUpdate(ref *firestore.DocumentRef, u firestore.Update) bool {
+	i, ok := w.at[ref.Path]
+	if !ok || w.ops[i].kind != 'u' {
+		return false
+	}
+	w.ops[i].updates = append(w.ops[i].updates, u)
+	return true
+}
+
 func (w *writes) Create(ref *firestore.DocumentRef, data any) {
 	w.add(writeOp{kind: 'c', ref: ref, data: data})
 }

@@ -28,8 +28,11 @@ type stored struct {
 	sessionTime time.Time // its update time
 	windowTime  time.Time // the window's update time; zero if there is none
 	s           *sessions.Session
-	t           *history.Tail
+	t           *history.Tail            // the session's tail: the window's, with tailNext's message when it applies
 	window      *windowDoc               // as read; nil if there is none
+	windowTail  *history.Tail            // the window's own tail, which writes of the window plan from
+	next        *tailNextDoc             // the session document's tailNext as read (see next.go)
+	nextApplied bool                     // next's message is t's newest
 	legacy      []*firestore.DocumentRef // documents of an earlier layout, to delete
 }
 
@@ -37,14 +40,15 @@ type stored struct {
 // messages but no window is read from an earlier layout by the caller.
 func decodeStored(session, window *firestore.DocumentSnapshot, sessionID string) (*stored, error) {
 	st := &stored{sessionID: sessionID, t: &history.Tail{}}
+	st.windowTail = st.t
 	if !session.Exists() {
 		return st, nil
 	}
-	s, err := decodeSession(session)
+	s, sd, err := decodeSessionDoc(session)
 	if err != nil {
 		return nil, err
 	}
-	st.exists, st.sessionTime, st.s = true, session.UpdateTime, s
+	st.exists, st.sessionTime, st.s, st.next = true, session.UpdateTime, s, sd.TailNext
 	if !window.Exists() {
 		return st, nil
 	}
@@ -55,7 +59,10 @@ func decodeStored(session, window *firestore.DocumentSnapshot, sessionID string)
 	if st.t, err = d.tailOf(sessionID); err != nil {
 		return nil, err
 	}
-	st.window, st.windowTime = &d, window.UpdateTime
+	st.window, st.windowTime, st.windowTail = &d, window.UpdateTime, st.t
+	if t, ok := nextOf(st.next, st.t, s); ok {
+		st.t, st.nextApplied = t, true
+	}
 	return st, nil
 }
 
@@ -97,7 +104,7 @@ func (db *DB) writeContext(w *writes, st *stored, s *sessions.Session, t *histor
 	var old *history.Tail
 	summaryEnd := -1
 	if st.window != nil {
-		old, summaryEnd = st.t, compactionEnd(st.t.Compaction)
+		old, summaryEnd = st.windowTail, compactionEnd(st.windowTail.Compaction)
 	}
 	p, err := planWindow(s.UserID, old, summaryEnd, t, s.NextSeq)
 	if err != nil {
@@ -116,16 +123,25 @@ func (db *DB) writeContext(w *writes, st *stored, s *sessions.Session, t *histor
 }
 
 // after returns what st becomes once a commit of w wrote session s and
-// tail t as window d (nil: the context was not written).
-func (st *stored) after(w *writes, res []*firestore.WriteResult, sref, wref *firestore.DocumentRef, s *sessions.Session, t *history.Tail, d *windowDoc) *stored {
+// tail t as window d (nil: the context was not written), with the
+// session's tailNext set to next (nil: as it was, or removed if the window
+// was written).
+func (st *stored) after(w *writes, res []*firestore.WriteResult, sref, wref *firestore.DocumentRef, s *sessions.Session, t *history.Tail, d *windowDoc, next *tailNextDoc) *stored {
 	n := *st
 	if s != nil {
 		n.exists, n.s = true, s
 		n.sessionTime, _ = w.time(res, sref)
 	}
-	if d != nil {
-		n.t, n.window, n.legacy = t, d, nil
+	switch {
+	case d != nil:
+		n.t, n.window, n.windowTail, n.legacy = t, d, t, nil
 		n.windowTime, _ = w.time(res, wref)
+		n.nextApplied = false
+		if s != nil {
+			n.next = nil
+		}
+	case next != nil:
+		n.t, n.next, n.nextApplied = t, next, true
 	}
 	return &n
 }

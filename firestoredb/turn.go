@@ -230,10 +230,20 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		s = ts.Session
 	}
 	var wd *windowDoc
-	if w.Tail != nil {
+	var next *tailNextDoc // the message the session carries for its window
+	if w.Tail != nil && w.Session != nil {
+		next = deferTail(v.st, w.Session, w.Tail, w.Messages)
+	}
+	switch {
+	case next != nil:
+		b.addUpdate(sref, nextUpdate(next))
+	case w.Tail != nil:
 		var err error
 		if wd, err = db.writeContext(b, v.st, s, w.Tail); err != nil {
 			return nil, nil, err
+		}
+		if v.st.next != nil && w.Session != nil {
+			b.addUpdate(sref, nextUpdate(nil)) // the window has it now, or it is stale
 		}
 	}
 	coll := db.messagesOf(q.SessionID)
@@ -267,7 +277,7 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		}
 	}
 	return b, func(res []*firestore.WriteResult) *chat.TurnState {
-		nv := &turnVersion{st: v.st.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd),
+		nv := &turnVersion{st: v.st.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd, next),
 			slotTimes: append([]time.Time(nil), v.slotTimes...)}
 		out := ts.Apply(q, w)
 		out.Version = nv

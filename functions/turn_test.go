@@ -75,12 +75,13 @@ func TestTurnRoundTrips(t *testing.T) {
 		// Documents: the read is the session, its window, the day's spend,
 		// the memory block, 2 rate-limit slots and the keyed reply (and
 		// the draft when streaming; the key's question is read only by a
-		// retry); each commit writes the session, the window and a
-		// message, the claim a slot and the finish the spend (a streaming
-		// turn starts its draft in the claim and deletes it in the finish).
-		reads, writes, deletes := int64(7), int64(8), int64(0)
+		// retry); each commit writes the session and a message, the claim
+		// a slot, the finish the window (with both messages) and the spend
+		// (a streaming turn starts its draft in the claim and deletes it
+		// in the finish).
+		reads, writes, deletes := int64(7), int64(7), int64(0)
 		if stream {
-			reads, writes, deletes = 8, 9, 1
+			reads, writes, deletes = 8, 8, 1
 		}
 		for n, c := range map[int]cost{4: cs, 5000: cl} {
 			r := c.before.Reads + c.after.Reads + c.afterTurn.Reads
