@@ -36,6 +36,10 @@ import (
 type Config struct {
 	Turns           int           // turns of the long session, for both sides
 	Bands           [][2]int      // 1-based, inclusive turn ranges to report
+	// Repeats more conversations of each design run side by side up to
+	// RepeatTurns (the short bands' end), so that the p50s of the bands
+	// they reach are over Repeats+1 conversations' turns, not one's.
+	Repeats, RepeatTurns int
 	Concurrency     []int         // sessions chatting at once, for throughput
 	TurnsPerSession int           // turns each of those sessions runs
 	Budget          int           // the long session's context budget in tokens
@@ -55,14 +59,14 @@ type Config struct {
 
 // Full is `make bench`.
 func Full() Config {
-	return Config{Turns: 1000, Bands: [][2]int{{1, 10}, {91, 100}, {491, 500}, {991, 1000}},
+	return Config{Turns: 1000, Bands: [][2]int{{1, 10}, {91, 100}, {491, 500}, {991, 1000}}, Repeats: 4, RepeatTurns: 100,
 		Concurrency: []int{1, 10, 50}, TurnsPerSession: 20, Budget: 4000, TokenizerCorpus: 20000, HotspotTurns: 20, DraftReply: StreamedReply, PruningTurns: pruningTurns,
 		UpkeepExchanges: 500, UpkeepSessions: 40}
 }
 
 // Tiny proves the harness works, in seconds.
 func Tiny() Config {
-	return Config{Turns: 12, Bands: [][2]int{{1, 4}, {9, 12}}, Concurrency: []int{1, 3},
+	return Config{Turns: 12, Bands: [][2]int{{1, 4}, {9, 12}}, Repeats: 1, RepeatTurns: 4, Concurrency: []int{1, 3},
 		TurnsPerSession: 3, Budget: 600, TokenizerCorpus: 200, HotspotTurns: 4, DraftReply: time.Second, PruningTurns: 12,
 		UpkeepExchanges: 20, UpkeepSessions: 6}
 }
@@ -103,6 +107,9 @@ type Side struct {
 	Name    string   `json:"name"`
 	Bands   []Band   `json:"bands"`
 	Samples []Sample `json:"samples"`
+	// Repeats are the turns of the conversations run besides the long
+	// one (see Config.Repeats); the bands count them too.
+	Repeats []Sample `json:"repeats,omitempty"`
 }
 
 // Throughput is concurrent sessions' turns per second.
@@ -309,6 +316,7 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 		"Project turns include the after-turn work (summaries), so compaction turns are in the averages.",
 		"Latency is the backend path: the whole turn minus the model call (an in-process server answering at once); time to first token is from the turn's start to the first streamed piece of the reply.",
 		"Both designs run 150 turns, alternating, to warm the emulator's JVM up before anything is measured, then alternate turn by turn; the hotspot times are medians of five alternating rounds.",
+		fmt.Sprintf("Besides the long conversation, each design runs %d more of %d turns (side by side, and on the memory path too), so the bands up to turn %d count %d conversations' turns: a p50 of one conversation's 10 turns moved by half between runs.", cfg.Repeats, cfg.RepeatTurns, cfg.RepeatTurns, cfg.Repeats+1),
 		"The project runs with its defaults: long-term memory on, 20 turns a minute per user (the run's clock moves a minute per turn), so every turn reads its rate-limit slots and memory block.",
 	}
 	return rep, nil

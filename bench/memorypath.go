@@ -62,11 +62,6 @@ func runMemoryPath(ctx context.Context, cfg Config, modelURL string, tok *histor
 		return nil, err
 	}
 	defer client.Close()
-	s, err := a.app.Sessions.Create(ctx, "bench-user", sessions.CreateInput{Title: "memory path"})
-	if err != nil {
-		return nil, err
-	}
-	doc := client.Collection("genkit_sessions").Doc("s1")
 	text := func(turn int, role string) string {
 		t := fmt.Sprintf("%s %d: %s", role, turn, words(turn, 80))
 		return t[:min(len(t), memoryPathMessageBytes)] + strings.Repeat(".", max(0, memoryPathMessageBytes-len(t)))
@@ -74,35 +69,57 @@ func runMemoryPath(ctx context.Context, cfg Config, modelURL string, tok *histor
 	var project, one []Sample
 	var afterReads, afterWrites int64
 	size := map[int]int{}
-	for turn := 1; turn <= cfg.Turns; turn++ {
-		a.clock.advance(time.Minute)
-		before := a.counter.Snapshot()
-		start := time.Now()
-		p, err := a.app.Chat.Preview(ctx, "bench-user", s.ID)
+	// conversation runs one conversation of each design, n turns, turn by
+	// turn; only the long one's after-append work and sizes are reported.
+	conversation := func(n int, long bool) (*sessions.Session, error) {
+		s, err := a.app.Sessions.Create(ctx, "bench-user", sessions.CreateInput{Title: "memory path"})
 		if err != nil {
-			return nil, fmt.Errorf("memory path, turn %d: %w", turn, err)
+			return nil, err
 		}
-		res, err := a.app.Chat.Append(ctx, "bench-user", s.ID, fmt.Sprint("m", turn), p.Version, []history.Draft{
-			{Role: history.RoleUser, Content: text(turn, "user")}, {Role: history.RoleAssistant, Content: text(turn, "assistant")}})
-		if err != nil {
-			return nil, fmt.Errorf("memory path, turn %d: %w", turn, err)
-		}
-		d := a.counter.Snapshot().Sub(before)
-		project = append(project, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, RoundTrips: d.RoundTrips, LatencyMs: ms(time.Since(start))})
-		before = a.counter.Snapshot()
-		a.app.Chat.AfterAppend(ctx, res)
-		d = a.counter.Snapshot().Sub(before)
-		afterReads, afterWrites = afterReads+d.Reads, afterWrites+d.Writes
+		doc := client.Collection("genkit_sessions").NewDoc()
+		for turn := 1; turn <= n; turn++ {
+			a.clock.advance(time.Minute)
+			before := a.counter.Snapshot()
+			start := time.Now()
+			p, err := a.app.Chat.Preview(ctx, "bench-user", s.ID)
+			if err != nil {
+				return nil, fmt.Errorf("memory path, turn %d: %w", turn, err)
+			}
+			res, err := a.app.Chat.Append(ctx, "bench-user", s.ID, fmt.Sprint("m", turn), p.Version, []history.Draft{
+				{Role: history.RoleUser, Content: text(turn, "user")}, {Role: history.RoleAssistant, Content: text(turn, "assistant")}})
+			if err != nil {
+				return nil, fmt.Errorf("memory path, turn %d: %w", turn, err)
+			}
+			d := a.counter.Snapshot().Sub(before)
+			project = append(project, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, RoundTrips: d.RoundTrips, LatencyMs: ms(time.Since(start))})
+			before = a.counter.Snapshot()
+			a.app.Chat.AfterAppend(ctx, res)
+			if d = a.counter.Snapshot().Sub(before); long {
+				afterReads, afterWrites = afterReads+d.Reads, afterWrites+d.Writes
+			}
 
-		before = counter.Snapshot()
-		start = time.Now()
-		n, err := oneDocumentTurn(ctx, client, doc, text(turn, "user"), text(turn, "assistant"))
-		if err != nil {
-			return nil, fmt.Errorf("one document, turn %d: %w", turn, err)
+			before = counter.Snapshot()
+			start = time.Now()
+			size1, err := oneDocumentTurn(ctx, client, doc, text(turn, "user"), text(turn, "assistant"))
+			if err != nil {
+				return nil, fmt.Errorf("one document, turn %d: %w", turn, err)
+			}
+			d = counter.Snapshot().Sub(before)
+			one = append(one, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, RoundTrips: d.RoundTrips, LatencyMs: ms(time.Since(start))})
+			if long {
+				size[turn] = size1
+			}
 		}
-		d = counter.Snapshot().Sub(before)
-		one = append(one, Sample{Turn: turn, Reads: d.Reads, Writes: d.Writes, RoundTrips: d.RoundTrips, LatencyMs: ms(time.Since(start))})
-		size[turn] = n
+		return s, nil
+	}
+	s, err := conversation(cfg.Turns, true)
+	if err != nil {
+		return nil, err
+	}
+	for range cfg.Repeats {
+		if _, err := conversation(min(cfg.RepeatTurns, cfg.Turns), false); err != nil {
+			return nil, err
+		}
 	}
 	cs, err := a.app.History.Compactions(ctx, s)
 	if err != nil {

@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"fmt"
+	"slices"
 	"time"
 
 	"github.com/chatmemory/backend/chat"
@@ -36,8 +37,35 @@ func runSideBySide(ctx context.Context, cfg Config, modelURL string, tok *histor
 	if err := alternate(cfg.Turns, p, b); err != nil {
 		return Side{}, Side{}, err
 	}
-	p.side.Bands, b.side.Bands = bands(p.side.Samples, cfg.Bands), bands(b.side.Samples, cfg.Bands)
+	for range cfg.Repeats {
+		if err := repeat(ctx, cfg, modelURL, tok, p, b); err != nil {
+			return Side{}, Side{}, err
+		}
+	}
+	p.side.Bands = bands(append(slices.Clone(p.side.Samples), p.side.Repeats...), cfg.Bands)
+	b.side.Bands = bands(append(slices.Clone(b.side.Samples), b.side.Repeats...), cfg.Bands)
 	return p.side, b.side, nil
+}
+
+// repeat runs one more conversation of each design, side by side, up to
+// cfg.RepeatTurns, and adds its turns to p's and b's Repeats.
+func repeat(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken, p, b *stepper) error {
+	p2, err := newProject(ctx, cfg, modelURL, tok, &Report{})
+	if err != nil {
+		return err
+	}
+	defer p2.close()
+	b2, err := newBaseline(ctx, cfg, modelURL, tok)
+	if err != nil {
+		return err
+	}
+	defer b2.close()
+	if err := alternate(min(cfg.RepeatTurns, cfg.Turns), p2, b2); err != nil {
+		return err
+	}
+	p.side.Repeats = append(p.side.Repeats, p2.side.Samples...)
+	b.side.Repeats = append(b.side.Repeats, b2.side.Samples...)
+	return nil
 }
 
 func newProject(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken, rep *Report) (*stepper, error) {
