@@ -36,10 +36,6 @@ import (
 type Config struct {
 	Turns           int           // turns of the long session, for both sides
 	Bands           [][2]int      // 1-based, inclusive turn ranges to report
-	// Repeats more conversations of each design run side by side up to
-	// RepeatTurns (the short bands' end), so that the p50s of the bands
-	// they reach are over Repeats+1 conversations' turns, not one's.
-	Repeats, RepeatTurns int
 	Concurrency     []int         // sessions chatting at once, for throughput
 	TurnsPerSession int           // turns each of those sessions runs
 	Budget          int           // the long session's context budget in tokens
@@ -49,6 +45,10 @@ type Config struct {
 	PruningTurns    int           // turns of the tool-heavy session, pruning on and off
 	UpkeepExchanges int           // exchanges of the session message retention trims
 	UpkeepSessions  int           // sessions behind the rolled-up history
+	// Repeats more conversations of each design run side by side up to
+	// RepeatTurns (the short bands' end), so that the p50s of the bands
+	// they reach are over Repeats+1 conversations' turns, not one's.
+	Repeats, RepeatTurns int
 	// EmbeddingCalls counts the model server's embedding requests; nil:
 	// no recall run. Set by whoever runs the model server.
 	EmbeddingCalls func() int64 `json:"-"`
