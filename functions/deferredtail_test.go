@@ -15,9 +15,10 @@ import (
 // TestWindowWrittenOnceATurn: a turn writes its session's context window
 // once, in its reply's commit; until then the session document carries
 // the user's message, and every reader of the context sees it: while the
-// model answers, after a turn whose instance died before its reply (the
-// commits after the model all refused), and in the next turn's request to
-// the model, whose commit moves it into the window.
+// model answers, after a turn that never got its reply (the model failed;
+// a turn whose instance died leaves the same documents, with its lease),
+// on its own branch only, and in the next turn's request to the model,
+// whose commit moves it into the window.
 func TestWindowWrittenOnceATurn(t *testing.T) {
 	h := newHarnessOn(t, "firestore")
 	alice := h.signUp()
@@ -108,6 +109,17 @@ func TestWindowWrittenOnceATurn(t *testing.T) {
 	if w, carried := look(); holds(w, "three") || !carried || !contextHas("three") {
 		t.Fatalf("after the failed turn: the window holds it %v, the session carries it %v, or the context lacks it", holds(w, "three"), carried)
 	}
+	// An edit of "two" starts another branch, whose context does not hold
+	// the carried message; back on its own branch, the context does.
+	all := h.messages(alice.token, id)
+	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "edit": all[2].ID, "message": "two again", "clientMessageId": "edit"}).want(t, 200)
+	if !contextHas("two again") || contextHas("three") {
+		t.Errorf("the edited branch's context holds the other branch's carried message, or lacks its own")
+	}
+	h.do("POST", "/sessions/"+id+"/branch", alice.token, map[string]any{"seq": all[4].Seq}).want(t, 200)
+	if !contextHas("two") || !contextHas("three") {
+		t.Errorf("back on its branch, the context lacks the carried message")
+	}
 
 	turn("four", 200)
 	reqs := h.turnRequests()
@@ -128,6 +140,6 @@ func TestWindowWrittenOnceATurn(t *testing.T) {
 		t.Errorf("the session still carries a message")
 	}
 	if n := len(h.messages(alice.token, id)); n != 7 {
-		t.Errorf("%d messages stored, want 7", n)
+		t.Errorf("%d messages on the branch, want 7", n)
 	}
 }
