@@ -9,6 +9,7 @@ import (
 	"unicode/utf8"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -108,11 +109,25 @@ func (svc *Service) memoryFor(ctx context.Context, r *recaller, m MemoryBlock, s
 	if m.User == nil || svc.Memory == nil || r.embedded == nil {
 		return blockOf(m)
 	}
+	type read struct {
+		u   *longterm.User
+		err error
+	}
+	facts := make(chan read, 1)
+	go func() { // the facts, read beside the embedding
+		u, err := svc.Memory.WithFacts(ctx, m.User)
+		facts <- read{u, err}
+	}()
 	if <-r.embedded; r.embedErr != nil {
 		svc.logError(ctx, "embedding the message failed; the memory block is chosen by confidence", sessionID, r.embedErr)
 		return blockOf(m)
 	}
-	text, n := svc.Memory.Relevant(m.User, r.vector)
+	got := <-facts
+	if got.err != nil {
+		svc.logError(ctx, "reading the long-term facts failed; the memory block is chosen by confidence", sessionID, got.err)
+		return blockOf(m)
+	}
+	text, n := svc.Memory.Relevant(got.u, r.vector)
 	return blockOf(MemoryBlock{Text: text, Tokens: n})
 }
 

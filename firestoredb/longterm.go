@@ -12,20 +12,33 @@ import (
 	"github.com/chatmemory/backend/longterm"
 )
 
-// Long-term memory lives under users/{uid}: the memory document and its
-// facts subcollection.
+// Long-term memory lives under users/{uid}: the memory document (the
+// block a turn reads, the profile, the history), its live facts in
+// users/{uid}/memory/facts, and the superseded facts in its facts
+// subcollection, for audit. A turn reads the memory document alone: the
+// live facts (up to the cap, each with its packed vector when embedded)
+// are read by what changes them (learning, edits, forgetting) and by a
+// turn that chooses facts by relevance.
 const (
-	UsersCollection = "users"
-	FactsCollection = "facts"
+	UsersCollection  = "users"
+	FactsCollection  = "facts"
+	MemoryCollection = "memory"
+	liveFactsDocID   = "facts"
 )
 
-// memoryUserDoc is users/{uid}: the live facts live in it (at most the
-// cap of short sentences), so a turn or an extraction reads one document;
-// superseded facts are filed in its facts subcollection, for audit.
+// liveFactsDoc is users/{uid}/memory/facts.
+type liveFactsDoc struct {
+	UserID string    `firestore:"userId"`
+	Facts  []factDoc `firestore:"facts"`
+}
+
+// memoryUserDoc is users/{uid}. Facts is read only: documents written
+// before the live facts had a document of their own hold them here, until
+// their next save moves them.
 type memoryUserDoc struct {
 	UserID      string                `firestore:"userId"`
 	Disabled    bool                  `firestore:"disabled"`
-	Facts       []factDoc             `firestore:"facts"`
+	Facts       []factDoc             `firestore:"facts,omitempty"`
 	Work        longterm.ProfileField `firestore:"work"`
 	Personal    longterm.ProfileField `firestore:"personal"`
 	Focus       longterm.ProfileField `firestore:"focus"`
@@ -87,25 +100,64 @@ func (db *DB) memoryRef(userID string) *firestore.DocumentRef {
 	return db.client.Collection(UsersCollection).Doc(UserDocID(userID))
 }
 
+func (db *DB) liveFactsRef(userID string) *firestore.DocumentRef {
+	return db.memoryRef(userID).Collection(MemoryCollection).Doc(liveFactsDocID)
+}
+
 // lp is a profile field as read: its time in UTC.
 func lp(p longterm.ProfileField) longterm.ProfileField {
 	p.UpdatedAt = utc(p.UpdatedAt)
 	return p
 }
 
+// GetUser reads the memory document and its live facts in one round trip.
 func (db *DB) GetUser(ctx context.Context, userID string) (*longterm.User, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	snap, err := db.memoryRef(userID).Get(ctx)
+	snaps, err := db.client.GetAll(ctx, []*firestore.DocumentRef{db.memoryRef(userID), db.liveFactsRef(userID)})
+	if err != nil {
+		return nil, translate(err)
+	}
+	u, err := decodeMemoryUser(snaps[0], userID)
+	if err != nil {
+		return nil, err
+	}
+	u.Partial = false // read whole: without a facts document, it has none, or holds them itself
+	if snaps[1].Exists() {
+		u.Facts, err = decodeLiveFacts(snaps[1])
+	}
+	return u, err
+}
+
+// LiveFacts reads the live facts' document alone.
+func (db *DB) LiveFacts(ctx context.Context, userID string) ([]longterm.Fact, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	snap, err := db.liveFactsRef(userID).Get(ctx)
 	if status.Code(err) == codes.NotFound {
-		return &longterm.User{UserID: userID}, nil
+		return nil, nil
 	}
 	if err != nil {
 		return nil, translate(err)
 	}
-	return decodeMemoryUser(snap, userID)
+	return decodeLiveFacts(snap)
 }
 
+func decodeLiveFacts(snap *firestore.DocumentSnapshot) ([]longterm.Fact, error) {
+	var d liveFactsDoc
+	if err := snap.DataTo(&d); err != nil {
+		return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
+	}
+	out := make([]longterm.Fact, 0, len(d.Facts))
+	for _, f := range d.Facts {
+		out = append(out, fromFactDoc(f))
+	}
+	return out, nil
+}
+
+// decodeMemoryUser decodes the memory document: Partial (its live facts
+// not read) unless there is none yet or it holds them itself, as
+// documents written before they had one of their own do.
 func decodeMemoryUser(snap *firestore.DocumentSnapshot, userID string) (*longterm.User, error) {
 	if !snap.Exists() {
 		return &longterm.User{UserID: userID}, nil
@@ -116,7 +168,8 @@ func decodeMemoryUser(snap *firestore.DocumentSnapshot, userID string) (*longter
 	}
 	u := &longterm.User{UserID: userID, Disabled: d.Disabled, Block: d.Block, BlockTokens: d.BlockTokens,
 		BlockCut: d.BlockCut, VectorModel: d.VectorModel, Version: d.Version, UpdatedAt: d.UpdatedAt.UTC(),
-		Profile: longterm.Profile{Work: lp(d.Work), Personal: lp(d.Personal), Focus: lp(d.Focus)}, History: historyUTC(d.History)}
+		Profile: longterm.Profile{Work: lp(d.Work), Personal: lp(d.Personal), Focus: lp(d.Focus)}, History: historyUTC(d.History),
+		Partial: d.Facts == nil}
 	for _, f := range d.Facts {
 		u.Facts = append(u.Facts, fromFactDoc(f))
 	}
@@ -166,10 +219,12 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 			}
 		}
 		snap := snaps[len(c.Sources)]
-		cur := int64(0)
+		cur, inline := int64(0), false
 		if snap.Exists() {
 			v, _ := snap.DataAt("version")
 			cur, _ = v.(int64)
+			_, err := snap.DataAt("facts")
+			inline = err == nil // an earlier layout's: moved now
 		}
 		if cur != version {
 			return errs.Errorf(errs.ECONFLICT, "memory changed meanwhile")
@@ -186,14 +241,21 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 		}
 		d := memoryUserDoc{UserID: userID, Disabled: u.Disabled, Work: u.Profile.Work, Personal: u.Profile.Personal,
 			Focus: u.Profile.Focus, Block: u.Block, BlockTokens: u.BlockTokens, BlockCut: u.BlockCut, VectorModel: u.VectorModel,
-			Version: version + 1, UpdatedAt: u.UpdatedAt, Facts: make([]factDoc, 0, len(u.Facts)),
+			Version: version + 1, UpdatedAt: u.UpdatedAt,
 			History: u.History, HistoryDueAt: orNull(u.History.DueAt(u.UpdatedAt))}
+		if err := tx.Set(ref, d); err != nil {
+			return err
+		}
+		if c.KeepFacts && !inline {
+			return nil
+		}
+		live := liveFactsDoc{UserID: userID, Facts: make([]factDoc, 0, len(u.Facts))}
 		for _, f := range u.Facts {
 			fd := toFactDoc(userID, f)
 			fd.Vec = packVector(f.Vector)
-			d.Facts = append(d.Facts, fd)
+			live.Facts = append(live.Facts, fd)
 		}
-		return tx.Set(ref, d)
+		return tx.Set(db.liveFactsRef(userID), live)
 	})
 }
 

@@ -45,9 +45,14 @@ func TestStoredShape(t *testing.T) {
 	type m = map[string]any
 	session := storetest.Must[m](t)(data(ctx, client.Collection(firestoredb.SessionsCollection).Doc(s.ID)))
 	message := storetest.Must[m](t)(data(ctx, client.Collection(firestoredb.SessionsCollection).Doc(s.ID).Collection(firestoredb.MessagesCollection).Doc(msgs[1].ID)))
-	user := storetest.Must[m](t)(data(ctx, client.Collection(firestoredb.UsersCollection).Doc(firestoredb.UserDocID("alice"))))
+	userRef := client.Collection(firestoredb.UsersCollection).Doc(firestoredb.UserDocID("alice"))
+	user := storetest.Must[m](t)(data(ctx, userRef))
+	live := storetest.Must[m](t)(data(ctx, userRef.Collection(firestoredb.MemoryCollection).Doc("facts")))
+	if _, inline := user["facts"]; inline {
+		t.Errorf("the memory document holds the live facts; they have a document of their own")
+	}
 	work, _ := user["work"].(m)
-	facts, _ := user["facts"].([]any)
+	facts, _ := live["facts"].([]any)
 	var sources any
 	if len(facts) == 1 {
 		sources = facts[0].(m)["sources"]

@@ -1,6 +1,7 @@
 package functions_test
 
 import (
+	"context"
 	"fmt"
 	"strings"
 	"sync/atomic"
@@ -73,5 +74,51 @@ func TestLearningStartsFromTheTurnsRead(t *testing.T) {
 	}
 	if v.Profile.Focus.Text != "A second shop." || len(facts) != 2 {
 		t.Errorf("memory after learning around an edit: focus %q, facts %q", v.Profile.Focus.Text, facts)
+	}
+}
+
+// TestPurgeFencesLearningFromTheTurnsRead: learning that starts from the
+// memory a turn read saves nothing from a session purged before its save:
+// the purge's forgetting changes the memory, which refuses the save, and
+// the retry finds the session gone.
+func TestPurgeFencesLearningFromTheTurnsRead(t *testing.T) {
+	h := newHarnessOn(t, "firestore", func(c *functions.Config) { c.LongTermMemory = true })
+	alice := h.signUp()
+	started, release := make(chan struct{}, 1), make(chan struct{})
+	var extractions atomic.Int64
+	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
+		if r.Messages[0].Content != prompts.Extract {
+			return llmtest.Echo(r)
+		}
+		if extractions.Add(1) == 1 {
+			started <- struct{}{}
+			<-release
+		}
+		return llmtest.Response{Content: `{"profile":null,"facts":[{"content":"The user keeps bees.","category":"personal","confidence":0.9}]}`}
+	})
+	// Her memory exists before (the fence is a change of it).
+	h.do("PATCH", "/memory/profile", alice.token, map[string]any{"work": "Beekeeper."}).want(t, 200)
+	id := h.newSession(alice.token, nil)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		for i := 0; i < 3; i++ { // the third turn's reply claims a batch
+			h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": fmt.Sprint("I keep bees ", i)}).want(t, 200)
+		}
+	}()
+	<-started
+	h.do("DELETE", "/sessions/"+id, alice.token, nil).want(t, 200)
+	if _, err := h.app.Sessions.Purge(context.Background(), alice.uid, id); err != nil {
+		t.Fatal(err)
+	}
+	close(release)
+	<-done
+	h.idle()
+	v := h.memory(alice.token)
+	if len(v.Facts) != 0 || v.Profile.Work.Text != "Beekeeper." {
+		t.Errorf("memory after a purge during learning: facts %+v, work %q", v.Facts, v.Profile.Work.Text)
+	}
+	if n := extractions.Load(); n != 2 {
+		t.Errorf("%d extractions, want 2 (the save from the turn's read refused, the retry's source gone)", n)
 	}
 }

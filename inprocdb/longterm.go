@@ -20,6 +20,12 @@ func (db *DB) GetUser(_ context.Context, userID string) (*longterm.User, error) 
 	return &u, nil
 }
 
+func (db *DB) LiveFacts(_ context.Context, userID string) ([]longterm.Fact, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return append([]longterm.Fact(nil), db.users[userID].Facts...), nil
+}
+
 func (db *DB) ListSuperseded(_ context.Context, userID string) ([]longterm.Fact, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -52,8 +58,11 @@ func (db *DB) SaveMemory(_ context.Context, userID string, version int64, u *lon
 		delete(db.facts[userID], id)
 	}
 	saved := *u
-	saved.UserID, saved.Version = userID, version+1
+	saved.UserID, saved.Version, saved.Partial = userID, version+1, false
 	saved.Facts = append([]longterm.Fact(nil), u.Facts...)
+	if c.KeepFacts { // the live facts stay as stored, as Firestore's facts document does
+		saved.Facts = db.users[userID].Facts
+	}
 	saved.History = u.History.Clone()
 	db.users[userID] = saved
 	return nil

@@ -73,6 +73,21 @@ func (svc *Service) mergeNear(ctx context.Context, s *sessions.Session, u *User,
 	return kept
 }
 
+// WithFacts returns u with its live facts: u itself, or a copy with them
+// read if u was read without them.
+func (svc *Service) WithFacts(ctx context.Context, u *User) (*User, error) {
+	if !u.Partial {
+		return u, nil
+	}
+	facts, err := svc.Repo.LiveFacts(ctx, u.UserID)
+	if err != nil {
+		return nil, err
+	}
+	c := *u
+	c.Facts, c.Partial = facts, false
+	return &c, nil
+}
+
 // Relevant is u's memory block for a message embedded as v (with the
 // embedder's model): the profile, then the live facts most relevant to
 // the message (by cosine similarity to the hundredth, effective confidence

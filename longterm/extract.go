@@ -36,6 +36,12 @@ type profileUpdate struct {
 // are tested without a model.
 func (svc *Service) extract(ctx context.Context, s *sessions.Session, model string, from, to int, have []history.Message, read *User) error {
 	u, err := read.clone(), error(nil) // the turn's read, when it is this user's
+	// A save that starts from the turn's read of an existing memory needs
+	// no check that its session still exists: the turn's reply was stored
+	// after that read, so a purge of the session comes after it, and a
+	// purge's forgetting always changes the memory (ForgetSession), which
+	// refuses this save; the retry starts from a fresh read and checks.
+	fenced := u != nil && u.UserID == s.UserID && u.Version > 0
 	if u == nil || u.UserID != s.UserID {
 		if u, err = svc.Repo.GetUser(ctx, s.UserID); err != nil {
 			return err
@@ -43,6 +49,12 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 	}
 	if u.Disabled {
 		return ErrNothingToLearn // memory is off: the batch passes unlearned
+	}
+	if u.Partial { // the turn read the memory without its live facts
+		if u.Facts, err = svc.Repo.LiveFacts(ctx, s.UserID); err != nil {
+			return err
+		}
+		u.Partial = false
 	}
 	msgs := between(have, from, to)
 	if msgs == nil {
@@ -77,7 +89,11 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 	applyProfile(&u.Profile, ex.Profile, s.ID, now, svc.Settings.MaxContent)
 	live, superseded := partition(append(u.Facts, fresh...)) // u.Facts were changed in place
 	u.Facts = svc.evict(live, now)
-	return svc.save(ctx, u, Change{File: superseded, Sources: []string{s.ID}})
+	c := Change{File: superseded}
+	if !fenced {
+		c.Sources = []string{s.ID}
+	}
+	return svc.save(ctx, u, c)
 }
 
 // extractRequest is the extraction prompt's request: the profile as known

@@ -154,6 +154,10 @@ type User struct {
 	VectorModel string    `json:"-"`
 	Version     int64     `json:"-"` // bumped by every change, for optimistic saves
 	UpdatedAt   time.Time `json:"updatedAt"`
+	// Partial tells that Facts were not read: a turn reads the memory
+	// without its live facts, which are a document of their own (see
+	// Repo.LiveFacts).
+	Partial bool `json:"-"`
 }
 
 // clone returns a copy of u that changes to its facts and profile leave u

@@ -91,7 +91,7 @@ func (svc *Service) change(ctx context.Context, userID string, fn func(u *User) 
 func (svc *Service) SetEnabled(ctx context.Context, userID string, on bool) error {
 	return svc.change(ctx, userID, func(u *User) (Change, error) {
 		u.Disabled = !on
-		return Change{}, nil
+		return Change{KeepFacts: true}, nil
 	})
 }
 
@@ -128,7 +128,7 @@ func (svc *Service) UpdateProfile(ctx context.Context, userID string, p ProfileP
 				upd.f.Text, upd.f.UpdatedAt, upd.f.SessionID = clip(*upd.v, svc.Settings.MaxContent), &now, ""
 			}
 		}
-		return Change{}, nil
+		return Change{KeepFacts: true}, nil
 	})
 	if err != nil {
 		return nil, err
@@ -178,12 +178,15 @@ func (svc *Service) ForgetSession(ctx context.Context, userID, sessionID string)
 			c.File = append(c.File, f)
 		}
 	}
+	// It saves even when nothing was learned from the session: a change of
+	// the memory is what refuses a learning that started before the purge
+	// (see extract).
 	return svc.change(ctx, userID, func(u *User) (Change, error) {
-		changed := len(c.File) > 0 || len(c.Drop) > 0
+		facts := false
 		kept := u.Facts[:0:0]
 		for _, f := range u.Facts {
 			dropped, left := f.dropSource(sessionID)
-			changed = changed || dropped
+			facts = facts || dropped
 			if left {
 				kept = append(kept, f)
 			}
@@ -192,16 +195,12 @@ func (svc *Service) ForgetSession(ctx context.Context, userID, sessionID string)
 		for _, pf := range u.Profile.fields() {
 			if pf.f.SessionID == sessionID {
 				*pf.f = ProfileField{}
-				changed = true
 			}
 		}
 		if u.History.forget(sessionID) {
 			u.History.render(svc.now()) // month notes and the background are made again by the next roll-up
-			changed = true
 		}
-		if !changed {
-			return c, errUnchanged
-		}
+		c.KeepFacts = !facts
 		return c, nil
 	})
 }
@@ -302,7 +301,7 @@ func (svc *Service) UpdateHistory(ctx context.Context, userID string, p HistoryP
 		}
 		h.render(now)
 		u.History = h
-		return Change{}, nil
+		return Change{KeepFacts: true}, nil
 	})
 	if err != nil {
 		return nil, err

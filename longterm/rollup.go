@@ -101,7 +101,7 @@ func (svc *Service) rollUp(ctx context.Context, userID string, rolls RollUpRepo)
 	}
 	h.RolledUpAt, h.Prompts = now, prompts.Version
 	u.History = h
-	return svc.save(ctx, u, Change{Sources: sources})
+	return svc.save(ctx, u, Change{Sources: sources, KeepFacts: true})
 }
 
 // activeSince lists the user's sessions of status st updated after since.

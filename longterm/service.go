@@ -20,12 +20,15 @@ type Model interface {
 	Complete(ctx context.Context, model, system, user string) (string, error)
 }
 
-// Repo stores users' memory: one document with the live facts, and the
-// superseded facts apart, for audit.
+// Repo stores users' memory: the memory (the block, the profile and the
+// history), its live facts, and the superseded facts apart, for audit.
 type Repo interface {
-	// GetUser returns a user's memory document with its live facts, or a
-	// new one if none.
+	// GetUser returns a user's memory with its live facts, or a new one if
+	// none.
 	GetUser(ctx context.Context, userID string) (*User, error)
+	// LiveFacts returns the user's live facts, for a memory read without
+	// them (User.Partial).
+	LiveFacts(ctx context.Context, userID string) ([]Fact, error)
 	// ListSuperseded returns the user's superseded facts.
 	ListSuperseded(ctx context.Context, userID string) ([]Fact, error)
 	// SaveMemory writes u (live facts included, Version bumped) with the
@@ -42,6 +45,9 @@ type Change struct {
 	File    []Fact   // superseded facts to file (or refile, changed)
 	Drop    []string // ids of superseded facts to delete
 	Sources []string // the sessions what is saved was learned from: the fence
+	// KeepFacts tells that the live facts are as read: a store need not
+	// write them again.
+	KeepFacts bool
 }
 
 // Embedder turns texts into vectors of one length, in order.
@@ -256,6 +262,9 @@ func (svc *Service) evict(live []Fact, now time.Time) []Fact {
 // save recomputes the block and stores the change if nobody changed the
 // user's memory meanwhile and its sources are still there.
 func (svc *Service) save(ctx context.Context, u *User, c Change) error {
+	if u.Partial {
+		return errs.Errorf(errs.EINTERNAL, "long-term memory: a save without the live facts")
+	}
 	now := svc.now()
 	u.Block, u.BlockTokens, u.BlockCut = buildBlock(u, byEffective(u.Facts, now, svc.Settings.DecayPerWeek), svc.Settings, svc.Tokens)
 	u.UpdatedAt = now

@@ -248,6 +248,7 @@ func TestRules(t *testing.T) {
 		"usage day":        firestoredb.UsageCollection + "/" + s.usage + "/" + firestoredb.UsageDaysCollection + "/" + s.day,
 		"memory":           s.memory,
 		"fact":             s.memory + "/facts/" + s.fact,
+		"live facts":       s.memory + "/" + firestoredb.MemoryCollection + "/facts",
 	}
 	callers := map[string]user{"owner": alice, "another user": bob, "unauthenticated": {}, "another project": other}
 

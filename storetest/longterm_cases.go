@@ -74,8 +74,8 @@ func testLongTermRepo(t *testing.T, e *Env) {
 	if err := db.SaveMemory(ctx, "alice", 2, u, longterm.Change{File: []longterm.Fact{old}}); err != nil {
 		t.Fatal(err)
 	}
-	if n := Must[int](t)(db.EraseMemory(ctx, "alice")); n != 2 {
-		t.Errorf("erasing alice's memory counted %d documents, want 2 (hers and one superseded fact)", n)
+	if n := Must[int](t)(db.EraseMemory(ctx, "alice")); n < 2 {
+		t.Errorf("erasing alice's memory counted %d documents, want at least 2 (hers and one superseded fact; a store may keep her live facts apart)", n)
 	}
 	if got := Must[*longterm.User](t)(db.GetUser(ctx, "alice")); got.Version != 0 || len(got.Facts) != 0 || got.Disabled {
 		t.Errorf("after erasure: %+v", got)
