@@ -15,8 +15,10 @@ import (
 )
 
 // TestLearningStartsFromTheTurnsRead: the learning after a turn starts
-// from the memory the turn read for its block, so it reads only what its
-// save checks (the session and the memory, in its transaction); when the
+// from the memory the turn read for its block, so it reads 2 documents:
+// here, a first learning with no memory yet, what its save checks (the
+// session and the memory, in its transaction); with a memory, its live
+// facts and the memory (the purge fence: see the next test). When the
 // memory changed in between (here, the user edits the profile while the
 // model extracts), the save is refused and learning starts again from a
 // fresh read, keeping both the edit and what it learned.
