@@ -106,7 +106,7 @@ func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Se
 // relevance to its message when the block leaves some out and the message
 // is embedded, else the block as read.
 func (svc *Service) memoryFor(ctx context.Context, r *recaller, m MemoryBlock, sessionID string) memoryBlock {
-	if m.User == nil || svc.Memory == nil || r.embedded == nil {
+	if m.Relevance() == nil || svc.Memory == nil || r.embedded == nil {
 		return blockOf(m)
 	}
 	type read struct {
@@ -115,7 +115,7 @@ func (svc *Service) memoryFor(ctx context.Context, r *recaller, m MemoryBlock, s
 	}
 	facts := make(chan read, 1)
 	go func() { // the facts, read beside the embedding
-		u, err := svc.Memory.WithFacts(ctx, m.User)
+		u, err := svc.Memory.WithFacts(ctx, m.Relevance())
 		facts <- read{u, err}
 	}()
 	if <-r.embedded; r.embedErr != nil {

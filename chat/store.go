@@ -136,17 +136,23 @@ type TurnState struct {
 type MemoryBlock struct {
 	Text   string
 	Tokens int // of Text alone
-	// User is the memory the block was made from, when the turn may
-	// choose its facts by relevance instead (see MemoryOf).
-	User *longterm.User
 	// Source is the memory as the turn read it (nil: none was read):
 	// learning after the turn starts from it instead of reading it again.
 	Source *longterm.User
 }
 
-// MemoryOf is the block a turn reads for u (as a store returns it): none
-// when memory is off; u itself along when its block leaves embedded facts
-// out, so that the turn can choose them by relevance to its message.
+// Relevance is the memory the block was made from when the turn may
+// choose its facts by relevance to its message instead: when the block
+// leaves embedded facts out. Nil otherwise.
+func (m MemoryBlock) Relevance() *longterm.User {
+	if u := m.Source; u != nil && !u.Disabled && u.BlockCut && u.VectorModel != "" {
+		return u
+	}
+	return nil
+}
+
+// MemoryOf is the block a turn reads for u (as a store returns it), with
+// u itself as its Source: no text when memory is off.
 func MemoryOf(u *longterm.User) MemoryBlock {
 	if u == nil {
 		return MemoryBlock{}
@@ -154,11 +160,7 @@ func MemoryOf(u *longterm.User) MemoryBlock {
 	if u.Disabled {
 		return MemoryBlock{Source: u}
 	}
-	m := MemoryBlock{Text: u.Block, Tokens: u.BlockTokens, Source: u}
-	if u.BlockCut && u.VectorModel != "" {
-		m.User = u
-	}
-	return m
+	return MemoryBlock{Text: u.Block, Tokens: u.BlockTokens, Source: u}
 }
 
 // TurnWrite is what one commit of a turn writes.
