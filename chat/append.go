@@ -38,7 +38,7 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch 
 	}
 	var out []history.Message
 	var version string
-	var due, planned, replayed bool
+	var due, replayed bool
 	var model string
 	err := svc.waitTurn(true, func() error {
 		now := svc.now()
@@ -54,12 +54,12 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch 
 				return nil, err
 			}
 			if len(msgs) == 0 { // stored before: not counted or charged again
-				// By another request, unless this one planned the commit
-				// that stored it (and lost its answer).
-				out, due, replayed = st.Stored, false, !planned
+				// By another request, unless a commit of this one stored
+				// it (and lost its answer).
+				out, due, replayed = st.Stored, false, !st.MayHaveLanded
 				return nil, nil
 			}
-			planned, replayed = true, false
+			replayed = false
 			if ifMatch != "" && st.Version != ifMatch {
 				return nil, errs.Errorf(errs.ECHANGED, "the session changed since its context was read (ifMatch %q); read the context again and resend", ifMatch)
 			}

@@ -54,6 +54,10 @@ type AppendState struct {
 	Stored  []history.Message // the batch stored under the key, if any
 	Usage   Usage             // the appended-messages window and the day's spend
 	Version string            // of the session and its context, as read
+	// MayHaveLanded: the batch Stored may be this append's own, stored by
+	// a commit it tried whose answer was lost (the batch is where that
+	// commit put it), rather than another request's.
+	MayHaveLanded bool
 }
 
 // AppendWrite is what an append's commit writes.

@@ -13,15 +13,21 @@ import (
 // RunAppend reads the session, its context, the key's first message (or,
 // after a commit whose answer was lost, an unkeyed batch's first id), the
 // user's window and the day's spend in one BatchGetDocuments, and commits
-// the messages, the session, what changed of its context, the window (on
-// condition of its update time) and the spend's increment in one Commit;
-// see chat.TurnStore.
+// the messages, the session, what changed of its context, the window and
+// the spend (each on condition of its update time) in one Commit; see
+// chat.TurnStore. Given the version this instance last read or wrote the
+// session at (q.IfMatch), with the user's window and spend kept from
+// their last append here, it reads nothing: the commit's conditions tell
+// whether all that is still current, and its Create of the key's
+// messages whether the key is new; a refused commit reads and plans again.
 func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (string, error) {
 	msgs := db.messagesOf(q.SessionID)
 	sref, uref, dref := db.sessionRef(q.SessionID), db.usageRef(q.UserID), db.dayRef(q.UserID, q.Day)
 	var names []string // an unkeyed batch's ids, kept across attempts
 	written, first := false, true
-	var read, after *stored // as read; as the last plan's commit leaves it
+	plannedSeq := -1 // of the first message the last commit tried wrote
+	var read *stored // as read
+	var ur usageRead
 	var b *writes
 	var wd *windowDoc
 	var w *chat.AppendWrite
@@ -36,12 +42,17 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 		var st *stored
 		var snaps []*firestore.DocumentSnapshot
 		var err error
-		if k := db.kept.get(q.SessionID, q.IfMatch); first && k != nil {
+		k := db.kept.get(q.SessionID, q.IfMatch)
+		ku, kok := db.kept.usageOn(q.UserID, q.Day)
+		switch {
+		case first && k != nil && kok:
+			st, ur = k, ku // nothing to read
+		case first && k != nil:
 			// What the app's context was read from: the commit's
 			// conditions tell whether it still is.
 			st = k
 			snaps, err = get(extra)
-		} else {
+		default:
 			db.kept.drop(q.SessionID)
 			st, snaps, err = db.readStored(get, q.SessionID, extra...)
 		}
@@ -52,18 +63,22 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 		if !st.exists {
 			return nil, sessions.NotFound(q.SessionID)
 		}
-		if q.Key == "" && written && snaps[2].Exists() {
-			return nil, nil // the last commit landed
+		if snaps != nil {
+			if q.Key == "" && written && snaps[2].Exists() {
+				return nil, nil // the last commit landed
+			}
+			if ur, err = readUsage(snaps[0], snaps[1], q.Day); err != nil {
+				return nil, err
+			}
 		}
-		u, _, err := readWindow(snaps[0], snaps[1], q.UserID, q.Day, "")
-		if err != nil {
-			return nil, err
-		}
-		as := &chat.AppendState{Session: st.s, Tail: st.t, Usage: u, Version: st.version()}
-		if q.Key != "" && snaps[2].Exists() {
+		as := &chat.AppendState{Session: st.s, Tail: st.t, Usage: ur.usage(q.UserID), Version: st.version()}
+		if q.Key != "" && snaps != nil && snaps[2].Exists() {
 			if as.Stored, err = readBatch(get, msgs, q.Key, snaps[2]); err != nil {
 				return nil, err
 			}
+			// A commit refused may still have been this one's: the
+			// client tries a commit again when its answer is lost.
+			as.MayHaveLanded = as.Stored[0].Seq == plannedSeq
 		}
 		if w, err = plan(as); err != nil || w == nil {
 			return nil, err
@@ -76,6 +91,9 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 				w.Messages[i].ID = names[i]
 			}
 		}
+		if len(w.Messages) > 0 {
+			plannedSeq = w.Messages[0].Seq
+		}
 		b = db.newWrites()
 		db.createMessages(b, q.SessionID, q.Key, w.Messages)
 		w.Tail.SetIDs(w.Messages)
@@ -87,9 +105,9 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 			b.addUpdate(sref, nextUpdate(nil)) // the window has it now, or it is stale
 		}
 		w.Window.UserID = q.UserID
-		writeWindow(b, snaps[0], w.Window, "")
+		writeWindow(b, uref, ur.windowTime, w.Window, "")
 		if w.Tokens > 0 {
-			db.addTokens(b, q.UserID, q.Day, w.Tokens)
+			db.spendOn(b, q.UserID, ur, w.Tokens)
 		}
 		written = true
 		return b, nil
@@ -97,14 +115,20 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 	switch {
 	case err != nil:
 		db.kept.drop(q.SessionID)
+		db.kept.dropUsage(q.UserID)
 		return "", err
 	case w == nil || res == nil: // nothing written, or written in a transaction, which reports no update times
-		if w == nil && read != nil {
+		if w == nil && read != nil { // as read just now: nothing was planned
+			db.kept.put(read)
+			db.kept.putUsage(q.UserID, ur)
 			return read.version(), nil
 		}
 		return "", nil
 	}
-	after = read.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd, nil)
+	after := read.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd, nil)
 	db.kept.put(after)
+	if now, ok := ur.after(b, res, uref, dref, w.Window, w.Tokens); ok {
+		db.kept.putUsage(q.UserID, now)
+	}
 	return after.version(), nil
 }

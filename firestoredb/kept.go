@@ -24,15 +24,19 @@ func (st *stored) version() string {
 // newest first, up to a number of bytes: an append given the version an
 // app read the context at (GET …/context, then POST …/messages with its
 // ifMatch) starts from it instead of reading the session and its window
-// again. Nothing in it is trusted: a commit planned from it is
-// conditioned on the update times it names, and a kept state that is no
-// longer current fails that commit, after which the append reads.
+// again. It holds too what the instance last read or wrote of each
+// user's appended-messages window and spend, so that such an append,
+// when the user's last append ran here, reads nothing at all. Nothing in
+// it is trusted: a commit planned from it is conditioned on the update
+// times it names, and a kept state that is no longer current fails that
+// commit, after which the append reads.
 type kept struct {
 	mu    sync.Mutex
 	max   int
 	bytes int
 	order *list.List               // of *keptState, newest first
 	by    map[string]*list.Element // session id →
+	usage map[string]usageRead     // user id → their window and spend, as last read or written
 }
 
 type keptState struct {
@@ -47,7 +51,7 @@ const DefaultKeptBytes = 16 << 20
 func KeptBytes(n int) Option { return func(db *DB) { db.kept = newKept(n) } }
 
 func newKept(max int) *kept {
-	return &kept{max: max, order: list.New(), by: map[string]*list.Element{}}
+	return &kept{max: max, order: list.New(), by: map[string]*list.Element{}, usage: map[string]usageRead{}}
 }
 
 func storedSize(st *stored) int {
@@ -122,4 +126,44 @@ func (k *kept) dropLocked(sessionID string) {
 		k.order.Remove(e)
 		delete(k.by, sessionID)
 	}
+}
+
+// keptUsers bounds how many users' windows and spend an instance keeps.
+const keptUsers = 4096
+
+// putUsage keeps what a user's window and spend are, as read or written.
+func (k *kept) putUsage(userID string, ur usageRead) {
+	if k == nil || k.max <= 0 {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	if _, ok := k.usage[userID]; !ok && len(k.usage) >= keptUsers {
+		for id := range k.usage { // any one: the map's order is random
+			delete(k.usage, id)
+			break
+		}
+	}
+	k.usage[userID] = ur
+}
+
+// usageOn returns what is kept of the user's window and their spend on
+// day, if anything.
+func (k *kept) usageOn(userID, day string) (usageRead, bool) {
+	if k == nil {
+		return usageRead{}, false
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	ur, ok := k.usage[userID]
+	return ur, ok && ur.day == day
+}
+
+func (k *kept) dropUsage(userID string) {
+	if k == nil {
+		return
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	delete(k.usage, userID)
 }

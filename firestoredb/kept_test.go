@@ -64,3 +64,83 @@ func TestKeptContextIsNotTrusted(t *testing.T) {
 		t.Errorf("stored %+v", all)
 	}
 }
+
+// TestKeptUsageIsNotTrusted: an append given the version this instance
+// just wrote, by a user whose last append ran here, plans from what it
+// kept of their window and spend without reading; when another instance
+// appended for them meanwhile, that commit is refused, and the append
+// reads and counts both; so too when only the day's spend changed. A key
+// stored before is found by the commit's Create, and the batch under it
+// read as another request's.
+func TestKeptUsageIsNotTrusted(t *testing.T) {
+	ctx := context.Background()
+	one, client := open(t)
+	other := firestoredb.New(client)
+	e := storetest.NewEnv(t, one)
+	s, elsewhere := e.NewSession(t, "alice"), e.NewSession(t, "alice")
+	const day, minute = "2026-01-15", int64(29_000_000)
+	type seen struct {
+		minuteMessages, dayTokens, stored int
+		mayHaveLanded                     bool
+	}
+	appendOne := func(db *firestoredb.DB, q chat.AppendQuery, text string, plans *[]seen) string {
+		t.Helper()
+		q.UserID, q.Day = "alice", day
+		plan, err := e.History.PlanFor(q.UserID, q.SessionID, q.Key, history.Draft{Role: history.RoleUser, Content: text})
+		if err != nil {
+			t.Fatal(err)
+		}
+		v, err := db.RunAppend(ctx, q, func(st *chat.AppendState) (*chat.AppendWrite, error) {
+			*plans = append(*plans, seen{st.Usage.MinuteMessages, st.Usage.DayTokens, len(st.Stored), st.MayHaveLanded})
+			ss, tl := st.Session.Clone(), st.Tail.Clone()
+			msgs, err := plan(ss, tl, st.Stored)
+			if err != nil || len(msgs) == 0 {
+				return nil, err
+			}
+			u := st.Usage
+			u.Minute, u.MinuteMessages = minute, u.MinuteMessages+len(msgs)
+			return &chat.AppendWrite{Session: ss, Tail: tl, Messages: msgs, Window: u, Tokens: 5}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return v
+	}
+	var plans []seen
+	v := appendOne(one, chat.AppendQuery{SessionID: s.ID}, "first", &plans)
+	appendOne(other, chat.AppendQuery{SessionID: elsewhere.ID}, "by the other instance", &plans)
+	plans = nil
+	v = appendOne(one, chat.AppendQuery{SessionID: s.ID, IfMatch: v}, "second", &plans)
+	if want := []seen{{1, 5, 0, false}, {2, 10, 0, false}}; !slices.Equal(plans, want) {
+		t.Errorf("the append planned with %+v, want what it kept and then what it read: %+v", plans, want)
+	}
+	plans = nil
+	v = appendOne(one, chat.AppendQuery{SessionID: s.ID, IfMatch: v, Key: "k"}, "keyed", &plans)
+	if want := []seen{{3, 15, 0, false}}; !slices.Equal(plans, want) {
+		t.Errorf("the keyed append planned with %+v, want only what it kept: %+v", plans, want)
+	}
+	plans = nil
+	v = appendOne(one, chat.AppendQuery{SessionID: s.ID, IfMatch: v, Key: "k"}, "keyed", &plans)
+	if want := []seen{{4, 20, 0, false}, {4, 20, 1, false}}; !slices.Equal(plans, want) {
+		t.Errorf("the key's retry planned with %+v, want what it kept and then the stored batch: %+v", plans, want)
+	}
+	// Spend elsewhere (a turn's, on another instance) changes only the day.
+	if err := other.AddTokens(ctx, "alice", day, 7); err != nil {
+		t.Fatal(err)
+	}
+	plans = nil
+	appendOne(one, chat.AppendQuery{SessionID: s.ID, IfMatch: v}, "after spend elsewhere", &plans)
+	if want := []seen{{4, 20, 0, false}, {4, 27, 0, false}}; !slices.Equal(plans, want) {
+		t.Errorf("after spend elsewhere the append planned with %+v, want what it kept and then what it read: %+v", plans, want)
+	}
+	var u chat.Usage
+	if err := one.UpdateUsage(ctx, "alice", day, func(got *chat.Usage) error { u = *got; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	if u.MinuteMessages != 5 || u.DayTokens != 32 {
+		t.Errorf("stored: %d messages this minute and %d tokens, want 5 and 32", u.MinuteMessages, u.DayTokens)
+	}
+	if n := len(e.All(t, e.Reload(t, s))); n != 4 {
+		t.Errorf("%d messages in the session, want 4", n)
+	}
+}

@@ -5,6 +5,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"fmt"
+	"time"
 
 	"cloud.google.com/go/firestore"
 
@@ -74,48 +75,88 @@ func (db *DB) slotRef(userID string, i int) *firestore.DocumentRef {
 func (db *DB) UpdateUsage(ctx context.Context, userID, day string, fn func(*chat.Usage) error) error {
 	ref, dref := db.usageRef(userID), db.dayRef(userID, day)
 	token := ids.New()
+	db.kept.dropUsage(userID)
 	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		snaps, err := get([]*firestore.DocumentRef{ref, dref})
 		if err != nil {
 			return nil, err
 		}
-		u, landed, err := readWindow(snaps[0], snaps[1], userID, day, token)
-		if err != nil || landed {
+		ur, err := readUsage(snaps[0], snaps[1], day)
+		if err != nil || ur.window.Token == token {
 			return nil, err
 		}
+		u := ur.usage(userID)
 		if err := fn(&u); err != nil {
 			return nil, err
 		}
 		w := db.newWrites()
-		writeWindow(w, snaps[0], u, token)
+		writeWindow(w, ref, ur.windowTime, u, token)
 		return w, nil
 	})
 	return err
 }
 
-// readWindow decodes a user's appended-messages window and their spend on
-// day; landed reports that the window was last written under token.
-func readWindow(window, daySnap *firestore.DocumentSnapshot, userID, day, token string) (u chat.Usage, landed bool, err error) {
-	var d usageDoc
-	var dd dayDoc
-	if err := dataTo(window, &d); err != nil {
-		return u, false, err
-	}
-	if err := dataTo(daySnap, &dd); err != nil {
-		return u, false, err
-	}
-	u = chat.Usage{UserID: userID, Minute: d.Minute, MinuteMessages: d.MinuteMsgs, Day: day, DayTokens: dd.Tokens}
-	return u, token != "" && d.Token == token, nil
+// usageRead is a user's appended-messages window and their spend on one
+// day, as read or as a commit left them, with the update times a write
+// planned from it is conditioned on (zero: there was no such document).
+type usageRead struct {
+	window     usageDoc
+	windowTime time.Time
+	day        string
+	dayTokens  int
+	dayTime    time.Time
 }
 
-// writeWindow writes u's window in w, on condition that it is as window
-// was read (created if there was none), marked with token.
-func writeWindow(w *writes, window *firestore.DocumentSnapshot, u chat.Usage, token string) {
-	nd := usageDoc{UserID: u.UserID, Minute: u.Minute, MinuteMsgs: u.MinuteMessages, Token: token}
+// readUsage decodes a user's appended-messages window and their spend on
+// day.
+func readUsage(window, daySnap *firestore.DocumentSnapshot, day string) (usageRead, error) {
+	ur := usageRead{day: day}
+	var dd dayDoc
+	if err := dataTo(window, &ur.window); err != nil {
+		return ur, err
+	}
+	if err := dataTo(daySnap, &dd); err != nil {
+		return ur, err
+	}
 	if window.Exists() {
-		w.Update(window.Ref, fieldUpdates(nd), firestore.LastUpdateTime(window.UpdateTime))
+		ur.windowTime = window.UpdateTime
+	}
+	if daySnap.Exists() {
+		ur.dayTokens, ur.dayTime = dd.Tokens, daySnap.UpdateTime
+	}
+	return ur, nil
+}
+
+func (ur usageRead) usage(userID string) chat.Usage {
+	return chat.Usage{UserID: userID, Minute: ur.window.Minute, MinuteMessages: ur.window.MinuteMsgs, Day: ur.day, DayTokens: ur.dayTokens}
+}
+
+// after is ur as the commit of b (its results res) left it, given what
+// it wrote of the window (u) and the spend (n tokens); false if b did not
+// write them on condition of ur, so that what they hold now is unknown.
+func (ur usageRead) after(b *writes, res []*firestore.WriteResult, window, day *firestore.DocumentRef, u chat.Usage, n int) (usageRead, bool) {
+	t, ok := b.time(res, window)
+	if !ok {
+		return ur, false
+	}
+	ur.window, ur.windowTime = usageDoc{UserID: u.UserID, Minute: u.Minute, MinuteMsgs: u.MinuteMessages}, t
+	if n > 0 {
+		if ur.dayTime, ok = b.time(res, day); !ok {
+			return ur, false
+		}
+		ur.dayTokens += n
+	}
+	return ur, true
+}
+
+// writeWindow writes u's window in w, on condition that it was last
+// written at read (created if read is zero), marked with token.
+func writeWindow(w *writes, ref *firestore.DocumentRef, read time.Time, u chat.Usage, token string) {
+	nd := usageDoc{UserID: u.UserID, Minute: u.Minute, MinuteMsgs: u.MinuteMessages, Token: token}
+	if read.IsZero() {
+		w.Create(ref, nd)
 	} else {
-		w.Create(window.Ref, nd)
+		w.Update(ref, fieldUpdates(nd), firestore.LastUpdateTime(read))
 	}
 }
 
@@ -133,6 +174,7 @@ func dataTo(snap *firestore.DocumentSnapshot, v any) error {
 // addTokens adds n to the user's spend on day in w: an increment, so
 // concurrent turns never conflict over it.
 func (db *DB) addTokens(w *writes, userID, day string, n int) {
+	db.kept.dropUsage(userID) // its spend will not be as kept
 	w.Set(db.dayRef(userID, day), map[string]any{"userId": userID, "day": day, "tokens": firestore.Increment(n)}, firestore.MergeAll)
 }
 
@@ -147,6 +189,18 @@ func (db *DB) AddTokens(ctx context.Context, userID, day string, n int) error {
 		return w, nil
 	})
 	return err
+}
+
+// spendOn adds n to the user's spend on ur's day in w, on condition that
+// the day's document is as ur has it, so that a limit checked against ur
+// holds when the commit lands.
+func (db *DB) spendOn(w *writes, userID string, ur usageRead, n int) {
+	ref := db.dayRef(userID, ur.day)
+	if ur.dayTime.IsZero() {
+		w.Create(ref, dayDoc{UserID: userID, Day: ur.day, Tokens: n})
+		return
+	}
+	w.Update(ref, []firestore.Update{{Path: "tokens", Value: firestore.Increment(n)}}, firestore.LastUpdateTime(ur.dayTime))
 }
 
 // GetUsage returns a user's usage documents, or nil if there are none.
