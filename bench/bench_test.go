@@ -96,13 +96,15 @@ func TestTinyRun(t *testing.T) {
 	if err != nil || img.Bounds().Dx() < 500 {
 		t.Fatalf("bench.png: %v", err)
 	}
-	// The memory path: the context and the append, in 1 + 2 round trips;
-	// the one document loads and saves in 1 + 3.
+	// The memory path: the context and the append, in 1 + 1 round trips
+	// (1 + 2 for the user's first append on the instance, which reads
+	// their window and spend); the one document loads and saves in 1 + 3.
 	if mp := rep.MemoryPath; mp == nil || len(mp.Project) != len(cfg.Bands) || len(mp.OneDocument) != len(cfg.Bands) {
 		t.Fatalf("memory path: %+v", mp)
 	} else {
 		for i := range mp.Project {
-			if p, o := mp.Project[i], mp.OneDocument[i]; p.RoundTrips != 3 || o.RoundTrips != 4 || o.Reads != 2 || o.Writes != 1 || p.P50Ms <= 0 {
+			p, o := mp.Project[i], mp.OneDocument[i]
+			if rt := p.RoundTrips; rt < 2 || rt > 2.5 || (i > 0 && rt != 2) || o.RoundTrips != 4 || o.Reads != 2 || o.Writes != 1 || p.P50Ms <= 0 {
 				t.Errorf("memory path band %d: this backend %+v, one document %+v", i, p, o)
 			}
 		}

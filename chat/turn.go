@@ -179,6 +179,13 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	if c.replay != nil {
 		return c.replay, nil
 	}
+	// A claim planned from what the store kept admitted the turn under the
+	// least the day's spend could be; the spend read beside its commit
+	// decides, before the model is called.
+	if err := admitDay(now, svc.Limits, st.DayTokens); err != nil {
+		svc.release(ctx, q, st, c)
+		return nil, err
+	}
 	if req.OnStart != nil {
 		req.OnStart(st.Session, c.user, c.replyID)
 	}
@@ -234,6 +241,9 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 // besides (embeddings), counted on the session too.
 func (svc *Service) finish(st *TurnState, q TurnQuery, c *claim, answer history.Draft, reported *Reply, spent int, sent *history.Context, now time.Time, out *history.Message, learn **longterm.Batch) (*TurnWrite, error) {
 	if st.Answer != nil {
+		if st.Answer.ParentSeq != c.user.Seq { // not this turn's: the key named another operation
+			return nil, errs.Errorf(errs.ECONFLICT, "clientMessageId %q was already used for another request", q.Key)
+		}
 		// Stored already: this commit landed, but its answer was lost.
 		*out, *learn = *st.Answer, nil
 		return nil, nil

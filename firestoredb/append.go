@@ -130,5 +130,6 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 	if now, ok := ur.after(b, res, uref, dref, w.Window, w.Tokens); ok {
 		db.kept.putUsage(q.UserID, now)
 	}
+	db.kept.noteTurnUser(q.UserID, func(u *turnUser) { u.spent(q.Day, w.Tokens) })
 	return after.version(), nil
 }

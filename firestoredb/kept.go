@@ -37,6 +37,7 @@ type kept struct {
 	order *list.List               // of *keptState, newest first
 	by    map[string]*list.Element // session id →
 	usage map[string]usageRead     // user id → their window and spend, as last read or written
+	turns map[string]*turnUser     // user id → their turn documents (see keptturn.go)
 }
 
 type keptState struct {
@@ -51,7 +52,7 @@ const DefaultKeptBytes = 16 << 20
 func KeptBytes(n int) Option { return func(db *DB) { db.kept = newKept(n) } }
 
 func newKept(max int) *kept {
-	return &kept{max: max, order: list.New(), by: map[string]*list.Element{}, usage: map[string]usageRead{}}
+	return &kept{max: max, order: list.New(), by: map[string]*list.Element{}, usage: map[string]usageRead{}, turns: map[string]*turnUser{}}
 }
 
 func storedSize(st *stored) int {
@@ -109,6 +110,21 @@ func (st *stored) clone() *stored {
 	cp := *st
 	cp.s, cp.t = st.s.Clone(), st.t.Clone()
 	return &cp
+}
+
+// latest returns what is kept of the session, at whatever version.
+func (k *kept) latest(sessionID string) *stored {
+	if k == nil {
+		return nil
+	}
+	k.mu.Lock()
+	defer k.mu.Unlock()
+	e, ok := k.by[sessionID]
+	if !ok {
+		return nil
+	}
+	k.order.MoveToFront(e)
+	return e.Value.(*keptState).st.clone()
 }
 
 func (k *kept) drop(sessionID string) {

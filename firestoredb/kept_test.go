@@ -2,6 +2,7 @@ package firestoredb_test
 
 import (
 	"context"
+	"fmt"
 	"slices"
 	"testing"
 
@@ -142,5 +143,55 @@ func TestKeptUsageIsNotTrusted(t *testing.T) {
 	}
 	if n := len(e.All(t, e.Reload(t, s))); n != 4 {
 		t.Errorf("%d messages in the session, want 4", n)
+	}
+}
+
+// TestKeptTurnIsNotTrusted: a turn on the instance that ran the session's
+// last turn plans its claim from what it kept, without reading; when
+// another instance wrote the session meanwhile, that claim is refused
+// whole, and the turn reads and plans again after the other's message.
+func TestKeptTurnIsNotTrusted(t *testing.T) {
+	ctx := context.Background()
+	one, client := open(t)
+	other := firestoredb.New(client)
+	e := storetest.NewEnv(t, one)
+	s := e.NewSession(t, "alice")
+	q := chat.TurnQuery{UserID: "alice", SessionID: s.ID, Day: "2026-01-15", Slots: []int{0, 1}, KeyOnRetry: true}
+	say := func(db *firestoredb.DB, text string) []int {
+		t.Helper()
+		var lasts []int // the seq of the last message of each tail planned from
+		_, err := db.RunTurn(ctx, q, nil, func(st *chat.TurnState) (*chat.TurnWrite, error) {
+			last := -1
+			if n := len(st.Tail.Messages); n > 0 {
+				last = st.Tail.Messages[n-1].Seq
+			}
+			lasts = append(lasts, last)
+			ss := st.Session.Clone()
+			m, tl, err := e.History.AppendOne(ss, st.Tail, "", "", history.Draft{Role: history.RoleUser, Content: text})
+			if err != nil {
+				return nil, err
+			}
+			m.ID = fmt.Sprint("m-", text)
+			return &chat.TurnWrite{Session: ss, Tail: tl, Messages: []history.Message{m}, Slot: chat.NoSlot}, nil
+		})
+		if err != nil {
+			t.Fatal(err)
+		}
+		return lasts
+	}
+	say(one, "a")
+	if lasts := say(one, "b"); !slices.Equal(lasts, []int{0}) {
+		t.Errorf("the second turn here planned after %v, want once, after the first", lasts)
+	}
+	say(other, "c")
+	if lasts := say(one, "d"); !slices.Equal(lasts, []int{1, 2}) {
+		t.Errorf("the turn after another instance's planned after %v, want what it kept and then what it read", lasts)
+	}
+	var got []string
+	for _, m := range e.All(t, e.Reload(t, s)) {
+		got = append(got, fmt.Sprint(m.Seq, m.Content))
+	}
+	if want := []string{"0a", "1b", "2c", "3d"}; !slices.Equal(got, want) {
+		t.Errorf("stored %q, want %q", got, want)
 	}
 }

@@ -32,6 +32,7 @@ func (db *DB) GetSession(ctx context.Context, id string) (*sessions.Session, err
 
 func (db *DB) UpdateSession(ctx context.Context, id string, fn func(*sessions.Session) error) (*sessions.Session, error) {
 	ref := db.sessionRef(id)
+	db.kept.drop(id) // a transaction tells no update times
 	var out *sessions.Session
 	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		s, err := getSession(tx, ref)

@@ -41,6 +41,13 @@ func (db *DB) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnStat
 	var unchanged *chat.TurnState
 	var written func([]*firestore.WriteResult) *chat.TurnState
 	first := true
+	if prev == nil {
+		out, tried := db.claimFromKept(ctx, q, plan)
+		if out != nil {
+			return out, nil
+		}
+		first = !tried // a refused claim may have met the key's message: read it
+	}
 	res, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		st := prev
 		prev = nil // a retry reads afresh
@@ -212,6 +219,17 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 			ts.Slots[i], v.slotTimes[i] = d.Minute, snap.UpdateTime
 		}
 	}
+	db.kept.noteTurnUser(q.UserID, func(u *turnUser) {
+		for i, idx := range q.Slots {
+			u.slots[idx] = slotKnown{minute: ts.Slots[i], time: v.slotTimes[i]}
+		}
+		if r.day != nil {
+			u.day, u.dayFloor = q.Day, ts.DayTokens
+		}
+		if q.Memory {
+			u.memory, u.hasMemory = ts.Memory, true
+		}
+	})
 	return ts, nil
 }
 
@@ -292,7 +310,16 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		}
 		if res == nil { // committed in a transaction, which reports no update times
 			out.Version = nil // so a RunTurn given this state reads afresh
+			db.kept.drop(q.SessionID)
+			return out
 		}
+		db.kept.put(nv.st)
+		db.kept.noteTurnUser(q.UserID, func(u *turnUser) {
+			if w.Slot >= 0 {
+				u.slots[q.Slots[w.Slot]] = slotKnown{minute: w.Minute, time: nv.slotTimes[w.Slot]}
+			}
+			u.spent(q.Day, w.Tokens)
+		})
 		return out
 	}, nil
 }

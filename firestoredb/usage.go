@@ -188,6 +188,7 @@ func (db *DB) AddTokens(ctx context.Context, userID, day string, n int) error {
 		db.addTokens(w, userID, day, n)
 		return w, nil
 	})
+	db.kept.noteTurnUser(userID, func(u *turnUser) { u.spent(day, n) }) // landed or not: more is the safe side
 	return err
 }
 

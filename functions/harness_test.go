@@ -49,6 +49,15 @@ type harness struct {
 	auth      *auth.Client
 	logs      *syncBuffer
 	sent      atomic.Int64 // requests sent with do
+	start     func()       // starts the server on a new instance of the app
+}
+
+// restart serves the API from a new instance of the app on the same
+// store: nothing this instance kept in memory is known to it.
+func (h *harness) restart() {
+	h.t.Helper()
+	h.idle()
+	h.start()
 }
 
 // idle waits until every request sent with do has finished on the server,
@@ -113,7 +122,7 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Con
 	t.Helper()
 	t.Parallel()
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
-	h := &harness{t: t, model: llmtest.New(t), clock: clocktest.NewClock(clockStart), logs: &syncBuffer{}, metrics: sdkmetric.NewManualReader()}
+	h := &harness{t: t, model: llmtest.New(t), clock: clocktest.NewClock(clockStart), logs: &syncBuffer{}}
 	cfg := testConfig()
 	for _, c := range configure {
 		c(&cfg)
@@ -124,7 +133,6 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Con
 		h.firestore, _ = emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {
 			return firestoretest.Dial(ctx, project, h.counter)
 		})
-		store = firestoredb.New(h.firestore, firestoredb.Timeout(cfg.FirestoreTimeout))
 	}
 	ac := newAuthClient(t)
 	h.auth = ac
@@ -133,18 +141,26 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Con
 	if cfg.Embeddings {
 		embedder = llm.NewEmbeddings(model, "text-embedding-3-small", 64)
 	}
-	h.app = functions.NewApp(cfg, functions.Deps{
-		Store:    store,
-		Auth:     &functions.FirebaseVerifier{Client: ac},
-		Model:    model,
-		Embedder: embedder,
-		Tokens:   storetest.Tokens(t),
-		Log:      slog.New(slog.NewJSONHandler(h.logs, nil)),
-		Now:      h.clock.Now,
-		Meter:    sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.metrics)),
-	})
-	h.srv = httptest.NewServer(h.app.Handler())
-	t.Cleanup(h.srv.Close)
+	tokens := storetest.Tokens(t)
+	h.start = func() {
+		h.metrics = sdkmetric.NewManualReader()
+		if backend == "firestore" {
+			store = firestoredb.New(h.firestore, firestoredb.Timeout(cfg.FirestoreTimeout))
+		}
+		h.app = functions.NewApp(cfg, functions.Deps{
+			Store:    store,
+			Auth:     &functions.FirebaseVerifier{Client: ac},
+			Model:    model,
+			Embedder: embedder,
+			Tokens:   tokens,
+			Log:      slog.New(slog.NewJSONHandler(h.logs, nil)),
+			Now:      h.clock.Now,
+			Meter:    sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.metrics)),
+		})
+		h.srv = httptest.NewServer(h.app.Handler())
+		t.Cleanup(h.srv.Close)
+	}
+	h.start()
 	t.Cleanup(h.logProblems)
 	return h
 }

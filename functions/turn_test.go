@@ -18,10 +18,11 @@ import (
 )
 
 // TestTurnRoundTrips: a turn makes at most 2 Firestore round trips before
-// the model is called (one batched read, one commit) and 1 after it (one
-// commit), at 4 messages and at 5,000, with long-term memory on, and
-// touches the same few documents at both lengths; and a context costs one
-// read whatever the session's length.
+// the model is called (one batched read, then one commit; on the instance
+// that ran the session's last turn, the commit with a read of 3 documents
+// beside it) and 1 after it (one commit), at 4 messages and at 5,000,
+// with long-term memory on, and touches the same few documents at both
+// lengths; and a context costs one read whatever the session's length.
 func TestTurnRoundTrips(t *testing.T) {
 	h := newHarness(t, func(c *functions.Config) { c.MaxSessionMessages = 10_000; c.LongTermMemory = true })
 	var atModel atomic.Value // the counts when the model was called
@@ -56,40 +57,55 @@ func TestTurnRoundTrips(t *testing.T) {
 		at := atModel.Load().(firestoretest.Counts)
 		return cost{before: of(at.Sub(start)), after: of(done.Sub(at)), afterTurn: of(h.counter.Snapshot().Sub(done))}
 	}
+	turns := 0
 	turn := func(id string, stream bool) cost {
 		t.Helper()
-		return measure(map[string]any{"sessionId": id, "message": "one more", "clientMessageId": fmt.Sprint("k-", id, stream), "stream": stream})
+		turns++
+		h.clock.Advance(time.Minute) // the slots known taken are free again
+		return measure(map[string]any{"sessionId": id, "message": "one more", "clientMessageId": fmt.Sprint("k-", turns), "stream": stream})
 	}
 	for _, stream := range []bool{false, true} {
-		cs, cl := turn(short, stream), turn(long, stream)
-		t.Logf("stream=%v: at 2 messages %+v; at 5,000 %+v", stream, cs, cl)
-		for _, c := range []cost{cs, cl} {
+		// Cold: a new instance knows nothing of the sessions or the user.
+		h.restart()
+		cold := [2]cost{turn(short, stream), turn(long, stream)}
+		// Warm: the instance ran each session's last turn.
+		warm := [2]cost{turn(short, stream), turn(long, stream)}
+		t.Logf("stream=%v: cold at 4 messages %+v; at 5,000 %+v", stream, cold[0], cold[1])
+		t.Logf("stream=%v: warm at 4 messages %+v; at 5,000 %+v", stream, warm[0], warm[1])
+		for _, c := range append(cold[:], warm[:]...) {
 			if c.before.RoundTrips > 2 || c.after.RoundTrips > 1 || c.afterTurn.RoundTrips != 0 {
 				t.Errorf("stream=%v: %d round trips before the model, %d after, %d after the answer; want ≤ 2, ≤ 1, 0",
 					stream, c.before.RoundTrips, c.after.RoundTrips, c.afterTurn.RoundTrips)
 			}
 		}
-		if cs != cl {
-			t.Errorf("stream=%v: a turn costs more at 5,000 messages: %+v vs %+v", stream, cl, cs)
+		for _, cs := range [][2]cost{cold, warm} {
+			if cs[0] != cs[1] {
+				t.Errorf("stream=%v: a turn costs more at 5,000 messages: %+v vs %+v", stream, cs[1], cs[0])
+			}
 		}
-		// Documents: the read is the session, its window, the day's spend,
-		// the memory block, 2 rate-limit slots and the keyed reply (and
-		// the draft when streaming; the key's question is read only by a
-		// retry); each commit writes the session and a message, the claim
-		// a slot, the finish the window (with both messages) and the spend
-		// (a streaming turn starts its draft in the claim and deletes it
-		// in the finish).
-		reads, writes, deletes := int64(7), int64(7), int64(0)
+		// Documents, cold: the read is the session, its window, the day's
+		// spend, the memory block, 2 rate-limit slots and the keyed reply
+		// (and the draft when streaming; the key's question is read only
+		// by a retry). Warm, the claim is planned from what the instance
+		// kept, and only the spend, the memory block and the keyed reply
+		// are read, beside its commit. Each commit writes the session and
+		// a message, the claim a slot, the finish the window (with both
+		// messages) and the spend (a streaming turn starts its draft in
+		// the claim and deletes it in the finish).
+		writes, deletes := int64(7), int64(0)
+		reads := [2]int64{7, 3}
 		if stream {
-			reads, writes, deletes = 8, 8, 1
+			writes, deletes, reads[0] = 8, 1, 8
 		}
-		for n, c := range map[int]cost{4: cs, 5000: cl} {
-			r := c.before.Reads + c.after.Reads + c.afterTurn.Reads
-			w := c.before.Writes + c.after.Writes + c.afterTurn.Writes
-			d := c.before.Deletes + c.after.Deletes + c.afterTurn.Deletes
-			if r > reads || w > writes || d > deletes {
-				t.Errorf("stream=%v, about %d messages: %d reads, %d writes, %d deletes; want at most %d, %d, %d",
-					stream, n, r, w, d, reads, writes, deletes)
+		for i, cs := range [][2]cost{cold, warm} {
+			for n, c := range map[int]cost{4: cs[0], 5000: cs[1]} {
+				r := c.before.Reads + c.after.Reads + c.afterTurn.Reads
+				w := c.before.Writes + c.after.Writes + c.afterTurn.Writes
+				d := c.before.Deletes + c.after.Deletes + c.afterTurn.Deletes
+				if r != reads[i] || w != writes || d != deletes {
+					t.Errorf("stream=%v, %s, about %d messages: %d reads, %d writes, %d deletes; want %d, %d, %d",
+						stream, []string{"cold", "warm"}[i], n, r, w, d, reads[i], writes, deletes)
+				}
 			}
 		}
 	}
