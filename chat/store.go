@@ -22,6 +22,14 @@ type TurnStore interface {
 	// again and plans again. A nil write commits nothing. It returns the
 	// state as committed. plan may run more than once and has no other
 	// effects; its errors are returned as they are.
+	//
+	// Without prev, for a plain turn (KeyOnRetry, no AskedID, not New), a
+	// store may plan from a state it kept of the session and of the user's
+	// slots instead of reading them, and commit at once, on condition that
+	// they did not change; it then reads Day's spend, the memory block and
+	// the reply under Key beside the commit. The state returned holds the
+	// spend as read then, which may exceed what plan was given: the caller
+	// checks it before the model is called.
 	RunTurn(ctx context.Context, q TurnQuery, prev *TurnState, plan func(*TurnState) (*TurnWrite, error)) (*TurnState, error)
 	// RunAppend stores messages a client composed itself as a turn stores
 	// its message: it reads what q names in one round trip (the session,
@@ -35,7 +43,9 @@ type TurnStore interface {
 	// the version of the session and its context the commit left (with a
 	// nil write, the one read). With q.IfMatch the store may start from a
 	// state it kept of that version instead of reading the session and
-	// its context: its commit is conditioned on them all the same.
+	// its context, and from what it kept of the user's window and spend
+	// (then reading nothing): its commit is conditioned on them all the
+	// same, the spend included.
 	RunAppend(ctx context.Context, q AppendQuery, plan func(*AppendState) (*AppendWrite, error)) (string, error)
 }
 

@@ -87,7 +87,19 @@ func (k *kept) put(st *stored) {
 
 // get returns what is kept of the session at version v, if anything.
 func (k *kept) get(sessionID, v string) *stored {
-	if k == nil || v == "" {
+	if v == "" {
+		return nil
+	}
+	return k.find(sessionID, v)
+}
+
+// latest returns what is kept of the session, at whatever version.
+func (k *kept) latest(sessionID string) *stored { return k.find(sessionID, "") }
+
+// find returns a copy of what is kept of the session, at version v ("":
+// any), if anything.
+func (k *kept) find(sessionID, v string) *stored {
+	if k == nil {
 		return nil
 	}
 	k.mu.Lock()
@@ -97,7 +109,7 @@ func (k *kept) get(sessionID, v string) *stored {
 		return nil
 	}
 	st := e.Value.(*keptState).st
-	if st.version() != v {
+	if v != "" && st.version() != v {
 		return nil
 	}
 	k.order.MoveToFront(e)
@@ -110,21 +122,6 @@ func (st *stored) clone() *stored {
 	cp := *st
 	cp.s, cp.t = st.s.Clone(), st.t.Clone()
 	return &cp
-}
-
-// latest returns what is kept of the session, at whatever version.
-func (k *kept) latest(sessionID string) *stored {
-	if k == nil {
-		return nil
-	}
-	k.mu.Lock()
-	defer k.mu.Unlock()
-	e, ok := k.by[sessionID]
-	if !ok {
-		return nil
-	}
-	k.order.MoveToFront(e)
-	return e.Value.(*keptState).st.clone()
 }
 
 func (k *kept) drop(sessionID string) {
@@ -144,7 +141,8 @@ func (k *kept) dropLocked(sessionID string) {
 	}
 }
 
-// keptUsers bounds how many users' windows and spend an instance keeps.
+// keptUsers bounds how many users' windows, spend and turn documents an
+// instance keeps.
 const keptUsers = 4096
 
 // putUsage keeps what a user's window and spend are, as read or written.
@@ -154,13 +152,20 @@ func (k *kept) putUsage(userID string, ur usageRead) {
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	if _, ok := k.usage[userID]; !ok && len(k.usage) >= keptUsers {
-		for id := range k.usage { // any one: the map's order is random
-			delete(k.usage, id)
-			break
-		}
-	}
+	roomFor(k.usage, userID, keptUsers)
 	k.usage[userID] = ur
+}
+
+// roomFor makes room in m for key: when m holds max entries and none for
+// key, it drops any one (the map's order is random).
+func roomFor[V any](m map[string]V, key string, max int) {
+	if _, ok := m[key]; ok || len(m) < max {
+		return
+	}
+	for id := range m {
+		delete(m, id)
+		return
+	}
 }
 
 // usageOn returns what is kept of the user's window and their spend on

@@ -39,9 +39,6 @@ type slotKnown struct {
 	time   time.Time
 }
 
-// keptTurnUsers bounds how many users' turn documents an instance keeps.
-const keptTurnUsers = 4096
-
 // noteTurnUser changes what is kept of userID's turn documents with fn.
 func (k *kept) noteTurnUser(userID string, fn func(*turnUser)) {
 	if k == nil || k.max <= 0 {
@@ -51,12 +48,7 @@ func (k *kept) noteTurnUser(userID string, fn func(*turnUser)) {
 	defer k.mu.Unlock()
 	u, ok := k.turns[userID]
 	if !ok {
-		if len(k.turns) >= keptTurnUsers {
-			for id := range k.turns { // any one: the map's order is random
-				delete(k.turns, id)
-				break
-			}
-		}
+		roomFor(k.turns, userID, keptUsers)
 		u = &turnUser{slots: map[int]slotKnown{}}
 		k.turns[userID] = u
 	}
