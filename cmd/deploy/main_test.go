@@ -77,7 +77,7 @@ func TestDeployPlan(t *testing.T) {
 		}
 		switch kind {
 		case "HTTP":
-			if !strings.Contains(l, "--trigger-http") || !strings.Contains(l, "--timeout=300s") {
+			if !strings.Contains(l, "--trigger-http") || !strings.Contains(l, "--timeout=300s") || !strings.Contains(l, "--concurrency=80") {
 				t.Errorf("HTTP function %s: %s", name, l)
 			}
 		case "CloudEvent":

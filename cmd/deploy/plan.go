@@ -112,7 +112,9 @@ func plan(s settings) []step {
 		{what: "security rules and indexes", create: []string{"npx", "firebase", "deploy", "--only", "firestore:rules,firestore:indexes", "--project=" + s.Project}},
 		// The turn waits MODEL_TIMEOUT_SECONDS for the model and goes on
 		// with the work after the reply: 300 s covers both.
-		{what: "the api function", create: deploy(apiFunction, "--trigger-http", "--allow-unauthenticated", "--timeout=300s")},
+		// One instance serves many requests at once (a vCPU allows it), so
+		// a session's turns mostly reach the instance that kept its state.
+		{what: "the api function", create: deploy(apiFunction, "--trigger-http", "--allow-unauthenticated", "--timeout=300s", "--cpu=1", "--concurrency=80")},
 		{what: "the sweep's topic", check: gcloud("pubsub", "topics", "describe", sweepTopic), create: gcloud("pubsub", "topics", "create", sweepTopic)},
 		// SWEEP_BUDGET_SECONDS (480) stops a run before this timeout.
 		{what: "the sweep function", create: deploy(sweepFunction, "--trigger-topic="+sweepTopic, "--timeout=540s")},
