@@ -27,7 +27,7 @@ func FuzzTokenCount(f *testing.F) {
 			s = s[:4096] // the exact count is quadratic: keep inputs short
 		}
 		for _, model := range []string{"gpt-4o", "gpt-4"} {
-			exact := len(tok.encs[EncodingFor(model)].EncodeOrdinary(s))
+			exact := len(tok.encs[EncodingFor(model)].enc.EncodeOrdinary(s))
 			got := tok.Text(model, s)
 			if got < exact || got > exact+8*(len(s)/MaxRun) {
 				t.Fatalf("%s: %q counted %d, exact %d", model, s, got, exact)
