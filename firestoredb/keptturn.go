@@ -14,7 +14,8 @@ import (
 // read its context) plans its claim from what the instance kept of the
 // session and of the user's rate-limit slots, and commits it at once,
 // while it reads beside that commit only what it must see fresh: the
-// day's spend and the memory block. Nothing kept is trusted: the claim is
+// day's spend, the memory block and the reply under the turn's key.
+// Nothing kept is trusted: the claim is
 // conditioned on the session's update time (every change of its lease,
 // counters, branch or status changes it) and on each slot's, so a claim
 // planned from what is no longer current is refused whole, and the turn
@@ -111,11 +112,11 @@ func (db *DB) keptTurn(q chat.TurnQuery) (chat.TurnQuery, *chat.TurnState, bool)
 }
 
 // claimFromKept plans a turn's claim from what this instance kept (see
-// keptTurn) and commits it, reading the day's spend and the memory block
-// beside the commit. The state it returns holds those as read. It
-// returns tried when it sent a commit, and nil when anything failed: the
-// turn then reads as any other (and finds its own claim, if the commit
-// landed but its answer was lost).
+// keptTurn) and commits it, reading beside the commit what the turn must
+// see fresh (see besideRefs). The state it returns holds those as read.
+// It returns tried when it sent a commit, and nil when anything failed:
+// the turn then reads as any other (and finds its own claim, if the
+// commit landed but its answer was lost).
 func (db *DB) claimFromKept(ctx context.Context, q chat.TurnQuery, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (out *chat.TurnState, tried bool) {
 	kq, ts, ok := db.keptTurn(q)
 	if !ok {
@@ -131,22 +132,12 @@ func (db *DB) claimFromKept(ctx context.Context, q chat.TurnQuery, plan func(*ch
 	}
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	refs := []*firestore.DocumentRef{db.dayRef(q.UserID, q.Day)}
-	if q.Memory {
-		refs = append(refs, db.memoryRef(q.UserID))
-	}
-	if q.Key != "" && q.ReplyID != "" {
-		// A key is one operation's: a turn's claim creates the key's
-		// message, which a regeneration under the key does not store;
-		// its reply is where this turn's would go.
-		refs = append(refs, db.messagesOf(q.SessionID).Doc(q.ReplyID))
-	}
 	var snaps []*firestore.DocumentSnapshot
 	var gerr error
 	read := make(chan struct{})
 	go func() {
 		defer close(read)
-		snaps, gerr = db.client.GetAll(ctx, refs)
+		snaps, gerr = db.client.GetAll(ctx, db.besideRefs(q))
 	}()
 	res, err := b.commit(ctx, db.client)
 	<-read
@@ -154,7 +145,7 @@ func (db *DB) claimFromKept(ctx context.Context, q chat.TurnQuery, plan func(*ch
 		return nil, true
 	}
 	out = written(res)
-	if last := snaps[len(snaps)-1]; q.Key != "" && q.ReplyID != "" && last.Exists() {
+	if keyedReply(q) && snaps[len(snaps)-1].Exists() {
 		// The key is a regeneration's: this claim must not stand. Once it
 		// is undone, the read finds the key taken.
 		if err := db.undoClaim(ctx, kq, ts, out, w); err != nil {
@@ -162,15 +153,43 @@ func (db *DB) claimFromKept(ctx context.Context, q chat.TurnQuery, plan func(*ch
 		}
 		return nil, true
 	}
+	if err := db.readBeside(q, snaps, out); err != nil {
+		return nil, true
+	}
+	return out, true
+}
+
+// keyedReply reports whether the reply under a turn's key is read beside
+// a claim from what was kept. A key is one operation's: a turn's claim
+// creates the key's message, which a regeneration under the key does not
+// store; its reply is where this turn's would go.
+func keyedReply(q chat.TurnQuery) bool { return q.Key != "" && q.ReplyID != "" }
+
+// besideRefs are what a claim from what was kept reads beside its commit:
+// the day's spend, the memory block, and the reply under the key.
+func (db *DB) besideRefs(q chat.TurnQuery) []*firestore.DocumentRef {
+	refs := []*firestore.DocumentRef{db.dayRef(q.UserID, q.Day)}
+	if q.Memory {
+		refs = append(refs, db.memoryRef(q.UserID))
+	}
+	if keyedReply(q) {
+		refs = append(refs, db.messagesOf(q.SessionID).Doc(q.ReplyID))
+	}
+	return refs
+}
+
+// readBeside puts the day's spend and the memory block read beside a
+// claim into out, and keeps them.
+func (db *DB) readBeside(q chat.TurnQuery, snaps []*firestore.DocumentSnapshot, out *chat.TurnState) error {
 	var day dayDoc
 	if err := dataTo(snaps[0], &day); err != nil {
-		return nil, true
+		return err
 	}
 	out.DayTokens = day.Tokens // a claim adds no tokens
 	if q.Memory {
 		u, err := decodeMemoryUser(snaps[1], q.UserID)
 		if err != nil {
-			return nil, true
+			return err
 		}
 		out.Memory = chat.MemoryOf(u)
 	}
@@ -180,7 +199,7 @@ func (db *DB) claimFromKept(ctx context.Context, q chat.TurnQuery, plan func(*ch
 			u.memory, u.hasMemory = out.Memory, true
 		}
 	})
-	return out, true
+	return nil
 }
 
 // undoClaim commits what restores the state a claim was planned on (ts)
