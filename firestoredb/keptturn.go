@@ -15,14 +15,13 @@ import (
 // session and of the user's rate-limit slots, and commits it at once,
 // while it reads beside that commit only what it must see fresh: the
 // day's spend, the memory block and the reply under the turn's key.
-// Nothing kept is trusted: the claim is
-// conditioned on the session's update time (every change of its lease,
-// counters, branch or status changes it) and on each slot's, so a claim
-// planned from what is no longer current is refused whole, and the turn
-// reads and plans again as any other. The spend it admitted the turn
-// under is the least the day's can be (what this instance read and spent
-// since); the domain checks the spend read beside the claim before the
-// model is called.
+// Nothing kept is trusted: the claim is conditioned on the session's
+// update time (every change of its lease, counters, branch or status
+// changes it) and on each slot's, so a claim planned from what is no
+// longer current is refused whole, and the turn reads and plans again as
+// any other. The spend it admitted the turn under is the least the day's
+// can be (what this instance read and spent since); the domain checks the
+// spend read beside the claim before the model is called.
 
 // turnUser is what an instance knows of a user's turn documents.
 type turnUser struct {
