@@ -30,6 +30,7 @@ type turnUser struct {
 	dayFloor  int // spent on day: at least this much
 	memory    chat.MemoryBlock
 	hasMemory bool
+	claiming  bool // a claim from what is kept is under way
 }
 
 // slotKnown is a slot document as read or written: the minute it was
@@ -62,37 +63,56 @@ func (u *turnUser) spent(day string, n int) {
 	}
 }
 
-// turnUserOf returns a copy of what is kept of userID's turn documents.
-func (k *kept) turnUserOf(userID string) (turnUser, bool) {
+// claimFor returns a copy of what is kept of userID's turn documents,
+// for one claim at a time: the user's turns at once on this instance
+// would choose among the same few slots known free, and all but one
+// would be refused, so while one claims from what is kept the others
+// read (and choose among random slots, as on any instance). done ends it.
+func (k *kept) claimFor(userID string) (u turnUser, done func(), ok bool) {
 	if k == nil {
-		return turnUser{}, false
+		return turnUser{}, nil, false
 	}
 	k.mu.Lock()
 	defer k.mu.Unlock()
-	u, ok := k.turns[userID]
-	if !ok {
-		return turnUser{}, false
+	p, ok := k.turns[userID]
+	if !ok || p.claiming {
+		return turnUser{}, nil, false
 	}
-	cp := *u
-	cp.slots = make(map[int]slotKnown, len(u.slots))
-	for i, s := range u.slots {
+	p.claiming = true
+	done = func() {
+		k.mu.Lock()
+		defer k.mu.Unlock()
+		p.claiming = false
+	}
+	cp := *p
+	cp.slots = make(map[int]slotKnown, len(p.slots))
+	for i, s := range p.slots {
 		cp.slots[i] = s
 	}
-	return cp, true
+	return cp, done, true
 }
 
 // keptTurn is the state a turn's claim may plan from without reading:
 // the session as this instance last read or wrote it, and every slot of
 // the user's it knows (the query's slots are replaced by them); false if
 // the instance lacks any of that, or the turn is not a plain one.
-func (db *DB) keptTurn(q chat.TurnQuery) (chat.TurnQuery, *chat.TurnState, bool) {
+//
+// The caller calls done once its claim is over.
+func (db *DB) keptTurn(q chat.TurnQuery) (_ chat.TurnQuery, _ *chat.TurnState, done func(), _ bool) {
 	if q.New || q.AskedID != "" || q.Deleted || !q.KeyOnRetry || q.Day == "" {
-		return q, nil, false
+		return q, nil, nil, false
 	}
 	st := db.kept.latest(q.SessionID)
-	u, ok := db.kept.turnUserOf(q.UserID)
-	if st == nil || !ok || u.day != q.Day || (q.Memory && !u.hasMemory) || (len(q.Slots) > 0 && len(u.slots) == 0) {
-		return q, nil, false
+	if st == nil {
+		return q, nil, nil, false
+	}
+	u, done, ok := db.kept.claimFor(q.UserID)
+	if !ok {
+		return q, nil, nil, false
+	}
+	if u.day != q.Day || (q.Memory && !u.hasMemory) || (len(q.Slots) > 0 && len(u.slots) == 0) {
+		done()
+		return q, nil, nil, false
 	}
 	if len(q.Slots) > 0 {
 		q.Slots = make([]int, 0, len(u.slots))
@@ -107,7 +127,7 @@ func (db *DB) keptTurn(q chat.TurnQuery) (chat.TurnQuery, *chat.TurnState, bool)
 	for i, idx := range q.Slots {
 		ts.Slots[i], v.slotTimes[i] = u.slots[idx].minute, u.slots[idx].time
 	}
-	return q, ts, true
+	return q, ts, done, true
 }
 
 // claimFromKept plans a turn's claim from what this instance kept (see
@@ -117,10 +137,11 @@ func (db *DB) keptTurn(q chat.TurnQuery) (chat.TurnQuery, *chat.TurnState, bool)
 // the turn then reads as any other (and finds its own claim, if the
 // commit landed but its answer was lost).
 func (db *DB) claimFromKept(ctx context.Context, q chat.TurnQuery, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (out *chat.TurnState, tried bool) {
-	kq, ts, ok := db.keptTurn(q)
+	kq, ts, done, ok := db.keptTurn(q)
 	if !ok {
 		return nil, false
 	}
+	defer done()
 	w, err := plan(ts)
 	if err != nil || w == nil {
 		return nil, false // the read decides: what was kept may be stale

@@ -7,14 +7,22 @@ import (
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
+	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
 )
 
 func (db *DB) CreateSession(ctx context.Context, s *sessions.Session) error {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	_, err := db.sessionRef(s.ID).Create(ctx, toSessionDoc(s))
-	return translate(err)
+	res, err := db.sessionRef(s.ID).Create(ctx, toSessionDoc(s))
+	if err != nil {
+		return translate(err)
+	}
+	// Kept as created, with no context yet: its first turn here can claim
+	// without reading it.
+	t := &history.Tail{}
+	db.kept.put(&stored{sessionID: s.ID, exists: true, sessionTime: res.UpdateTime, s: s.Clone(), t: t, windowTail: t})
+	return nil
 }
 
 func (db *DB) GetSession(ctx context.Context, id string) (*sessions.Session, error) {

@@ -109,6 +109,12 @@ func TestTurnRoundTrips(t *testing.T) {
 			}
 		}
 	}
+	// A session created on this instance is kept as created: its first
+	// turn here claims without reading it.
+	fresh := h.newSession(alice.token, mem)
+	if c := turn(fresh, false); c.before.Reads+c.after.Reads+c.afterTurn.Reads != 3 {
+		t.Errorf("the first turn of a session created here: %+v; want 3 reads", c)
+	}
 	// A regeneration or an edit first reads the branch it continues (the
 	// session and its target, the summaries, the branch's messages within
 	// the budget, newest first): bounded by the budget, not the length.
