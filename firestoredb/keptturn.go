@@ -25,12 +25,11 @@ import (
 
 // turnUser is what an instance knows of a user's turn documents.
 type turnUser struct {
-	slots     map[int]slotKnown // slot index → as last read or written
-	day       string
-	dayFloor  int // spent on day: at least this much
-	memory    chat.MemoryBlock
-	hasMemory bool
-	claiming  bool // a claim from what is kept is under way
+	slots    map[int]slotKnown // slot index → as last read or written
+	day      string
+	dayFloor int              // spent on day: at least this much
+	memory   chat.MemoryBlock // as last read (its Source is nil until one was)
+	claiming bool             // a claim from what is kept is under way
 }
 
 // slotKnown is a slot document as read or written: the minute it was
@@ -110,7 +109,7 @@ func (db *DB) keptTurn(q chat.TurnQuery) (_ chat.TurnQuery, _ *chat.TurnState, d
 	if !ok {
 		return q, nil, nil, false
 	}
-	if u.day != q.Day || (q.Memory && !u.hasMemory) || (len(q.Slots) > 0 && len(u.slots) == 0) {
+	if u.day != q.Day || (q.Memory && u.memory.Source == nil) || (len(q.Slots) > 0 && len(u.slots) == 0) {
 		done()
 		return q, nil, nil, false
 	}
@@ -216,7 +215,7 @@ func (db *DB) readBeside(q chat.TurnQuery, snaps []*firestore.DocumentSnapshot, 
 	db.kept.noteTurnUser(q.UserID, func(u *turnUser) {
 		u.day, u.dayFloor = q.Day, out.DayTokens
 		if q.Memory {
-			u.memory, u.hasMemory = out.Memory, true
+			u.memory = out.Memory
 		}
 	})
 	return nil

@@ -227,7 +227,7 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 			u.day, u.dayFloor = q.Day, ts.DayTokens
 		}
 		if q.Memory {
-			u.memory, u.hasMemory = ts.Memory, true
+			u.memory = ts.Memory
 		}
 	})
 	return ts, nil
