@@ -74,7 +74,7 @@ func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Pre
 	if err := sessions.CheckID(sessionID); err != nil {
 		return nil, err
 	}
-	q := TurnQuery{UserID: userID, SessionID: sessionID, Memory: svc.Memory != nil}
+	q := TurnQuery{UserID: userID, SessionID: sessionID, Memory: svc.Memory != nil, ReadOnly: true}
 	st, err := svc.Turns.RunTurn(ctx, q, nil, func(*TurnState) (*TurnWrite, error) { return nil, nil })
 	if err != nil {
 		return nil, err

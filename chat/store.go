@@ -113,6 +113,11 @@ type TurnQuery struct {
 	// turn on such a read asks again without KeyOnRetry, for the refusal
 	// may be a replay.
 	KeyOnRetry bool
+	// ReadOnly: nothing will be written on this read (a preview of the
+	// context). A store may then read less when what it kept of the
+	// session is current, at the cost of a second round trip when it
+	// proves not to be.
+	ReadOnly bool
 }
 
 // TurnState is what a turn read (or, after a commit, what it wrote).

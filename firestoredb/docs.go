@@ -62,6 +62,9 @@ type sessionDoc struct {
 	// TailNext is read only: a turn writes and clears it by itself (see
 	// tailNextDoc), and no session write sends it.
 	TailNext *tailNextDoc `firestore:"tailNext,omitempty"`
+	// ContextRev is read only too: every write of the session's context
+	// sets it anew (see fenceContext), and no session write sends it.
+	ContextRev string `firestore:"contextRev,omitempty"`
 }
 
 func toSessionDoc(s *sessions.Session) *sessionDoc {

@@ -38,6 +38,7 @@ type kept struct {
 	by    map[string]*list.Element // session id →
 	usage map[string]usageRead     // user id → their window and spend, as last read or written
 	turns map[string]*turnUser     // user id → their turn documents (see keptturn.go)
+	stale float64                  // the recent share of kept sessions found written elsewhere (see fence.go)
 }
 
 type keptState struct {

@@ -238,6 +238,9 @@ func (db *DB) undoClaim(ctx context.Context, q chat.TurnQuery, ts, out *chat.Tur
 	if !after.st.windowTime.Equal(before.st.windowTime) { // the claim wrote the window
 		if before.st.window == nil {
 			b.Delete(db.windowRef(q.SessionID), firestore.LastUpdateTime(after.st.windowTime))
+			if err := fenceContext(b, sref, after.st); err != nil {
+				return err
+			}
 		} else if _, err := db.writeContext(b, after.st, before.st.s, before.st.windowTail); err != nil {
 			return err
 		}

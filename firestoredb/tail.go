@@ -39,6 +39,25 @@ type stored struct {
 // decodeStored decodes the session and window documents. A session with
 // messages but no window is read from an earlier layout by the caller.
 func decodeStored(session, window *firestore.DocumentSnapshot, sessionID string) (*stored, error) {
+	st, err := decodeStoredSession(session, sessionID)
+	if err != nil || !st.exists || !window.Exists() {
+		return st, err
+	}
+	var d windowDoc
+	if err := window.DataTo(&d); err != nil {
+		return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
+	}
+	t, err := d.tailOf(sessionID)
+	if err != nil {
+		return nil, err
+	}
+	st.setWindow(&d, window.UpdateTime, t)
+	return st, nil
+}
+
+// decodeStoredSession decodes the session document, as a session with no
+// window yet.
+func decodeStoredSession(session *firestore.DocumentSnapshot, sessionID string) (*stored, error) {
 	st := &stored{sessionID: sessionID, t: &history.Tail{}}
 	st.windowTail = st.t
 	if !session.Exists() {
@@ -49,21 +68,16 @@ func decodeStored(session, window *firestore.DocumentSnapshot, sessionID string)
 		return nil, err
 	}
 	st.exists, st.sessionTime, st.s, st.next = true, session.UpdateTime, s, sd.TailNext
-	if !window.Exists() {
-		return st, nil
-	}
-	var d windowDoc
-	if err := window.DataTo(&d); err != nil {
-		return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
-	}
-	if st.t, err = d.tailOf(sessionID); err != nil {
-		return nil, err
-	}
-	st.window, st.windowTime, st.windowTail = &d, window.UpdateTime, st.t
-	if t, ok := nextOf(st.next, st.t, s); ok {
-		st.t, st.nextApplied = t, true
-	}
 	return st, nil
+}
+
+// setWindow gives st the window d, written at, holding tail t, with the
+// message the session document carries for it when that applies.
+func (st *stored) setWindow(d *windowDoc, at time.Time, t *history.Tail) {
+	st.window, st.windowTime, st.windowTail, st.t = d, at, t, t
+	if nt, ok := nextOf(st.next, t, st.s); ok {
+		st.t, st.nextApplied = nt, true
+	}
 }
 
 // readStored reads a session and its context, with extra, in one round
@@ -110,6 +124,9 @@ func (db *DB) writeContext(w *writes, st *stored, s *sessions.Session, t *histor
 	if err != nil {
 		return nil, err
 	}
+	if err := fenceContext(w, db.sessionRef(s.ID), st); err != nil {
+		return nil, err
+	}
 	ref := db.windowRef(s.ID)
 	if p.Doc != nil {
 		w.Create(ref, p.Doc)
@@ -130,7 +147,9 @@ func (st *stored) after(w *writes, res []*firestore.WriteResult, sref, wref *fir
 	n := *st
 	if s != nil {
 		n.exists, n.s = true, s
-		n.sessionTime, _ = w.time(res, sref)
+	}
+	if at, ok := w.time(res, sref); ok { // a write of the window writes the session document too
+		n.sessionTime = at
 	}
 	switch {
 	case d != nil:

@@ -145,7 +145,11 @@ func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
 // readTurn reads what q names in one round trip.
 func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 	r, refs := db.turnRefs(q)
-	st, snaps, err := db.readStored(get, q.SessionID, refs...)
+	read := db.readStored
+	if q.ReadOnly {
+		read = db.peekStored
+	}
+	st, snaps, err := read(get, q.SessionID, refs...)
 	if err != nil {
 		return nil, err
 	}
