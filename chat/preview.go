@@ -69,7 +69,8 @@ type Preview struct {
 
 // Preview returns the caller's session's next context, read in one round
 // trip (the session, its context and the memory block together) whatever
-// the length of the session.
+// the length of the session; a store may read less, and then, when what
+// it kept proves stale, twice (see TurnQuery.ReadOnly).
 func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Preview, error) {
 	if err := sessions.CheckID(sessionID); err != nil {
 		return nil, err
