@@ -196,7 +196,9 @@ export interface paths {
          * @description The system prompt, the summary in use (as a system message), then the
          *     messages the session's context strategy selects, in OpenAI chat format,
          *     with the total tokens. For apps that call their own model. Read with
-         *     one Firestore round trip whatever the session's length. A `buffer`
+         *     one Firestore round trip whatever the session's length (on an
+         *     instance that kept the session, of its document alone; two when
+         *     another instance wrote it since). A `buffer`
          *     session whose whole history no longer fits answers 409. `version`
          *     (also the `ETag` header) names the session and its context as read:
          *     send it back as `ifMatch` when appending the exchange, and the
