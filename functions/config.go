@@ -3,6 +3,7 @@ package functions
 import (
 	"fmt"
 	"net"
+	"sort"
 	"strconv"
 	"strings"
 	"time"
@@ -207,6 +208,9 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	if c.AuthEmulator == "" && !c.OnGoogleCloud {
 		bad("FIREBASE_AUTH_EMULATOR_HOST is not set and there are no Google Cloud credentials: ID tokens cannot be verified")
 	}
+	for _, problem := range emulatorRisks(getenv, c) {
+		bad("%s", problem)
+	}
 	for name, addr := range map[string]string{"FIRESTORE_EMULATOR_HOST": c.FirestoreEmulator, "FIREBASE_AUTH_EMULATOR_HOST": c.AuthEmulator} {
 		if addr != "" {
 			if _, _, err := net.SplitHostPort(addr); err != nil {
@@ -224,6 +228,31 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("configuration:\n  - %s", strings.Join(problems, "\n  - "))
 	}
 	return c, nil
+}
+
+// emulatorRisks lists what would let anyone be anyone: the Auth emulator
+// accepts unsigned tokens, so a server that trusts it must never run on
+// Google Cloud (K_SERVICE or FUNCTION_TARGET set), nor for a real project
+// (one whose id does not start with "demo-"). An emulated Firestore on
+// Google Cloud is refused too: it would keep production data nowhere.
+func emulatorRisks(getenv func(string) string, c Config) []string {
+	var risks []string
+	for _, deployed := range []string{"K_SERVICE", "FUNCTION_TARGET"} {
+		if getenv(deployed) == "" {
+			continue
+		}
+		for name, addr := range map[string]string{"FIREBASE_AUTH_EMULATOR_HOST": c.AuthEmulator, "FIRESTORE_EMULATOR_HOST": c.FirestoreEmulator} {
+			if addr != "" {
+				risks = append(risks, fmt.Sprintf("%s is set while %s says this runs on Google Cloud: unset %s (an emulator there trusts anyone)", name, deployed, name))
+			}
+		}
+		break
+	}
+	if c.AuthEmulator != "" && c.ProjectID != "" && !strings.HasPrefix(c.ProjectID, "demo-") {
+		risks = append(risks, fmt.Sprintf("FIREBASE_AUTH_EMULATOR_HOST is set for GOOGLE_CLOUD_PROJECT=%q: the Auth emulator accepts unsigned tokens, so use it only with a demo- project", c.ProjectID))
+	}
+	sort.Strings(risks)
+	return risks
 }
 
 // Policy is the retention policy; a period left at zero keeps its default.

@@ -80,11 +80,11 @@ func TestConfigFromEnv(t *testing.T) {
 		t.Errorf("overrides: %+v %v", c, err)
 	}
 	// Former names are still read.
-	c, err = ConfigFromEnv(env("GOOGLE_CLOUD_PROJECT", "p", "FIREBASE_AUTH_EMULATOR_HOST", "h:2", "STORAGE_BACKEND", "memory", "MEMORY_STRATEGY", "window"))
+	c, err = ConfigFromEnv(env("GOOGLE_CLOUD_PROJECT", "demo-p", "FIREBASE_AUTH_EMULATOR_HOST", "h:2", "STORAGE_BACKEND", "memory", "MEMORY_STRATEGY", "window"))
 	if err != nil || c.Backend != "inprocess" || c.DefaultContext().Strategy != sessions.StrategyWindow {
 		t.Errorf("former names: %+v %v", c, err)
 	}
-	c, err = ConfigFromEnv(env("GOOGLE_CLOUD_PROJECT", "p", "FIREBASE_AUTH_EMULATOR_HOST", "h:2", "STORAGE_BACKEND", "inprocess", "MEMORY_STRATEGY", "window", "CONTEXT_STRATEGY", "buffer"))
+	c, err = ConfigFromEnv(env("GOOGLE_CLOUD_PROJECT", "demo-p", "FIREBASE_AUTH_EMULATOR_HOST", "h:2", "STORAGE_BACKEND", "inprocess", "MEMORY_STRATEGY", "window", "CONTEXT_STRATEGY", "buffer"))
 	if err != nil || c.DefaultContext().Strategy != sessions.StrategyBuffer {
 		t.Errorf("CONTEXT_STRATEGY over its former name: %+v %v", c, err)
 	}
@@ -92,20 +92,24 @@ func TestConfigFromEnv(t *testing.T) {
 		env  []string
 		want string
 	}{
-		"NoProject":         {[]string{"FIRESTORE_EMULATOR_HOST", "h:1", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, "GOOGLE_CLOUD_PROJECT"},
-		"NoFirestore":       {[]string{"GOOGLE_CLOUD_PROJECT", "p", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, "FIRESTORE_EMULATOR_HOST"},
-		"NoAuth":            {[]string{"GOOGLE_CLOUD_PROJECT", "p", "STORAGE_BACKEND", "memory"}, "FIREBASE_AUTH_EMULATOR_HOST"},
-		"BadBackend":        {append(local, "STORAGE_BACKEND", "redis"), "STORAGE_BACKEND"},
-		"BadNumber":         {append(local, "RATE_TOKENS_PER_DAY", "lots"), "RATE_TOKENS_PER_DAY"},
-		"BadEmulatorHost":   {[]string{"GOOGLE_CLOUD_PROJECT", "p", "FIRESTORE_EMULATOR_HOST", "nohost", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, "host:port"},
-		"TinyBodyCap":       {append(local, "MAX_BODY_BYTES", "10"), "MAX_BODY_BYTES"},
-		"ZeroModelTimeout":  {append(local, "MODEL_TIMEOUT_SECONDS", "0"), "MODEL_TIMEOUT_SECONDS"},
-		"MemoryNeedsNoHost": {[]string{"GOOGLE_CLOUD_PROJECT", "p", "STORAGE_BACKEND", "memory", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, ""},
-		"InProcessNoHost":   {[]string{"GOOGLE_CLOUD_PROJECT", "p", "STORAGE_BACKEND", "inprocess", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, ""},
-		"OnCloudNeedsNoEmu": {[]string{"GOOGLE_CLOUD_PROJECT", "p", "K_SERVICE", "api"}, ""},
-		"ZeroRetention":     {append(local, "RETENTION_DELETED_DAYS", "0"), "RETENTION_"},
-		"BadStrategy":       {append(local, "CONTEXT_STRATEGY", "everything"), "CONTEXT_STRATEGY"},
-		"BadFormerStrategy": {append(local, "MEMORY_STRATEGY", "everything"), "MEMORY_STRATEGY"},
+		"NoProject":          {[]string{"FIRESTORE_EMULATOR_HOST", "h:1", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, "GOOGLE_CLOUD_PROJECT"},
+		"NoFirestore":        {[]string{"GOOGLE_CLOUD_PROJECT", "demo-p", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, "FIRESTORE_EMULATOR_HOST"},
+		"NoAuth":             {[]string{"GOOGLE_CLOUD_PROJECT", "p", "STORAGE_BACKEND", "memory"}, "FIREBASE_AUTH_EMULATOR_HOST"},
+		"BadBackend":         {append(local, "STORAGE_BACKEND", "redis"), "STORAGE_BACKEND"},
+		"BadNumber":          {append(local, "RATE_TOKENS_PER_DAY", "lots"), "RATE_TOKENS_PER_DAY"},
+		"BadEmulatorHost":    {[]string{"GOOGLE_CLOUD_PROJECT", "demo-p", "FIRESTORE_EMULATOR_HOST", "nohost", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, "host:port"},
+		"TinyBodyCap":        {append(local, "MAX_BODY_BYTES", "10"), "MAX_BODY_BYTES"},
+		"ZeroModelTimeout":   {append(local, "MODEL_TIMEOUT_SECONDS", "0"), "MODEL_TIMEOUT_SECONDS"},
+		"MemoryNeedsNoHost":  {[]string{"GOOGLE_CLOUD_PROJECT", "demo-p", "STORAGE_BACKEND", "memory", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, ""},
+		"InProcessNoHost":    {[]string{"GOOGLE_CLOUD_PROJECT", "demo-p", "STORAGE_BACKEND", "inprocess", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, ""},
+		"OnCloudNeedsNoEmu":  {[]string{"GOOGLE_CLOUD_PROJECT", "p", "K_SERVICE", "api"}, ""},
+		"ZeroRetention":      {append(local, "RETENTION_DELETED_DAYS", "0"), "RETENTION_"},
+		"BadStrategy":        {append(local, "CONTEXT_STRATEGY", "everything"), "CONTEXT_STRATEGY"},
+		"BadFormerStrategy":  {append(local, "MEMORY_STRATEGY", "everything"), "MEMORY_STRATEGY"},
+		"AuthEmuOnCloudRun":  {append(local, "K_SERVICE", "api"), "FIREBASE_AUTH_EMULATOR_HOST is set while K_SERVICE"},
+		"FirestoreEmuOnGCF":  {[]string{"GOOGLE_CLOUD_PROJECT", "p", "FUNCTION_TARGET", "api", "FIRESTORE_EMULATOR_HOST", "h:1"}, "FIRESTORE_EMULATOR_HOST is set while FUNCTION_TARGET"},
+		"AuthEmuRealProject": {[]string{"GOOGLE_CLOUD_PROJECT", "my-prod", "STORAGE_BACKEND", "inprocess", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, `GOOGLE_CLOUD_PROJECT="my-prod"`},
+		"CredentialsWithEmu": {append(local, "GOOGLE_APPLICATION_CREDENTIALS", "/k.json"), ""},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ConfigFromEnv(env(tc.env...))
@@ -132,12 +136,12 @@ func TestExporters(t *testing.T) {
 		bad             bool
 	}{
 		{map[string]string{}, TracesOff, MetricsOff, false},
-		{map[string]string{"K_SERVICE": "api"}, TracesCloudTrace, MetricsCloudMonitoring, false},
+		{map[string]string{"K_SERVICE": "api", "FIREBASE_AUTH_EMULATOR_HOST": ""}, TracesCloudTrace, MetricsCloudMonitoring, false},
 		{map[string]string{"TRACE_EXPORTER": "stdout", "METRICS_EXPORTER": "stdout"}, TracesStdout, MetricsStdout, false},
 		{map[string]string{"METRICS_EXPORTER": "cloudtrace"}, "", "", true},
 		{map[string]string{"TRACE_EXPORTER": "cloudmonitoring"}, "", "", true},
 	} {
-		base := map[string]string{"STORAGE_BACKEND": "inprocess", "GOOGLE_CLOUD_PROJECT": "p", "FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:9099"}
+		base := map[string]string{"STORAGE_BACKEND": "inprocess", "GOOGLE_CLOUD_PROJECT": "demo-p", "FIREBASE_AUTH_EMULATOR_HOST": "127.0.0.1:9099"}
 		c, err := ConfigFromEnv(func(k string) string {
 			if v, ok := tc.env[k]; ok {
 				return v

@@ -39,7 +39,8 @@ func Require(tb testing.TB, env string) string {
 	return ""
 }
 
-// ProjectID returns a fresh emulator project id, so tests never share data.
+// ProjectID returns a fresh emulator project id, so tests never share data;
+// a demo- one, the only kind a server trusting the Auth emulator accepts.
 func ProjectID() string {
 	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
 	b := make([]byte, 12)
@@ -47,7 +48,7 @@ func ProjectID() string {
 	for i := range b {
 		b[i] = letters[int(b[i])%len(letters)]
 	}
-	return "test-" + string(b)
+	return "demo-test-" + string(b)
 }
 
 // Firestore returns a client for a new project on the Firestore emulator;
