@@ -99,10 +99,9 @@ func (db *DB) runTx(ctx context.Context, fn func(context.Context, *firestore.Tra
 	ctx, cancel := db.op(ctx)
 	defer cancel()
 	err := db.client.RunTransaction(ctx, fn, firestore.MaxAttempts(db.maxAttempts))
-	if status.Code(err) == codes.InvalidArgument && !isDomain(err) {
+	if status.Code(err) == codes.InvalidArgument && !isDomain(err) && strings.Contains(strings.ToLower(status.Convert(err).Message()), "transaction") {
 		// The client retried a commit whose answer was lost, and the
-		// transaction had ended: whether it landed is unknown. Our
-		// requests are well formed, so this is the only InvalidArgument.
+		// transaction had ended: whether it landed is unknown.
 		return errs.Wrap(errs.EUNAVAILABLE, err, "the database is unavailable; try again")
 	}
 	return translate(err)
@@ -126,6 +125,11 @@ func translate(err error) error {
 		return errs.Wrap(errs.ENOTFOUND, err, "not found")
 	case codes.AlreadyExists:
 		return errs.Wrap(errs.ECONFLICT, err, "already exists")
+	case codes.InvalidArgument:
+		// A request the database refuses as malformed (an id it cannot
+		// store, say): the caller's to fix, not an outage. The edge
+		// checks every id first, so this is a backstop.
+		return errs.Wrap(errs.EINVALID, err, "the request names something the database cannot store")
 	case codes.Aborted:
 		return errs.Wrap(errs.EUNAVAILABLE, err, "too many concurrent writes; try again")
 	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled:

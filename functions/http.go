@@ -15,6 +15,7 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
 	"github.com/chatmemory/backend/kernel/paging"
 	"github.com/chatmemory/backend/kernel/strictjson"
 )
@@ -33,7 +34,7 @@ func (a *App) Handler() http.Handler {
 		}
 	}
 	handle("GET /healthz", http.HandlerFunc(a.healthz))
-	authed := func(pattern string, h http.HandlerFunc) { handle(pattern, a.authenticate(h)) }
+	authed := func(pattern string, h http.HandlerFunc) { handle(pattern, a.authenticate(a.checkPathIDs(pattern, h))) }
 	authed("POST /chat", a.chat)
 	authed("POST /sessions", a.createSession)
 	authed("GET /sessions", a.listSessions)
@@ -82,6 +83,31 @@ func (a *App) Handler() http.Handler {
 		a.writeError(w, r, errs.Errorf(errs.ENOTFOUND, "no such endpoint"))
 	})
 	return a.traceRequests(a.logRequests(a.recoverPanics(a.cors(a.limitBody(routed)))))
+}
+
+// checkPathIDs answers 400, naming the parameter, when an id in the path
+// of pattern could not name a document ("__x__", "a/b", "..", invalid
+// UTF-8), before h sees it: every id a route takes is checked here, so
+// none reaches the database, where it would be an error of the database.
+func (a *App) checkPathIDs(pattern string, h http.HandlerFunc) http.HandlerFunc {
+	var names []string
+	for _, part := range strings.Split(pattern, "/") {
+		if strings.HasPrefix(part, "{") && strings.HasSuffix(part, "}") {
+			names = append(names, strings.Trim(part, "{}"))
+		}
+	}
+	if len(names) == 0 {
+		return h
+	}
+	return func(w http.ResponseWriter, r *http.Request) {
+		for _, name := range names {
+			if !ids.Valid(r.PathValue(name)) {
+				a.writeError(w, r, errs.Errorf(errs.EINVALID, "path parameter %s is malformed: ids are 1 to 128 letters, digits, '_' or '-', not starting with \"__\"", name))
+				return
+			}
+		}
+		h(w, r)
+	}
 }
 
 // statusProbe records only the status a handler would send.

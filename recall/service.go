@@ -96,7 +96,7 @@ func (svc *Service) Search(ctx context.Context, userID, query, sessionID string,
 	}
 	if sessionID != "" {
 		if err := sessions.CheckID(sessionID); err != nil {
-			return nil, err
+			return nil, errs.Errorf(errs.EINVALID, "sessionId: %s", errs.Message(err))
 		}
 	}
 	v, err := svc.Embedder.Embed(ctx, []string{query})
