@@ -94,6 +94,14 @@ func CleanTitle(t string) string {
 // embedding) against their daily limit.
 func (svc *Service) Spend(ctx context.Context, userID string, n int) { svc.addTokens(ctx, userID, n) }
 
+// AdmitSearch counts a search of userID's against their limits, or
+// refuses it (rate_limited, with when to try again) before anything is
+// embedded or read.
+func (svc *Service) AdmitSearch(ctx context.Context, userID string) error {
+	now := svc.now()
+	return svc.Usage.UpdateUsage(ctx, userID, Day(now), func(u *Usage) error { return u.AdmitSearch(now, svc.Limits) })
+}
+
 // addTokens records n tokens against the user's daily limit. What they
 // paid for is stored already, so a failure here is logged, not returned.
 func (svc *Service) addTokens(ctx context.Context, userID string, n int) {

@@ -16,6 +16,7 @@ import (
 type Limits struct {
 	TurnsPerMinute    int
 	MessagesPerMinute int
+	SearchesPerMinute int
 	TokensPerDay      int
 }
 
@@ -30,6 +31,8 @@ type Usage struct {
 	UserID         string
 	Minute         int64 // unix minute of the message window
 	MinuteMessages int   // appended by the client (not by turns)
+	SearchMinute   int64 // unix minute of the search window
+	MinuteSearches int   // searches run in it
 	Day            string
 	DayTokens      int
 }
@@ -104,6 +107,23 @@ func slotsToRead(n int, all bool) []int {
 // minute but it read only some: the turn reads them all and claims again.
 var errMoreSlots = errs.Errorf(errs.EUNAVAILABLE, "every turn slot read was taken")
 
+// AdmitSearch counts a search at now, or refuses it: a search embeds its
+// query, which the day's spend pays for, and reads the user's exchanges,
+// so a spent day or a full minute stops it before either.
+func (u *Usage) AdmitSearch(now time.Time, l Limits) error {
+	if err := admitDay(now, l, u.DayTokens); err != nil {
+		return err
+	}
+	if m := now.Unix() / 60; m != u.SearchMinute {
+		u.SearchMinute, u.MinuteSearches = m, 0
+	}
+	if l.SearchesPerMinute > 0 && u.MinuteSearches >= l.SearchesPerMinute {
+		return limited(time.Unix((u.SearchMinute+1)*60, 0).Sub(now), "limit of %d searches per minute reached", l.SearchesPerMinute)
+	}
+	u.MinuteSearches++
+	return nil
+}
+
 // AdmitMessages counts n appended messages at now, or refuses them all.
 func (u *Usage) AdmitMessages(now time.Time, l Limits, n int) error {
 	if err := admitDay(now, l, u.DayTokens); err != nil {
@@ -152,6 +172,8 @@ type UsageStore interface {
 type UsageRecord struct {
 	Minute         int64          // of the message window
 	MinuteMessages int            // appended in it
+	SearchMinute   int64          // of the search window
+	MinuteSearches int            // searches run in it
 	Days           map[string]int // tokens spent, by UTC day
 	TurnMinutes    []int64        // the minute each rate-limit slot was last taken in
 }
@@ -166,6 +188,7 @@ func (d UsageData) ExportUser(ctx context.Context, userID string) (any, error) {
 		return nil, err
 	}
 	return map[string]any{"minute": u.Minute, "messagesThisMinute": u.MinuteMessages,
+		"searchMinute": u.SearchMinute, "searchesThisMinute": u.MinuteSearches,
 		"tokensByDay": u.Days, "turnSlotMinutes": u.TurnMinutes}, nil
 }
 
@@ -180,6 +203,7 @@ type Standing struct {
 	Tokens   Gauge  `json:"tokens"`   // spent today (UTC), of TokensPerDay
 	Turns    Gauge  `json:"turns"`    // run this minute, of TurnsPerMinute
 	Messages Gauge  `json:"messages"` // appended this minute, of MessagesPerMinute
+	Searches Gauge  `json:"searches"` // run this minute, of SearchesPerMinute
 }
 
 // Gauge is one limit's standing: Limit 0 is none.
@@ -200,7 +224,8 @@ func (d UsageData) Standing(ctx context.Context, userID string, l Limits, now ti
 	st := &Standing{Day: day,
 		Tokens:   Gauge{Used: r.Days[day], Limit: l.TokensPerDay, ResetsAt: now.UTC().Truncate(24 * time.Hour).Add(24 * time.Hour)},
 		Turns:    Gauge{Limit: l.TurnsPerMinute, ResetsAt: nextMinute},
-		Messages: Gauge{Limit: l.MessagesPerMinute, ResetsAt: nextMinute}}
+		Messages: Gauge{Limit: l.MessagesPerMinute, ResetsAt: nextMinute},
+		Searches: Gauge{Limit: l.SearchesPerMinute, ResetsAt: nextMinute}}
 	for _, m := range r.TurnMinutes {
 		if m == minute {
 			st.Turns.Used++
@@ -208,6 +233,9 @@ func (d UsageData) Standing(ctx context.Context, userID string, l Limits, now ti
 	}
 	if r.Minute == minute {
 		st.Messages.Used = r.MinuteMessages
+	}
+	if r.SearchMinute == minute {
+		st.Searches.Used = r.MinuteSearches
 	}
 	return st, nil
 }

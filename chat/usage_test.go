@@ -111,3 +111,37 @@ func TestSlotsToRead(t *testing.T) {
 		}
 	}
 }
+
+func TestAdmitSearch(t *testing.T) {
+	noon := time.Date(2026, 3, 10, 12, 0, 10, 0, time.UTC)
+	minute := noon.Unix() / 60
+	for _, tc := range []struct {
+		name      string
+		limits    Limits
+		usage     Usage
+		wantUsed  int
+		wantRetry time.Duration // 0: admitted
+	}{
+		{name: "no limits", usage: Usage{SearchMinute: minute, MinuteSearches: 1000}, wantUsed: 1001},
+		{name: "first search", limits: Limits{SearchesPerMinute: 2}, wantUsed: 1},
+		{name: "second in the minute", limits: Limits{SearchesPerMinute: 2}, usage: Usage{SearchMinute: minute, MinuteSearches: 1}, wantUsed: 2},
+		{name: "minute full", limits: Limits{SearchesPerMinute: 2}, usage: Usage{SearchMinute: minute, MinuteSearches: 2}, wantRetry: 50 * time.Second},
+		{name: "an earlier minute is forgotten", limits: Limits{SearchesPerMinute: 2}, usage: Usage{SearchMinute: minute - 1, MinuteSearches: 2}, wantUsed: 1},
+		{name: "messages do not count", limits: Limits{SearchesPerMinute: 2}, usage: Usage{Minute: minute, MinuteMessages: 50}, wantUsed: 1},
+		{name: "day spent", limits: Limits{SearchesPerMinute: 2, TokensPerDay: 100}, usage: Usage{DayTokens: 100}, wantRetry: 12*time.Hour - 10*time.Second},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			u := tc.usage
+			err := u.AdmitSearch(noon, tc.limits)
+			if tc.wantRetry != 0 {
+				if errs.CodeOf(err) != errs.ERATELIMITED || errs.RetryAfter(err) != tc.wantRetry || u.MinuteSearches != tc.usage.MinuteSearches {
+					t.Fatalf("got %v (retry %s, %d searches); want rate limited, retry %s, nothing counted", err, errs.RetryAfter(err), u.MinuteSearches, tc.wantRetry)
+				}
+				return
+			}
+			if err != nil || u.MinuteSearches != tc.wantUsed || u.SearchMinute != minute || u.MinuteMessages != tc.usage.MinuteMessages {
+				t.Fatalf("got %v, %+v; want %d searches this minute", err, u, tc.wantUsed)
+			}
+		})
+	}
+}

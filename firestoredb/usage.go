@@ -30,6 +30,8 @@ type usageDoc struct {
 	UserID     string `firestore:"userId"`
 	Minute     int64  `firestore:"minute"`
 	MinuteMsgs int    `firestore:"minuteMessages"`
+	SearchMin  int64  `firestore:"searchMinute,omitempty"`
+	MinuteSrch int    `firestore:"minuteSearches,omitempty"`
 	Token      string `firestore:"token,omitempty"` // of the last update
 }
 
@@ -128,7 +130,8 @@ func readUsage(window, daySnap *firestore.DocumentSnapshot, day string) (usageRe
 }
 
 func (ur usageRead) usage(userID string) chat.Usage {
-	return chat.Usage{UserID: userID, Minute: ur.window.Minute, MinuteMessages: ur.window.MinuteMsgs, Day: ur.day, DayTokens: ur.dayTokens}
+	return chat.Usage{UserID: userID, Minute: ur.window.Minute, MinuteMessages: ur.window.MinuteMsgs,
+		SearchMinute: ur.window.SearchMin, MinuteSearches: ur.window.MinuteSrch, Day: ur.day, DayTokens: ur.dayTokens}
 }
 
 // after is ur as the commit of b (its results res) left it, given what
@@ -139,7 +142,7 @@ func (ur usageRead) after(b *writes, res []*firestore.WriteResult, window, day *
 	if !ok {
 		return ur, false
 	}
-	ur.window, ur.windowTime = usageDoc{UserID: u.UserID, Minute: u.Minute, MinuteMsgs: u.MinuteMessages}, t
+	ur.window, ur.windowTime = usageDocOf(u, ""), t
 	if n > 0 {
 		if ur.dayTime, ok = b.time(res, day); !ok {
 			return ur, false
@@ -152,12 +155,18 @@ func (ur usageRead) after(b *writes, res []*firestore.WriteResult, window, day *
 // writeWindow writes u's window in w, on condition that it was last
 // written at read (created if read is zero), marked with token.
 func writeWindow(w *writes, ref *firestore.DocumentRef, read time.Time, u chat.Usage, token string) {
-	nd := usageDoc{UserID: u.UserID, Minute: u.Minute, MinuteMsgs: u.MinuteMessages, Token: token}
+	nd := usageDocOf(u, token)
 	if read.IsZero() {
 		w.Create(ref, nd)
 	} else {
 		w.Update(ref, fieldUpdates(nd), firestore.LastUpdateTime(read))
 	}
+}
+
+// usageDocOf is the rate-window document of u, marked with token.
+func usageDocOf(u chat.Usage, token string) usageDoc {
+	return usageDoc{UserID: u.UserID, Minute: u.Minute, MinuteMsgs: u.MinuteMessages,
+		SearchMin: u.SearchMinute, MinuteSrch: u.MinuteSearches, Token: token}
 }
 
 // dataTo decodes snap into v, leaving v as it is if there is no document.
@@ -219,7 +228,7 @@ func (db *DB) GetUsage(ctx context.Context, userID string) (*chat.UsageRecord, e
 		if err := dataTo(snap, &d); err != nil {
 			return nil, err
 		}
-		r.Minute, r.MinuteMessages = d.Minute, d.MinuteMsgs
+		r.Minute, r.MinuteMessages, r.SearchMinute, r.MinuteSearches = d.Minute, d.MinuteMsgs, d.SearchMin, d.MinuteSrch
 	}
 	days, err := db.getAll(ctx, db.usageRef(userID).Collection(UsageDaysCollection).Query)
 	if err != nil {
@@ -292,7 +301,7 @@ func (db *DB) UsageOn(ctx context.Context, userID, day string, slots int) (*chat
 		if err := dataTo(snaps[0], &d); err != nil {
 			return nil, err
 		}
-		r.Minute, r.MinuteMessages = d.Minute, d.MinuteMsgs
+		r.Minute, r.MinuteMessages, r.SearchMinute, r.MinuteSearches = d.Minute, d.MinuteMsgs, d.SearchMin, d.MinuteSrch
 	}
 	if snaps[1].Exists() {
 		var d dayDoc

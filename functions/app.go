@@ -127,7 +127,7 @@ func NewApp(cfg Config, d Deps) *App {
 		Model:               d.Model,
 		Titler:              llm.Titler{Model: background},
 		Usage:               d.Store,
-		Limits:              chat.Limits{TurnsPerMinute: cfg.TurnsPerMinute, MessagesPerMinute: cfg.MessagesPerMinute, TokensPerDay: cfg.TokensPerDay},
+		Limits:              chat.Limits{TurnsPerMinute: cfg.TurnsPerMinute, MessagesPerMinute: cfg.MessagesPerMinute, SearchesPerMinute: cfg.SearchesPerMinute, TokensPerDay: cfg.TokensPerDay},
 		SystemPrompt:        cfg.SystemPrompt,
 		AllowSystemMessages: cfg.SystemMessages,
 		ModelTimeout:        cfg.ModelTimeout,

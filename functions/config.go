@@ -32,6 +32,7 @@ type Config struct {
 	MaxSessionMessages  int
 	TurnsPerMinute      int
 	MessagesPerMinute   int
+	SearchesPerMinute   int // RATE_SEARCHES_PER_MINUTE
 	TokensPerDay        int
 	ContextBudget       int
 	ContextStrategy     string // CONTEXT_STRATEGY (formerly MEMORY_STRATEGY, still read)
@@ -67,6 +68,7 @@ const (
 	DefaultMaxSessionMessages = 10_000
 	DefaultTurnsPerMinute     = 20
 	DefaultMessagesPerMinute  = 120
+	DefaultSearchesPerMinute  = 30
 	DefaultTokensPerDay       = 500_000
 	DefaultModelTimeout       = 60 * time.Second
 	DefaultFirestoreTimeout   = 10 * time.Second
@@ -131,6 +133,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		MaxSessionMessages: num("MAX_SESSION_MESSAGES", DefaultMaxSessionMessages, 0, many),
 		TurnsPerMinute:     num("RATE_TURNS_PER_MINUTE", DefaultTurnsPerMinute, 0, chat.MaxTurnsPerMinute),
 		MessagesPerMinute:  num("RATE_MESSAGES_PER_MINUTE", DefaultMessagesPerMinute, 0, many),
+		SearchesPerMinute:  num("RATE_SEARCHES_PER_MINUTE", DefaultSearchesPerMinute, 0, many),
 		TokensPerDay:       num("RATE_TOKENS_PER_DAY", DefaultTokensPerDay, 0, many),
 		ContextBudget:      num("CONTEXT_TOKEN_BUDGET", 0, 0, sessions.MaxBudgetTokens),
 		ContextStrategy:    str("CONTEXT_STRATEGY", str("MEMORY_STRATEGY", "summary_buffer")),

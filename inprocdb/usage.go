@@ -39,7 +39,7 @@ func (db *DB) GetUsage(_ context.Context, userID string) (*chat.UsageRecord, err
 	if !ok && len(db.days[userID]) == 0 && len(db.slots[userID]) == 0 {
 		return nil, nil
 	}
-	r := &chat.UsageRecord{Minute: u.Minute, MinuteMessages: u.MinuteMessages, Days: map[string]int{},
+	r := &chat.UsageRecord{Minute: u.Minute, MinuteMessages: u.MinuteMessages, SearchMinute: u.SearchMinute, MinuteSearches: u.MinuteSearches, Days: map[string]int{},
 		TurnMinutes: append([]int64(nil), db.slots[userID]...)}
 	for d, n := range db.days[userID] {
 		r.Days[d] = n
@@ -70,7 +70,7 @@ func (db *DB) UsageOn(_ context.Context, userID, day string, slots int) (*chat.U
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	u := db.usage[userID]
-	r := &chat.UsageRecord{Minute: u.Minute, MinuteMessages: u.MinuteMessages, Days: map[string]int{day: db.days[userID][day]},
+	r := &chat.UsageRecord{Minute: u.Minute, MinuteMessages: u.MinuteMessages, SearchMinute: u.SearchMinute, MinuteSearches: u.MinuteSearches, Days: map[string]int{day: db.days[userID][day]},
 		TurnMinutes: make([]int64, slots)}
 	copy(r.TurnMinutes, db.slots[userID])
 	return r, nil

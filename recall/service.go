@@ -80,25 +80,35 @@ const (
 	snippetChars  = 240
 )
 
+// CheckSearch refuses a search that could find nothing as asked, naming
+// the parameter at fault.
+func CheckSearch(query, sessionID string, limit int) error {
+	query = strings.TrimSpace(query)
+	switch {
+	case query == "":
+		return errs.Errorf(errs.EINVALID, "q: a search needs some text")
+	case utf8.RuneCountInString(query) > MaxQueryChars:
+		return errs.Errorf(errs.EINVALID, "q: at most %d characters", MaxQueryChars)
+	case limit < 1 || limit > MaxResults:
+		return errs.Errorf(errs.EINVALID, "limit: from 1 to %d", MaxResults)
+	}
+	if sessionID != "" {
+		if err := sessions.CheckID(sessionID); err != nil {
+			return errs.Errorf(errs.EINVALID, "sessionId: %s", errs.Message(err))
+		}
+	}
+	return nil
+}
+
 // Search returns userID's best matches for query, in sessionID only if it
 // is set: by meaning (the nearest exchanges) and by exact phrase (an
 // exchange that holds the query as written ranks first), from active and
 // archived sessions, best first.
 func (svc *Service) Search(ctx context.Context, userID, query, sessionID string, limit int) ([]Result, error) {
+	if err := CheckSearch(query, sessionID, limit); err != nil {
+		return nil, err
+	}
 	query = strings.TrimSpace(query)
-	switch {
-	case query == "":
-		return nil, errs.Errorf(errs.EINVALID, "q: a search needs some text")
-	case utf8.RuneCountInString(query) > MaxQueryChars:
-		return nil, errs.Errorf(errs.EINVALID, "q: at most %d characters", MaxQueryChars)
-	case limit < 1 || limit > MaxResults:
-		return nil, errs.Errorf(errs.EINVALID, "limit: from 1 to %d", MaxResults)
-	}
-	if sessionID != "" {
-		if err := sessions.CheckID(sessionID); err != nil {
-			return nil, errs.Errorf(errs.EINVALID, "sessionId: %s", errs.Message(err))
-		}
-	}
 	v, err := svc.Embedder.Embed(ctx, []string{query})
 	if err != nil {
 		return nil, err

@@ -27,7 +27,7 @@ func testUsage(t *testing.T, e *Env) {
 		if u.UserID != "alice" || u.Day != day1 || u.DayTokens != 0 || u.Minute != 0 || u.MinuteMessages != 0 {
 			return fmt.Errorf("the first read is not zero: %+v", *u)
 		}
-		u.Minute, u.MinuteMessages = 100, 3
+		u.Minute, u.MinuteMessages, u.SearchMinute, u.MinuteSearches = 100, 3, 101, 2
 		return nil
 	})
 	if err != nil {
@@ -52,8 +52,8 @@ func testUsage(t *testing.T, e *Env) {
 		}
 	}
 	err = db.UpdateUsage(ctx, "alice", day1, func(u *chat.Usage) error {
-		if u.DayTokens != 40 || u.Minute != 100 || u.MinuteMessages != 3 {
-			return fmt.Errorf("read %+v, want 40 tokens and the stored window (100, 3)", *u)
+		if u.DayTokens != 40 || u.Minute != 100 || u.MinuteMessages != 3 || u.SearchMinute != 101 || u.MinuteSearches != 2 {
+			return fmt.Errorf("read %+v, want 40 tokens and the stored windows (100, 3) and (101, 2)", *u)
 		}
 		return nil
 	})
@@ -61,14 +61,14 @@ func testUsage(t *testing.T, e *Env) {
 		t.Fatal(err)
 	}
 	on := Must[*chat.UsageRecord](t)(db.UsageOn(ctx, "alice", day2, 4))
-	if on.Minute != 100 || on.MinuteMessages != 3 || !maps.Equal(on.Days, map[string]int{day2: 7}) || len(on.TurnMinutes) != 4 {
+	if on.Minute != 100 || on.MinuteMessages != 3 || on.SearchMinute != 101 || on.MinuteSearches != 2 || !maps.Equal(on.Days, map[string]int{day2: 7}) || len(on.TurnMinutes) != 4 {
 		t.Fatalf("alice's usage on %s: %+v", day2, on)
 	}
 	if on := Must[*chat.UsageRecord](t)(db.UsageOn(ctx, "carol", day1, 2)); on.Minute != 0 || on.Days[day1] != 0 || len(on.TurnMinutes) != 2 {
 		t.Fatalf("a new user's usage on a day: %+v", on)
 	}
 	r := Must[*chat.UsageRecord](t)(db.GetUsage(ctx, "alice"))
-	if r == nil || r.Minute != 100 || r.MinuteMessages != 3 || !maps.Equal(r.Days, map[string]int{day1: 40, day2: 7}) {
+	if r == nil || r.Minute != 100 || r.MinuteMessages != 3 || r.MinuteSearches != 2 || !maps.Equal(r.Days, map[string]int{day1: 40, day2: 7}) {
 		t.Fatalf("alice's usage: %+v", r)
 	}
 

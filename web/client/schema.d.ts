@@ -356,6 +356,9 @@ export interface paths {
          *     similarity (`score` is 1 minus the cosine distance; under 0.1, left
          *     out). Never another
          *     user's, never a deleted session's. 404 when EMBEDDINGS=off.
+         *     A search counts against RATE_SEARCHES_PER_MINUTE (default 30) and
+         *     needs tokens left today: either spent is 429 `rate_limited` with
+         *     Retry-After, before anything is embedded.
          */
         get: operations["search"];
         put?: never;
@@ -378,7 +381,8 @@ export interface paths {
          * @description Today's tokens (UTC day: replies, titles, summaries, learning,
          *     embeddings) against RATE_TOKENS_PER_DAY, this minute's turns against
          *     RATE_TURNS_PER_MINUTE and appended messages against
-         *     RATE_MESSAGES_PER_MINUTE, each with when it resets; `limit` 0 is no
+         *     RATE_MESSAGES_PER_MINUTE, searches against RATE_SEARCHES_PER_MINUTE,
+         *     each with when it resets; `limit` 0 is no
          *     limit. One batched read. A session's own totals are in its `usage`.
          */
         get: operations["getUsage"];
@@ -1513,6 +1517,7 @@ export interface operations {
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
             404: components["responses"]["Error"];
+            429: components["responses"]["Error"];
             default: components["responses"]["Error"];
         };
     };
@@ -1537,6 +1542,7 @@ export interface operations {
                         tokens: components["schemas"]["Gauge"];
                         turns: components["schemas"]["Gauge"];
                         messages: components["schemas"]["Gauge"];
+                        searches: components["schemas"]["Gauge"];
                     };
                 };
             };
