@@ -2,8 +2,6 @@ package chat
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"errors"
 	"math/rand/v2"
 	"time"
@@ -367,13 +365,13 @@ func (svc *Service) waitTurn(wait bool, try func() error) error {
 }
 
 // newSessionID names the session a turn starts. A keyed turn's is derived
-// from the key, so a retry finds it.
+// from the user and the key under the server's secret, so a retry finds
+// it and nobody else can name it.
 func (svc *Service) newSessionID(req TurnRequest) string {
 	if req.ClientMessageID == "" {
 		return ids.New()
 	}
-	h := sha256.Sum256([]byte(req.UserID + "\x00" + req.ClientMessageID))
-	return hex.EncodeToString(h[:10])
+	return ids.Derive(20, "session", req.UserID, req.ClientMessageID)
 }
 
 func contains(msgs []history.Message, seq int) bool {

@@ -27,6 +27,7 @@ import (
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/inprocdb"
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/recall"
@@ -174,6 +175,11 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 		level = slog.LevelDebug
 	}
 	log := slog.New(logHandler(logw, level))
+	if cfg.IDSecret != "" {
+		if err := ids.SetSecret([]byte(cfg.IDSecret)); err != nil {
+			return nil, fmt.Errorf("ID_SECRET: %w", err)
+		}
+	}
 	fb, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: cfg.ProjectID})
 	if err != nil {
 		return nil, fmt.Errorf("firebase: %w", err)

@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/kernel/ids"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/recall"
@@ -24,6 +25,7 @@ type Config struct {
 	AuthEmulator        string // FIREBASE_AUTH_EMULATOR_HOST
 	OnGoogleCloud       bool   // K_SERVICE or FUNCTION_TARGET set, or GOOGLE_APPLICATION_CREDENTIALS
 	OpenAIKey           string // OPENAI_API_KEY
+	IDSecret            string // ID_SECRET: the key ids derived from client keys are made under (Secret Manager in production)
 	OpenAIBaseURL       string // OPENAI_BASE_URL
 	ChatModel           string // CHAT_MODEL
 	SystemPrompt        string // SYSTEM_PROMPT
@@ -126,6 +128,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		AuthEmulator:       str("FIREBASE_AUTH_EMULATOR_HOST", ""),
 		OnGoogleCloud:      getenv("K_SERVICE") != "" || getenv("FUNCTION_TARGET") != "" || getenv("GOOGLE_APPLICATION_CREDENTIALS") != "",
 		OpenAIKey:          str("OPENAI_API_KEY", ""),
+		IDSecret:           str("ID_SECRET", ""),
 		OpenAIBaseURL:      str("OPENAI_BASE_URL", ""),
 		ChatModel:          str("CHAT_MODEL", DefaultChatModel),
 		SystemPrompt:       str("SYSTEM_PROMPT", DefaultSystemPrompt),
@@ -210,6 +213,12 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	}
 	if c.AuthEmulator == "" && !c.OnGoogleCloud {
 		bad("FIREBASE_AUTH_EMULATOR_HOST is not set and there are no Google Cloud credentials: ID tokens cannot be verified")
+	}
+	switch {
+	case c.IDSecret != "" && len(c.IDSecret) < ids.MinSecretLen:
+		bad("ID_SECRET must have at least %d characters", ids.MinSecretLen)
+	case c.IDSecret == "" && (getenv("K_SERVICE") != "" || getenv("FUNCTION_TARGET") != ""):
+		bad("ID_SECRET is not set: on Google Cloud every instance must derive the same ids (make deploy keeps it in Secret Manager)")
 	}
 	for _, problem := range emulatorRisks(getenv, c) {
 		bad("%s", problem)

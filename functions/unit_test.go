@@ -102,7 +102,9 @@ func TestConfigFromEnv(t *testing.T) {
 		"ZeroModelTimeout":   {append(local, "MODEL_TIMEOUT_SECONDS", "0"), "MODEL_TIMEOUT_SECONDS"},
 		"MemoryNeedsNoHost":  {[]string{"GOOGLE_CLOUD_PROJECT", "demo-p", "STORAGE_BACKEND", "memory", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, ""},
 		"InProcessNoHost":    {[]string{"GOOGLE_CLOUD_PROJECT", "demo-p", "STORAGE_BACKEND", "inprocess", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, ""},
-		"OnCloudNeedsNoEmu":  {[]string{"GOOGLE_CLOUD_PROJECT", "p", "K_SERVICE", "api"}, ""},
+		"OnCloudNeedsNoEmu":  {[]string{"GOOGLE_CLOUD_PROJECT", "p", "K_SERVICE", "api", "ID_SECRET", strings.Repeat("s", 32)}, ""},
+		"OnCloudNeedsSecret": {[]string{"GOOGLE_CLOUD_PROJECT", "p", "K_SERVICE", "api"}, "ID_SECRET is not set"},
+		"ShortSecret":        {append(local, "ID_SECRET", "short"), "ID_SECRET must have at least 32"},
 		"ZeroRetention":      {append(local, "RETENTION_DELETED_DAYS", "0"), "RETENTION_"},
 		"BadStrategy":        {append(local, "CONTEXT_STRATEGY", "everything"), "CONTEXT_STRATEGY"},
 		"BadFormerStrategy":  {append(local, "MEMORY_STRATEGY", "everything"), "MEMORY_STRATEGY"},
@@ -136,7 +138,7 @@ func TestExporters(t *testing.T) {
 		bad             bool
 	}{
 		{map[string]string{}, TracesOff, MetricsOff, false},
-		{map[string]string{"K_SERVICE": "api", "FIREBASE_AUTH_EMULATOR_HOST": ""}, TracesCloudTrace, MetricsCloudMonitoring, false},
+		{map[string]string{"K_SERVICE": "api", "FIREBASE_AUTH_EMULATOR_HOST": "", "ID_SECRET": strings.Repeat("s", 32)}, TracesCloudTrace, MetricsCloudMonitoring, false},
 		{map[string]string{"TRACE_EXPORTER": "stdout", "METRICS_EXPORTER": "stdout"}, TracesStdout, MetricsStdout, false},
 		{map[string]string{"METRICS_EXPORTER": "cloudtrace"}, "", "", true},
 		{map[string]string{"TRACE_EXPORTER": "cloudmonitoring"}, "", "", true},

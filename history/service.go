@@ -2,14 +2,13 @@ package history
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
 	"slices"
 	"strconv"
 	"time"
 
 	"github.com/chatmemory/backend/kernel/clock"
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
 	"github.com/chatmemory/backend/kernel/paging"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -241,17 +240,16 @@ func sameBatch(stored []Message, drafts []Draft) bool {
 }
 
 // KeyDocID is the document id of message i of the batch stored under key:
-// deterministic, so a retry finds the batch by id rather than by a query.
+// deterministic, so a retry finds the batch by id rather than by a query,
+// and derived under the server's secret, so nobody can tell it from key.
 func KeyDocID(key string, i int) string {
-	h := sha256.Sum256([]byte(key))
-	return "k" + hex.EncodeToString(h[:16]) + "-" + strconv.Itoa(i)
+	return "k" + ids.Derive(32, "message", key) + "-" + strconv.Itoa(i)
 }
 
 // ReplyDocID is the document id of the reply to the turn keyed key. Its
 // prefix differs from KeyDocID's, so no client key can name a reply.
 func ReplyDocID(key string) string {
-	h := sha256.Sum256([]byte(key))
-	return "r" + hex.EncodeToString(h[:16])
+	return "r" + ids.Derive(32, "message", key)
 }
 
 // Order of a message page.

@@ -8,6 +8,7 @@ import (
 	"strings"
 
 	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/kernel/ids"
 )
 
 // checkConfig refuses a deployment whose functions would not start or
@@ -27,6 +28,11 @@ func checkConfig(project, envFile, indexes string) error {
 		switch k {
 		case "K_SERVICE": // as on Cloud Functions
 			return "deploy"
+		case "ID_SECRET": // from Secret Manager, which the plan creates
+			if v := env[k]; v != "" {
+				return v
+			}
+			return strings.Repeat("x", ids.MinSecretLen)
 		case "GOOGLE_CLOUD_PROJECT":
 			if v := env[k]; v != "" {
 				return v

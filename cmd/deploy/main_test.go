@@ -96,6 +96,8 @@ func TestDeployPlan(t *testing.T) {
 		"--topic=" + sweepTopic, "'--schedule=0 3 * * *'", "--time-zone=Europe/Oslo", "--location=" + regions[0],
 		"firebase deploy --only firestore:rules,firestore:indexes", "firebase deploy --only hosting", "npm run --silent build:web",
 		"gcloud services enable",
+		"gcloud secrets describe " + idSecret + " --project=my-proj || sh -c",
+		"ID_SECRET=" + idSecret + ":latest",
 	} {
 		if !strings.Contains(printed, want) {
 			t.Errorf("the plan lacks %q", want)

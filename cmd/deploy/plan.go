@@ -22,6 +22,7 @@ const (
 	sweepFunction = "sweep"
 	sweepTopic    = "retention-sweep"
 	sweepJob      = "retention-sweep-daily"
+	idSecret      = "chat-id-secret" // ID_SECRET: the key of ids derived from client keys
 )
 
 // apis are the services the deployment needs enabled.
@@ -94,9 +95,11 @@ func plan(s settings) []step {
 	p := []string{"--project=" + s.Project}
 	gcloud := func(args ...string) []string { return append(append([]string{"gcloud"}, args...), p...) }
 	common := []string{"--gen2", "--region=" + s.Region, "--runtime=" + s.Runtime, "--source=."}
+	secrets := "ID_SECRET=" + idSecret + ":latest"
 	if s.Secret != "" {
-		common = append(common, "--set-secrets=OPENAI_API_KEY="+s.Secret+":latest")
+		secrets = "OPENAI_API_KEY=" + s.Secret + ":latest," + secrets
 	}
+	common = append(common, "--set-secrets="+secrets)
 	if s.EnvFile != "" {
 		common = append(common, "--env-vars-file="+s.EnvFile)
 	}
@@ -109,6 +112,11 @@ func plan(s settings) []step {
 	}
 	return []step{
 		{what: "enable the APIs", create: gcloud(append([]string{"services", "enable"}, apis...)...)},
+		// Made once from 48 random bytes and never printed; every
+		// instance derives ids under it, so it is never rotated in place.
+		{what: "the id secret", check: gcloud("secrets", "describe", idSecret),
+			create: []string{"sh", "-c", "head -c 48 /dev/urandom | base64 | tr -d '\\n' | gcloud secrets create " + idSecret +
+				" --replication-policy=automatic --data-file=- --project=" + s.Project}},
 		{what: "security rules and indexes", create: []string{"npx", "firebase", "deploy", "--only", "firestore:rules,firestore:indexes", "--project=" + s.Project}},
 		// The turn waits MODEL_TIMEOUT_SECONDS for the model and goes on
 		// with the work after the reply: 300 s covers both.

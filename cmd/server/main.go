@@ -5,6 +5,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"encoding/hex"
 	"encoding/json"
 	"errors"
 	"flag"
@@ -12,6 +14,7 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"path/filepath"
 	"strings"
 	"syscall"
 	"time"
@@ -31,6 +34,9 @@ func main() {
 		*addr = "127.0.0.1:" + port
 	}
 	cfg, err := functions.ConfigFromEnv(os.Getenv)
+	if err == nil && cfg.IDSecret == "" {
+		cfg.IDSecret, err = localIDSecret()
+	}
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(2)
@@ -63,6 +69,30 @@ func main() {
 	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintln(os.Stderr, "server:", err)
 	}
+}
+
+// localIDSecret is the secret ids are derived under on this machine when
+// ID_SECRET is not set: made once and kept in the user's configuration
+// folder, so keyed retries find their turns across restarts.
+func localIDSecret() (string, error) {
+	dir, err := os.UserConfigDir()
+	if err != nil {
+		return "", fmt.Errorf("ID_SECRET is not set and there is no folder to keep one in: %w", err)
+	}
+	path := filepath.Join(dir, "chatmemory", "id-secret")
+	if b, err := os.ReadFile(path); err == nil && len(strings.TrimSpace(string(b))) >= 32 {
+		return strings.TrimSpace(string(b)), nil
+	}
+	b := make([]byte, 32)
+	rand.Read(b)
+	secret := hex.EncodeToString(b)
+	if err := os.MkdirAll(filepath.Dir(path), 0o700); err != nil {
+		return "", err
+	}
+	if err := os.WriteFile(path, []byte(secret+"\n"), 0o600); err != nil {
+		return "", err
+	}
+	return secret, nil
 }
 
 func banner(cfg functions.Config, addr string, web bool) {
