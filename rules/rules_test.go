@@ -210,6 +210,17 @@ func seed(t *testing.T, db *firestoredb.DB, alice, bob user) seeded {
 	return s
 }
 
+func merged(a, b map[string]string) map[string]string {
+	out := map[string]string{}
+	for k, v := range a {
+		out[k] = v
+	}
+	for k, v := range b {
+		out[k] = v
+	}
+	return out
+}
+
 func TestRules(t *testing.T) {
 	t.Parallel()
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
@@ -229,26 +240,48 @@ func TestRules(t *testing.T) {
 		Set(context.Background(), map[string]any{"userId": alice.uid, "sessionId": s.active, "embedding": firestore.Vector32{1, 0}}); err != nil {
 		t.Fatal(err)
 	}
-	// The draft of a reply streaming, which the owner's other tabs follow.
-	if _, err := client.Collection(firestoredb.SessionsCollection).Doc(s.active).Collection(firestoredb.ContextCollection).Doc("draft").
-		Set(context.Background(), map[string]any{"userId": alice.uid, "replyId": "r1", "text": "partial"}); err != nil {
-		t.Fatal(err)
+	// The draft of a reply streaming, which the owner's other tabs follow;
+	// what recall in context keeps; a turn slot; the sweep's state.
+	admin := map[string]map[string]any{
+		firestoredb.SessionsCollection + "/" + s.active + "/" + firestoredb.ContextCollection + "/draft":    {"userId": alice.uid, "replyId": "r1", "text": "partial"},
+		firestoredb.SessionsCollection + "/" + s.active + "/" + firestoredb.ContextCollection + "/recall":   {"userId": alice.uid, "recalled": []string{"x1"}},
+		firestoredb.UsageCollection + "/" + s.usage + "/" + firestoredb.TurnSlotsCollection + "/s00":        {"userId": alice.uid, "minute": 1},
+		firestoredb.UsageCollection + "/" + s.usage + "/" + firestoredb.SessionListsCollection + "/deleted": {"userId": alice.uid, "ids": []string{s.deleted}},
+		firestoredb.SweepsCollection + "/state":                                                             {"userId": alice.uid, "backlog": 0},
+	}
+	for path, data := range admin {
+		if _, err := client.Doc(path).Set(context.Background(), data); err != nil {
+			t.Fatal(err)
+		}
 	}
 
 	sess := func(id string) string { return firestoredb.SessionsCollection + "/" + id }
+	usage := firestoredb.UsageCollection + "/" + s.usage
+	// What the web app reads (the session list, a session, its messages,
+	// a reply's draft): its owner, and nobody else.
 	docs := map[string]string{
 		"active session":   sess(s.active),
 		"archived session": sess(s.archived),
 		"deleted session":  sess(s.deleted),
 		"message":          sess(s.active) + "/messages/" + s.messages[0],
-		"context":          sess(s.active) + "/context/window",
 		"reply draft":      sess(s.active) + "/context/draft",
-		"compaction":       sess(s.active) + "/compactions/" + s.compaction,
-		"usage":            firestoredb.UsageCollection + "/" + s.usage,
-		"usage day":        firestoredb.UsageCollection + "/" + s.usage + "/" + firestoredb.UsageDaysCollection + "/" + s.day,
-		"memory":           s.memory,
-		"fact":             s.memory + "/facts/" + s.fact,
-		"live facts":       s.memory + "/" + firestoredb.MemoryCollection + "/facts",
+	}
+	// Every other document the server writes for a user, each carrying
+	// the user's id: nobody reads it, its owner included.
+	internal := map[string]string{
+		"context window":        sess(s.active) + "/context/window",
+		"recall state":          sess(s.active) + "/context/recall",
+		"compaction":            sess(s.active) + "/compactions/" + s.compaction,
+		"embedded exchange":     sess(s.active) + "/" + firestoredb.RecallCollection + "/x1",
+		"usage":                 usage,
+		"usage day":             usage + "/" + firestoredb.UsageDaysCollection + "/" + s.day,
+		"turn slot":             usage + "/" + firestoredb.TurnSlotsCollection + "/s00",
+		"deleted sessions list": usage + "/" + firestoredb.SessionListsCollection + "/deleted",
+		"memory":                s.memory,
+		"superseded fact":       s.memory + "/facts/" + s.fact,
+		"live facts":            s.memory + "/" + firestoredb.MemoryCollection + "/facts",
+		"purge marker":          firestoredb.PurgesCollection + "/p1",
+		"sweep state":           firestoredb.SweepsCollection + "/state",
 	}
 	callers := map[string]user{"owner": alice, "another user": bob, "unauthenticated": {}, "another project": other}
 
@@ -265,9 +298,17 @@ func TestRules(t *testing.T) {
 				}
 			}
 		}
-		// Not per-user data, or nothing a client needs: nobody reads it.
-		for _, path := range []string{firestoredb.PurgesCollection + "/p1", "chat_health/ping", sess(s.bobs) + "/messages/none",
-			sess(s.active) + "/" + firestoredb.RecallCollection + "/x1"} {
+		for what, path := range internal {
+			if snap, err := client.Doc(path).Get(context.Background()); err != nil || !snap.Exists() {
+				t.Fatalf("%s was not seeded at %s: %v", what, path, err) // so that denied below is not just missing
+			}
+			for who, u := range callers {
+				if r := f.get(u.token, path); !r.denied() {
+					t.Errorf("%s get %s: %d %.200s, want PERMISSION_DENIED", who, what, r.status, r.body)
+				}
+			}
+		}
+		for _, path := range []string{"chat_health/ping", sess(s.bobs) + "/messages/none"} {
 			if r := f.get(alice.token, path); !r.denied() {
 				t.Errorf("owner get %s: %d", path, r.status)
 			}
@@ -313,9 +354,13 @@ func TestRules(t *testing.T) {
 		if got := names(t, r); r.status != 200 || len(got) != 1 {
 			t.Errorf("owner lists a deleted session's messages (recovery): %d %v", r.status, got)
 		}
-		for col, want := range map[string]int{"compactions": 1, "context": 2} { // the window, the draft
-			if r := f.query(alice.token, sess(s.active), col, "", false); r.status != 200 || len(names(t, r)) != want {
-				t.Errorf("owner lists %s: %d, %d documents %v", col, r.status, len(names(t, r)), names(t, r))
+		// The rest under a session is the server's: not listed, even by
+		// its owner, even constrained to their id.
+		for _, col := range []string{"compactions", "context", firestoredb.RecallCollection} {
+			for _, uid := range []string{"", alice.uid} {
+				if r := f.query(alice.token, sess(s.active), col, uid, false); !r.denied() {
+					t.Errorf("owner lists %s (userId %q): %d %.200s", col, uid, r.status, r.body)
+				}
 			}
 		}
 		for who, u := range callers {
@@ -340,13 +385,7 @@ func TestRules(t *testing.T) {
 	})
 
 	t.Run("ListMemory", func(t *testing.T) {
-		if r := f.query(alice.token, s.memory, "facts", "", false); r.status != 200 || fmt.Sprint(names(t, r)) != "[f0 f1]" {
-			t.Errorf("owner lists her superseded facts: %d %s", r.status, r.body)
-		}
 		for who, u := range callers {
-			if who == "owner" {
-				continue
-			}
 			if r := f.query(u.token, s.memory, "facts", "", false); !r.denied() {
 				t.Errorf("%s lists alice's facts: %d", who, r.status)
 			}
@@ -363,10 +402,13 @@ func TestRules(t *testing.T) {
 	})
 
 	t.Run("ListUsage", func(t *testing.T) {
-		if r := f.query(alice.token, "", firestoredb.UsageCollection, alice.uid, false); r.status != 200 || len(names(t, r)) != 1 {
-			t.Errorf("owner lists usage: %d %s", r.status, r.body)
+		for _, col := range []string{firestoredb.UsageDaysCollection, firestoredb.TurnSlotsCollection, firestoredb.SessionListsCollection} {
+			if r := f.query(alice.token, usage, col, alice.uid, false); !r.denied() {
+				t.Errorf("owner lists %s: %d %.200s", col, r.status, r.body)
+			}
 		}
 		for name, c := range map[string]struct{ token, uid string }{
+			"owner":           {alice.token, alice.uid},
 			"unconstrained":   {alice.token, ""},
 			"another user":    {bob.token, alice.uid},
 			"another project": {other.token, alice.uid},
@@ -385,7 +427,7 @@ func TestRules(t *testing.T) {
 	t.Run("Writes", func(t *testing.T) {
 		fields := map[string]any{"fields": map[string]any{"userId": map[string]any{"stringValue": alice.uid}, "title": map[string]any{"stringValue": "x"}}}
 		for who, u := range callers {
-			for what, path := range docs {
+			for what, path := range merged(docs, internal) {
 				if r := f.call("PATCH", f.base+"/"+path, u.token, fields); !r.denied() {
 					t.Errorf("%s updates %s: %d", who, what, r.status)
 				}
