@@ -72,7 +72,7 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch 
 				n += m.Tokens
 			}
 			out = msgs // the store names them in place
-			_, due = history.PlanCompaction(s, t, svc.History.BudgetFor(s), svc.appendFixed(s.Model))
+			_, due = history.PlanCompaction(s, t, svc.History.BudgetFor(s), svc.mayBeDue(s.Model))
 			due = due && s.Context.Summaries != sessions.SummariesApp // the app makes its own
 			model = s.Model
 			return &AppendWrite{Session: s, Tail: t, Messages: msgs, Window: u, Tokens: n}, nil
@@ -97,17 +97,29 @@ type Appended struct {
 	replayed bool
 }
 
-// appendFixed is what an app's own request holds besides the history, as
-// the server counts it for an appended session's summary: the system
-// prompt and the whole memory block cap (an app's context, from GET
-// …/context, holds the block as it stands; counting its cap makes a
-// summary at most a little early, never late).
-func (svc *Service) appendFixed(model string) int {
+// mayBeDue is what an append, which reads no memory, reserves besides the
+// history to tell whether a summary may be due: the system prompt and the
+// memory block's cap. It only decides whether AfterAppend looks closer
+// (summaryFixed); no summary is made on its word.
+func (svc *Service) mayBeDue(model string) int {
 	n := svc.fixed(model)
 	if svc.Memory != nil {
 		n += longterm.DefaultSettings().BlockTokens + systemMessageTokens
 	}
 	return n
+}
+
+// summaryFixed is what a request of userID's holds besides the history,
+// as a summary is planned against: the system prompt and the memory block
+// as it stands (one read; nothing when memory is off or empty), as GET
+// …/context counts it.
+func (svc *Service) summaryFixed(ctx context.Context, userID, model string) (int, error) {
+	n := svc.fixed(model)
+	if svc.Memory == nil {
+		return n, nil
+	}
+	text, tokens, err := svc.Memory.Block(ctx, userID)
+	return n + blockOf(MemoryBlock{Text: text, Tokens: tokens}).tokens, err
 }
 
 // AfterAppend does what follows an append once its caller has the answer:
@@ -128,7 +140,12 @@ func (svc *Service) AfterAppend(ctx context.Context, a *Appended) {
 	defer cancel()
 	ctx, meter := WithMeter(ctx)
 	defer func() { svc.addTokens(ctx, a.UserID, meter.Tokens()) }()
-	_, err := svc.History.Compact(ctx, a.SessionID, svc.appendFixed(a.model))
+	fixed, err := svc.summaryFixed(ctx, a.UserID, a.model)
+	if err != nil {
+		svc.logError(ctx, "reading the memory block for a summary after an append failed", a.SessionID, err)
+		return
+	}
+	_, err = svc.History.Compact(ctx, a.SessionID, fixed)
 	if err != nil && !errors.Is(err, history.ErrNothingToCompact) && !errors.Is(err, history.ErrCompactionBusy) {
 		svc.logError(ctx, "compaction after an append failed", a.SessionID, err)
 	}

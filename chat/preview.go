@@ -92,7 +92,9 @@ func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Pre
 		return nil, err
 	}
 	p := &Preview{Context: c, Request: svc.request(st.Session, c, mem), Version: st.ContextVersion}
-	if plan, due := history.PlanCompaction(st.Session, st.Tail, svc.History.BudgetFor(st.Session), svc.appendFixed(st.Session.Model)); due {
+	// The summary is planned against the block as it stands, as the
+	// server plans its own after an append (summaryFixed).
+	if plan, due := history.PlanCompaction(st.Session, st.Tail, svc.History.BudgetFor(st.Session), svc.fixed(st.Session.Model)+mem.tokens); due {
 		p.CompactionDue = &plan
 	}
 	return p, nil

@@ -57,6 +57,9 @@ type Memory interface {
 	// Relevant is u's block with its facts chosen by relevance to a
 	// message embedded as v, and its tokens.
 	Relevant(u *longterm.User, v []float32) (string, int)
+	// Block returns userID's memory block and its tokens (one read; empty
+	// when memory is off or holds nothing).
+	Block(ctx context.Context, userID string) (string, int, error)
 	// WithFacts returns u with its live facts, reading them if u was read
 	// without them.
 	WithFacts(ctx context.Context, u *longterm.User) (*longterm.User, error)
