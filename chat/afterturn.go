@@ -26,8 +26,9 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	ctx, meter := WithMeter(ctx)
-	// This work's model tokens count against the user's day like the turn's.
-	defer func() { svc.addTokens(ctx, res.Session.UserID, meter.Tokens()) }()
+	// This work's model tokens count against the user's day like the
+	// turn's, unless the session was erased meanwhile.
+	defer func() { svc.chargeSession(ctx, res.Session.UserID, res.Session.ID, meter.Tokens()) }()
 	s := res.Session
 	if s.TitleSource == sessions.TitleDefault && svc.Titler != nil {
 		if err := svc.title(ctx, s, res); err != nil {
@@ -100,6 +101,32 @@ func (svc *Service) Spend(ctx context.Context, userID string, n int) { svc.addTo
 func (svc *Service) AdmitSearch(ctx context.Context, userID string) error {
 	now := svc.now()
 	return svc.Usage.UpdateUsage(ctx, userID, Day(now), func(u *Usage) error { return u.AdmitSearch(now, svc.Limits) })
+}
+
+// ChargeMemory records n tokens spent on userID's long-term memory (a
+// history roll-up) against their daily limit, unless the memory was erased
+// meanwhile. A failure is logged.
+func (svc *Service) ChargeMemory(ctx context.Context, userID string, n int) {
+	if n <= 0 {
+		return
+	}
+	err := svc.Usage.ChargeMemory(ctx, userID, Day(svc.now()), n)
+	if err != nil && errs.CodeOf(err) != errs.ENOTFOUND && svc.Log != nil {
+		svc.Log.ErrorContext(ctx, "recording token usage failed", "code", string(errs.CodeOf(err)))
+	}
+}
+
+// chargeSession records n tokens of work done for the user's session
+// against their daily limit, unless the session is gone (purged or erased
+// meanwhile: nothing of theirs is written then). A failure is logged.
+func (svc *Service) chargeSession(ctx context.Context, userID, sessionID string, n int) {
+	if n <= 0 {
+		return
+	}
+	err := svc.Usage.ChargeSession(ctx, userID, sessionID, Day(svc.now()), n)
+	if err != nil && errs.CodeOf(err) != errs.ENOTFOUND && svc.Log != nil {
+		svc.Log.ErrorContext(ctx, "recording token usage failed", "code", string(errs.CodeOf(err)))
+	}
 }
 
 // addTokens records n tokens against the user's daily limit. What they

@@ -139,7 +139,7 @@ func (svc *Service) AfterAppend(ctx context.Context, a *Appended) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	ctx, meter := WithMeter(ctx)
-	defer func() { svc.addTokens(ctx, a.UserID, meter.Tokens()) }()
+	defer func() { svc.chargeSession(ctx, a.UserID, a.SessionID, meter.Tokens()) }()
 	fixed, err := svc.summaryFixed(ctx, a.UserID, a.model)
 	if err != nil {
 		svc.logError(ctx, "reading the memory block for a summary after an append failed", a.SessionID, err)
@@ -160,7 +160,7 @@ func (svc *Service) IndexExchanges(ctx context.Context, userID, sessionID string
 		return
 	}
 	ctx, meter := WithMeter(ctx)
-	defer func() { svc.addTokens(ctx, userID, meter.Tokens()) }()
+	defer func() { svc.chargeSession(ctx, userID, sessionID, meter.Tokens()) }()
 	s := &sessions.Session{ID: sessionID, UserID: userID}
 	for i := 0; i+1 < len(msgs); i++ {
 		q, r := &msgs[i], &msgs[i+1]

@@ -12,6 +12,7 @@ import (
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/ids"
+	"github.com/chatmemory/backend/sessions"
 )
 
 // A user's usage is kept in documents no two concurrent turns of theirs
@@ -198,6 +199,51 @@ func (db *DB) AddTokens(ctx context.Context, userID, day string, n int) error {
 		return w, nil
 	})
 	db.kept.noteTurnUser(userID, func(u *turnUser) { u.spent(day, n) }) // landed or not: more is the safe side
+	return err
+}
+
+// ChargeSession adds n to the day's spend in a transaction that reads the
+// session, so that a purge or an erasure (which delete the session first)
+// and a charge for work on it after them cannot both land. One read, and
+// only for work after a reply that used the model (a title, a summary,
+// learning), not for the reply itself, whose commit charges it.
+func (db *DB) ChargeSession(ctx context.Context, userID, sessionID, day string, n int) error {
+	db.kept.dropUsage(userID) // its spend will not be as kept
+	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(db.sessionRef(sessionID))
+		if isNotFound(err) {
+			return sessions.NotFound(sessionID)
+		}
+		if err != nil {
+			return err
+		}
+		if owner, _ := snap.DataAt("userId"); owner != userID {
+			return sessions.NotFound(sessionID)
+		}
+		return tx.Set(db.dayRef(userID, day), map[string]any{"userId": userID, "day": day, "tokens": firestore.Increment(n)}, firestore.MergeAll)
+	})
+	if errs.CodeOf(err) != errs.ENOTFOUND { // landed or not known: more is the safe side
+		db.kept.noteTurnUser(userID, func(u *turnUser) { u.spent(day, n) })
+	}
+	return err
+}
+
+// ChargeMemory adds n to the day's spend in a transaction that reads the
+// user's memory document, so that an erasure (which deletes it) and a
+// charge for a roll-up of it cannot both land.
+func (db *DB) ChargeMemory(ctx context.Context, userID, day string, n int) error {
+	db.kept.dropUsage(userID)
+	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		if _, err := tx.Get(db.memoryRef(userID)); isNotFound(err) {
+			return errs.Errorf(errs.ENOTFOUND, "no long-term memory")
+		} else if err != nil {
+			return err
+		}
+		return tx.Set(db.dayRef(userID, day), map[string]any{"userId": userID, "day": day, "tokens": firestore.Increment(n)}, firestore.MergeAll)
+	})
+	if errs.CodeOf(err) != errs.ENOTFOUND {
+		db.kept.noteTurnUser(userID, func(u *turnUser) { u.spent(day, n) })
+	}
 	return err
 }
 

@@ -321,7 +321,7 @@ func (a *App) RollUpHistories(ctx context.Context, budget time.Duration) longter
 	out := func() bool { return ctx.Err() != nil || (budget > 0 && time.Since(start) >= budget-budget/10) }
 	r, err := a.Memory.RollUpDue(ctx, func(ctx context.Context, userID string) error {
 		ctx, meter := chat.WithMeter(ctx)
-		defer func() { a.Chat.Spend(ctx, userID, meter.Tokens()) }()
+		defer func() { a.Chat.ChargeMemory(ctx, userID, meter.Tokens()) }()
 		return a.Memory.RollUp(ctx, userID)
 	}, out)
 	attrs := []any{"users", r.Users, "failed", r.Failed, "complete", r.Complete, "durationMs", time.Since(start).Milliseconds()}

@@ -4,6 +4,8 @@ import (
 	"context"
 
 	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/sessions"
 )
 
 func (db *DB) UpdateUsage(_ context.Context, userID, day string, fn func(*chat.Usage) error) error {
@@ -21,6 +23,30 @@ func (db *DB) UpdateUsage(_ context.Context, userID, day string, fn func(*chat.U
 func (db *DB) AddTokens(_ context.Context, userID, day string, n int) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	db.addTokensLocked(userID, day, n)
+	return nil
+}
+
+// ChargeSession adds n to the user's spend on day if session sessionID
+// is still theirs.
+func (db *DB) ChargeSession(_ context.Context, userID, sessionID, day string, n int) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if s, ok := db.sessions[sessionID]; !ok || s.UserID != userID {
+		return sessions.NotFound(sessionID)
+	}
+	db.addTokensLocked(userID, day, n)
+	return nil
+}
+
+// ChargeMemory adds n to the user's spend on day if they have long-term
+// memory.
+func (db *DB) ChargeMemory(_ context.Context, userID, day string, n int) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if _, ok := db.users[userID]; !ok {
+		return errs.Errorf(errs.ENOTFOUND, "no long-term memory")
+	}
 	db.addTokensLocked(userID, day, n)
 	return nil
 }

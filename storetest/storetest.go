@@ -150,6 +150,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("Drafts", func(t *testing.T) { testDrafts(t, env(t)) })
 	t.Run("Branches", func(t *testing.T) { testBranches(t, env(t)) })
 	t.Run("Usage", func(t *testing.T) { testUsage(t, env(t)) })
+	t.Run("FencedCharges", func(t *testing.T) { testFencedCharges(t, env(t)) })
 	t.Run("LongTermRepo", func(t *testing.T) { testLongTermRepo(t, env(t)) })
 	t.Run("RetentionRepo", func(t *testing.T) { testRetentionRepo(t, env(t)) })
 	t.Run("PrivacyRepo", func(t *testing.T) { testPrivacyRepo(t, env(t)) })

@@ -9,6 +9,7 @@ import (
 	"testing"
 
 	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // testUsage: chat.UsageRepo and chat.UsageStore. The message window is read
@@ -89,5 +90,35 @@ func testUsage(t *testing.T, e *Env) {
 	}
 	if b := Must[*chat.UsageRecord](t)(db.GetUsage(ctx, "bob")); b == nil || b.Days[day1] != 1 {
 		t.Errorf("bob's usage after alice's deletion: %+v", b)
+	}
+}
+
+// testFencedCharges: chat.UsageRepo's charges for work after a reply land
+// only while what the work was for is there: a session of the user's (any
+// status), or their long-term memory; after a purge or an erasure they are
+// ENOTFOUND and write nothing.
+func testFencedCharges(t *testing.T, e *Env) {
+	ctx := context.Background()
+	db := e.DB
+	const day = "2026-01-15"
+	s := e.NewSession(t, "alice")
+	if err := db.ChargeSession(ctx, "alice", s.ID, day, 5); err != nil {
+		t.Fatal(err)
+	}
+	if err := db.ChargeSession(ctx, "bob", s.ID, day, 5); errs.CodeOf(err) != errs.ENOTFOUND {
+		t.Errorf("a charge to another user's session: %v, want not found", err)
+	}
+	e.Purge(t, "alice", s)
+	if err := db.ChargeSession(ctx, "alice", s.ID, day, 7); errs.CodeOf(err) != errs.ENOTFOUND {
+		t.Errorf("a charge after the purge: %v, want not found", err)
+	}
+	if err := db.ChargeMemory(ctx, "alice", day, 3); errs.CodeOf(err) != errs.ENOTFOUND {
+		t.Errorf("a memory charge without memory: %v, want not found", err)
+	}
+	if on := Must[*chat.UsageRecord](t)(db.UsageOn(ctx, "alice", day, 0)); on.Days[day] != 5 {
+		t.Errorf("alice spent %d on %s, want 5 (the charges refused wrote nothing)", on.Days[day], day)
+	}
+	if b := Must[*chat.UsageRecord](t)(db.GetUsage(ctx, "bob")); b != nil {
+		t.Errorf("bob has usage: %+v", b)
 	}
 }

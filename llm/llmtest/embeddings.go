@@ -42,6 +42,12 @@ func (s *Server) serveEmbeddings(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
 		return
 	}
+	s.mu.Lock()
+	gate := s.embedGate
+	s.mu.Unlock()
+	if gate != nil {
+		gate(req.Input)
+	}
 	dims := req.Dimensions
 	if dims <= 0 {
 		dims = 8

@@ -39,6 +39,17 @@ type Server struct {
 	mu    sync.Mutex
 	reqs  []openai.ChatCompletionRequest
 	reply func(openai.ChatCompletionRequest) Response
+	// embedGate, when set, is called with each /embeddings request's
+	// inputs before it is answered (a test holds it there).
+	embedGate func(inputs []string)
+}
+
+// SetEmbeddingGate calls gate with the inputs of each /embeddings request
+// this server answers, before answering (nil: none).
+func (s *Server) SetEmbeddingGate(gate func(inputs []string)) {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	s.embedGate = gate
 }
 
 // Echo answers "echo: " and the last user message.
