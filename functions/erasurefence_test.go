@@ -21,7 +21,9 @@ type holdFirst struct {
 	arrived, released chan struct{}
 }
 
-func newHoldFirst() *holdFirst { return &holdFirst{arrived: make(chan struct{}), released: make(chan struct{})} }
+func newHoldFirst() *holdFirst {
+	return &holdFirst{arrived: make(chan struct{}), released: make(chan struct{})}
+}
 
 func (g *holdFirst) hasArrived() bool {
 	select {
