@@ -189,6 +189,7 @@ func TestCostOf(t *testing.T) {
 
 func TestTinyRetention(t *testing.T) {
 	emulatortest.Require(t, "FIRESTORE_EMULATOR_HOST")
+	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
 	cfg := bench.RetentionTiny()
 	rep, err := bench.RunRetention(context.Background(), cfg, t.Logf)
 	if err != nil {
@@ -196,12 +197,12 @@ func TestTinyRetention(t *testing.T) {
 	}
 	s := rep.Sweep
 	if !rep.Verified || !s.Complete || s.SoftDeleted != 2*cfg.PerKind || s.Purged != cfg.PerKind ||
-		s.DocumentsDeleted != cfg.PerKind*(2+cfg.Messages) || s.Backlog == nil || s.Backlog.Total() != 0 {
+		s.DocumentsDeleted != cfg.PerKind*(3+cfg.Messages+cfg.Messages/2) || s.Backlog == nil || s.Backlog.Total() != 0 {
 		t.Errorf("retention run: %+v, sweep %+v, problems %v", rep, s, rep.Problems)
 	}
 	var table strings.Builder
-	rep.WriteRetentionTable(&table)
-	if !strings.Contains(table.String(), "raw BulkWriter deletes") {
+	bench.WriteRetentionTables(&table, []*bench.RetentionReport{rep})
+	if !strings.Contains(table.String(), "raw BulkWriter deletes") || !strings.Contains(table.String(), "| 12 | 3 | 36 |") {
 		t.Errorf("table: %s", table.String())
 	}
 }

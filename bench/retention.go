@@ -15,31 +15,37 @@ import (
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
-	"github.com/chatmemory/backend/kernel/clock/clocktest"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/retention"
-	"github.com/chatmemory/backend/sessions"
 )
 
 // RetentionConfig sizes a retention run: PerKind sessions of each kind
 // (idle active, long archived, deleted past their recovery window, and
-// fresh ones that must stay), each with Messages messages, seeded through
-// the backend's own services so they are stored exactly as it stores them.
+// fresh ones that must stay) spread over Users users, each with Messages
+// messages, seeded through the backend's HTTP API as users' apps would
+// (embeddings on, as by default), then made due by moving only their
+// expiry.
 type RetentionConfig struct {
 	PerKind  int
+	Users    int
 	Messages int
 	RawDocs  int           // documents written and deleted for the raw BulkWriter rate
 	Budget   time.Duration // the sweep's budget, as SWEEP_BUDGET_SECONDS
 }
 
-// RetentionFull is `make bench-retention`: a few minutes here.
-func RetentionFull() RetentionConfig {
-	return RetentionConfig{PerKind: 2000, Messages: 10, RawDocs: 6000, Budget: 8 * time.Minute}
+// RetentionSizes are the runs of `make bench-retention`, one after the
+// other on the same emulator: the sweep's time should grow with its work
+// and no faster.
+var RetentionSizes = []int{500, 2000, 5000}
+
+// RetentionFull is one run of `make bench-retention` at perKind.
+func RetentionFull(perKind int) RetentionConfig {
+	return RetentionConfig{PerKind: perKind, Users: 20, Messages: 10, RawDocs: 6000, Budget: 8 * time.Minute}
 }
 
 // RetentionTiny proves the harness works, in seconds.
 func RetentionTiny() RetentionConfig {
-	return RetentionConfig{PerKind: 12, Messages: 3, RawDocs: 100, Budget: time.Minute}
+	return RetentionConfig{PerKind: 12, Users: 3, Messages: 4, RawDocs: 100, Budget: time.Minute}
 }
 
 // FunctionSeconds is the longest a Cloud Function (2nd gen, event-driven)
@@ -64,10 +70,11 @@ type RetentionReport struct {
 	DocumentsPerRun int               `json:"documentsDeleted"`
 }
 
-// RunRetention seeds a fresh emulator project, sweeps it once, verifies the
-// end state by queries and measures a raw BulkWriter beside it.
+// RunRetention seeds a fresh emulator project through the API, makes the
+// due sessions due, sweeps once, verifies the end state by queries and
+// measures a raw BulkWriter beside it.
 func RunRetention(ctx context.Context, cfg RetentionConfig, log func(string, ...any)) (*RetentionReport, error) {
-	client, err := firestore.NewClient(ctx, fmt.Sprintf("bench-retention-%d", time.Now().UnixNano()))
+	client, err := firestore.NewClient(ctx, fmt.Sprintf("demo-bench-retention-%d", time.Now().UnixNano()))
 	if err != nil {
 		return nil, err
 	}
@@ -76,53 +83,49 @@ func RunRetention(ctx context.Context, cfg RetentionConfig, log func(string, ...
 	if err != nil {
 		return nil, err
 	}
-	clock := clocktest.NewClock(time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC))
-	fcfg := functions.Config{ChatModel: "gpt-4o-mini", MaxSessionMessages: 1 << 20, ContextStrategy: "summary_buffer",
-		WindowExchanges: 10, ModelTimeout: time.Minute, SweepBudget: cfg.Budget}
-	app := functions.NewApp(fcfg, functions.Deps{Store: firestoredb.New(client), Model: llm.Offline{}, Tokens: tok,
-		Log: slog.New(slog.NewJSONHandler(io.Discard, nil)), Now: clock.Now})
+	fb, err := newFirebaseApp(ctx)
+	if err != nil {
+		return nil, err
+	}
+	authClient, err := fb.Auth(ctx)
+	if err != nil {
+		return nil, err
+	}
+	// As a server started with EMBEDDINGS on and no model service runs.
+	fcfg := functions.Config{ProjectID: authProject(), ChatModel: "gpt-4o-mini", MaxSessionMessages: 1 << 20, ContextStrategy: "summary_buffer",
+		WindowExchanges: 10, ModelTimeout: time.Minute, SweepBudget: cfg.Budget, MaxBodyBytes: functions.DefaultMaxBodyBytes,
+		Embeddings: true, EmbeddingModel: llm.DefaultEmbeddingModel, EmbeddingDimensions: llm.DefaultEmbeddingDimensions}
+	app := functions.NewApp(fcfg, functions.Deps{Store: firestoredb.New(client), Auth: &functions.FirebaseVerifier{Client: authClient},
+		Model: llm.Offline{}, Embedder: fcfg.Embedder(), Tokens: tok, Log: slog.New(slog.DiscardHandler)})
+	api, stop := serve(app.Handler())
+	defer stop()
 	rep := &RetentionReport{Config: cfg}
 
-	// Seed: at day 0 the sessions that will be due (deleted and archived
-	// ones then too); at day 95 the ones that must stay; sweep at day 100.
 	start := time.Now()
-	log("retention: seeding %d sessions of each kind with %d messages", cfg.PerKind, cfg.Messages)
-	seed := func(kind string) error {
-		return parallel(ctx, cfg.PerKind, 32, func(i int) error {
-			user := fmt.Sprintf("user%03d", i%200)
-			s, err := app.Sessions.Create(ctx, user, sessions.CreateInput{Metadata: sessions.Metadata{Topic: kind}})
-			if err != nil {
-				return err
-			}
-			drafts := make([]history.Draft, cfg.Messages)
-			for j := range drafts {
-				drafts[j] = history.Draft{Role: []history.Role{history.RoleUser, history.RoleAssistant}[j%2],
-					Content: fmt.Sprintf("%s session %d, message %d: a sentence or two of ordinary conversation.", kind, i, j)}
-			}
-			if len(drafts) > 0 {
-				if _, err := app.History.Append(ctx, s, "", drafts...); err != nil {
-					return err
-				}
-			}
-			switch kind {
-			case "deleted":
-				_, err = app.Sessions.Delete(ctx, user, s.ID)
-			case "archived":
-				_, err = app.Sessions.Archive(ctx, user, s.ID)
+	log("retention: seeding %d sessions of each kind over %d users with %d messages, through the API", cfg.PerKind, cfg.Users, cfg.Messages)
+	users, err := signUpUsers(ctx, cfg.Users)
+	if err != nil {
+		return nil, err
+	}
+	var due []string
+	var mu sync.Mutex
+	for _, kind := range []string{"idle", "archived", "deleted", "fresh"} {
+		err := parallel(ctx, cfg.PerKind, 32, func(i int) error {
+			id, err := api.seedSession(ctx, users[i%len(users)], kind, i, cfg.Messages)
+			if err == nil && kind != "fresh" {
+				mu.Lock()
+				due = append(due, id)
+				mu.Unlock()
 			}
 			return err
 		})
-	}
-	for _, kind := range []string{"idle", "archived", "deleted"} {
-		if err := seed(kind); err != nil {
+		if err != nil {
 			return nil, err
 		}
 	}
-	clock.Set(clock.Now().Add(95 * sessions.Day))
-	if err := seed("fresh"); err != nil {
+	if err := makeDue(ctx, client, due, time.Now()); err != nil {
 		return nil, err
 	}
-	clock.Set(clock.Now().Add(5 * sessions.Day))
 	rep.SeedSeconds = time.Since(start).Seconds()
 
 	log("retention: sweeping (budget %s)", cfg.Budget)
@@ -192,8 +195,11 @@ func verifyRetention(ctx context.Context, client *firestore.Client, cfg Retentio
 	if n, want := count(client.CollectionGroup(firestoredb.MessagesCollection).Query), 3*cfg.PerKind*cfg.Messages; n != want {
 		problems = append(problems, fmt.Sprintf("%d messages left, want %d", n, want))
 	}
-	if n, want := count(client.CollectionGroup(firestoredb.ContextCollection).Query), 3*cfg.PerKind; cfg.Messages > 0 && n != want { // a window each
+	if n, want := count(client.CollectionGroup(firestoredb.ContextCollection).Query), 2*3*cfg.PerKind; cfg.Messages > 0 && n != want { // a window and a recall marker each
 		problems = append(problems, fmt.Sprintf("%d context documents left, want %d", n, want))
+	}
+	if n, want := count(client.CollectionGroup(firestoredb.RecallCollection).Query), 3*cfg.PerKind*(cfg.Messages/2); n != want { // an exchange a pair
+		problems = append(problems, fmt.Sprintf("%d embedded exchanges left, want %d", n, want))
 	}
 	return problems
 }
@@ -262,12 +268,26 @@ func parallel(ctx context.Context, n, workers int, fn func(int) error) error {
 	return first
 }
 
-// WriteRetentionTable prints the run as README shows it.
+// WriteRetentionTables prints the runs side by side (the sweep's time
+// should grow as its due sessions do), then each run's rates.
+func WriteRetentionTables(w io.Writer, runs []*RetentionReport) {
+	fmt.Fprintf(w, "| per kind | users | due sessions | documents deleted | sweep | due sessions per second | complete | verified |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range runs {
+		s := r.Sweep
+		fmt.Fprintf(w, "| %d | %d | %d | %d | %.1f s | %.0f | %v | %v |\n", r.Config.PerKind, r.Config.Users, s.SoftDeleted+s.Purged,
+			s.DocumentsDeleted, float64(s.DurationMs)/1000, r.Sessions, s.Complete, r.Verified)
+	}
+	fmt.Fprintln(w)
+	for _, r := range runs {
+		r.WriteRetentionTable(w)
+	}
+}
+
+// WriteRetentionTable prints one run's rates.
 func (r *RetentionReport) WriteRetentionTable(w io.Writer) {
 	s := r.Sweep
-	fmt.Fprintf(w, "| seeded | soft-deleted | purged | documents deleted | run | complete | verified |\n|---|---|---|---|---|---|---|\n")
-	fmt.Fprintf(w, "| %d × 4 kinds, %d messages each | %d | %d | %d | %.1f s | %v | %v |\n\n",
-		r.Config.PerKind, r.Config.Messages, s.SoftDeleted, s.Purged, s.DocumentsDeleted, float64(s.DurationMs)/1000, s.Complete, r.Verified)
+	fmt.Fprintf(w, "**%d sessions of each kind** (%d users, %d messages each, seeded through the API in %.0f s): %d soft-deleted, %d purged, %d documents deleted in %.1f s.\n\n",
+		r.Config.PerKind, r.Config.Users, r.Config.Messages, r.SeedSeconds, s.SoftDeleted, s.Purged, s.DocumentsDeleted, float64(s.DurationMs)/1000)
 	fmt.Fprintf(w, "| rate | per second |\n|---|---|\n")
 	fmt.Fprintf(w, "| sessions (soft-deleted + purged), whole run | %.0f |\n", r.Sessions)
 	fmt.Fprintf(w, "| soft-deletes | %.0f |\n", r.SoftDeletes)
@@ -275,10 +295,10 @@ func (r *RetentionReport) WriteRetentionTable(w io.Writer) {
 	fmt.Fprintf(w, "| documents deleted by purges | %.0f |\n", r.PurgeDocs)
 	fmt.Fprintf(w, "| raw BulkWriter deletes, same emulator, same run | %.0f |\n", r.RawDeletes)
 	fmt.Fprintf(w, "| raw BulkWriter writes, same emulator, same run | %.0f |\n\n", r.RawWrites)
-	fmt.Fprintf(w, "Purges delete at %.0f%% of the raw BulkWriter delete rate. One scheduled run (%.0f s of work in a %d s function) handles about %d expirations at this run's rate.\n",
+	fmt.Fprintf(w, "Purges delete at %.0f%% of the raw BulkWriter delete rate. One scheduled run (%.0f s of work in a %d s function) handles about %d expirations at this run's rate.\n\n",
 		100*r.PurgeDocs/r.RawDeletes, r.UsableSeconds, FunctionSeconds, r.DailyCapacity)
 	for _, p := range r.Problems {
-		fmt.Fprintf(w, "\nPROBLEM: %s\n", p)
+		fmt.Fprintf(w, "PROBLEM: %s\n\n", p)
 	}
 }
 

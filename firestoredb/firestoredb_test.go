@@ -13,6 +13,7 @@ import (
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 	"github.com/chatmemory/backend/storetest"
@@ -167,6 +168,17 @@ func TestPurgeReadsIDsFromTheContext(t *testing.T) {
 		t.Fatal(err)
 	}
 	e.Say(t, branched, history.RoleUser, "a second version of message 4")
+	// A short session whose exchanges were embedded: they are deleted by
+	// their replies' ids, with no query of recall/.
+	embedded := e.NewSession(t, "alice")
+	for i := 0; i < 4; i++ {
+		q := e.Say(t, embedded, history.RoleUser, fmt.Sprintf("question %d", i))
+		r := e.Say(t, embedded, history.RoleAssistant, fmt.Sprintf("answer %d", i))
+		if err := db.SaveExchange(ctx, recall.Exchange{UserID: "alice", SessionID: embedded.ID, Question: recall.Excerpt{ID: q.ID, Seq: q.Seq, Content: q.Content},
+			Reply: recall.Excerpt{ID: r.ID, Seq: r.Seq, Content: r.Content}, Model: "m", Vector: []float32{1, 0}}); err != nil {
+			t.Fatal(err)
+		}
+	}
 	for _, tc := range []struct {
 		name    string
 		s       *sessions.Session
@@ -174,6 +186,7 @@ func TestPurgeReadsIDsFromTheContext(t *testing.T) {
 		docs    int
 	}{
 		{"Short", short, false, 30 + 1 + 1},      // messages, the window, the session
+		{"Embedded", embedded, false, 8 + 4 + 3}, // messages, exchanges, the window, the recall marker, the session
 		{"Long", long, true, 0},                  // its context documents vary
 		{"Branched", branched, true, 31 + 1 + 1}, // the window: the branch's 5 messages
 	} {

@@ -7,6 +7,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/parallel"
 	"github.com/chatmemory/backend/retention"
@@ -196,21 +197,33 @@ func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, 
 	var ids []string  // every message's, when the context holds them all
 	exchanges := true // unless the context says there are none
 	if known && s.NextSeq > 0 {
-		refs, all, marked, err := db.contextContents(ctx, t)
+		c, err := db.contextContents(ctx, t)
 		if err != nil {
 			return pending, err
 		}
-		for _, ref := range refs {
+		for _, ref := range c.existing {
 			if err := del(ref); err != nil {
 				return pending, err
 			}
 		}
-		for _, id := range all {
+		for _, id := range c.messages {
 			if err := del(db.messagesOf(s.ID).Doc(id)); err != nil {
 				return pending, err
 			}
 		}
-		ids, exchanges = all, marked
+		// An exchange is named by its reply: with every message known,
+		// the exchanges are among the replies, deleted by id like the
+		// messages (a query of a subcollection is the slowest call of a
+		// purge, and the emulator answers it by scanning every session's).
+		for _, id := range c.replies {
+			if !c.embedded {
+				break
+			}
+			if err := del(db.recallOf(s.ID).Doc(id)); err != nil {
+				return pending, err
+			}
+		}
+		ids, exchanges = c.messages, c.embedded && c.messages == nil
 	}
 	for _, name := range sessionCollections {
 		switch {
@@ -342,49 +355,63 @@ func (db *DB) claimPurge(ctx context.Context, id string) (string, error) {
 	return userID, err
 }
 
-// contextContents returns the context documents of session t that exist,
-// the id of every message when its window holds them all (the session
-// never branched and its context starts at its first message), and
-// whether exchanges were embedded under it (its recall marker). Without a
-// window (a context in an earlier layout, or a resumed purge) it returns
-// every possible context document, to be deleted if it exists, no ids,
-// and true. The session document is gone, so nothing writes its context
-// any more.
-func (db *DB) contextContents(ctx context.Context, t purgeTarget) ([]*firestore.DocumentRef, []string, bool, error) {
+// sessionContents is what a purge found under a session without a query.
+type sessionContents struct {
+	existing []*firestore.DocumentRef // context documents, to delete if they exist
+	messages []string                 // every message's id, or nil when not all are known
+	replies  []string                 // the ids of the assistant messages among them
+	embedded bool                     // exchanges were embedded under it (its recall marker)
+}
+
+// contextContents returns what is under session t as far as its context
+// tells: the context documents that exist, the id of every message when
+// its window holds them all (the session never branched and its context
+// starts at its first message) with the replies among them, and whether
+// exchanges were embedded under it. Without a window (a context in an
+// earlier layout, or a resumed purge) it returns every possible context
+// document, to be deleted if it exists, no ids, and embedded true. The
+// session document is gone, so nothing writes its context any more.
+func (db *DB) contextContents(ctx context.Context, t purgeTarget) (sessionContents, error) {
 	s, w := t.s, t.window
 	c := db.contextOf(s.ID)
 	if w == nil {
-		var refs []*firestore.DocumentRef
+		var out sessionContents
 		for _, id := range contextDocIDs() {
-			refs = append(refs, c.Doc(id))
+			out.existing = append(out.existing, c.Doc(id))
 		}
-		return refs, nil, true, nil
+		out.embedded = true
+		return out, nil
 	}
-	existing := []*firestore.DocumentRef{c.Doc(windowDocID)}
+	out := sessionContents{existing: []*firestore.DocumentRef{c.Doc(windowDocID)}}
 	snaps, err := db.client.GetAll(ctx, []*firestore.DocumentRef{c.Doc(DraftDocID), c.Doc(recallMarkerDocID)})
 	if err != nil {
-		return nil, nil, false, err
+		return out, err
 	}
 	for _, snap := range snaps {
 		if snap.Exists() {
-			existing = append(existing, snap.Ref)
+			out.existing = append(out.existing, snap.Ref)
 		}
 	}
-	marked := snaps[1].Exists()
+	out.embedded = snaps[1].Exists()
 	if s.Branches != nil || w.From != 0 {
-		return existing, nil, marked, nil
+		return out, nil
 	}
 	ids := make([]string, 0, s.NextSeq)
+	var replies []string
 	for seq := range s.NextSeq {
 		e, ok := w.Messages[seqKey(seq)]
 		if !ok {
-			return existing, nil, marked, nil
+			return out, nil
 		}
 		m, err := decodeEntry(e, s.ID)
 		if err != nil || m.ID == "" {
-			return existing, nil, marked, nil
+			return out, nil
 		}
 		ids = append(ids, m.ID)
+		if m.Role == history.RoleAssistant {
+			replies = append(replies, m.ID)
+		}
 	}
-	return existing, ids, marked, nil
+	out.messages, out.replies = ids, replies
+	return out, nil
 }

@@ -24,7 +24,7 @@ import (
 func main() {
 	tiny := flag.Bool("tiny", false, "a few turns, to check the harness")
 	ret := flag.Bool("retention", false, "benchmark the retention sweep instead of turns")
-	perKind := flag.Int("per-kind", 0, "with -retention: sessions of each kind (default 2000)")
+	perKind := flag.Int("per-kind", 0, "with -retention: one run with this many sessions of each kind (default: 500, 2000 and 5000)")
 	out := flag.String("out", "bench-out", "where to write bench.json, bench.md and bench.png")
 	flag.Parse()
 	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
@@ -66,30 +66,38 @@ func main() {
 	fmt.Fprintf(os.Stderr, "bench: wrote %s/bench.json, bench.md and bench.png\n", *out)
 }
 
-// retention runs the retention benchmark and writes retention.json and
-// retention.md to out.
+// retention runs the retention benchmark at each size (one, with
+// -per-kind) and writes retention.json and retention.md to out.
 func retention(tiny bool, perKind int, out string) int {
-	cfg := bench.RetentionFull()
-	if tiny {
-		cfg = bench.RetentionTiny()
+	var cfgs []bench.RetentionConfig
+	switch {
+	case tiny:
+		cfgs = []bench.RetentionConfig{bench.RetentionTiny()}
+	case perKind > 0:
+		cfgs = []bench.RetentionConfig{bench.RetentionFull(perKind)}
+	default:
+		for _, n := range bench.RetentionSizes {
+			cfgs = append(cfgs, bench.RetentionFull(n))
+		}
 	}
-	if perKind > 0 {
-		cfg.PerKind = perKind
-	}
-	rep, err := bench.RunRetention(context.Background(), cfg, func(f string, a ...any) {
-		fmt.Fprintf(os.Stderr, "bench: "+f+"\n", a...)
-	})
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		return 1
+	var runs []*bench.RetentionReport
+	for _, cfg := range cfgs {
+		rep, err := bench.RunRetention(context.Background(), cfg, func(f string, a ...any) {
+			fmt.Fprintf(os.Stderr, "bench: "+f+"\n", a...)
+		})
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		runs = append(runs, rep)
 	}
 	if err := os.MkdirAll(out, 0o755); err != nil {
 		fmt.Fprintln(os.Stderr, "bench:", err)
 		return 1
 	}
-	data, _ := json.MarshalIndent(rep, "", "  ")
+	data, _ := json.MarshalIndent(runs, "", "  ")
 	var table strings.Builder
-	rep.WriteRetentionTable(&table)
+	bench.WriteRetentionTables(&table, runs)
 	for name, body := range map[string][]byte{"retention.json": data, "retention.md": []byte(table.String())} {
 		if err := os.WriteFile(filepath.Join(out, name), body, 0o644); err != nil {
 			fmt.Fprintln(os.Stderr, "bench:", err)
@@ -97,8 +105,10 @@ func retention(tiny bool, perKind int, out string) int {
 		}
 	}
 	fmt.Print(table.String())
-	if !rep.Verified {
-		return 1
+	for _, r := range runs {
+		if !r.Verified {
+			return 1
+		}
 	}
 	return 0
 }
