@@ -13,8 +13,8 @@ import (
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/history"
-	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
 	"github.com/chatmemory/backend/storetest"
 )
