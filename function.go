@@ -15,4 +15,7 @@ func init() {
 	ff.HTTP("api", functions.Serve)
 	// The daily retention sweep, triggered by Cloud Scheduler via Pub/Sub.
 	ff.CloudEvent("sweep", functions.Sweep)
+	// Firebase Auth's user-deleted event (a 1st-gen trigger, handed over
+	// as a CloudEvent): the account's data is erased.
+	ff.CloudEvent("userDeleted", functions.UserDeleted)
 }

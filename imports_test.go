@@ -92,7 +92,7 @@ func TestLayers(t *testing.T) {
 		"emulator":    {"emulator"},
 		"rules":       {"emulator"},
 		"cmd":         {"functions", "emulator", "bench", "llm/llmtest"},
-		"bench":       append([]string{"functions", "llm", "firestoredb/firestoretest"}, stores...),
+		"bench":       append([]string{"functions", "llm", "firestoredb/firestoretest", "emulator"}, stores...),
 		"":            {"functions"}, // the root: registration only
 	}
 	foreign := []string{"net/http", "cloud.google.com", "firebase.google.com", "github.com/sashabaranov/go-openai"}

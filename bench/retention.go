@@ -97,7 +97,10 @@ func RunRetention(ctx context.Context, cfg RetentionConfig, log func(string, ...
 		Embeddings: true, EmbeddingModel: llm.DefaultEmbeddingModel, EmbeddingDimensions: llm.DefaultEmbeddingDimensions}
 	app := functions.NewApp(fcfg, functions.Deps{Store: firestoredb.New(client), Auth: &functions.FirebaseVerifier{Client: authClient},
 		Model: llm.Offline{}, Embedder: fcfg.Embedder(), Tokens: tok, Log: slog.New(slog.DiscardHandler)})
-	api, stop := serve(app.Handler())
+	api, stop, err := serve(app.Handler())
+	if err != nil {
+		return nil, err
+	}
 	defer stop()
 	rep := &RetentionReport{Config: cfg}
 

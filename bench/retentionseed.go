@@ -6,8 +6,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
+	"net"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"time"
 
@@ -57,10 +57,15 @@ func authProject() string {
 	return emulator.DefaultProjectID
 }
 
-// serve serves h on a local port for the run.
-func serve(h http.Handler) (*apiClient, func()) {
-	srv := httptest.NewServer(h)
-	return &apiClient{base: srv.URL, http: &http.Client{Timeout: time.Minute}}, srv.Close
+// serve serves h on a local port for the run, as cmd/server would.
+func serve(h http.Handler) (*apiClient, func(), error) {
+	l, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		return nil, nil, err
+	}
+	srv := &http.Server{Handler: h}
+	go srv.Serve(l)
+	return &apiClient{base: "http://" + l.Addr().String(), http: &http.Client{Timeout: time.Minute}}, func() { srv.Close() }, nil
 }
 
 // call sends body (nil: none) and decodes the answer into out (nil:

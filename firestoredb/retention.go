@@ -146,6 +146,7 @@ func (db *DB) DeleteUserDocuments(ctx context.Context, userID string) (int, erro
 		db.client.CollectionGroup(RecallCollection).Where("userId", "==", userID),
 		db.client.Collection(UsersCollection).Where("userId", "==", userID),
 		db.client.Collection(PurgesCollection).Where("userId", "==", userID),
+		db.client.Collection(AccountsCollection).Where("userId", "==", userID),
 	}
 	for _, q := range queries {
 		n, err := db.deleteQuery(ctx, q)

@@ -14,14 +14,21 @@ import (
 func (db *DB) CreateSession(ctx context.Context, s *sessions.Session) error {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	res, err := db.sessionRef(s.ID).Create(ctx, toSessionDoc(s))
+	// Its user is recorded as seen alive in the same commit (see
+	// retention.Backstop).
+	ref := db.sessionRef(s.ID)
+	w := db.newWrites()
+	w.Create(ref, toSessionDoc(s))
+	w.Set(db.accountRef(s.UserID), accountDoc{UserID: s.UserID, SeenAt: s.CreatedAt})
+	res, err := w.commit(ctx, db.client)
 	if err != nil {
 		return translate(err)
 	}
+	created, _ := w.time(res, ref)
 	// Kept as created, with no context yet: its first turn here can claim
 	// without reading it.
 	t := &history.Tail{}
-	db.kept.put(&stored{sessionID: s.ID, exists: true, sessionTime: res.UpdateTime, s: s.Clone(), t: t, windowTail: t})
+	db.kept.put(&stored{sessionID: s.ID, exists: true, sessionTime: created, s: s.Clone(), t: t, windowTail: t})
 	return nil
 }
 

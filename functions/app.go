@@ -45,6 +45,7 @@ type Store interface {
 	chat.Drafts
 	retention.Repo
 	retention.PrivacyRepo
+	retention.AccountRepo
 	longterm.Repo
 	longterm.RollUpRepo
 	recall.BackfillStore
@@ -61,6 +62,7 @@ type App struct {
 	Recall         *recall.Service // nil: no embeddings, no search
 	Sweeper        *retention.Sweeper
 	Privacy        *retention.Privacy
+	Backstop       *retention.Backstop // nil: no Directory to ask
 	Auth           Verifier
 	AppCheck       *AppCheck // nil: App Check is off
 	Store          Store
@@ -84,10 +86,13 @@ type Deps struct {
 	AppCheck AppChecker // required unless cfg.AppCheck is off
 	Model    chat.Model
 	Embedder recall.Embedder // nil: exchanges are not embedded and search answers 404
-	Tokens   Tokens
-	Log      *slog.Logger
-	Now      func() time.Time     // every service's clock; nil: time.Now
-	Meter    metric.MeterProvider // nil: the global one (METRICS_EXPORTER)
+	// Directory tells which accounts still exist in Auth; nil: the sweep
+	// does not look for accounts deleted there.
+	Directory retention.Directory
+	Tokens    Tokens
+	Log       *slog.Logger
+	Now       func() time.Time     // every service's clock; nil: time.Now
+	Meter     metric.MeterProvider // nil: the global one (METRICS_EXPORTER)
 }
 
 // Tokens counts messages (at write time) and texts (memory blocks).
@@ -161,6 +166,9 @@ func NewApp(cfg Config, d Deps) *App {
 		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes, ReadTimeout: cfg.ReadTimeout, metrics: mx,
 		rollUps: cfg.LongTermMemory,
 	}
+	if d.Directory != nil {
+		a.Backstop = &retention.Backstop{Accounts: d.Store, Directory: d.Directory, Privacy: pv, Now: d.Now, Log: d.Log}
+	}
 	if cfg.AppCheck != "" && cfg.AppCheck != AppCheckOff {
 		a.AppCheck = &AppCheck{Mode: cfg.AppCheck, Client: d.AppCheck, AppIDs: cfg.AppCheckAppIDs}
 	}
@@ -192,7 +200,8 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	d := Deps{Auth: &FirebaseVerifier{Client: authClient, Timeout: cfg.AuthTimeout, RevocationTTL: cfg.RevocationTTL}, Tokens: tokens, Log: log}
+	d := Deps{Auth: &FirebaseVerifier{Client: authClient, Timeout: cfg.AuthTimeout, RevocationTTL: cfg.RevocationTTL}, Tokens: tokens, Log: log,
+		Directory: AuthDirectory{Client: authClient}}
 	if cfg.AppCheck != AppCheckOff {
 		// Fetches App Check's public keys now; they are cached and refreshed.
 		ac, err := fb.AppCheck(ctx)
@@ -303,6 +312,11 @@ func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 	report, err := a.Sweeper.Run(ctx, dry)
 	if report != nil && !dry {
 		a.metrics.sweep(ctx, report)
+	}
+	if !dry {
+		// Accounts deleted in Auth whose event never came: what is left
+		// of the budget, at least a tenth of it.
+		a.EraseDeletedAccounts(ctx, max(a.Sweeper.Budget-time.Since(start), a.Sweeper.Budget/10))
 	}
 	if !dry && a.rollUps {
 		// What is left of the run's budget; the sweep stops with a tenth

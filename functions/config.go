@@ -62,6 +62,9 @@ type Config struct {
 	LogLevel            string
 }
 
+// MinIDSecret is the fewest characters ID_SECRET may have.
+const MinIDSecret = ids.MinSecretLen
+
 // Defaults.
 const (
 	DefaultChatModel          = "gpt-4o-mini"

@@ -1,7 +1,9 @@
 package functions_test
 
 import (
+	"bytes"
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"sync"
@@ -51,27 +53,40 @@ func (h *harness) doClosing(method, path, token string, body any) response {
 	return doRequest(h.t, h.srv.URL, method, path, token, body, map[string]string{"Connection": "close"})
 }
 
-// nothingLeftOf fails t if anything of u is stored: the export holds no
-// session and no usage, memory holds nothing, and on Firestore no
-// document of any collection the server writes carries u's id.
+// nothingLeftOf fails t if anything of u is stored: their export (made
+// by the store, so it works for an account deleted in Auth too) holds no
+// session, no usage and empty memory, and on Firestore no document of any
+// collection the server writes carries u's id.
 func (h *harness) nothingLeftOf(t *testing.T, u user) {
 	t.Helper()
+	var buf bytes.Buffer
+	if err := h.app.Privacy.Export(context.Background(), u.uid, &buf); err != nil {
+		t.Fatal(err)
+	}
 	var export struct {
 		Sessions []any `json:"sessions"`
 		Usage    any   `json:"usage"`
+		Memory   struct {
+			Facts   []any `json:"facts"`
+			Profile struct {
+				Work, Personal, Focus struct{ Text string }
+			} `json:"profile"`
+		} `json:"memory"`
 	}
-	h.do("GET", "/account/export", u.token, nil).want(t, 200).decode(t, &export)
+	if err := json.Unmarshal(buf.Bytes(), &export); err != nil {
+		t.Fatalf("export %s: %v", buf.String(), err)
+	}
 	if len(export.Sessions) != 0 || export.Usage != nil {
 		t.Errorf("after erasure the export holds %d sessions and usage %v", len(export.Sessions), export.Usage)
 	}
-	if v := h.memory(u.token); len(v.Facts) != 0 || v.Profile.Work.Text != "" || v.History.Recent.Text != "" {
-		t.Errorf("after erasure memory holds %+v", v)
+	if m := export.Memory; len(m.Facts) != 0 || m.Profile.Work.Text != "" || m.Profile.Personal.Text != "" || m.Profile.Focus.Text != "" {
+		t.Errorf("after erasure memory holds %+v", m)
 	}
 	if h.firestore == nil {
 		return
 	}
 	for _, group := range []string{"chat_sessions", "messages", "context", "compactions", "recall", "chat_usage",
-		"usageDays", "turnSlots", "sessionLists", "users", "memory", "facts", "chat_purges"} {
+		"usageDays", "turnSlots", "sessionLists", "users", "memory", "facts", "chat_purges", "chat_accounts"} {
 		snaps, err := h.firestore.CollectionGroup(group).Where("userId", "==", u.uid).Documents(context.Background()).GetAll()
 		if err != nil {
 			t.Fatal(err)

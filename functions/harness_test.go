@@ -49,6 +49,7 @@ type harness struct {
 	auth      *auth.Client
 	logs      *syncBuffer
 	sent      atomic.Int64 // requests sent with do
+	lookups   atomic.Int64 // calls of the Auth directory (the backstop's)
 	start     func()       // starts the server on a new instance of the app
 }
 
@@ -148,14 +149,15 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Con
 			store = firestoredb.New(h.firestore, firestoredb.Timeout(cfg.FirestoreTimeout))
 		}
 		h.app = functions.NewApp(cfg, functions.Deps{
-			Store:    store,
-			Auth:     &functions.FirebaseVerifier{Client: ac},
-			Model:    model,
-			Embedder: embedder,
-			Tokens:   tokens,
-			Log:      slog.New(slog.NewJSONHandler(h.logs, nil)),
-			Now:      h.clock.Now,
-			Meter:    sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.metrics)),
+			Store:     store,
+			Auth:      &functions.FirebaseVerifier{Client: ac},
+			Model:     model,
+			Embedder:  embedder,
+			Directory: countedDirectory{functions.AuthDirectory{Client: ac}, &h.lookups},
+			Tokens:    tokens,
+			Log:       slog.New(slog.NewJSONHandler(h.logs, nil)),
+			Now:       h.clock.Now,
+			Meter:     sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.metrics)),
 		})
 		h.srv = httptest.NewServer(h.app.Handler())
 		t.Cleanup(h.srv.Close)

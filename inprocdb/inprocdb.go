@@ -32,6 +32,7 @@ type DB struct {
 	users    map[string]longterm.User
 	facts    map[string]map[string]longterm.Fact   // superseded, by user, then id
 	recall   map[string]map[string]recall.Exchange // session → reply id → its exchange
+	accounts map[string]time.Time                  // by user who holds data: when last seen alive
 	draftSeq int64
 	// rollUpMark is when the last complete roll-up of histories started.
 	rollUpMark time.Time
@@ -58,6 +59,7 @@ func New() *DB {
 		users:    map[string]longterm.User{},
 		facts:    map[string]map[string]longterm.Fact{},
 		recall:   map[string]map[string]recall.Exchange{},
+		accounts: map[string]time.Time{},
 	}
 }
 

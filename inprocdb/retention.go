@@ -66,5 +66,9 @@ func (db *DB) DeleteUserDocuments(_ context.Context, userID string) (int, error)
 			n += db.purgeLocked(id)
 		}
 	}
+	if _, ok := db.accounts[userID]; ok {
+		delete(db.accounts, userID)
+		n++
+	}
 	return n + db.deleteUsageLocked(userID) + db.eraseMemoryLocked(userID), nil
 }

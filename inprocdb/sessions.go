@@ -15,6 +15,7 @@ func (db *DB) CreateSession(_ context.Context, s *sessions.Session) error {
 		return errs.Errorf(errs.ECONFLICT, "session %q already exists", s.ID)
 	}
 	db.sessions[s.ID] = s.Clone()
+	db.accounts[s.UserID] = s.CreatedAt
 	return nil
 }
 

@@ -94,10 +94,42 @@ const softDeleteWorkers = 16
 
 // work is one kind of due work: sessions in a status, and what to do.
 type work struct {
-	status sessions.Status
-	action sessions.Action
-	cursor *Cursor
-	done   bool
+	status    sessions.Status
+	action    sessions.Action
+	cursor    *Cursor
+	queued    []*sessions.Session // found due and not handled yet
+	exhausted bool                // no more due sessions past cursor
+	done      bool
+}
+
+// queryPages is how many pages of due sessions one query finds: a query
+// costs a read per session found wherever it is, but its own round trip
+// (and, on the emulator, a scan of every session) per call, so a few
+// large queries beat many small ones; the sessions are still handled a
+// page at a time, each kind in turn.
+const queryPages = 10
+
+// next returns k's next page of due sessions at now, querying for
+// queryPages pages when none is queued.
+func (sw *Sweeper) next(ctx context.Context, k *work, now time.Time) ([]*sessions.Session, error) {
+	if len(k.queued) == 0 && !k.exhausted {
+		found, err := sw.Repo.ExpiredSessions(ctx, k.status, now, k.cursor, queryPages*sw.pageSize())
+		if err != nil {
+			return nil, err
+		}
+		if len(found) < queryPages*sw.pageSize() {
+			k.exhausted = true
+		} else {
+			last := found[len(found)-1]
+			k.cursor = &Cursor{ExpiresAt: last.ExpiresAt, ID: last.ID}
+		}
+		k.queued = found
+	}
+	n := min(sw.pageSize(), len(k.queued))
+	page := k.queued[:n]
+	k.queued = k.queued[n:]
+	k.done = k.exhausted && len(k.queued) == 0
+	return page, nil
 }
 
 // Run sweeps once. Cut-off purges are finished first; then the kinds of
@@ -219,15 +251,9 @@ func (sw *Sweeper) page(ctx context.Context, r *Report, now time.Time, k *work, 
 	if out() {
 		return errOutOfTime
 	}
-	page, err := sw.Repo.ExpiredSessions(ctx, k.status, now, k.cursor, sw.pageSize())
+	page, err := sw.next(ctx, k, now)
 	if err != nil {
 		return err
-	}
-	if len(page) < sw.pageSize() {
-		k.done = true
-	} else {
-		last := page[len(page)-1]
-		k.cursor = &Cursor{ExpiresAt: last.ExpiresAt, ID: last.ID}
 	}
 	// What fits the budget, checked session by session.
 	var due []*sessions.Session

@@ -282,6 +282,7 @@ func TestRules(t *testing.T) {
 		"live facts":            s.memory + "/" + firestoredb.MemoryCollection + "/facts",
 		"purge marker":          firestoredb.PurgesCollection + "/p1",
 		"sweep state":           firestoredb.SweepsCollection + "/state",
+		"account record":        firestoredb.AccountsCollection + "/" + s.usage,
 	}
 	callers := map[string]user{"owner": alice, "another user": bob, "unauthenticated": {}, "another project": other}
 

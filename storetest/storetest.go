@@ -36,6 +36,7 @@ type Backend interface {
 	longterm.RollUpRepo
 	retention.Repo
 	retention.PrivacyRepo
+	retention.AccountRepo
 	recall.Store
 }
 
@@ -151,6 +152,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("Branches", func(t *testing.T) { testBranches(t, env(t)) })
 	t.Run("Usage", func(t *testing.T) { testUsage(t, env(t)) })
 	t.Run("FencedCharges", func(t *testing.T) { testFencedCharges(t, env(t)) })
+	t.Run("Accounts", func(t *testing.T) { testAccounts(t, env(t)) })
 	t.Run("LongTermRepo", func(t *testing.T) { testLongTermRepo(t, env(t)) })
 	t.Run("RetentionRepo", func(t *testing.T) { testRetentionRepo(t, env(t)) })
 	t.Run("PrivacyRepo", func(t *testing.T) { testPrivacyRepo(t, env(t)) })

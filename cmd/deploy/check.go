@@ -8,7 +8,6 @@ import (
 	"strings"
 
 	"github.com/chatmemory/backend/functions"
-	"github.com/chatmemory/backend/kernel/ids"
 )
 
 // checkConfig refuses a deployment whose functions would not start or
@@ -32,7 +31,7 @@ func checkConfig(project, envFile, indexes string) error {
 			if v := env[k]; v != "" {
 				return v
 			}
-			return strings.Repeat("x", ids.MinSecretLen)
+			return strings.Repeat("x", functions.MinIDSecret)
 		case "GOOGLE_CLOUD_PROJECT":
 			if v := env[k]; v != "" {
 				return v

@@ -69,8 +69,12 @@ func TestDeployPlan(t *testing.T) {
 			t.Errorf("function.go registers %s, the plan does not deploy it", name)
 			continue
 		}
-		for _, want := range []string{"--entry-point=" + name, "--region=" + regions[0], "--project=my-proj", "--gen2",
-			"--set-secrets=OPENAI_API_KEY=openai-api-key:latest"} {
+		gen := "--gen2"
+		if name == userDeletedFunction {
+			gen = "--no-gen2" // the only generation Auth's events reach
+		}
+		for _, want := range []string{"--entry-point=" + name, "--region=" + regions[0], "--project=my-proj", " " + gen + " ",
+			"--set-secrets=OPENAI_API_KEY=openai-api-key:latest,ID_SECRET=" + idSecret + ":latest"} {
 			if !strings.Contains(l, want) {
 				t.Errorf("%s: %q lacks %s", name, l, want)
 			}
@@ -81,7 +85,11 @@ func TestDeployPlan(t *testing.T) {
 				t.Errorf("HTTP function %s: %s", name, l)
 			}
 		case "CloudEvent":
-			if !strings.Contains(l, "--trigger-topic="+sweepTopic) {
+			if name == userDeletedFunction {
+				if !strings.Contains(l, "--trigger-event="+userDeletedEvent) || !strings.Contains(l, "--trigger-resource=my-proj") || !strings.Contains(l, "--retry") {
+					t.Errorf("the user-deleted function: %s", l)
+				}
+			} else if !strings.Contains(l, "--trigger-topic="+sweepTopic) {
 				t.Errorf("CloudEvent function %s: %s", name, l)
 			}
 		}
@@ -159,7 +167,7 @@ func TestDeployRuns(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	joined := strings.Join(ran, "\n")
-	if strings.Contains(joined, "topics create") || !strings.Contains(joined, "scheduler jobs create") || len(ran) != 7 {
+	if strings.Contains(joined, "topics create") || !strings.Contains(joined, "scheduler jobs create") || len(ran) != 9 {
 		t.Fatalf("ran:\n%s", joined)
 	}
 	exists["scheduler"], ran = true, nil
@@ -175,7 +183,7 @@ func TestDeployRuns(t *testing.T) {
 		}
 		return nil
 	}
-	if code := run(context.Background(), getenv, &out, &errOut, fail, check); code != 1 || len(ran) != 3 || !strings.Contains(errOut.String(), "the api function failed") {
+	if code := run(context.Background(), getenv, &out, &errOut, fail, check); code != 1 || len(ran) != 4 || !strings.Contains(errOut.String(), "the api function failed") {
 		t.Fatalf("a failure: exit %d after %v: %s", code, ran, errOut.String())
 	}
 	for _, bad := range []map[string]string{{}, {"PROJECT": "p", "REGION": "us-central1"}, {"PROJECT": "p", "SCHEDULE": "daily"}} {

@@ -20,9 +20,13 @@ type settings struct {
 const (
 	apiFunction   = "api"
 	sweepFunction = "sweep"
-	sweepTopic    = "retention-sweep"
-	sweepJob      = "retention-sweep-daily"
-	idSecret      = "chat-id-secret" // ID_SECRET: the key of ids derived from client keys
+	// userDeletedFunction receives Firebase Auth's user-deleted event,
+	// which reaches only 1st-gen functions.
+	userDeletedFunction = "userDeleted"
+	userDeletedEvent    = "providers/firebase.auth/eventTypes/user.delete"
+	sweepTopic          = "retention-sweep"
+	sweepJob            = "retention-sweep-daily"
+	idSecret            = "chat-id-secret" // ID_SECRET: the key of ids derived from client keys
 )
 
 // apis are the services the deployment needs enabled.
@@ -94,7 +98,7 @@ func (s settings) validate(rewriteRegions []string) error {
 func plan(s settings) []step {
 	p := []string{"--project=" + s.Project}
 	gcloud := func(args ...string) []string { return append(append([]string{"gcloud"}, args...), p...) }
-	common := []string{"--gen2", "--region=" + s.Region, "--runtime=" + s.Runtime, "--source=."}
+	common := []string{"--region=" + s.Region, "--runtime=" + s.Runtime, "--source=."}
 	secrets := "ID_SECRET=" + idSecret + ":latest"
 	if s.Secret != "" {
 		secrets = "OPENAI_API_KEY=" + s.Secret + ":latest," + secrets
@@ -103,9 +107,10 @@ func plan(s settings) []step {
 	if s.EnvFile != "" {
 		common = append(common, "--env-vars-file="+s.EnvFile)
 	}
-	deploy := func(name string, args ...string) []string {
-		return gcloud(append(append([]string{"functions", "deploy", name, "--entry-point=" + name}, common...), args...)...)
+	deployAs := func(gen, name string, args ...string) []string {
+		return gcloud(append(append([]string{"functions", "deploy", name, gen, "--entry-point=" + name}, common...), args...)...)
 	}
+	deploy := func(name string, args ...string) []string { return deployAs("--gen2", name, args...) }
 	job := func(verb string) []string {
 		return gcloud("scheduler", "jobs", verb, "pubsub", sweepJob, "--location="+s.Region, "--schedule="+s.Schedule,
 			"--time-zone="+s.TimeZone, "--topic="+sweepTopic, "--message-body={}")
@@ -126,6 +131,9 @@ func plan(s settings) []step {
 		{what: "the sweep's topic", check: gcloud("pubsub", "topics", "describe", sweepTopic), create: gcloud("pubsub", "topics", "create", sweepTopic)},
 		// SWEEP_BUDGET_SECONDS (480) stops a run before this timeout.
 		{what: "the sweep function", create: deploy(sweepFunction, "--trigger-topic="+sweepTopic, "--timeout=540s")},
+		// Erasure is idempotent: a failed run is retried by the platform.
+		{what: "the user-deleted function", create: deployAs("--no-gen2", userDeletedFunction, "--trigger-event="+userDeletedEvent,
+			"--trigger-resource="+s.Project, "--retry", "--timeout=540s")},
 		{what: "the daily schedule", check: gcloud("scheduler", "jobs", "describe", sweepJob, "--location="+s.Region),
 			create: job("create"), update: job("update")},
 		{what: "the web app", create: []string{"npm", "run", "--silent", "build:web"}},

@@ -1,0 +1,72 @@
+package firestoredb
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/chatmemory/backend/retention"
+)
+
+// AccountsCollection holds one document per user who holds data:
+// chat_accounts/{uid} {userId, seenAt}, written in the commit that creates
+// each of their sessions and by the backstop for accounts Auth still
+// knows; the backstop queries it by seenAt (one automatic single-field
+// index) for the accounts to ask Auth about.
+const AccountsCollection = "chat_accounts"
+
+type accountDoc struct {
+	UserID string    `firestore:"userId"`
+	SeenAt time.Time `firestore:"seenAt"`
+}
+
+func (db *DB) accountRef(userID string) *firestore.DocumentRef {
+	return db.client.Collection(AccountsCollection).Doc(UserDocID(userID))
+}
+
+// AccountsSeenBefore returns up to limit accounts last seen before t, by
+// seenAt then document id, after cursor.
+func (db *DB) AccountsSeenBefore(ctx context.Context, t time.Time, after *retention.AccountCursor, limit int) ([]retention.Account, error) {
+	q := db.client.Collection(AccountsCollection).Where("seenAt", "<", t).OrderBy("seenAt", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	if after != nil {
+		q = q.StartAfter(after.SeenAt, UserDocID(after.UserID))
+	}
+	snaps, err := db.getAll(ctx, q)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]retention.Account, 0, len(snaps))
+	for _, s := range snaps {
+		var d accountDoc
+		if err := dataTo(s, &d); err != nil {
+			return nil, err
+		}
+		out = append(out, retention.Account{UserID: d.UserID, SeenAt: d.SeenAt})
+	}
+	return out, nil
+}
+
+// MarkSeen sets seenAt of each account in one commit, each on condition
+// that it still exists (an account erased meanwhile stays erased).
+func (db *DB) MarkSeen(ctx context.Context, userIDs []string, at time.Time) error {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	bw := db.client.BulkWriter(ctx)
+	var jobs []*firestore.BulkWriterJob
+	for _, uid := range userIDs {
+		job, err := bw.Update(db.accountRef(uid), []firestore.Update{{Path: "seenAt", Value: at}})
+		if err != nil {
+			bw.End()
+			return translate(err)
+		}
+		jobs = append(jobs, job)
+	}
+	bw.End()
+	for _, job := range jobs {
+		if _, err := job.Results(); err != nil && !isNotFound(err) {
+			return translate(err)
+		}
+	}
+	return nil
+}

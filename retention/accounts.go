@@ -1,0 +1,152 @@
+package retention
+
+import (
+	"context"
+	"log/slog"
+	"time"
+
+	"github.com/chatmemory/backend/kernel/clock"
+	"github.com/chatmemory/backend/kernel/errs"
+)
+
+// An account deleted in Firebase Auth can no longer call the API, so
+// nobody could erase its data but the backend itself. Two things do: the
+// platform's user-deleted event, which erases at once (EraseDeleted), and
+// the daily sweep's backstop for an event that never arrived (the function
+// was down, or deployed after the deletion), which asks Auth about
+// accounts that have not shown themselves alive for a while, a hundred in
+// one call, and erases those Auth no longer knows.
+
+// Account is a user who holds data, with when they last showed themselves
+// alive: a session created, or an account that Auth still knew when the
+// backstop last asked.
+type Account struct {
+	UserID string
+	SeenAt time.Time
+}
+
+// AccountCursor is the position after which a page of accounts starts.
+type AccountCursor struct {
+	SeenAt time.Time
+	UserID string
+}
+
+// AccountRepo keeps who holds data and when they were last seen alive.
+// Creating a session records its user as seen (in the same commit);
+// erasure deletes the record with the rest.
+type AccountRepo interface {
+	// AccountsSeenBefore returns up to limit accounts last seen before t,
+	// by SeenAt then UserID, after cursor (nil: from the first).
+	AccountsSeenBefore(ctx context.Context, t time.Time, after *AccountCursor, limit int) ([]Account, error)
+	// MarkSeen records userIDs as seen alive at at (those not recorded
+	// any more, erased meanwhile, are left alone).
+	MarkSeen(ctx context.Context, userIDs []string, at time.Time) error
+}
+
+// Directory tells which accounts the sign-in service still knows.
+type Directory interface {
+	// Missing returns those of userIDs (at most DirectoryBatch) that no
+	// longer exist.
+	Missing(ctx context.Context, userIDs []string) ([]string, error)
+}
+
+// DirectoryBatch is how many accounts one Directory call asks about
+// (Firebase Auth's GetUsers takes at most 100).
+const DirectoryBatch = 100
+
+// DefaultCheckAfter is how long an account may go unseen before the
+// backstop asks about it: each account costs at most one hundredth of an
+// Auth call in that time, however many days the sweep runs.
+const DefaultCheckAfter = 30 * 24 * time.Hour
+
+// Backstop erases the data of accounts deleted in Auth whose deletion
+// event never came.
+type Backstop struct {
+	Accounts   AccountRepo
+	Directory  Directory
+	Privacy    *Privacy
+	CheckAfter time.Duration // 0: DefaultCheckAfter
+	Now        func() time.Time
+	Log        *slog.Logger
+}
+
+// BackstopReport is what one run of the backstop did.
+type BackstopReport struct {
+	Checked    int  `json:"accountsChecked"`
+	Erased     int  `json:"accountsErased"`
+	AuthCalls  int  `json:"authCalls"`
+	Documents  int  `json:"documentsDeleted"`
+	Complete   bool `json:"complete"`
+	Failed     int  `json:"failed"`
+	DurationMs int64
+}
+
+// Run asks Auth, a hundred at a time, about the accounts not seen for
+// CheckAfter, erases those it no longer knows and records the rest as
+// seen now, until none is left or out says to stop. An erasure that fails
+// is logged and left to the next run (its account stays unseen).
+func (b *Backstop) Run(ctx context.Context, out func() bool) (BackstopReport, error) {
+	start := time.Now()
+	var r BackstopReport
+	now := clock.Stored(b.Now)
+	after := b.CheckAfter
+	if after <= 0 {
+		after = DefaultCheckAfter
+	}
+	var cursor *AccountCursor
+	for !out() {
+		page, err := b.Accounts.AccountsSeenBefore(ctx, now.Add(-after), cursor, DirectoryBatch)
+		if err != nil || len(page) == 0 {
+			r.Complete = err == nil
+			r.DurationMs = time.Since(start).Milliseconds()
+			return r, err
+		}
+		last := page[len(page)-1]
+		cursor = &AccountCursor{SeenAt: last.SeenAt, UserID: last.UserID}
+		if err := b.check(ctx, page, now, &r); err != nil {
+			r.DurationMs = time.Since(start).Milliseconds()
+			return r, err
+		}
+	}
+	r.DurationMs = time.Since(start).Milliseconds()
+	return r, nil
+}
+
+// check asks about one page of accounts and acts on the answer.
+func (b *Backstop) check(ctx context.Context, page []Account, now time.Time, r *BackstopReport) error {
+	ids := make([]string, len(page))
+	for i, a := range page {
+		ids[i] = a.UserID
+	}
+	missing, err := b.Directory.Missing(ctx, ids)
+	r.AuthCalls++
+	if err != nil {
+		return err
+	}
+	r.Checked += len(ids)
+	gone := map[string]bool{}
+	for _, uid := range missing {
+		gone[uid] = true
+	}
+	var alive []string
+	for _, uid := range ids {
+		if !gone[uid] {
+			alive = append(alive, uid)
+			continue
+		}
+		e, err := b.Privacy.Erase(ctx, uid)
+		if err != nil {
+			r.Failed++
+			if b.Log != nil {
+				b.Log.ErrorContext(ctx, "erasing an account deleted in Auth failed; the next run tries again", "code", string(errs.CodeOf(err)))
+			}
+			continue
+		}
+		r.Erased++
+		r.Documents += e.Documents
+	}
+	if len(alive) == 0 {
+		return nil
+	}
+	return b.Accounts.MarkSeen(ctx, alive, now)
+}

@@ -1,0 +1,53 @@
+package storetest
+
+import (
+	"context"
+	"testing"
+	"time"
+
+	"github.com/chatmemory/backend/retention"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// testAccounts: retention.AccountRepo. Creating a session records its
+// user as seen then; accounts unseen since a time are listed oldest first
+// in pages; MarkSeen moves them on but never brings back an erased one;
+// erasure deletes the record.
+func testAccounts(t *testing.T, e *Env) {
+	ctx := context.Background()
+	db := e.DB
+	e.NewSession(t, "alice")
+	e.Clock.Advance(time.Hour)
+	e.NewSession(t, "bob")
+	e.Clock.Advance(time.Hour)
+	e.NewSession(t, "carol")
+	if got := Must[[]retention.Account](t)(db.AccountsSeenBefore(ctx, e.Clock.Now(), nil, 10)); len(got) != 2 {
+		t.Fatalf("seen before carol's session: %+v", got)
+	}
+	all := Must[[]retention.Account](t)(db.AccountsSeenBefore(ctx, e.Clock.Now().Add(time.Second), nil, 10))
+	if len(all) != 3 || all[0].UserID != "alice" || all[1].UserID != "bob" || !all[0].SeenAt.Equal(Epoch) {
+		t.Fatalf("accounts: %+v", all)
+	}
+	page := Must[[]retention.Account](t)(db.AccountsSeenBefore(ctx, e.Clock.Now(), nil, 1))
+	next := Must[[]retention.Account](t)(db.AccountsSeenBefore(ctx, e.Clock.Now(), &retention.AccountCursor{SeenAt: page[0].SeenAt, UserID: page[0].UserID}, 10))
+	if len(page) != 1 || len(next) != 1 || next[0].UserID != "bob" {
+		t.Fatalf("pages: %+v then %+v", page, next)
+	}
+	if err := db.MarkSeen(ctx, []string{"alice", "nobody"}, e.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := Must[[]retention.Account](t)(db.AccountsSeenBefore(ctx, e.Clock.Now(), nil, 10)); len(got) != 1 || got[0].UserID != "bob" {
+		t.Fatalf("after alice was seen: %+v", got)
+	}
+	s := Must[[]*sessions.Session](t)(db.ListSessions(ctx, sessions.ListQuery{UserID: "bob", Status: sessions.StatusActive, Limit: 10}))
+	for _, x := range s {
+		e.Purge(t, "bob", x)
+	}
+	Must[int](t)(db.DeleteUserDocuments(ctx, "bob"))
+	if err := db.MarkSeen(ctx, []string{"bob"}, e.Clock.Now()); err != nil {
+		t.Fatal(err)
+	}
+	if got := Must[[]retention.Account](t)(db.AccountsSeenBefore(ctx, e.Clock.Now().Add(time.Hour), nil, 10)); len(got) != 2 || got[0].UserID == "bob" || got[1].UserID == "bob" {
+		t.Fatalf("after bob's erasure: %+v", got)
+	}
+}
