@@ -20,10 +20,27 @@ type Recaller interface {
 	// EmbedQuery embeds a turn's message.
 	EmbedQuery(ctx context.Context, text string) ([]float32, error)
 	// Recall returns up to k exchanges of s's user nearest to v: in s, or
-	// (all) in every active and archived session of the user, leaving out
-	// those in deleted, the user's deleted sessions as the turn read them
-	// (nil: not read; the recall then reads the sessions its hits are in).
-	Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, deleted []string, k int) ([]Recalled, error)
+	// (all) in every active and archived session of the user, on each
+	// session's active branch, leaving out what others tells of the
+	// user's other sessions as the turn read it (nil: not read; the
+	// recall then reads the sessions its hits are in).
+	Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, others *Others, k int) ([]Recalled, error)
+}
+
+// Others is what a turn read of its user's other sessions for a recall
+// from all of them, in its first read: which are deleted, and which of
+// each one's messages are off its active branch.
+type Others struct {
+	Deleted []string
+	OffPath map[string]sessions.Path
+}
+
+// others is what st read of the user's other sessions; nil if nothing.
+func others(st *TurnState) *Others {
+	if st.Deleted == nil {
+		return nil
+	}
+	return &Others{Deleted: st.Deleted, OffPath: st.OffPath}
 }
 
 // Recalled is an earlier exchange a turn adds to what the model sees.
@@ -71,9 +88,9 @@ func (svc *Service) embed(ctx context.Context, r *recaller, query string) {
 
 // startEmbeds begins what a turn of s embeds its message for (once): the
 // recall if s asks for it, the choice of long-term facts by relevance if
-// the user's block leaves some out (choose). deleted are the user's
-// deleted sessions if the turn read them.
-func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Session, query string, choose bool, deleted []string) {
+// the user's block leaves some out (choose). o is what the turn read of
+// the user's other sessions, if it did.
+func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Session, query string, choose bool, o *Others) {
 	mode := s.Context.Recall
 	recall := mode != "" && mode != sessions.RecallOff
 	if svc.Finder == nil || query == "" {
@@ -97,7 +114,7 @@ func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Se
 				r.err = r.embedErr
 				return
 			}
-			r.got, r.err = svc.Finder.Recall(ctx, s, r.vector, mode == sessions.RecallAll, deleted, k)
+			r.got, r.err = svc.Finder.Recall(ctx, s, r.vector, mode == sessions.RecallAll, o, k)
 		}()
 	})
 }

@@ -136,6 +136,12 @@ type TurnState struct {
 	// store keeps them in one place, changed in the same commit as every
 	// change of a session's status to or from deleted and every purge.
 	Deleted []string
+	// OffPath are, with Deleted, the messages of each of the user's
+	// sessions that are off its active branch (see sessions.OffPath),
+	// kept beside the deleted ids and changed in the same commit as the
+	// branch: a recall from all sessions leaves them out without reading
+	// the sessions it found.
+	OffPath map[string]sessions.Path
 
 	// DraftReplyID is the reply the session's draft follows ("" if none).
 	DraftReplyID string

@@ -149,7 +149,7 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 		claim := func(st *TurnState) (*TurnWrite, error) {
 			w, err := svc.claim(st, q, draft, now, f, c)
 			if err == nil && w != nil && w.Session != nil { // the session as the claim writes it (a new one too)
-				svc.startEmbeds(ctx, rec, w.Session, draft.Content, st.Memory.Relevance() != nil, st.Deleted) // beside the claim's commit
+				svc.startEmbeds(ctx, rec, w.Session, draft.Content, st.Memory.Relevance() != nil, others(st)) // beside the claim's commit
 			}
 			return w, err
 		}

@@ -97,7 +97,7 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 		b = db.newWrites()
 		db.createMessages(b, q.SessionID, q.Key, w.Messages)
 		w.Tail.SetIDs(w.Messages)
-		writeSession(b, sref, st, w.Session)
+		db.writeSession(b, sref, st, w.Session)
 		if wd, err = db.writeContext(b, st, w.Session, w.Tail); err != nil {
 			return nil, err
 		}

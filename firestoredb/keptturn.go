@@ -231,7 +231,7 @@ func (db *DB) undoClaim(ctx context.Context, q chat.TurnQuery, ts, out *chat.Tur
 	after, _ := stateVersion(out)
 	b := db.newWrites()
 	sref := db.sessionRef(q.SessionID)
-	writeSession(b, sref, after.st, before.st.s)
+	db.writeSession(b, sref, after.st, before.st.s)
 	if before.st.next != nil || after.st.next != nil {
 		b.addUpdate(sref, nextUpdate(before.st.next))
 	}

@@ -68,7 +68,7 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 		w := db.newWrites()
 		db.createMessages(w, sessionID, key, write)
 		t.SetIDs(write)
-		writeSession(w, db.sessionRef(sessionID), st, s)
+		db.writeSession(w, db.sessionRef(sessionID), st, s)
 		if _, err := db.writeContext(w, st, s, t); err != nil {
 			return nil, err
 		}

@@ -313,7 +313,7 @@ func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Ses
 		if err := tx.Set(db.markerRef(id), purgeMarker{UserID: s.UserID, CreatedAt: now, LeaseUntil: now.Add(db.lease())}); err != nil {
 			return err
 		}
-		if err := db.listDeleted(tx, s.Status, s, true); err != nil {
+		if err := db.listInTx(tx, s, s, true); err != nil {
 			return err
 		}
 		return tx.Delete(ref)

@@ -54,12 +54,13 @@ func (db *DB) UpdateSession(ctx context.Context, id string, fn func(*sessions.Se
 		if err != nil {
 			return err
 		}
-		was := toSessionDoc(s.Clone())
+		before := s.Clone()
+		was := toSessionDoc(before)
 		if err := fn(s); err != nil {
 			return err
 		}
 		out = s
-		if err := db.listDeleted(tx, sessions.Status(was.Status), s, false); err != nil {
+		if err := db.listInTx(tx, before, s, false); err != nil {
 			return err
 		}
 		// The fields that changed only.

@@ -101,8 +101,17 @@ func (db *DB) readStored(get getAll, sessionID string, extra ...*firestore.Docum
 }
 
 // writeSession writes s in b on condition that the session document is as
-// it was read (or, for a new session, that there is none).
-func writeSession(w *writes, ref *firestore.DocumentRef, st *stored, s *sessions.Session) {
+// it was read (or, for a new session, that there is none), with the
+// change of its user's list of deleted sessions and off-branch messages
+// that it makes (a change of its active branch).
+func (db *DB) writeSession(w *writes, ref *firestore.DocumentRef, st *stored, s *sessions.Session) {
+	var was *sessions.Session
+	if st.exists {
+		was = st.s
+	}
+	if c := db.listChangeOf(was, s, false); c != nil {
+		w.Set(c.ref, c.data, firestore.Merge(c.merge...))
+	}
 	if !st.exists {
 		w.Create(ref, toSessionDoc(s))
 		return
@@ -194,7 +203,7 @@ func (db *DB) UpdateTail(ctx context.Context, sessionID string, fn func(*session
 		}
 		w := db.newWrites()
 		if !reflect.DeepEqual(s, st.s) {
-			writeSession(w, db.sessionRef(sessionID), st, s)
+			db.writeSession(w, db.sessionRef(sessionID), st, s)
 		}
 		_, err = db.writeContext(w, st, s, t)
 		return w, err
@@ -222,7 +231,7 @@ func (db *DB) SaveCompaction(ctx context.Context, sessionID string, c *history.C
 		}
 		w := db.newWrites()
 		w.Create(cref, toCompactionDoc(s.UserID, c))
-		writeSession(w, db.sessionRef(sessionID), st, s)
+		db.writeSession(w, db.sessionRef(sessionID), st, s)
 		_, err = db.writeContext(w, st, s, t)
 		return w, err
 	})

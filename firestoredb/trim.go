@@ -99,7 +99,7 @@ func (db *DB) TrimMessages(ctx context.Context, sessionID string, before, limit 
 		}
 		w := db.newWrites()
 		if !reflect.DeepEqual(s, st.s) {
-			writeSession(w, db.sessionRef(sessionID), st, s)
+			db.writeSession(w, db.sessionRef(sessionID), st, s)
 		}
 		if !reflect.DeepEqual(t, st.t) {
 			if _, err := db.writeContext(w, st, s, t); err != nil {

@@ -185,7 +185,7 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
 		rest = rest[1:]
 	}
 	if r.deleted != nil {
-		if ts.Deleted, err = decodeDeleted(rest[0]); err != nil {
+		if ts.Deleted, ts.OffPath, err = decodeDeleted(rest[0]); err != nil {
 			return nil, err
 		}
 		rest = rest[1:]
@@ -245,7 +245,7 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 	b := db.newWrites()
 	sref := db.sessionRef(q.SessionID)
 	if w.Session != nil {
-		writeSession(b, sref, v.st, w.Session)
+		db.writeSession(b, sref, v.st, w.Session)
 	}
 	s := w.Session
 	if s == nil {

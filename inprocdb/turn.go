@@ -60,8 +60,17 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 	if q.Deleted { // the store's own sessions are the list
 		st.Deleted = []string{}
 		for id, s := range db.sessions {
-			if s.UserID == q.UserID && s.Status == sessions.StatusDeleted {
+			if s.UserID != q.UserID {
+				continue
+			}
+			if s.Status == sessions.StatusDeleted {
 				st.Deleted = append(st.Deleted, id)
+			}
+			if off := s.OffPath(); len(off) > 0 {
+				if st.OffPath == nil {
+					st.OffPath = map[string]sessions.Path{}
+				}
+				st.OffPath[id] = off
 			}
 		}
 	}

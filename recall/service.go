@@ -211,6 +211,10 @@ type Scope struct {
 	// exchanges out by these ids and takes titles from the exchanges,
 	// with no read of the hits' sessions. Nil: it reads them.
 	Deleted []string
+	// OffPath are, with Deleted, the messages off each session's active
+	// branch as the turn read them (see sessions.OffPath): an exchange
+	// among them is left out.
+	OffPath map[string]sessions.Path
 }
 
 // Recall returns up to k of the user's exchanges nearest to v, at least
@@ -246,8 +250,8 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, v []float32
 				continue // another branch's
 			}
 			r.SessionTitle = s.Title
-		case !q.Sessions: // told by the deleted ids
-			if deleted[x.SessionID] {
+		case !q.Sessions: // told by the deleted ids and the sessions' branches
+			if off := scope.OffPath[x.SessionID]; deleted[x.SessionID] || off.Contains(x.Question.Seq) || off.Contains(x.Reply.Seq) {
 				continue
 			}
 		case hs == nil || hs.UserID != s.UserID || hs.Status == sessions.StatusDeleted:

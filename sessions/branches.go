@@ -134,6 +134,30 @@ func (s *Session) Parent(seq int) int {
 // Path is the active branch.
 func (s *Session) Path() Path { return s.PathTo(s.Leaf()) }
 
+// OffPath is the messages written so far that are not on the active
+// branch (edited away, regenerated, or on a branch switched from), as
+// spans; nil for a session never branched. It changes only when the
+// active branch does otherwise than by a new message at its end, so a
+// copy kept since its last change still tells every message off the
+// branch: any message written later is on it.
+func (s *Session) OffPath() Path {
+	if s.Branches == nil {
+		return nil
+	}
+	var off Path
+	next := 0
+	for _, sp := range s.Path() {
+		if sp.From > next {
+			off = append(off, Span{From: next, To: sp.From - 1})
+		}
+		next = sp.To + 1
+	}
+	if next < s.NextSeq {
+		off = append(off, Span{From: next, To: s.NextSeq - 1})
+	}
+	return off
+}
+
 // PathTo is the branch that ends at message leaf.
 func (s *Session) PathTo(leaf int) Path {
 	var rev Path

@@ -89,3 +89,31 @@ func TestCloneCopiesBranches(t *testing.T) {
 		t.Fatal("a clone shares its branches")
 	}
 }
+
+// TestOffPath: the messages off the active branch, as spans; nothing for a
+// session never branched; unchanged when the branch grows at its end.
+func TestOffPath(t *testing.T) {
+	for _, tc := range []struct {
+		name    string
+		parents []int
+		leaf    int // -2: as written
+		want    Path
+	}{
+		{"never branched", []int{-1, 0, 1, 2}, -2, nil},
+		{"a regenerated reply", []int{-1, 0, 0}, -2, Path{{1, 1}}},
+		{"an edited question and its reply", []int{-1, 0, 1, 2, 1, 4}, -2, Path{{2, 3}}},
+		{"the edit grown at its end", []int{-1, 0, 1, 2, 1, 4, 5, 6}, -2, Path{{2, 3}}},
+		{"switched back to the first version", []int{-1, 0, 1, 2, 1, 4}, 3, Path{{4, 5}}},
+		{"an edited first message", []int{-1, 0, -1, 2}, -2, Path{{0, 1}}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			s := tree(t, tc.parents...)
+			if tc.leaf != -2 {
+				s.SetLeaf(tc.leaf)
+			}
+			if got := s.OffPath(); !reflect.DeepEqual(got, tc.want) {
+				t.Errorf("OffPath %v, want %v (path %v)", got, tc.want, s.Path())
+			}
+		})
+	}
+}

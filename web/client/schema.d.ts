@@ -676,7 +676,7 @@ export interface components {
             /** @description 0 or absent: 75% of the model's context window; at most the session model's context window */
             budgetTokens?: number;
             /**
-             * @description Adds to each turn's context the earlier exchanges most relevant to the message (by embedding), marked as recalled excerpts with their date and session title: from this session only, or from all of the user's active and archived sessions; never what the context holds already, never another branch's. Needs EMBEDDINGS=on.
+             * @description Adds to each turn's context the earlier exchanges most relevant to the message (by embedding), marked as recalled excerpts with their date and session title: from this session only, or from all of the user's active and archived sessions; never what the context holds already, never what is off a session's active branch (edited away, regenerated, or on a branch switched from), in this session or another. Needs EMBEDDINGS=on.
              * @default off
              * @enum {string}
              */
