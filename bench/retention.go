@@ -97,7 +97,8 @@ func RunRetention(ctx context.Context, cfg RetentionConfig, log func(string, ...
 		Embeddings: true, EmbeddingModel: llm.DefaultEmbeddingModel, EmbeddingDimensions: llm.DefaultEmbeddingDimensions}
 	app := functions.NewApp(fcfg, functions.Deps{Store: firestoredb.New(client), Auth: &functions.FirebaseVerifier{Client: authClient},
 		Model: llm.Offline{}, Embedder: fcfg.Embedder(), Tokens: tok, Log: slog.New(slog.DiscardHandler)})
-	api, stop, err := serve(app.Handler())
+	const apps = 32
+	api, stop, err := serve(app.Handler(), apps)
 	if err != nil {
 		return nil, err
 	}
@@ -113,14 +114,19 @@ func RunRetention(ctx context.Context, cfg RetentionConfig, log func(string, ...
 	var due []string
 	var mu sync.Mutex
 	for _, kind := range []string{"idle", "archived", "deleted", "fresh"} {
-		err := parallel(ctx, cfg.PerKind, 32, func(i int) error {
-			id, err := api.seedSession(ctx, users[i%len(users)], kind, i, cfg.Messages)
-			if err == nil && kind != "fresh" {
-				mu.Lock()
-				due = append(due, id)
-				mu.Unlock()
+		err := parallel(ctx, apps, apps, func(w int) error {
+			for i := w; i < cfg.PerKind; i += apps {
+				id, err := api[w].seedSession(ctx, users[i%len(users)], kind, i, cfg.Messages)
+				if err != nil {
+					return err
+				}
+				if kind != "fresh" {
+					mu.Lock()
+					due = append(due, id)
+					mu.Unlock()
+				}
 			}
-			return err
+			return nil
 		})
 		if err != nil {
 			return nil, err

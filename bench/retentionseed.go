@@ -57,15 +57,25 @@ func authProject() string {
 	return emulator.DefaultProjectID
 }
 
-// serve serves h on a local port for the run, as cmd/server would.
-func serve(h http.Handler) (*apiClient, func(), error) {
+// serve serves h on a local port for the run, as cmd/server would, and
+// returns a client for each of n apps calling it.
+func serve(h http.Handler, n int) ([]*apiClient, func(), error) {
 	l, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {
 		return nil, nil, err
 	}
 	srv := &http.Server{Handler: h}
 	go srv.Serve(l)
-	return &apiClient{base: "http://" + l.Addr().String(), http: &http.Client{Timeout: time.Minute}}, func() { srv.Close() }, nil
+	apps := make([]*apiClient, n)
+	for i := range apps {
+		// One connection an app: its requests reach the server one after
+		// another, each after the work that followed the one before (an
+		// append's embeddings before the session's deletion), as an app
+		// that waits for its answers sees them.
+		tr := &http.Transport{MaxConnsPerHost: 1}
+		apps[i] = &apiClient{base: "http://" + l.Addr().String(), http: &http.Client{Timeout: time.Minute, Transport: tr}}
+	}
+	return apps, func() { srv.Close() }, nil
 }
 
 // call sends body (nil: none) and decodes the answer into out (nil:

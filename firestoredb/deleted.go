@@ -1,6 +1,8 @@
 package firestoredb
 
 import (
+	"slices"
+
 	"cloud.google.com/go/firestore"
 
 	"github.com/chatmemory/backend/sessions"
@@ -122,4 +124,29 @@ func decodeDeleted(snap *firestore.DocumentSnapshot) ([]string, map[string]sessi
 		}
 	}
 	return append(out, d.IDs...), off, nil
+}
+
+// apply makes the changes of writing s (read as was) to the list as read.
+func (d *deletedList) apply(was, s *sessions.Session) {
+	wasDeleted := was != nil && was.Status == sessions.StatusDeleted
+	if now := s.Status == sessions.StatusDeleted; wasDeleted != now {
+		d.IDs = slices.DeleteFunc(d.IDs, func(id string) bool { return id == s.ID })
+		if now {
+			d.IDs = append(d.IDs, s.ID)
+		}
+	}
+	off := s.OffPath()
+	switch {
+	case len(off) == 0:
+		delete(d.Off, s.ID)
+	default:
+		if d.Off == nil {
+			d.Off = map[string][]int{}
+		}
+		flat := make([]int, 0, 2*len(off))
+		for _, sp := range off {
+			flat = append(flat, sp.From, sp.To)
+		}
+		d.Off[s.ID] = flat
+	}
 }

@@ -72,6 +72,73 @@ func (db *DB) UpdateSession(ctx context.Context, id string, fn func(*sessions.Se
 	return out, nil
 }
 
+// UpdateSessions changes sessions of one user (userID) in one
+// transaction, which reads them and the user's list of deleted sessions
+// together and writes the list once: a sweep's soft-deletes of a user's
+// sessions then write that list once a batch, not once a session (many
+// transactions on one document would wait for each other, and Firestore
+// sustains about one write a second to a document). fn's error for a
+// session, or NotFound, is that session's, and leaves it unchanged.
+func (db *DB) UpdateSessions(ctx context.Context, userID string, ids []string, fn func(*sessions.Session) error) ([]error, error) {
+	refs := make([]*firestore.DocumentRef, len(ids))
+	for i, id := range ids {
+		refs[i] = db.sessionRef(id)
+		db.kept.drop(id)
+	}
+	list := db.deletedRef(userID)
+	out := make([]error, len(ids))
+	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snaps, err := tx.GetAll(append(append([]*firestore.DocumentRef{}, refs...), list))
+		if err != nil {
+			return err
+		}
+		var d deletedList
+		if err := dataTo(snaps[len(ids)], &d); err != nil {
+			return err
+		}
+		d.UserID = userID
+		changed := false
+		for i, snap := range snaps[:len(ids)] {
+			out[i] = nil
+			s, err := db.sessionIn(snap, ids[i], userID)
+			if err == nil {
+				err = fn(s)
+			}
+			if out[i] = err; err != nil {
+				continue
+			}
+			was, _ := decodeSession(snap)
+			if db.listChangeOf(was, s, false) != nil {
+				d.apply(was, s)
+				changed = true
+			}
+			if err := tx.Update(refs[i], changedUpdates(toSessionDoc(was), toSessionDoc(s))); err != nil {
+				return err
+			}
+		}
+		if !changed {
+			return nil
+		}
+		return tx.Set(list, d)
+	})
+	return out, err
+}
+
+// sessionIn decodes the session snap holds if it is userID's.
+func (db *DB) sessionIn(snap *firestore.DocumentSnapshot, id, userID string) (*sessions.Session, error) {
+	if !snap.Exists() {
+		return nil, sessions.NotFound(id)
+	}
+	s, err := decodeSession(snap)
+	if err != nil {
+		return nil, err
+	}
+	if s.UserID != userID {
+		return nil, sessions.NotFound(id)
+	}
+	return s, nil
+}
+
 // getSession reads a session inside a transaction.
 func getSession(tx *firestore.Transaction, ref *firestore.DocumentRef) (*sessions.Session, error) {
 	snap, err := tx.Get(ref)

@@ -44,6 +44,25 @@ func (db *DB) UpdateSession(_ context.Context, id string, fn func(*sessions.Sess
 	return c.Clone(), nil
 }
 
+// UpdateSessions changes sessions of one user, each as UpdateSession does.
+func (db *DB) UpdateSessions(_ context.Context, userID string, ids []string, fn func(*sessions.Session) error) ([]error, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	out := make([]error, len(ids))
+	for i, id := range ids {
+		s, ok := db.sessions[id]
+		if !ok || s.UserID != userID {
+			out[i] = sessions.NotFound(id)
+			continue
+		}
+		c := s.Clone()
+		if out[i] = fn(c); out[i] == nil {
+			db.sessions[id] = c
+		}
+	}
+	return out, nil
+}
+
 func (db *DB) ListSessions(_ context.Context, q sessions.ListQuery) ([]*sessions.Session, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()

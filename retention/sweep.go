@@ -26,6 +26,10 @@ type Repo interface {
 	// aggregation, not a scan).
 	CountExpired(ctx context.Context, status sessions.Status, now time.Time) (int, error)
 	UpdateSession(ctx context.Context, id string, fn func(*sessions.Session) error) (*sessions.Session, error)
+	// UpdateSessions changes sessions of one user together, each as
+	// UpdateSession would (fn's error, or NotFound, is that session's and
+	// leaves it as it was); the second error is the whole call's.
+	UpdateSessions(ctx context.Context, userID string, ids []string, fn func(*sessions.Session) error) ([]error, error)
 	// PurgeSessions purges each session as sessions.Repo.PurgeSession
 	// does, many at a time, and reports each one's outcome.
 	PurgeSessions(ctx context.Context, ids []string, check func(*sessions.Session) error, forget sessions.Forget) []Purged
@@ -294,15 +298,7 @@ func (sw *Sweeper) page(ctx context.Context, r *Report, now time.Time, k *work, 
 		}
 	default:
 		defer func(t time.Time) { r.SoftDeleteMs += time.Since(t).Milliseconds() }(time.Now())
-		failures := make([]error, len(due))
-		parallel.Each(len(due), softDeleteWorkers, func(i int) {
-			_, failures[i] = sw.Repo.UpdateSession(ctx, due[i].ID, func(s *sessions.Session) error {
-				if err := isDue(s, k.status, now); err != nil {
-					return err
-				}
-				return s.Apply(k.action, now, sw.Policy)
-			})
-		})
+		failures := sw.softDelete(ctx, due, k, now)
 		var fatal error
 		for i, s := range due {
 			if err := sw.tally(ctx, r, s.ID, failures[i], &r.SoftDeleted); err != nil && fatal == nil {
@@ -317,6 +313,51 @@ func (sw *Sweeper) page(ctx context.Context, r *Report, now time.Time, k *work, 
 		return errOutOfTime
 	}
 	return nil
+}
+
+// softDeleteBatch is how many of one user's sessions one call of
+// UpdateSessions changes at most.
+const softDeleteBatch = 100
+
+// softDelete applies k's action to due, in batches of one user's
+// sessions each (so that one user's changes do not wait for each other),
+// softDeleteWorkers batches at once, and returns each session's outcome.
+func (sw *Sweeper) softDelete(ctx context.Context, due []*sessions.Session, k *work, now time.Time) []error {
+	type batch struct {
+		user string
+		at   []int // indexes into due
+	}
+	var batches []batch
+	open := map[string]int{} // user → their batch being filled
+	for i, s := range due {
+		b, ok := open[s.UserID]
+		if !ok || len(batches[b].at) == softDeleteBatch {
+			batches = append(batches, batch{user: s.UserID})
+			b = len(batches) - 1
+			open[s.UserID] = b
+		}
+		batches[b].at = append(batches[b].at, i)
+	}
+	failures := make([]error, len(due))
+	change := func(s *sessions.Session) error {
+		if err := isDue(s, k.status, now); err != nil {
+			return err
+		}
+		return s.Apply(k.action, now, sw.Policy)
+	}
+	parallel.Each(len(batches), softDeleteWorkers, func(j int) {
+		ids := make([]string, len(batches[j].at))
+		for n, i := range batches[j].at {
+			ids[n] = due[i].ID
+		}
+		each, err := sw.Repo.UpdateSessions(ctx, batches[j].user, ids, change)
+		for n, i := range batches[j].at {
+			if failures[i] = err; err == nil {
+				failures[i] = each[n]
+			}
+		}
+	})
+	return failures
 }
 
 // tally counts one change's outcome; it returns an error only when the

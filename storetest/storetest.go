@@ -162,6 +162,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("TrimRepo", func(t *testing.T) { testTrimRepo(t, env(t)) })
 	t.Run("RollUpRepo", func(t *testing.T) { testRollUpRepo(t, env(t)) })
 	t.Run("DeletedList", func(t *testing.T) { testDeletedList(t, env(t)) })
+	t.Run("UpdateSessions", func(t *testing.T) { testUpdateSessions(t, env(t)) })
 }
 
 // EachBackend runs f once per backend, as parallel subtests named after
