@@ -28,7 +28,7 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 	ctx, meter := WithMeter(ctx)
 	// This work's model tokens count against the user's day like the
 	// turn's, unless the session was erased meanwhile.
-	defer func() { svc.chargeSession(ctx, res.Session.UserID, res.Session.ID, meter.Tokens()) }()
+	defer func() { svc.chargeAfter(ctx, res.Session.UserID, res.Session.ID, Day(res.Reply.CreatedAt), meter.Tokens()) }()
 	s := res.Session
 	if s.TitleSource == sessions.TitleDefault && svc.Titler != nil {
 		if err := svc.title(ctx, s, res); err != nil {
@@ -116,16 +116,16 @@ func (svc *Service) ChargeMemory(ctx context.Context, userID string, n int) {
 	}
 }
 
-// chargeSession records n tokens of work done for the user's session
-// against their daily limit, unless the session is gone (purged or erased
-// meanwhile: nothing of theirs is written then). A failure is logged.
-func (svc *Service) chargeSession(ctx context.Context, userID, sessionID string, n int) {
+// chargeAfter records n tokens of work done after a reply or an append
+// of day against the user's daily limit, unless the user was erased
+// meanwhile (nothing of theirs is written then). A failure is logged.
+func (svc *Service) chargeAfter(ctx context.Context, userID, sessionID, day string, n int) {
 	if n <= 0 {
 		return
 	}
-	err := svc.Usage.ChargeSession(ctx, userID, sessionID, Day(svc.now()), n)
-	if err != nil && errs.CodeOf(err) != errs.ENOTFOUND && svc.Log != nil {
-		svc.Log.ErrorContext(ctx, "recording token usage failed", "code", string(errs.CodeOf(err)))
+	err := svc.Usage.ChargeAfter(ctx, userID, day, n)
+	if err != nil && errs.CodeOf(err) != errs.ENOTFOUND {
+		svc.logError(ctx, "recording token usage failed", sessionID, err)
 	}
 }
 

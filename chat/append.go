@@ -97,6 +97,17 @@ type Appended struct {
 	replayed bool
 }
 
+// day is the day whose spend the append charged.
+func (a *Appended) day() string { return dayOf(a.Messages) }
+
+// dayOf is the day whose spend the append that stored msgs charged.
+func dayOf(msgs []history.Message) string {
+	if len(msgs) == 0 {
+		return ""
+	}
+	return Day(msgs[0].CreatedAt)
+}
+
 // mayBeDue is what an append, which reads no memory, reserves besides the
 // history to tell whether a summary may be due: the system prompt and the
 // memory block's cap. It only decides whether AfterAppend looks closer
@@ -139,7 +150,7 @@ func (svc *Service) AfterAppend(ctx context.Context, a *Appended) {
 	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
 	defer cancel()
 	ctx, meter := WithMeter(ctx)
-	defer func() { svc.chargeSession(ctx, a.UserID, a.SessionID, meter.Tokens()) }()
+	defer func() { svc.chargeAfter(ctx, a.UserID, a.SessionID, a.day(), meter.Tokens()) }()
 	fixed, err := svc.summaryFixed(ctx, a.UserID, a.model)
 	if err != nil {
 		svc.logError(ctx, "reading the memory block for a summary after an append failed", a.SessionID, err)
@@ -160,7 +171,7 @@ func (svc *Service) IndexExchanges(ctx context.Context, userID, sessionID string
 		return
 	}
 	ctx, meter := WithMeter(ctx)
-	defer func() { svc.chargeSession(ctx, userID, sessionID, meter.Tokens()) }()
+	defer func() { svc.chargeAfter(ctx, userID, sessionID, dayOf(msgs), meter.Tokens()) }()
 	s := &sessions.Session{ID: sessionID, UserID: userID}
 	for i := 0; i+1 < len(msgs); i++ {
 		q, r := &msgs[i], &msgs[i+1]

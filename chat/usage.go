@@ -46,12 +46,13 @@ type UsageRepo interface {
 	// AddTokens adds n to the user's spend on day without reading it, so
 	// that concurrent turns of one user never wait for each other.
 	AddTokens(ctx context.Context, userID, day string, n int) error
-	// ChargeSession adds n to the user's spend on day for work done for
-	// their session sessionID (a title, a summary, learning, embeddings),
-	// atomically with finding the session still theirs; a session purged
-	// or erased meanwhile is sessions.NotFound and nothing is written, so
+	// ChargeAfter adds n to the user's spend on day for work done after
+	// a reply or an append of that day (a title, a summary, learning,
+	// embeddings), without reading it, and only if the day's spend is
+	// there (the reply's or the append's own commit wrote it): after an
+	// erasure it is not, ENOTFOUND is returned and nothing is written, so
 	// work that outlives an erasure leaves nothing of the user behind.
-	ChargeSession(ctx context.Context, userID, sessionID, day string, n int) error
+	ChargeAfter(ctx context.Context, userID, day string, n int) error
 	// ChargeMemory adds n to the user's spend on day for work done on
 	// their long-term memory (a history roll-up), atomically with finding
 	// that memory still there; an erased one is ENOTFOUND and nothing is

@@ -12,7 +12,6 @@ import (
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/ids"
-	"github.com/chatmemory/backend/sessions"
 )
 
 // A user's usage is kept in documents no two concurrent turns of theirs
@@ -202,27 +201,17 @@ func (db *DB) AddTokens(ctx context.Context, userID, day string, n int) error {
 	return err
 }
 
-// ChargeSession adds n to the day's spend in a transaction that reads the
-// session, so that a purge or an erasure (which delete the session first)
-// and a charge for work on it after them cannot both land. One read, and
-// only for work after a reply that used the model (a title, a summary,
-// learning), not for the reply itself, whose commit charges it.
-func (db *DB) ChargeSession(ctx context.Context, userID, sessionID, day string, n int) error {
+// ChargeAfter adds n to the day's spend with an increment on condition
+// that the day's document exists (an update, not a set): no read, and no
+// transaction that concurrent work of the user would wait on; after an
+// erasure, which deletes it, the update fails with NotFound and writes
+// nothing.
+func (db *DB) ChargeAfter(ctx context.Context, userID, day string, n int) error {
 	db.kept.dropUsage(userID) // its spend will not be as kept
-	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snap, err := tx.Get(db.sessionRef(sessionID))
-		if isNotFound(err) {
-			return sessions.NotFound(sessionID)
-		}
-		if err != nil {
-			return err
-		}
-		if owner, _ := snap.DataAt("userId"); owner != userID {
-			return sessions.NotFound(sessionID)
-		}
-		return tx.Set(db.dayRef(userID, day), map[string]any{"userId": userID, "day": day, "tokens": firestore.Increment(n)}, firestore.MergeAll)
-	})
-	if errs.CodeOf(err) != errs.ENOTFOUND { // landed or not known: more is the safe side
+	opctx, cancel := db.op(ctx)
+	defer cancel()
+	_, err := db.dayRef(userID, day).Update(opctx, []firestore.Update{{Path: "tokens", Value: firestore.Increment(n)}})
+	if err = translate(err); errs.CodeOf(err) != errs.ENOTFOUND { // landed or not known: more is the safe side
 		db.kept.noteTurnUser(userID, func(u *turnUser) { u.spent(day, n) })
 	}
 	return err

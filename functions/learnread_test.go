@@ -64,11 +64,8 @@ func TestLearningStartsFromTheTurnsRead(t *testing.T) {
 		h.do("PATCH", "/memory/profile", alice.token, map[string]any{"focus": "A second shop."}).want(t, 200)
 	}
 	plain := reads("I bake pastry. 0")
-	// The save reads its session and the memory; the charge of the
-	// extraction's tokens reads the session again, in the transaction
-	// that fences it by erasure.
-	if learning != plain+3 {
-		t.Errorf("a turn that learns reads %d documents, a turn that does not %d; want 3 more (the save's session and memory, the charge's session)", learning, plain)
+	if learning != plain+2 {
+		t.Errorf("a turn that learns reads %d documents, a turn that does not %d; want 2 more (the save's session and memory)", learning, plain)
 	}
 	for i, msg := range []string{"Mostly croissants.", "Every morning."} {
 		reads(fmt.Sprint(msg, " ", i+1))

@@ -5,7 +5,6 @@ import (
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/kernel/errs"
-	"github.com/chatmemory/backend/sessions"
 )
 
 func (db *DB) UpdateUsage(_ context.Context, userID, day string, fn func(*chat.Usage) error) error {
@@ -27,13 +26,12 @@ func (db *DB) AddTokens(_ context.Context, userID, day string, n int) error {
 	return nil
 }
 
-// ChargeSession adds n to the user's spend on day if session sessionID
-// is still theirs.
-func (db *DB) ChargeSession(_ context.Context, userID, sessionID, day string, n int) error {
+// ChargeAfter adds n to the user's spend on day if they have one.
+func (db *DB) ChargeAfter(_ context.Context, userID, day string, n int) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if s, ok := db.sessions[sessionID]; !ok || s.UserID != userID {
-		return sessions.NotFound(sessionID)
+	if _, ok := db.days[userID][day]; !ok {
+		return errs.Errorf(errs.ENOTFOUND, "no spend on %s", day)
 	}
 	db.addTokensLocked(userID, day, n)
 	return nil

@@ -94,31 +94,36 @@ func testUsage(t *testing.T, e *Env) {
 }
 
 // testFencedCharges: chat.UsageRepo's charges for work after a reply land
-// only while what the work was for is there: a session of the user's (any
-// status), or their long-term memory; after a purge or an erasure they are
-// ENOTFOUND and write nothing.
+// only while what the work followed is there: the day's spend the reply
+// or append wrote (ChargeAfter), or the user's long-term memory
+// (ChargeMemory); after an erasure they are ENOTFOUND and write nothing.
 func testFencedCharges(t *testing.T, e *Env) {
 	ctx := context.Background()
 	db := e.DB
-	const day = "2026-01-15"
-	s := e.NewSession(t, "alice")
-	if err := db.ChargeSession(ctx, "alice", s.ID, day, 5); err != nil {
+	const day, next = "2026-01-15", "2026-01-16"
+	if err := db.ChargeAfter(ctx, "alice", day, 5); errs.CodeOf(err) != errs.ENOTFOUND {
+		t.Errorf("a charge on a day without spend: %v, want not found", err)
+	}
+	if err := db.AddTokens(ctx, "alice", day, 10); err != nil {
 		t.Fatal(err)
 	}
-	if err := db.ChargeSession(ctx, "bob", s.ID, day, 5); errs.CodeOf(err) != errs.ENOTFOUND {
-		t.Errorf("a charge to another user's session: %v, want not found", err)
+	if err := db.ChargeAfter(ctx, "alice", day, 5); err != nil {
+		t.Fatal(err)
 	}
-	e.Purge(t, "alice", s)
-	if err := db.ChargeSession(ctx, "alice", s.ID, day, 7); errs.CodeOf(err) != errs.ENOTFOUND {
-		t.Errorf("a charge after the purge: %v, want not found", err)
+	if err := db.ChargeAfter(ctx, "alice", next, 5); errs.CodeOf(err) != errs.ENOTFOUND {
+		t.Errorf("a charge on another day: %v, want not found", err)
+	}
+	if on := Must[*chat.UsageRecord](t)(db.UsageOn(ctx, "alice", day, 0)); on.Days[day] != 15 {
+		t.Errorf("alice spent %d on %s, want 15", on.Days[day], day)
+	}
+	Must[int](t)(db.DeleteUsage(ctx, "alice"))
+	if err := db.ChargeAfter(ctx, "alice", day, 7); errs.CodeOf(err) != errs.ENOTFOUND {
+		t.Errorf("a charge after the erasure: %v, want not found", err)
 	}
 	if err := db.ChargeMemory(ctx, "alice", day, 3); errs.CodeOf(err) != errs.ENOTFOUND {
 		t.Errorf("a memory charge without memory: %v, want not found", err)
 	}
-	if on := Must[*chat.UsageRecord](t)(db.UsageOn(ctx, "alice", day, 0)); on.Days[day] != 5 {
-		t.Errorf("alice spent %d on %s, want 5 (the charges refused wrote nothing)", on.Days[day], day)
-	}
-	if b := Must[*chat.UsageRecord](t)(db.GetUsage(ctx, "bob")); b != nil {
-		t.Errorf("bob has usage: %+v", b)
+	if r := Must[*chat.UsageRecord](t)(db.GetUsage(ctx, "alice")); r != nil {
+		t.Errorf("alice has usage after the erasure: %+v", r)
 	}
 }
