@@ -28,7 +28,9 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 	ctx, meter := WithMeter(ctx)
 	// This work's model tokens count against the user's day like the
 	// turn's, unless the session was erased meanwhile.
-	defer func() { svc.chargeAfter(ctx, res.Session.UserID, res.Session.ID, Day(res.Reply.CreatedAt), meter.Tokens()) }()
+	defer func() {
+		svc.chargeAfter(ctx, res.Session.UserID, res.Session.ID, Day(res.Reply.CreatedAt), meter.Tokens())
+	}()
 	s := res.Session
 	if s.TitleSource == sessions.TitleDefault && svc.Titler != nil {
 		if err := svc.title(ctx, s, res); err != nil {
