@@ -112,7 +112,7 @@ func MeasureQuality(ctx context.Context, e recall.Embedder, tok history.Counter)
 		if err != nil {
 			return nil, err
 		}
-		got, err := svc.Recall(ctx, asker, v, recall.Scope{All: true}, 5)
+		got, err := svc.Recall(ctx, asker, tg.query, v, recall.Scope{All: true}, 5)
 		if err != nil {
 			return nil, err
 		}

@@ -59,9 +59,11 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 	}
 }
 
-// Indexer embeds a stored exchange, so that its user can search it.
+// Indexer embeds a stored exchange, or a message with no partner, so
+// that its user can search it.
 type Indexer interface {
 	Index(ctx context.Context, s *sessions.Session, question, reply *history.Message) error
+	IndexMessage(ctx context.Context, s *sessions.Session, m *history.Message) error
 }
 
 func (svc *Service) title(ctx context.Context, s *sessions.Session, res *TurnResult) error {

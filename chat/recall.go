@@ -24,7 +24,8 @@ type Recaller interface {
 	// session's active branch, leaving out what others tells of the
 	// user's other sessions as the turn read it (nil: not read; the
 	// recall then reads the sessions its hits are in).
-	Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, others *Others, k int) ([]Recalled, error)
+	// The message's text is looked for by its words beside its embedding.
+	Recall(ctx context.Context, s *sessions.Session, text string, v []float32, all bool, others *Others, k int) ([]Recalled, error)
 }
 
 // Others is what a turn read of its user's other sessions for a recall
@@ -114,7 +115,7 @@ func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Se
 				r.err = r.embedErr
 				return
 			}
-			r.got, r.err = svc.Finder.Recall(ctx, s, r.vector, mode == sessions.RecallAll, o, k)
+			r.got, r.err = svc.Finder.Recall(ctx, s, query, r.vector, mode == sessions.RecallAll, o, k)
 		}()
 	})
 }

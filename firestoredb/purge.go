@@ -7,7 +7,6 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/parallel"
 	"github.com/chatmemory/backend/retention"
@@ -211,11 +210,12 @@ func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, 
 				return pending, err
 			}
 		}
-		// An exchange is named by its reply: with every message known,
-		// the exchanges are among the replies, deleted by id like the
-		// messages (a query of a subcollection is the slowest call of a
-		// purge, and the emulator answers it by scanning every session's).
-		for _, id := range c.replies {
+		// A unit of search is named by its reply or its one message: with
+		// every message known, the units are among them, deleted by id
+		// like the messages (a query of a subcollection is the slowest
+		// call of a purge, and the emulator answers it by scanning every
+		// session's).
+		for _, id := range c.messages {
 			if !c.embedded {
 				break
 			}
@@ -359,7 +359,6 @@ func (db *DB) claimPurge(ctx context.Context, id string) (string, error) {
 type sessionContents struct {
 	existing []*firestore.DocumentRef // context documents, to delete if they exist
 	messages []string                 // every message's id, or nil when not all are known
-	replies  []string                 // the ids of the assistant messages among them
 	embedded bool                     // exchanges were embedded under it (its recall marker)
 }
 
@@ -397,7 +396,6 @@ func (db *DB) contextContents(ctx context.Context, t purgeTarget) (sessionConten
 		return out, nil
 	}
 	ids := make([]string, 0, s.NextSeq)
-	var replies []string
 	for seq := range s.NextSeq {
 		e, ok := w.Messages[seqKey(seq)]
 		if !ok {
@@ -408,10 +406,7 @@ func (db *DB) contextContents(ctx context.Context, t purgeTarget) (sessionConten
 			return out, nil
 		}
 		ids = append(ids, m.ID)
-		if m.Role == history.RoleAssistant {
-			replies = append(replies, m.ID)
-		}
 	}
-	out.messages, out.replies = ids, replies
+	out.messages = ids
 	return out, nil
 }

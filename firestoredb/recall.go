@@ -2,6 +2,7 @@ package firestoredb
 
 import (
 	"context"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -26,6 +27,19 @@ type exchangeDoc struct {
 	Reply        excerptDoc         `firestore:"reply"`
 	Model        string             `firestore:"model"`
 	Embedding    firestore.Vector32 `firestore:"embedding"`
+	// The lexical leg's: the distinct terms (an array-contains query
+	// finds the unit by them), their counts and the unit's length in
+	// terms (counts are exempt from indexing).
+	Terms []string       `firestore:"terms,omitempty"`
+	TF    map[string]int `firestore:"tf,omitempty"`
+	Len   int            `firestore:"len,omitempty"`
+}
+
+// exchange is the unit d holds.
+func (d exchangeDoc) exchange() recall.Exchange {
+	return recall.Exchange{UserID: d.UserID, SessionID: d.SessionID, SessionTitle: d.SessionTitle,
+		Question: d.Question.excerpt(), Reply: d.Reply.excerpt(), Model: d.Model,
+		Bag: recall.Bag{Terms: d.Terms, TF: d.TF, Len: d.Len}}
 }
 
 type excerptDoc struct {
@@ -79,8 +93,9 @@ func (db *DB) SaveExchange(ctx context.Context, e recall.Exchange) error {
 				return err
 			}
 		}
-		return tx.Set(db.recallOf(e.SessionID).Doc(e.Reply.ID), exchangeDoc{UserID: e.UserID, SessionID: e.SessionID, SessionTitle: s.Title,
-			Question: toExcerptDoc(e.Question), Reply: toExcerptDoc(e.Reply), Model: e.Model, Embedding: firestore.Vector32(e.Vector)})
+		return tx.Set(db.recallOf(e.SessionID).Doc(e.ID()), exchangeDoc{UserID: e.UserID, SessionID: e.SessionID, SessionTitle: s.Title,
+			Question: toExcerptDoc(e.Question), Reply: toExcerptDoc(e.Reply), Model: e.Model, Embedding: firestore.Vector32(e.Vector),
+			Terms: e.Bag.Terms, TF: e.Bag.TF, Len: e.Bag.Len})
 	})
 }
 
@@ -99,8 +114,6 @@ func (db *DB) Nearest(ctx context.Context, q recall.Query) ([]recall.Hit, error)
 		return nil, translate(err)
 	}
 	hits := make([]recall.Hit, 0, len(snaps))
-	var refs []*firestore.DocumentRef
-	seen := map[string]bool{}
 	for _, snap := range snaps {
 		var d exchangeDoc
 		if err := dataTo(snap, &d); err != nil {
@@ -108,32 +121,108 @@ func (db *DB) Nearest(ctx context.Context, q recall.Query) ([]recall.Hit, error)
 		}
 		dist, _ := snap.DataAt("distance")
 		f, _ := dist.(float64)
-		hits = append(hits, recall.Hit{Distance: f, Exchange: recall.Exchange{UserID: d.UserID, SessionID: d.SessionID, SessionTitle: d.SessionTitle,
-			Question: d.Question.excerpt(), Reply: d.Reply.excerpt(), Model: d.Model}})
-		if q.Sessions && !seen[d.SessionID] {
-			seen[d.SessionID] = true
-			refs = append(refs, db.sessionRef(d.SessionID))
+		hits = append(hits, recall.Hit{Distance: f, Exchange: d.exchange()})
+	}
+	if !q.Sessions {
+		return hits, nil
+	}
+	return hits, db.withSessions(ctx, hits)
+}
+
+// withSessions reads the sessions of hits in one batched read and sets
+// each hit's.
+func (db *DB) withSessions(ctx context.Context, hits []recall.Hit) error {
+	var refs []*firestore.DocumentRef
+	seen := map[string]bool{}
+	for _, h := range hits {
+		if id := h.Exchange.SessionID; !seen[id] {
+			seen[id] = true
+			refs = append(refs, db.sessionRef(id))
 		}
 	}
 	if len(refs) == 0 {
-		return hits, nil
+		return nil
 	}
 	got, err := db.client.GetAll(ctx, refs)
 	if err != nil {
-		return nil, translate(err)
+		return translate(err)
 	}
 	byID := make(map[string]*sessions.Session, len(got))
 	for _, snap := range got {
 		if snap.Exists() {
 			if byID[snap.Ref.ID], err = decodeSession(snap); err != nil {
-				return nil, err
+				return err
 			}
 		}
 	}
 	for i := range hits {
 		hits[i].Session = byID[hits[i].Exchange.SessionID]
 	}
-	return hits, nil
+	return nil
+}
+
+// Lexical runs one query for each term, all at once: the user's units
+// whose terms hold it (an array-contains query on the collection group,
+// pre-filtered by userId and, for one session, sessionId; their indexes
+// are in firestore.indexes.json), at most q.PerTerm each; then reads the
+// hits' sessions if q asks.
+func (db *DB) Lexical(ctx context.Context, q recall.LexicalQuery) (recall.LexicalHits, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	base := db.client.CollectionGroup(RecallCollection).Where("userId", "==", q.UserID)
+	if q.SessionID != "" {
+		base = base.Where("sessionId", "==", q.SessionID)
+	}
+	queries := make([]firestore.Query, len(q.Terms))
+	for i, term := range q.Terms {
+		queries[i] = base.Where("terms", "array-contains", term).Limit(q.PerTerm)
+	}
+	if q.Any {
+		queries = []firestore.Query{base.Where("terms", "array-contains-any", q.Terms).Limit(q.PerTerm)}
+	}
+	found := make([][]*firestore.DocumentSnapshot, len(queries))
+	errs := make([]error, len(queries))
+	var wg sync.WaitGroup
+	for i, fq := range queries {
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			found[i], errs[i] = fq.Documents(ctx).GetAll()
+		}()
+	}
+	wg.Wait()
+	out := recall.LexicalHits{Found: map[string]int{}}
+	seen := map[string]bool{}
+	for i, snaps := range found {
+		if errs[i] != nil {
+			return out, translate(errs[i])
+		}
+		if !q.Any {
+			out.Found[q.Terms[i]] = len(snaps)
+		}
+		for _, snap := range snaps {
+			if seen[snap.Ref.Path] {
+				continue
+			}
+			seen[snap.Ref.Path] = true
+			var d exchangeDoc
+			if err := dataTo(snap, &d); err != nil {
+				return out, err
+			}
+			out.Hits = append(out.Hits, recall.Hit{Exchange: d.exchange()})
+			if q.Any {
+				for _, t := range q.Terms {
+					if d.TF[t] > 0 {
+						out.Found[t]++
+					}
+				}
+			}
+		}
+	}
+	if !q.Sessions {
+		return out, nil
+	}
+	return out, db.withSessions(ctx, out.Hits)
 }
 
 // SessionsAfter pages every user's sessions by document id.

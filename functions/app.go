@@ -354,12 +354,12 @@ func (f finder) EmbedQuery(ctx context.Context, text string) ([]float32, error) 
 	return f.svc.EmbedQuery(ctx, text)
 }
 
-func (f finder) Recall(ctx context.Context, s *sessions.Session, v []float32, all bool, o *chat.Others, k int) ([]chat.Recalled, error) {
+func (f finder) Recall(ctx context.Context, s *sessions.Session, text string, v []float32, all bool, o *chat.Others, k int) ([]chat.Recalled, error) {
 	scope := recall.Scope{All: all}
 	if o != nil {
 		scope.Deleted, scope.OffPath = o.Deleted, o.OffPath
 	}
-	got, err := f.svc.Recall(ctx, s, v, scope, k)
+	got, err := f.svc.Recall(ctx, s, text, v, scope, k)
 	out := make([]chat.Recalled, len(got))
 	excerpt := func(x recall.Excerpt) chat.Excerpt {
 		return chat.Excerpt{ID: x.ID, Content: x.Content, Clipped: x.Clipped}

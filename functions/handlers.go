@@ -188,7 +188,11 @@ func (a *App) appendMessages(w http.ResponseWriter, r *http.Request) {
 	if res.Version != "" {
 		w.Header().Set("ETag", strconv.Quote(res.Version))
 	}
-	writeJSON(w, http.StatusCreated, map[string]any{"messages": res.Messages, "version": res.Version})
+	body := map[string]any{"messages": res.Messages, "version": res.Version}
+	if a.Recall != nil { // how many of them search will find, once embedded after the answer
+		body["searchable"] = chat.Searchable(res.Messages)
+	}
+	writeJSON(w, http.StatusCreated, body)
 	// The app has its answer; its exchanges are embedded, and its summary
 	// made when due, after it.
 	http.NewResponseController(w).Flush()

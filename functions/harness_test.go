@@ -140,7 +140,7 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Con
 	model := llm.NewOpenAI("test-key", h.model.BaseURL(), nil)
 	var embedder recall.Embedder // tests that search turn embeddings on
 	if cfg.Embeddings {
-		embedder = llm.NewEmbeddings(model, "text-embedding-3-small", 64)
+		embedder = llm.NewEmbeddings(model, "text-embedding-3-small", 512)
 	}
 	tokens := storetest.Tokens(t)
 	h.start = func() {

@@ -2,6 +2,7 @@ package inprocdb
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 
@@ -22,8 +23,86 @@ func (db *DB) SaveExchange(_ context.Context, e recall.Exchange) error {
 	}
 	e.Vector = slices.Clone(e.Vector)
 	e.SessionTitle = s.Title
-	db.recall[e.SessionID][e.Reply.ID] = e
+	e.Bag = cloneBag(e.Bag)
+	db.recall[e.SessionID][e.ID()] = e
 	return nil
+}
+
+func cloneBag(b recall.Bag) recall.Bag {
+	tf := make(map[string]int, len(b.TF))
+	for t, n := range b.TF {
+		tf[t] = n
+	}
+	return recall.Bag{Terms: slices.Clone(b.Terms), TF: tf, Len: b.Len}
+}
+
+// Lexical finds, for each term, up to q.PerTerm of the user's units that
+// hold it (with q.Any, up to q.PerTerm holding any), in order of session
+// and unit id, as Firestore's queries find them in order of path.
+func (db *DB) Lexical(_ context.Context, q recall.LexicalQuery) (recall.LexicalHits, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var units []recall.Exchange
+	sids := slices.Sorted(maps.Keys(db.recall))
+	for _, sid := range sids {
+		if q.SessionID != "" && sid != q.SessionID {
+			continue
+		}
+		for _, id := range slices.Sorted(maps.Keys(db.recall[sid])) {
+			if e := db.recall[sid][id]; e.UserID == q.UserID {
+				units = append(units, e)
+			}
+		}
+	}
+	holds := func(e recall.Exchange, terms ...string) bool {
+		for _, t := range terms {
+			if e.Bag.TF[t] > 0 {
+				return true
+			}
+		}
+		return false
+	}
+	var picked []recall.Exchange
+	seen := map[string]bool{}
+	take := func(e recall.Exchange) {
+		if !seen[e.ID()] {
+			seen[e.ID()] = true
+			picked = append(picked, e)
+		}
+	}
+	out := recall.LexicalHits{Found: map[string]int{}}
+	if q.Any {
+		for _, e := range units {
+			if len(picked) < q.PerTerm && holds(e, q.Terms...) {
+				take(e)
+			}
+		}
+		for _, e := range picked {
+			for _, t := range q.Terms {
+				if holds(e, t) {
+					out.Found[t]++
+				}
+			}
+		}
+	} else {
+		for _, t := range q.Terms {
+			for _, e := range units {
+				if out.Found[t] < q.PerTerm && holds(e, t) {
+					out.Found[t]++
+					take(e)
+				}
+			}
+		}
+	}
+	for _, e := range picked {
+		h := recall.Hit{Exchange: e}
+		h.Exchange.Vector, h.Exchange.Bag = nil, cloneBag(e.Bag)
+		if s, ok := db.sessions[e.SessionID]; ok && q.Sessions {
+			h.Session = s.Clone()
+		}
+		out.Hits = append(out.Hits, h)
+	}
+	return out, nil
 }
 
 // Nearest ranks every exchange of the user by brute force.

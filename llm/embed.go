@@ -6,12 +6,11 @@ import (
 	"fmt"
 	"hash/fnv"
 	"math"
-	"strings"
-	"unicode"
 
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/recall"
 )
 
 // DefaultEmbeddingModel and DefaultEmbeddingDimensions are what
@@ -64,10 +63,13 @@ func (e *Embeddings) Embed(ctx context.Context, texts []string) ([][]float32, er
 const LexicalDimensions = 256
 
 // Lexical is the offline stand-in for an embedding model: deterministic,
-// and useful for search without a service. A text is its words and their
-// character trigrams, hashed into LexicalDimensions signed buckets (words
-// weigh twice a trigram, so shared words count most and shared stems
-// some), L2-normalized: texts that share words are near.
+// and useful for search without a service. A text is its terms (English
+// stop words out, as search's lexical leg has them: a shared "when" or
+// "did" says nothing) and their character trigrams, hashed into
+// LexicalDimensions signed buckets (a term weighs three trigrams, so
+// shared words count most and shared stems some; a longer term, usually
+// rarer, weighs more), L2-normalized: texts that share words are near,
+// texts that share none are not.
 type Lexical struct{}
 
 func (Lexical) Model() string { return fmt.Sprintf("lexical-stand-in/%d", LexicalDimensions) }
@@ -92,12 +94,11 @@ func lexical(text string) []float32 {
 		}
 		v[x%LexicalDimensions] += sign * w
 	}
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
-	for _, w := range words {
-		add("w:"+w, 2)
+	for _, w := range recall.Terms(text) {
 		r := []rune("^" + w + "$")
+		add("w:"+w, 2+math.Log(float64(len(r))))
 		for j := 0; j+3 <= len(r); j++ {
-			add("t:"+string(r[j:j+3]), 1)
+			add("t:"+string(r[j:j+3]), 0.7)
 		}
 	}
 	var n float64

@@ -25,9 +25,14 @@ type Embedder interface {
 	Model() string
 }
 
-// Exchange is one question and its reply, embedded: the unit of recall.
-// Its id is the reply's. It carries the start of both messages, so that a
-// turn's recall and a search read no messages (see MaxExcerptChars).
+// Exchange is one question and its reply, embedded: the unit of recall
+// and search. Its id is the reply's. A message with no partner (a
+// session's opening reply, a question left unanswered, a reply appended
+// apart from its question) is a unit of its own: an Exchange with only
+// Reply (an assistant's message) or only Question (a user's) set, named
+// by that message. It carries the start of its messages, so that a turn's
+// recall and a search read no messages (see MaxExcerptChars), and their
+// words for the lexical leg (Bag).
 type Exchange struct {
 	UserID, SessionID string
 	// SessionTitle is its session's title when it was stored (the store
@@ -37,6 +42,15 @@ type Exchange struct {
 	Question, Reply Excerpt
 	Model           string
 	Vector          []float32
+	Bag             Bag
+}
+
+// ID is the unit's id: its reply's, or its one message's.
+func (e Exchange) ID() string {
+	if e.Reply.ID != "" {
+		return e.Reply.ID
+	}
+	return e.Question.ID
 }
 
 // Excerpt is a message as an exchange keeps it.
@@ -82,6 +96,31 @@ type Store interface {
 	Nearest(ctx context.Context, q Query) ([]Hit, error)
 	// CountExchanges counts the exchanges stored for userID.
 	CountExchanges(ctx context.Context, userID string) (int, error)
+	// Lexical returns, for each of q's terms, up to q.PerTerm of q.UserID's
+	// units (in q.SessionID only if set) whose bag holds it, with their
+	// bags, and their sessions when q asks; a unit found by several terms
+	// comes once.
+	Lexical(ctx context.Context, q LexicalQuery) (LexicalHits, error)
+}
+
+// LexicalQuery asks for the units that hold any of Terms: up to PerTerm
+// for each term (one query a term, all at once: a word said once is
+// always among them), or, with Any set, up to PerTerm in all (one query
+// for any of the terms: cheaper, but a rare word's unit may be left out
+// when common words fill the page).
+type LexicalQuery struct {
+	UserID, SessionID string
+	Terms             []string
+	PerTerm           int
+	Any               bool
+	Sessions          bool // each hit's session too, in one batched read
+}
+
+// LexicalHits are what a lexical query found: the units, and for each term
+// how many of them hold it (PerTerm at most: the rest were not read).
+type LexicalHits struct {
+	Hits  []Hit
+	Found map[string]int
 }
 
 // Cosine is the cosine distance of two vectors (see vector.Cosine).

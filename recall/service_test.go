@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"slices"
 	"strings"
 	"testing"
 	"time"
@@ -9,37 +10,49 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// TestRank: deleted sessions and other users' are dropped, an exact
-// phrase (case aside) ranks above any match by meaning and picks the
-// message that holds it, otherwise the reply is shown, and the limit
-// holds.
+// TestRank: deleted sessions, other users' and units off their session's
+// active branch are dropped; a message holding the query as written (case
+// aside) ranks first and is the one shown, otherwise the one holding more
+// of its words (else the reply); a quoted query keeps only phrase matches;
+// each result says why it matched; the limit holds.
 func TestRank(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	session := func(id, user string, st sessions.Status) *sessions.Session {
-		return &sessions.Session{ID: id, UserID: user, Title: "t-" + id, Status: st}
+		return &sessions.Session{ID: id, UserID: user, Title: "t-" + id, Status: st, NextSeq: 2}
 	}
-	hit := func(s *sessions.Session, d float64, q, a string) Hit {
-		return Hit{Exchange: Exchange{UserID: "alice", SessionID: s.ID, Question: Excerpt{ID: s.ID + "q", Content: q, CreatedAt: at},
-			Reply: Excerpt{ID: s.ID + "a", Content: a, CreatedAt: at}}, Distance: d, Session: s}
+	found := func(s *sessions.Session, score float64, words, meaning bool, q, a string) fused {
+		return fused{hit: Hit{Exchange: Exchange{UserID: "alice", SessionID: s.ID, Question: Excerpt{ID: s.ID + "q", Seq: 0, Content: q, CreatedAt: at},
+			Reply: Excerpt{ID: s.ID + "a", Seq: 1, Content: a, CreatedAt: at}}, Session: s}, score: score, words: words, meaning: meaning}
 	}
-	hits := []Hit{
-		hit(session("near", "alice", sessions.StatusActive), 0.1, "what about trains", "take the night train"),
-		hit(session("gone", "alice", sessions.StatusDeleted), 0.05, "deleted", "deleted"),
-		hit(session("bobs", "bob", sessions.StatusActive), 0.01, "bob", "bob"),
-		hit(session("exact", "alice", sessions.StatusArchived), 0.9, "which PDF Library?", "pypdf"),
-		hit(session("far", "alice", sessions.StatusActive), 0.95, "unrelated", "unrelated"),
-		{Exchange: Exchange{UserID: "alice", SessionID: "nosession"}, Distance: 0},
+	branched := session("edited", "alice", sessions.StatusActive)
+	branched.NextSeq = 4
+	branched.Branches = &sessions.Branches{Leaf: 3, Forks: []sessions.Fork{{Seq: 2, Parent: -1}}} // messages 0-1 edited away
+	all := []fused{
+		found(session("near", "alice", sessions.StatusActive), 0.03, false, true, "what about trains", "take the night train"),
+		found(session("gone", "alice", sessions.StatusDeleted), 0.05, true, true, "deleted", "deleted"),
+		found(session("bobs", "bob", sessions.StatusActive), 0.04, true, true, "bob", "bob"),
+		found(session("exact", "alice", sessions.StatusArchived), 0.01, true, false, "which PDF Library?", "pypdf"),
+		found(session("words", "alice", sessions.StatusActive), 0.02, true, false, "hello", "the library of PDF files, PDF files in a library"),
+		found(branched, 0.06, true, true, "pdf library", "pdf library"),
+		{hit: Hit{Exchange: Exchange{UserID: "alice", SessionID: "nosession"}}, score: 1},
 	}
-	got := rank(hits, "pdf library", 10)
-	if len(got) != 2 || got[0].SessionID != "exact" || !got[0].Exact || got[0].MessageID != "exactq" || got[0].Role != history.RoleUser ||
-		got[1].SessionID != "near" || got[1].Exact || got[1].MessageID != "neara" || got[1].SessionTitle != "t-near" {
+	got := rank(all, Corpus{}, "pdf library", false, 10)
+	if len(got) != 3 || got[0].SessionID != "exact" || !got[0].Exact || got[0].MessageID != "exactq" || got[0].Role != history.RoleUser ||
+		got[1].SessionID != "near" || got[1].Exact || got[1].MessageID != "neara" || got[1].SessionTitle != "t-near" ||
+		got[2].SessionID != "words" || got[2].MessageID != "wordsa" {
 		t.Fatalf("ranked %+v", got)
 	}
-	if got[0].Score <= got[1].Score || got[1].Score < 0.89 || got[0].CreatedAt != "2026-03-01T12:00:00Z" || got[0].Status != sessions.StatusArchived {
+	if !slices.Equal(got[0].Matched, []string{MatchedWords}) || !slices.Equal(got[1].Matched, []string{MatchedMeaning}) {
+		t.Errorf("matched %v, %v", got[0].Matched, got[1].Matched)
+	}
+	if got[0].Score <= got[1].Score || got[0].CreatedAt != "2026-03-01T12:00:00Z" || got[0].Status != sessions.StatusArchived {
 		t.Fatalf("scores %v, %v", got[0], got[1])
 	}
-	if got := rank(hits, "pdf library", 1); len(got) != 1 {
+	if got := rank(all, Corpus{}, "pdf library", false, 1); len(got) != 1 {
 		t.Fatalf("limit 1: %d", len(got))
+	}
+	if got := rank(all, Corpus{}, "PDF library", true, 10); len(got) != 1 || got[0].SessionID != "exact" {
+		t.Fatalf("quoted: %+v", got)
 	}
 }
 

@@ -345,17 +345,25 @@ export interface paths {
             cookie?: never;
         };
         /**
-         * Search your own conversations, by meaning and by exact phrase
-         * @description Every chat turn's exchange (the question and its reply) is embedded
-         *     after the reply is stored (EMBEDDING_MODEL; offline, a lexical
-         *     stand-in). A search embeds `q` (its tokens count against the day's
-         *     like a model call's), finds the caller's nearest exchanges in their
-         *     active and archived sessions (or in `sessionId` only), and returns
-         *     for each the message that holds `q` as written (case aside), else the
-         *     reply: exact phrases first (`exact: true`, score above 1), then by
-         *     similarity (`score` is 1 minus the cosine distance; under 0.1, left
-         *     out). Never another
-         *     user's, never a deleted session's. 404 when EMBEDDINGS=off.
+         * Search your own conversations, by words and by meaning
+         * @description Every stored message with text is indexed after it is stored: a
+         *     question and its reply together, a message with no partner on its
+         *     own (EMBEDDING_MODEL; offline, a lexical stand-in), with its words.
+         *     A search runs two legs side by side over the caller's active and
+         *     archived sessions (or `sessionId` only), on each session's active
+         *     branch (an edited-away or regenerated message is not found): by
+         *     words (Okapi BM25 over the caller's own units; stop words out,
+         *     plurals folded; a word said once is always found) and by meaning
+         *     (the nearest by embedding, at least 0.2 cosine similarity; `q`'s
+         *     tokens count against the day's like a model call's); their rankings
+         *     are fused by reciprocal rank (`score`). Each result shows the
+         *     message that holds `q` as written (case aside), else the one whose
+         *     words weigh most, else the reply; `exact: true` when it holds `q`
+         *     as written (those rank first, score above 1); `matched` says which
+         *     legs found it. A query in double quotes is a phrase: only messages
+         *     holding it are returned. A query that shares no word and no
+         *     meaning with anything returns no results. Never another user's,
+         *     never a deleted session's. 404 when EMBEDDINGS=off.
          *     A search counts against RATE_SEARCHES_PER_MINUTE (default 30) and
          *     needs tokens left today: either spent is 429 `rate_limited` with
          *     Retry-After, before anything is embedded.
@@ -1342,6 +1350,8 @@ export interface operations {
                     "application/json": {
                         messages?: components["schemas"]["Message"][];
                         version?: string;
+                        /** @description With EMBEDDINGS on, how many of the messages search and recall will find once they are indexed, right after this answer (every user or assistant message with text; tool calls and tool results are not) */
+                        searchable?: number;
                     };
                 };
             };
@@ -1508,6 +1518,7 @@ export interface operations {
                             snippet: string;
                             score: number;
                             exact: boolean;
+                            matched: ("words" | "meaning")[];
                             /** Format: date-time */
                             createdAt: string;
                         }[];

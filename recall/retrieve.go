@@ -1,0 +1,199 @@
+package recall
+
+import (
+	"context"
+	"slices"
+	"sync"
+)
+
+// retrieval is what a search or a recall looks for.
+type retrieval struct {
+	userID, sessionID string // sessionID "": every session of the user
+	text              string // the words to look for (and to embed, unless vector is set)
+	vector            []float32
+	k                 int  // how many each leg returns at most
+	sessions          bool // each hit's session too
+	// cheap: one query for the words and no count of the user's units
+	// (a turn's recall: see LexicalQuery.Any); else a query per word.
+	cheap bool
+}
+
+// fused is a unit retrieval found, with its fused score and the legs that
+// found it.
+type fused struct {
+	hit            Hit
+	score          float64
+	words, meaning bool
+}
+
+func (f fused) matched() []string {
+	var out []string
+	if f.words {
+		out = append(out, MatchedWords)
+	}
+	if f.meaning {
+		out = append(out, MatchedMeaning)
+	}
+	return out
+}
+
+// retrieve runs both legs side by side (the lexical one and the count of
+// the user's units at once; the vector query once the text is embedded)
+// and fuses their rankings by reciprocal rank: one round trip of the store
+// after the embedding, whatever the legs find.
+func (svc *Service) retrieve(ctx context.Context, r retrieval) ([]fused, Corpus, error) {
+	terms := QueryTerms(r.text)
+	var (
+		wg           sync.WaitGroup
+		lex          LexicalHits
+		units        int
+		lexErr, nErr error
+	)
+	if len(terms) > 0 {
+		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: perTerm, Sessions: r.sessions}
+		if r.cheap {
+			q.Terms, q.PerTerm, q.Any = terms[:min(len(terms), anyTerms)], anyLimit, true
+		}
+		wg.Add(1)
+		go func() {
+			defer wg.Done()
+			lex, lexErr = svc.Store.Lexical(ctx, q)
+		}()
+		if !r.cheap {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				units, nErr = svc.Store.CountExchanges(ctx, r.userID)
+			}()
+		}
+	}
+	near, err := svc.nearest(ctx, r)
+	wg.Wait()
+	for _, e := range []error{err, lexErr, nErr} {
+		if e != nil {
+			return nil, Corpus{}, e
+		}
+	}
+	c := corpusOf(lex, units)
+	words := byWords(lex, terms, c)
+	meaning := byMeaning(near)
+	return fuseHits(words[:min(len(words), r.k)], meaning[:min(len(meaning), r.k)]), c, nil
+}
+
+// A turn's recall looks for its message's anyTerms longest words in one
+// query of at most anyLimit units.
+const (
+	anyTerms = 10
+	anyLimit = 10
+)
+
+// corpusOf is what BM25 knows from a lexical query: the user's units
+// (without a count, ten times the units found: IDF then weighs terms by
+// how many of those found hold them), and for each term how many the store
+// found holding it (at most perTerm: a term that common weighs little
+// anyway), with their average length.
+func corpusOf(lex LexicalHits, units int) Corpus {
+	if units == 0 {
+		units = 10 * len(lex.Hits)
+	}
+	c := Corpus{N: units, DF: lex.Found}
+	for _, h := range lex.Hits {
+		c.AvgLen += float64(h.Exchange.Bag.Len)
+	}
+	if len(lex.Hits) > 0 {
+		c.AvgLen /= float64(len(lex.Hits))
+	}
+	return c
+}
+
+// nearest is the meaning leg: the units nearest the text's embedding.
+func (svc *Service) nearest(ctx context.Context, r retrieval) ([]Hit, error) {
+	v := r.vector
+	if v == nil {
+		got, err := svc.Embedder.Embed(ctx, []string{clip(r.text, maxEmbedChars)})
+		if err != nil {
+			return nil, err
+		}
+		v = got[0]
+	}
+	return svc.Store.Nearest(ctx, Query{UserID: r.userID, SessionID: r.sessionID, Vector: v, K: r.k, Sessions: r.sessions})
+}
+
+// byWords ranks the lexical hits by BM25 against c.
+func byWords(lex LexicalHits, terms []string, c Corpus) []Hit {
+	type scored struct {
+		h Hit
+		s float64
+	}
+	var out []scored
+	for _, h := range lex.Hits {
+		if s := c.BM25(terms, h.Exchange.Bag); s > 0 {
+			out = append(out, scored{h, s})
+		}
+	}
+	slices.SortStableFunc(out, func(a, b scored) int {
+		switch {
+		case a.s > b.s:
+			return -1
+		case a.s < b.s:
+			return 1
+		}
+		return 0
+	})
+	hits := make([]Hit, len(out))
+	for i, x := range out {
+		hits[i] = x.h
+	}
+	return hits
+}
+
+// byMeaning is the meaning leg's hits that are near enough, nearest first.
+func byMeaning(near []Hit) []Hit {
+	var out []Hit
+	for _, h := range near {
+		if 1-h.Distance >= MinSimilarity {
+			out = append(out, h)
+		}
+	}
+	return out
+}
+
+// fuseHits fuses the two legs' rankings.
+func fuseHits(words, meaning []Hit) []fused {
+	byID := map[string]*fused{}
+	rankOf := func(hits []Hit, leg func(*fused)) []string {
+		ids := make([]string, len(hits))
+		for i, h := range hits {
+			id := h.Exchange.ID()
+			ids[i] = id
+			f, ok := byID[id]
+			if !ok {
+				f = &fused{hit: h}
+				byID[id] = f
+			} else if f.hit.Session == nil {
+				f.hit.Session = h.Session
+			}
+			leg(f)
+		}
+		return ids
+	}
+	w := rankOf(words, func(f *fused) { f.words = true })
+	m := rankOf(meaning, func(f *fused) { f.meaning = true })
+	order := fuse(w, m)
+	out := make([]fused, len(order))
+	for i, id := range order {
+		f := byID[id]
+		for r, x := range w {
+			if x == id {
+				f.score += 1 / float64(rrfK+r+1)
+			}
+		}
+		for r, x := range m {
+			if x == id {
+				f.score += 1 / float64(rrfK+r+1)
+			}
+		}
+		out[i] = *f
+	}
+	return out
+}
