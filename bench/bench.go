@@ -138,14 +138,15 @@ type Report struct {
 		Writes  float64 `json:"writesPerTurn"`
 		Deletes float64 `json:"deletesPerTurn"`
 	} `json:"amortized"`
-	LargestDocBytes int64       `json:"largestDocumentBytes"` // of any document the project wrote
-	Drafts          []DraftRun  `json:"drafts"`
-	MemoryPath      *MemoryPath `json:"memoryPath"`
-	Recall          *RecallRun  `json:"recall"`
-	Quality         []*Quality  `json:"recallQuality"`
-	Pruning         *PruningRun `json:"toolOutputPruning"`
-	Upkeep          *UpkeepRun  `json:"upkeep"`
-	Hotspot         Hotspot     `json:"hotspot"`
+	LargestDocBytes int64            `json:"largestDocumentBytes"` // of any document the project wrote
+	Drafts          []DraftRun       `json:"drafts"`
+	MemoryPath      *MemoryPath      `json:"memoryPath"`
+	Recall          *RecallRun       `json:"recall"`
+	Quality         []*Quality       `json:"recallQuality"`
+	Search          []*SearchQuality `json:"searchQuality"`
+	Pruning         *PruningRun      `json:"toolOutputPruning"`
+	Upkeep          *UpkeepRun       `json:"upkeep"`
+	Hotspot         Hotspot          `json:"hotspot"`
 	Tokenizer       struct {
 		MessagesPerSecond float64 `json:"messagesPerSecond"`
 		// ContextBuildTokenizations counts tokenizer calls while building
@@ -303,6 +304,12 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 			return nil, fmt.Errorf("recall quality of %s: %w", e.Model(), err)
 		}
 		rep.Quality = append(rep.Quality, q)
+	}
+	if len(cfg.Embedders) > 0 {
+		log("search quality: %s on the search fixture, beside plain BM25", cfg.Embedders[0].Model())
+		if rep.Search, err = MeasureSearch(ctx, cfg.Embedders[0], tok); err != nil {
+			return nil, fmt.Errorf("search quality: %w", err)
+		}
 	}
 	if cfg.DraftReply > 0 {
 		log("drafts: a reply streaming for %s at each draft interval", cfg.DraftReply)

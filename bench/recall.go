@@ -136,4 +136,5 @@ func (r *Report) writeRecall(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %.2f | %.2f | %.2f | %.2f |\n", q.Embedder, q.SearchRecallAt5, q.SearchMRR, q.RecallRecallAt5, q.RecallMRR)
 	}
 	fmt.Fprintln(w)
+	WriteSearchQuality(w, r.Search)
 }

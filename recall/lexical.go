@@ -190,3 +190,6 @@ isn wasn weren hasn haven hadn won wouldn shouldn couldn mustn yes ok okay oh hi
 	}
 	return m
 }()
+
+// StopWord reports whether w (lower-cased) is an English stop word.
+func StopWord(w string) bool { return stopWords[w] }
