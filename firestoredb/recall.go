@@ -32,7 +32,7 @@ type exchangeDoc struct {
 	// terms (counts are exempt from indexing).
 	Terms []string       `firestore:"terms,omitempty"`
 	TF    map[string]int `firestore:"tf,omitempty"`
-	Len   int            `firestore:"len,omitempty"`
+	Len   int            `firestore:"len"`
 }
 
 // exchange is the unit d holds.
@@ -237,16 +237,20 @@ func (db *DB) SessionsAfter(ctx context.Context, after string, limit int) ([]*se
 }
 
 // Embedded reads the models of a session's stored exchanges (their model
-// field only).
+// and length fields only); one stored before units kept their words is
+// left out, so that a backfill stores it again with them.
 func (db *DB) Embedded(ctx context.Context, sessionID string) (map[string]string, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	snaps, err := db.recallOf(sessionID).Select("model").Documents(ctx).GetAll()
+	snaps, err := db.recallOf(sessionID).Select("model", "len").Documents(ctx).GetAll()
 	if err != nil {
 		return nil, translate(err)
 	}
 	out := make(map[string]string, len(snaps))
 	for _, snap := range snaps {
+		if n, _ := snap.DataAt("len"); n == nil {
+			continue
+		}
 		m, _ := snap.DataAt("model")
 		out[snap.Ref.ID], _ = m.(string)
 	}

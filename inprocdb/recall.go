@@ -158,7 +158,9 @@ func (db *DB) Embedded(_ context.Context, sessionID string) (map[string]string, 
 	defer db.mu.Unlock()
 	out := map[string]string{}
 	for id, e := range db.recall[sessionID] {
-		out[id] = e.Model
+		if e.Bag.TF != nil { // one stored without its words is stored again
+			out[id] = e.Model
+		}
 	}
 	return out, nil
 }

@@ -144,7 +144,7 @@ func (b *Backfill) embed(ctx context.Context, s *sessions.Session, xs [][2]histo
 	}
 	for i, x := range xs {
 		err := b.Store.SaveExchange(ctx, Exchange{UserID: s.UserID, SessionID: s.ID, Question: excerpt(&x[0]), Reply: excerpt(&x[1]),
-			Model: b.Embedder.Model(), Vector: vs[i]})
+			Model: b.Embedder.Model(), Vector: vs[i], Bag: BagOf(clip(x[0].Content, maxEmbedChars/2), clip(x[1].Content, maxEmbedChars/2))})
 		if err != nil {
 			rep.Failed++
 			continue
