@@ -330,6 +330,8 @@ func TestSweep2000(t *testing.T) {
 // again, and two sweeps at once, end exactly where one clean sweep does.
 func TestSweepInterruptedAndConcurrent(t *testing.T) {
 	t.Parallel()
+	// Here, not in the goroutines that seed: only the test's own may skip.
+	emulatortest.Require(t, "FIRESTORE_EMULATOR_HOST")
 	counts := map[string]int{"old-active": 60, "old-deleted": 40, "old-archived": 20, "fresh": 30}
 	var clean, interrupted, concurrent *world
 	var wg sync.WaitGroup
