@@ -1,0 +1,30 @@
+package chatmemory
+
+import (
+	"os"
+	"os/exec"
+	"strings"
+	"testing"
+)
+
+// TestRepository: no built binary or data dump is tracked (nothing over
+// 1 MiB), and the code is licensed under Apache-2.0, as README says.
+func TestRepository(t *testing.T) {
+	out, err := exec.Command("git", "ls-files", "-z").Output()
+	if err != nil {
+		t.Skipf("not a git checkout: %v", err)
+	}
+	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+		if st, err := os.Stat(f); err == nil && st.Size() > 1<<20 {
+			t.Errorf("%s is tracked and %d bytes: a built binary or a dump? Remove it and ignore it", f, st.Size())
+		}
+	}
+	license, err := os.ReadFile("LICENSE")
+	if err != nil || !strings.Contains(string(license), "Apache License") || !strings.Contains(string(license), "Version 2.0") {
+		t.Errorf("LICENSE is not Apache-2.0: %v", err)
+	}
+	readme, _ := os.ReadFile("README.md")
+	if !strings.Contains(string(readme), "Apache-2.0") {
+		t.Error("README does not name the license")
+	}
+}
