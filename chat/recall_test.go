@@ -1,0 +1,54 @@
+package chat_test
+
+import (
+	"context"
+	"strings"
+	"testing"
+	"time"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// fakeRecaller recalls one earlier exchange of another session, and
+// records what it was asked.
+type fakeRecaller struct {
+	texts []string
+	all   []bool
+}
+
+func (f *fakeRecaller) EmbedQuery(context.Context, string) ([]float32, error) {
+	return []float32{1, 0}, nil
+}
+
+func (f *fakeRecaller) Recall(_ context.Context, s *sessions.Session, text string, _ []float32, all bool, _ *chat.Others, k int) ([]chat.Recalled, error) {
+	f.texts, f.all = append(f.texts, text), append(f.all, all)
+	return []chat.Recalled{{SessionID: "elsewhere", SessionTitle: "Boats", At: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
+		Question: chat.Excerpt{ID: "q", Content: "What is the mooring number?"}, Reply: chat.Excerpt{ID: "r", Content: "It is 47-BRAVO."}}}, nil
+}
+
+// TestRecallInTurn: a session that recalls sends the model the exchanges
+// found for its message, marked as recalled, with their date and title,
+// and asks with the message's text; one that does not recalls nothing.
+func TestRecallInTurn(t *testing.T) {
+	for _, tc := range []struct {
+		mode sessions.Recall
+		want bool
+	}{{sessions.RecallAll, true}, {sessions.RecallSession, true}, {sessions.RecallOff, false}} {
+		t.Run(string(tc.mode), func(t *testing.T) {
+			w := newWorld(t, chat.Limits{})
+			f := &fakeRecaller{}
+			w.svc.Finder = f
+			s := w.session(t, sessions.CreateInput{Context: sessions.ContextSettings{Recall: tc.mode}})
+			w.turn(t, chat.TurnRequest{SessionID: s.ID, Message: "which mooring was it?"})
+			req := w.model.last()
+			got := strings.Contains(req.Memory, "47-BRAVO") && strings.Contains(req.Memory, `"Boats"`) && strings.Contains(req.Memory, "2026-03-01")
+			if got != tc.want {
+				t.Fatalf("recalled %v, want %v: %q", got, tc.want, req.Memory)
+			}
+			if tc.want && (len(f.texts) != 1 || f.texts[0] != "which mooring was it?" || f.all[0] != (tc.mode == sessions.RecallAll)) {
+				t.Errorf("asked %q (all %v)", f.texts, f.all)
+			}
+		})
+	}
+}
