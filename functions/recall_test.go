@@ -80,17 +80,17 @@ func TestRecallInContext(t *testing.T) {
 // not wait for the commit.)
 func TestRecallRoundTrips(t *testing.T) {
 	h := newHarnessOn(t, "firestore", func(c *functions.Config) { c.Embeddings = true })
-	// The claim's commit waits (up to 2 s) for the vector query to be
-	// sent: it is if recall does not depend on the commit, and then the
-	// two overlap however slow the embedding is under load.
+	// The claim's commit waits (up to 2 s) for the recall's two queries
+	// (by meaning and by words) to be sent: they are if recall does not
+	// depend on the commit, and then they overlap however slow the
+	// embedding is under load.
 	var armed atomic.Bool
 	var queried chan struct{}
+	var queries atomic.Int64
 	h.counter.OnCall = func(method string) {
 		switch {
 		case strings.HasSuffix(method, "/RunQuery"):
-			select {
-			case <-queried:
-			default:
+			if queries.Add(1) == 2 {
 				close(queried)
 			}
 		case strings.HasSuffix(method, "/Commit") && armed.CompareAndSwap(true, false):
@@ -116,6 +116,7 @@ func TestRecallRoundTrips(t *testing.T) {
 		h.turn(alice.token, map[string]any{"sessionId": id, "message": "Lisbon is lovely in spring"})
 		h.idle()
 		queried = make(chan struct{})
+		queries.Store(0)
 		armed.Store(tc.recall != "off")
 		start := time.Now()
 		before := h.counter.Snapshot()
