@@ -74,7 +74,7 @@ func TestNoTestCodeInProduction(t *testing.T) {
 // Firestore, Firebase or OpenAI.
 func TestLayers(t *testing.T) {
 	domain := []string{"kernel", "prompts", "sessions", "history", "chat", "longterm", "retention", "recall"}
-	stores := append([]string{"firestoredb", "inprocdb"}, domain...)
+	stores := append([]string{"firestoredb", "inprocdb", "storage"}, domain...)
 	allowed := map[string][]string{ // package → the packages of ours it may import (by prefix)
 		"kernel":      {"kernel"},
 		"prompts":     {},
@@ -85,9 +85,10 @@ func TestLayers(t *testing.T) {
 		"chat":        {"kernel", "sessions", "history", "longterm"},
 		"recall":      {"kernel", "sessions", "history"},
 		"llm":         {"kernel", "prompts", "chat", "history", "recall"},
+		"storage":     domain,
 		"firestoredb": domain,
 		"inprocdb":    domain,
-		"storetest":   append([]string{"firestoredb", "inprocdb", "emulator/emulatortest"}, domain...),
+		"storetest":   append([]string{"firestoredb", "inprocdb", "storage", "emulator/emulatortest"}, domain...),
 		"functions":   append([]string{"llm"}, stores...),
 		"emulator":    {"emulator"},
 		"rules":       {"emulator"},

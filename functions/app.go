@@ -33,25 +33,11 @@ import (
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/storage"
 )
 
-// Store is what the storage backends implement for the API.
-type Store interface {
-	sessions.Repo
-	history.Repo
-	chat.UsageRepo
-	chat.UsageStore
-	chat.TurnStore
-	chat.Drafts
-	retention.Repo
-	retention.PrivacyRepo
-	retention.AccountRepo
-	longterm.Repo
-	longterm.RollUpRepo
-	recall.BackfillStore
-	history.FeedbackRepo
-	Ping(ctx context.Context) error
-}
+// Store is a storage backend (storage.Store, declared once there).
+type Store = storage.Store
 
 // App holds the services behind the endpoints.
 type App struct {

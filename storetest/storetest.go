@@ -12,33 +12,16 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/clock/clocktest"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/paging"
-	"github.com/chatmemory/backend/longterm"
-	"github.com/chatmemory/backend/recall"
-	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/storage"
 )
 
-// Backend is what a storage backend implements: every interface a domain
-// package declares for storage.
-type Backend interface {
-	sessions.Repo
-	history.Repo
-	chat.TurnStore
-	chat.Drafts
-	chat.UsageRepo
-	chat.UsageStore
-	longterm.Repo
-	longterm.RollUpRepo
-	retention.Repo
-	retention.PrivacyRepo
-	retention.AccountRepo
-	recall.Store
-}
+// Backend is a storage backend (storage.Store, declared once there).
+type Backend = storage.Store
 
 // Env is one backend with services on a fake clock.
 type Env struct {

@@ -1,0 +1,35 @@
+// Package storage names what a storage backend is, in one place: every
+// interface a domain package declares for storage. Firestore
+// (firestoredb) and the in-process store (inprocdb) implement it; the
+// contract suite (storetest) runs against both; the API is built on it.
+package storage
+
+import (
+	"context"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/recall"
+	"github.com/chatmemory/backend/retention"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// Store is a storage backend.
+type Store interface {
+	sessions.Repo
+	history.Repo
+	history.FeedbackRepo
+	chat.TurnStore
+	chat.Drafts
+	chat.UsageRepo
+	chat.UsageStore
+	longterm.Repo
+	longterm.RollUpRepo
+	retention.Repo
+	retention.PrivacyRepo
+	retention.AccountRepo
+	recall.BackfillStore
+	// Ping checks that the store answers (the health check).
+	Ping(ctx context.Context) error
+}
