@@ -309,6 +309,16 @@ func TestRules(t *testing.T) {
 				}
 			}
 		}
+		// A reply's draft that is not there (before a reply streams, after
+		// it ends): its owner's listener may read that it is missing.
+		if r := f.get(alice.token, sess(s.archived)+"/context/draft"); r.status != 404 {
+			t.Errorf("owner reads a missing draft: %d %s, want 404", r.status, r.body)
+		}
+		for who, u := range callers {
+			if r := f.get(u.token, sess(s.archived)+"/context/draft"); who != "owner" && !r.denied() {
+				t.Errorf("%s reads the owner's missing draft: %d", who, r.status)
+			}
+		}
 		for _, path := range []string{"chat_health/ping", sess(s.bobs) + "/messages/none"} {
 			if r := f.get(alice.token, path); !r.denied() {
 				t.Errorf("owner get %s: %d", path, r.status)
