@@ -50,7 +50,7 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 			svc.logError(ctx, "embedding the exchange for search failed", s.ID, err)
 		}
 	}
-	fixed := svc.fixed(s.Model) + res.memoryTokens // as the turn counted it
+	fixed := svc.fixed(s) + res.memoryTokens // as the turn counted it
 	if _, ok := history.PlanCompaction(s, res.Tail, svc.History.BudgetFor(s), fixed); ok && s.Context.Summaries != sessions.SummariesApp {
 		_, err := svc.History.Compact(ctx, s.ID, fixed)
 		if err != nil && !errors.Is(err, history.ErrNothingToCompact) && !errors.Is(err, history.ErrCompactionBusy) {

@@ -40,7 +40,7 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch 
 	var out []history.Message
 	var version string
 	var due, replayed bool
-	var model string
+	var fixed int
 	err := svc.waitTurn(true, func() error {
 		now := svc.now()
 		plan, err := svc.History.PlanFor(userID, sessionID, key, drafts...)
@@ -73,9 +73,9 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch 
 				n += m.Tokens
 			}
 			out = msgs // the store names them in place
-			_, due = history.PlanCompaction(s, t, svc.History.BudgetFor(s), svc.mayBeDue(s.Model))
+			_, due = history.PlanCompaction(s, t, svc.History.BudgetFor(s), svc.mayBeDue(s))
 			due = due && s.Context.Summaries != sessions.SummariesApp // the app makes its own
-			model = s.Model
+			fixed = svc.fixed(s)
 			return &AppendWrite{Session: s, Tail: t, Messages: msgs, Window: u, Tokens: n}, nil
 		})
 		return err
@@ -83,7 +83,7 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch 
 	if err != nil {
 		return nil, err
 	}
-	return &Appended{UserID: userID, SessionID: sessionID, Messages: out, Version: version, compactionDue: due, model: model, replayed: replayed}, nil
+	return &Appended{UserID: userID, SessionID: sessionID, Messages: out, Version: version, compactionDue: due, fixed: fixed, replayed: replayed}, nil
 }
 
 // Appended is what an append stored.
@@ -92,7 +92,7 @@ type Appended struct {
 	Messages          []history.Message
 	Version           string
 	compactionDue     bool
-	model             string // the session's
+	fixed             int // the session's system prompt and instructions, in tokens
 	// replayed: another request stored the batch (a retry under its key),
 	// and did what follows it.
 	replayed bool
@@ -113,8 +113,8 @@ func dayOf(msgs []history.Message) string {
 // history to tell whether a summary may be due: the system prompt and the
 // memory block's cap. It only decides whether AfterAppend looks closer
 // (summaryFixed); no summary is made on its word.
-func (svc *Service) mayBeDue(model string) int {
-	n := svc.fixed(model)
+func (svc *Service) mayBeDue(s *sessions.Session) int {
+	n := svc.fixed(s)
 	if svc.Memory != nil {
 		n += longterm.DefaultSettings().BlockTokens + systemMessageTokens
 	}
@@ -125,8 +125,8 @@ func (svc *Service) mayBeDue(model string) int {
 // as a summary is planned against: the system prompt and the memory block
 // as it stands (one read; nothing when memory is off or empty), as GET
 // …/context counts it.
-func (svc *Service) summaryFixed(ctx context.Context, userID, model string) (int, error) {
-	n := svc.fixed(model)
+func (svc *Service) summaryFixed(ctx context.Context, userID string, fixed int) (int, error) {
+	n := fixed
 	if svc.Memory == nil {
 		return n, nil
 	}
@@ -152,7 +152,7 @@ func (svc *Service) AfterAppend(ctx context.Context, a *Appended) {
 	defer cancel()
 	ctx, meter := WithMeter(ctx)
 	defer func() { svc.chargeAfter(ctx, a.UserID, a.SessionID, a.day(), meter.Tokens()) }()
-	fixed, err := svc.summaryFixed(ctx, a.UserID, a.model)
+	fixed, err := svc.summaryFixed(ctx, a.UserID, a.fixed)
 	if err != nil {
 		svc.logError(ctx, "reading the memory block for a summary after an append failed", a.SessionID, err)
 		return

@@ -7,8 +7,19 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// fixed returns the tokens of the system prompt for model, counted once.
-func (svc *Service) fixed(model string) int {
+// fixed returns the tokens a request of session s holds besides its
+// history and memory: the operator's system prompt (counted once a model)
+// and the session's instructions.
+func (svc *Service) fixed(s *sessions.Session) int {
+	n := svc.systemPrompt(s.Model)
+	if s.Instructions != "" {
+		n += svc.History.Tokens.Count(s.Model, &history.Message{Role: history.RoleSystem, Content: s.Instructions})
+	}
+	return n
+}
+
+// systemPrompt returns the tokens of the system prompt for model, counted once.
+func (svc *Service) systemPrompt(model string) int {
 	if svc.SystemPrompt == "" {
 		return 0
 	}
@@ -40,7 +51,7 @@ func blockOf(m MemoryBlock) memoryBlock {
 // build chooses the session's context from its tail: no reads, no
 // tokenizing of stored messages.
 func (svc *Service) build(s *sessions.Session, t *history.Tail, mem memoryBlock) (*history.Context, error) {
-	return history.Build(s, t, svc.History.BudgetFor(s), svc.fixed(s.Model)+mem.tokens)
+	return history.Build(s, t, svc.History.BudgetFor(s), svc.fixed(s)+mem.tokens)
 }
 
 // request is what the model is sent for a built context: the system prompt,
@@ -51,7 +62,7 @@ func (svc *Service) request(s *sessions.Session, c *history.Context, mem memoryB
 	if c.Compaction != nil {
 		msgs = append([]history.Message{history.SummaryMessage(c.Compaction)}, msgs...)
 	}
-	return Request{Model: s.Model, System: svc.SystemPrompt, Memory: mem.text, Messages: msgs}
+	return Request{Model: s.Model, System: svc.SystemPrompt, Instructions: s.Instructions, Memory: mem.text, Messages: msgs}
 }
 
 // Preview is what the next turn of a session would send the model.
@@ -94,7 +105,7 @@ func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Pre
 	p := &Preview{Context: c, Request: svc.request(st.Session, c, mem), Version: st.ContextVersion}
 	// The summary is planned against the block as it stands, as the
 	// server plans its own after an append (summaryFixed).
-	if plan, due := history.PlanCompaction(st.Session, st.Tail, svc.History.BudgetFor(st.Session), svc.fixed(st.Session.Model)+mem.tokens); due {
+	if plan, due := history.PlanCompaction(st.Session, st.Tail, svc.History.BudgetFor(st.Session), svc.fixed(st.Session)+mem.tokens); due {
 		p.CompactionDue = &plan
 	}
 	return p, nil

@@ -25,10 +25,13 @@ type Model interface {
 
 // Request is what the model is asked.
 type Request struct {
-	Model    string
-	System   string
-	Memory   string // the user's long-term memory block, sent as a second system message
-	Messages []history.Message
+	Model  string
+	System string // the operator's prompt: always the first system message
+	// Instructions are the session's own, sent after the operator's
+	// prompt as a system message of their own.
+	Instructions string
+	Memory       string // the user's long-term memory block, sent as a system message after them
+	Messages     []history.Message
 }
 
 // Reply is the model's answer.

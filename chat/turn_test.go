@@ -192,3 +192,35 @@ func TestTurnStreamsAndStops(t *testing.T) {
 		t.Errorf("stopping a reply no longer in progress: %v", err)
 	}
 }
+
+// TestInstructions: a session's instructions reach the model after the
+// operator's prompt, and count in the context budget, so the history gives
+// way to them.
+func TestInstructions(t *testing.T) {
+	w := newWorld(t, chat.Limits{})
+	long := strings.Repeat("Always answer with care. ", 40) // about 200 tokens
+	s, err := w.svc.Sessions.Create(context.Background(), "alice", sessions.CreateInput{Instructions: long,
+		Context: sessions.ContextSettings{Strategy: sessions.StrategyTokenBuffer, BudgetTokens: 400}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	plain, err := w.svc.Sessions.Create(context.Background(), "alice", sessions.CreateInput{
+		Context: sessions.ContextSettings{Strategy: sessions.StrategyTokenBuffer, BudgetTokens: 400}})
+	if err != nil {
+		t.Fatal(err)
+	}
+	var sent [2]int
+	for i, id := range []string{s.ID, plain.ID} {
+		for n := range 8 {
+			w.turn(t, chat.TurnRequest{SessionID: id, Message: fmt.Sprint(n, " ", strings.Repeat("word ", 20))})
+		}
+		req := w.model.last()
+		sent[i] = len(req.Messages)
+		if want := []string{"", strings.TrimSpace(long)}[1-i]; req.Instructions != want || req.System != "You are a test assistant." {
+			t.Errorf("session %d sent instructions %q", i, req.Instructions)
+		}
+	}
+	if sent[0] >= sent[1] {
+		t.Errorf("with instructions %d messages fit, without %d: the instructions were not counted", sent[0], sent[1])
+	}
+}

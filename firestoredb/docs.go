@@ -52,6 +52,7 @@ type sessionDoc struct {
 	Usage                sessions.Usage           `firestore:"usage"`
 	Feedback             sessions.FeedbackCounts  `firestore:"feedback"`
 	NoLearning           bool                     `firestore:"noLearning"`
+	Instructions         string                   `firestore:"instructions,omitempty"`
 	LearnFrom            int                      `firestore:"learnFrom"`
 	PendingToolCalls     []string                 `firestore:"pendingToolCalls"`
 	// Branches is the session's tree: a fork is two small numbers, and
@@ -76,7 +77,7 @@ func toSessionDoc(s *sessions.Session) *sessionDoc {
 		NextSeq: s.NextSeq, RetentionDays: s.RetentionDays, Summary: s.Summary,
 		SummaryUpdatedAt: s.SummaryUpdatedAt, PendingToolCalls: s.PendingToolCalls,
 		Metadata: s.Metadata, Context: s.Context, Usage: s.Usage, Feedback: s.Feedback,
-		NoLearning: s.NoLearning, LearnFrom: s.LearnFrom, Branches: s.Branches, Answering: s.Answering,
+		NoLearning: s.NoLearning, Instructions: s.Instructions, LearnFrom: s.LearnFrom, Branches: s.Branches, Answering: s.Answering,
 		MessageRetentionDays: s.MessageRetentionDays, HistoryFrom: s.HistoryFrom,
 		HistoryStartAt: orNull(s.HistoryStartAt), HistoryExpiresAt: orNull(s.HistoryExpiresAt()),
 	}
@@ -111,7 +112,7 @@ func decodeSessionDoc(snap *firestore.DocumentSnapshot) (*sessions.Session, *ses
 		RetentionDays: d.RetentionDays, Summary: d.Summary, SummaryUpdatedAt: utc(d.SummaryUpdatedAt),
 		PendingToolCalls: d.PendingToolCalls,
 		Metadata:         d.Metadata, Context: d.Context, Usage: d.Usage, Feedback: d.Feedback,
-		NoLearning: d.NoLearning, LearnFrom: d.LearnFrom, Branches: d.Branches, Answering: answeringUTC(d.Answering),
+		NoLearning: d.NoLearning, Instructions: d.Instructions, LearnFrom: d.LearnFrom, Branches: d.Branches, Answering: answeringUTC(d.Answering),
 		MessageRetentionDays: d.MessageRetentionDays, HistoryFrom: d.HistoryFrom,
 	}
 	if d.HistoryStartAt != nil {

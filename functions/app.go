@@ -103,6 +103,7 @@ func NewApp(cfg Config, d Deps) *App {
 	ss.DefaultContext = cfg.DefaultContext()
 	ss.ContextWindow = history.ContextWindow
 	ss.Policy = cfg.Policy()
+	ss.MaxInstructionsChars = cfg.InstructionsChars
 	hs := history.NewService(d.Store, d.Tokens)
 	hs.Policy, hs.Now = cfg.Policy(), d.Now
 	hs.MaxMessages = cfg.MaxSessionMessages

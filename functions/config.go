@@ -29,6 +29,7 @@ type Config struct {
 	OpenAIBaseURL       string // OPENAI_BASE_URL
 	ChatModel           string // CHAT_MODEL
 	SystemPrompt        string // SYSTEM_PROMPT
+	InstructionsChars   int    // SESSION_INSTRUCTIONS_MAX_CHARS: a session's own instructions at most; 0: none
 	AllowedOrigins      []string
 	MaxBodyBytes        int64
 	MaxSessionMessages  int
@@ -135,6 +136,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		OpenAIBaseURL:      str("OPENAI_BASE_URL", ""),
 		ChatModel:          str("CHAT_MODEL", DefaultChatModel),
 		SystemPrompt:       str("SYSTEM_PROMPT", DefaultSystemPrompt),
+		InstructionsChars:  num("SESSION_INSTRUCTIONS_MAX_CHARS", sessions.DefaultMaxInstructionsChars, 0, 100_000),
 		MaxBodyBytes:       int64(num("MAX_BODY_BYTES", DefaultMaxBodyBytes, 1024, 32<<20)),
 		MaxSessionMessages: num("MAX_SESSION_MESSAGES", DefaultMaxSessionMessages, 0, many),
 		TurnsPerMinute:     num("RATE_TURNS_PER_MINUTE", DefaultTurnsPerMinute, 0, chat.MaxTurnsPerMinute),

@@ -149,12 +149,16 @@ func serviceError(err error) error {
 	return se
 }
 
-// Messages converts a request to OpenAI's chat format: the system prompt
-// first, the memory block, then the history with its tool calls and results.
+// Messages converts a request to OpenAI's chat format: the operator's
+// system prompt first, the session's instructions, the memory block, then
+// the history with its tool calls and results.
 func Messages(req chat.Request) []openai.ChatCompletionMessage {
 	out := make([]openai.ChatCompletionMessage, 0, len(req.Messages)+2)
 	if req.System != "" {
 		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.System})
+	}
+	if req.Instructions != "" {
+		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.Instructions})
 	}
 	if req.Memory != "" {
 		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.Memory})

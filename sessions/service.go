@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chatmemory/backend/kernel/clock"
 	"github.com/chatmemory/backend/kernel/errs"
@@ -66,7 +67,14 @@ type Service struct {
 	// ContextWindow returns a model's context window in tokens, which
 	// bounds a session's budget; nil bounds it by MaxBudgetTokens only.
 	ContextWindow func(model string) int
+	// MaxInstructionsChars bounds a session's instructions; 0: a session
+	// may have none.
+	MaxInstructionsChars int
 }
+
+// DefaultMaxInstructionsChars is how long a session's instructions may be
+// unless the operator says otherwise.
+const DefaultMaxInstructionsChars = 4000
 
 // checkContext validates context settings for a session of model.
 func (svc *Service) checkContext(m ContextSettings, model string) error {
@@ -80,7 +88,7 @@ func (svc *Service) checkContext(m ContextSettings, model string) error {
 
 // NewService returns a service with the default policy and the system clock.
 func NewService(repo Repo, defaultModel string) *Service {
-	return &Service{Repo: repo, Policy: DefaultPolicy(), Now: time.Now, DefaultModel: defaultModel}
+	return &Service{Repo: repo, Policy: DefaultPolicy(), Now: time.Now, DefaultModel: defaultModel, MaxInstructionsChars: DefaultMaxInstructionsChars}
 }
 
 func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }
@@ -95,6 +103,9 @@ type CreateInput struct {
 	MessageRetentionDays int             `json:"messageRetentionDays,omitempty"`
 	Context              ContextSettings `json:"memory"`
 	NoLearning           bool            `json:"noLearning,omitempty"`
+	// Instructions are the session's own system message (see
+	// Session.Instructions), at most the service's MaxInstructionsChars.
+	Instructions string `json:"instructions,omitempty"`
 	// Model is the chat model the session's tokens are counted for; empty
 	// means the service default. Not settable by API callers.
 	Model string `json:"-"`
@@ -146,6 +157,10 @@ func (svc *Service) New(userID string, in CreateInput) (*Session, error) {
 	if err := CheckMessageRetentionDays(in.MessageRetentionDays); err != nil {
 		return nil, err
 	}
+	instructions, err := svc.checkInstructions(in.Instructions)
+	if err != nil {
+		return nil, err
+	}
 	id := in.ID
 	if id == "" {
 		id = ids.New()
@@ -168,6 +183,7 @@ func (svc *Service) New(userID string, in CreateInput) (*Session, error) {
 		Metadata:             in.Metadata.Clone(),
 		Context:              in.Context.withDefaults(svc.DefaultContext),
 		NoLearning:           in.NoLearning,
+		Instructions:         instructions,
 	}
 	if title == "" {
 		s.Title, s.TitleSource = DefaultTitle, TitleDefault
@@ -279,12 +295,31 @@ type Update struct {
 	// MessageRetentionDays sets the session's own message retention; 0
 	// removes it.
 	MessageRetentionDays *int `json:"messageRetentionDays,omitempty"`
+	// Instructions replace the session's instructions; "" removes them.
+	// They apply from the next turn.
+	Instructions *string `json:"instructions,omitempty"`
 }
 
 // UnmarshalJSON rejects any field Update does not have.
 func (u *Update) UnmarshalJSON(data []byte) error {
 	type plain Update // without this method
 	return strictjson.Decode(data, (*plain)(u))
+}
+
+// checkInstructions returns a session's instructions as stored (trimmed),
+// or why they are refused: longer than MaxInstructionsChars, or any at
+// all when that is 0 (the operator turned them off).
+func (svc *Service) checkInstructions(text string) (string, error) {
+	text = strings.TrimSpace(text)
+	switch n := utf8.RuneCountInString(text); {
+	case n == 0:
+		return "", nil
+	case svc.MaxInstructionsChars == 0:
+		return "", errs.Errorf(errs.EINVALID, "instructions: this server takes none (SESSION_INSTRUCTIONS_MAX_CHARS=0)")
+	case n > svc.MaxInstructionsChars:
+		return "", errs.Errorf(errs.EINVALID, "instructions: at most %d characters, not %d", svc.MaxInstructionsChars, n)
+	}
+	return text, nil
 }
 
 // Update changes the title and/or replaces the metadata of the caller's session.
@@ -295,8 +330,15 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
-	if upd.Title == nil && upd.Metadata == nil && upd.Context == nil && upd.NoLearning == nil && upd.MessageRetentionDays == nil {
-		return nil, errs.Errorf(errs.EINVALID, "nothing to update: give title, metadata, memory, noLearning and/or messageRetentionDays")
+	if upd.Title == nil && upd.Metadata == nil && upd.Context == nil && upd.NoLearning == nil && upd.MessageRetentionDays == nil && upd.Instructions == nil {
+		return nil, errs.Errorf(errs.EINVALID, "nothing to update: give title, metadata, memory, noLearning, messageRetentionDays and/or instructions")
+	}
+	var instructions string
+	if upd.Instructions != nil {
+		var err error
+		if instructions, err = svc.checkInstructions(*upd.Instructions); err != nil {
+			return nil, err
+		}
 	}
 	if upd.MessageRetentionDays != nil {
 		if err := CheckMessageRetentionDays(*upd.MessageRetentionDays); err != nil {
@@ -335,6 +377,9 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 		}
 		if upd.Title != nil {
 			s.Title, s.TitleSource = title, TitleUser
+		}
+		if upd.Instructions != nil {
+			s.Instructions = instructions
 		}
 		if upd.Metadata != nil {
 			s.Metadata = upd.Metadata.Clone()

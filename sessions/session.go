@@ -105,6 +105,10 @@ type Session struct {
 	// NoLearning marks a session nothing may be learned from for the
 	// user's long-term memory.
 	NoLearning bool `json:"noLearning,omitempty"`
+	// Instructions are the session's own system message to the model,
+	// sent after the operator's prompt (which always comes first and
+	// which a session cannot remove); "" for none.
+	Instructions string `json:"instructions,omitempty"`
 	// LearnFrom is the first seq long-term memory has not yet learned from.
 	LearnFrom int `json:"-"`
 	// PendingToolCalls are the ids of tool calls made by the last stored

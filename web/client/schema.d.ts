@@ -108,7 +108,7 @@ export interface paths {
         delete: operations["deleteSession"];
         options?: never;
         head?: never;
-        /** Change title, metadata, context settings, learning and/or message retention (any other field is refused) */
+        /** Change title, metadata, context settings, learning, message retention and/or instructions (any other field is refused) */
         patch: operations["updateSession"];
         trace?: never;
     };
@@ -671,6 +671,8 @@ export interface components {
             memory?: components["schemas"]["ContextSettings"];
             /** @description nothing is learned from this session for long-term memory */
             noLearning?: boolean;
+            /** @description the session's own system message to the model, sent after the operator's SYSTEM_PROMPT (which always comes first); at most SESSION_INSTRUCTIONS_MAX_CHARS characters (default 4,000; 0: the server takes none, and any is 400); trimmed; counted in the context budget; applies from the next turn */
+            instructions?: string;
         };
         /** @description What the session's model sees of its history (the session's `memory` field: the name predates long-term memory and is kept for compatibility) */
         ContextSettings: {
@@ -745,6 +747,8 @@ export interface components {
             /** @enum {string} */
             titleSource: "user" | "generated" | "default";
             model: string;
+            /** @description the session's own system message (absent: none) */
+            instructions?: string;
             /** @enum {string} */
             status: "active" | "archived" | "deleted";
             /** Format: date-time */
@@ -1122,6 +1126,8 @@ export interface operations {
                     metadata?: components["schemas"]["Metadata"];
                     memory?: components["schemas"]["ContextSettings"];
                     noLearning?: boolean;
+                    /** @description replaces the session's own system message to the model, sent after the operator's SYSTEM_PROMPT (which always comes first); at most SESSION_INSTRUCTIONS_MAX_CHARS characters (default 4,000; 0: the server takes none, and any is 400); trimmed; counted in the context budget; applies from the next turn; "" removes them */
+                    instructions?: string;
                     /** @description deletes the session's messages once they are this many days old (the service's RETENTION_MESSAGE_DAYS still applies if shorter); 0 removes the session's own period */
                     messageRetentionDays?: number;
                 };
