@@ -54,8 +54,10 @@ type App struct {
 	Store          Store
 	Log            *slog.Logger
 	AllowedOrigins []string
-	MaxBodyBytes   int64
-	ReadTimeout    time.Duration // for a request's body; 0: none
+	// Models are what sessions may choose, the default first.
+	Models       []ChatModel
+	MaxBodyBytes int64
+	ReadTimeout  time.Duration // for a request's body; 0: none
 
 	closers  []func() error
 	handler  http.Handler
@@ -101,13 +103,17 @@ func NewApp(cfg Config, d Deps) *App {
 	ss := sessions.NewService(d.Store, cfg.ChatModel)
 	ss.Now = d.Now
 	ss.DefaultContext = cfg.DefaultContext()
-	ss.ContextWindow = history.ContextWindow
+	ss.ContextWindow = cfg.windowOf
+	for _, m := range cfg.ChatModels {
+		ss.Models = append(ss.Models, m.Name)
+	}
 	ss.Policy = cfg.Policy()
 	ss.MaxInstructionsChars = cfg.InstructionsChars
 	hs := history.NewService(d.Store, d.Tokens)
 	hs.Policy, hs.Now = cfg.Policy(), d.Now
 	hs.MaxMessages = cfg.MaxSessionMessages
 	hs.DefaultBudget = cfg.ContextBudget
+	hs.Window = cfg.windowOf
 	// Work the model does besides replies is charged to the user too.
 	background := chat.Metered(d.Model, d.Tokens)
 	hs.Summarizer = llm.Summarizer{Model: background}
@@ -150,7 +156,7 @@ func NewApp(cfg Config, d Deps) *App {
 	}
 	a := &App{
 		Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Sweeper: sw, Privacy: pv, Auth: d.Auth, Store: d.Store, Log: d.Log,
-		AllowedOrigins: cfg.AllowedOrigins, MaxBodyBytes: cfg.MaxBodyBytes, ReadTimeout: cfg.ReadTimeout, metrics: mx,
+		AllowedOrigins: cfg.AllowedOrigins, Models: cfg.models(), MaxBodyBytes: cfg.MaxBodyBytes, ReadTimeout: cfg.ReadTimeout, metrics: mx,
 		rollUps: cfg.LongTermMemory,
 	}
 	if d.Directory != nil {

@@ -54,6 +54,7 @@ var callables = map[string]callableOp{
 	"stopReply":        {handler: (*App).stopReply, method: "POST", path: map[string]string{"sessionId": "id", "replyId": "replyId"}, body: "-"},
 	"search":           {handler: (*App).search, method: "GET", query: []string{"q", "sessionId", "limit"}, body: "-"},
 	"usage":            {handler: (*App).usage, method: "GET", body: "-"},
+	"listModels":       {handler: (*App).listModels, method: "GET", body: "-"},
 	"recordCompaction": {handler: (*App).recordCompaction, method: "POST", path: map[string]string{"sessionId": "id"}},
 	"setFeedback":      {handler: (*App).setFeedback, method: "PUT", path: map[string]string{"sessionId": "id", "messageId": "messageId"}},
 	"deleteFeedback":   {handler: (*App).deleteFeedback, method: "DELETE", path: map[string]string{"sessionId": "id", "messageId": "messageId"}, body: "-"},

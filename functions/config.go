@@ -9,6 +9,7 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/ids"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/longterm"
@@ -19,17 +20,18 @@ import (
 // Config is everything the backend reads from its environment, parsed once
 // at start-up. See README.md for each variable and its default.
 type Config struct {
-	Backend             string // STORAGE_BACKEND: firestore (default) or inprocess ("memory", its former name, is read as inprocess)
-	ProjectID           string // GOOGLE_CLOUD_PROJECT (or GCLOUD_PROJECT)
-	FirestoreEmulator   string // FIRESTORE_EMULATOR_HOST
-	AuthEmulator        string // FIREBASE_AUTH_EMULATOR_HOST
-	OnGoogleCloud       bool   // K_SERVICE or FUNCTION_TARGET set, or GOOGLE_APPLICATION_CREDENTIALS
-	OpenAIKey           string // OPENAI_API_KEY
-	IDSecret            string // ID_SECRET: the key ids derived from client keys are made under (Secret Manager in production)
-	OpenAIBaseURL       string // OPENAI_BASE_URL
-	ChatModel           string // CHAT_MODEL
-	SystemPrompt        string // SYSTEM_PROMPT
-	InstructionsChars   int    // SESSION_INSTRUCTIONS_MAX_CHARS: a session's own instructions at most; 0: none
+	Backend             string      // STORAGE_BACKEND: firestore (default) or inprocess ("memory", its former name, is read as inprocess)
+	ProjectID           string      // GOOGLE_CLOUD_PROJECT (or GCLOUD_PROJECT)
+	FirestoreEmulator   string      // FIRESTORE_EMULATOR_HOST
+	AuthEmulator        string      // FIREBASE_AUTH_EMULATOR_HOST
+	OnGoogleCloud       bool        // K_SERVICE or FUNCTION_TARGET set, or GOOGLE_APPLICATION_CREDENTIALS
+	OpenAIKey           string      // OPENAI_API_KEY
+	IDSecret            string      // ID_SECRET: the key ids derived from client keys are made under (Secret Manager in production)
+	OpenAIBaseURL       string      // OPENAI_BASE_URL
+	ChatModel           string      // CHAT_MODEL
+	ChatModels          []ChatModel // CHAT_MODELS: the models sessions may choose, CHAT_MODEL first
+	SystemPrompt        string      // SYSTEM_PROMPT
+	InstructionsChars   int         // SESSION_INSTRUCTIONS_MAX_CHARS: a session's own instructions at most; 0: none
 	AllowedOrigins      []string
 	MaxBodyBytes        int64
 	MaxSessionMessages  int
@@ -65,6 +67,44 @@ type Config struct {
 
 // MinIDSecret is the fewest characters ID_SECRET may have.
 const MinIDSecret = ids.MinSecretLen
+
+// ChatModel is a model sessions may choose, with its context window in
+// tokens.
+type ChatModel struct {
+	Name          string `json:"name"`
+	ContextWindow int    `json:"contextWindow"`
+}
+
+// parseModels reads CHAT_MODELS: "name[:window],…"; a model without a
+// window has the one known for its name. The default model is always
+// offered, first.
+func parseModels(v, def string) ([]ChatModel, error) {
+	out := []ChatModel{{Name: def, ContextWindow: history.ContextWindow(def)}}
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, window, hasWindow := strings.Cut(item, ":")
+		m := ChatModel{Name: strings.TrimSpace(name), ContextWindow: history.ContextWindow(name)}
+		if hasWindow {
+			n, err := strconv.Atoi(strings.TrimSpace(window))
+			if err != nil || n < 1000 || n > 10_000_000 {
+				return nil, fmt.Errorf("CHAT_MODELS: %q: the context window must be a whole number of tokens from 1000 to 10000000", item)
+			}
+			m.ContextWindow = n
+		}
+		if m.Name == "" || strings.ContainsAny(m.Name, " \t") {
+			return nil, fmt.Errorf("CHAT_MODELS: %q is not a model name", item)
+		}
+		if m.Name == def {
+			out[0] = m
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, nil
+}
 
 // Defaults.
 const (
@@ -213,6 +253,11 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 	default:
 		bad("STORAGE_BACKEND must be firestore or inprocess, not %q", c.Backend)
 	}
+	if models, err := parseModels(getenv("CHAT_MODELS"), c.ChatModel); err != nil {
+		bad("%s", err.Error())
+	} else {
+		c.ChatModels = models
+	}
 	if c.ProjectID == "" {
 		bad("GOOGLE_CLOUD_PROJECT is not set: it names the Firebase project whose ID tokens are accepted")
 	}
@@ -270,6 +315,26 @@ func emulatorRisks(getenv func(string) string, c Config) []string {
 	}
 	sort.Strings(risks)
 	return risks
+}
+
+// models are the models sessions may choose: CHAT_MODELS, or the
+// default alone.
+func (c Config) models() []ChatModel {
+	if len(c.ChatModels) > 0 {
+		return c.ChatModels
+	}
+	return []ChatModel{{Name: c.ChatModel, ContextWindow: history.ContextWindow(c.ChatModel)}}
+}
+
+// windowOf is model's context window: as CHAT_MODELS says, else the one
+// known for its name.
+func (c Config) windowOf(model string) int {
+	for _, m := range c.ChatModels {
+		if m.Name == model {
+			return m.ContextWindow
+		}
+	}
+	return history.ContextWindow(model)
 }
 
 // Policy is the retention policy; a period left at zero keeps its default.

@@ -58,6 +58,7 @@ func (a *App) Handler() http.Handler {
 	authed("POST /sessions/{id}/branch", a.switchBranch)
 	authed("GET /search", a.search)
 	authed("GET /usage", a.usage)
+	authed("GET /models", a.listModels)
 	authed("POST /sessions/{id}/compactions", a.recordCompaction)
 	authed("PUT /sessions/{id}/messages/{messageId}/feedback", a.setFeedback)
 	authed("DELETE /sessions/{id}/messages/{messageId}/feedback", a.deleteFeedback)

@@ -112,6 +112,7 @@ func TestHTTPFuzz(t *testing.T) {
 		{"GET", "/healthz", nil},
 		{"GET", "/search", nil},
 		{"GET", "/usage", nil},
+		{"GET", "/models", nil},
 		{"PUT", "/sessions/{id}/messages/{id}/feedback", map[string]any{"rating": "up", "comment": "good"}},
 		{"DELETE", "/sessions/{id}/messages/{id}/feedback", nil},
 		{"POST", "/sessions/{id}/compactions", map[string]any{"fromSeq": 0, "toSeq": 1, "summary": "s"}},

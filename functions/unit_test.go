@@ -68,6 +68,13 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
+	if len(c.ChatModels) != 1 || c.ChatModels[0].Name != DefaultChatModel || c.ChatModels[0].ContextWindow != 128_000 {
+		t.Errorf("models by default: %+v", c.ChatModels)
+	}
+	if m, err := ConfigFromEnv(env(append(local, "CHAT_MODELS", "gpt-4.1:1047576, tiny:8000,"+DefaultChatModel+":64000")...)); err != nil ||
+		len(m.ChatModels) != 3 || m.ChatModels[0] != (ChatModel{DefaultChatModel, 64000}) || m.ChatModels[2] != (ChatModel{"tiny", 8000}) {
+		t.Errorf("CHAT_MODELS: %+v %v", m.ChatModels, err)
+	}
 	if c.Backend != "firestore" || c.ChatModel != DefaultChatModel || c.TurnsPerMinute != DefaultTurnsPerMinute || !c.OfflineModel() || c.ModelTimeout != DefaultModelTimeout {
 		t.Errorf("defaults: %+v", c)
 	}
@@ -112,6 +119,9 @@ func TestConfigFromEnv(t *testing.T) {
 		"FirestoreEmuOnGCF":  {[]string{"GOOGLE_CLOUD_PROJECT", "p", "FUNCTION_TARGET", "api", "FIRESTORE_EMULATOR_HOST", "h:1"}, "FIRESTORE_EMULATOR_HOST is set while FUNCTION_TARGET"},
 		"AuthEmuRealProject": {[]string{"GOOGLE_CLOUD_PROJECT", "my-prod", "STORAGE_BACKEND", "inprocess", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, `GOOGLE_CLOUD_PROJECT="my-prod"`},
 		"CredentialsWithEmu": {append(local, "GOOGLE_APPLICATION_CREDENTIALS", "/k.json"), ""},
+		"Models":             {append(local, "CHAT_MODELS", "gpt-4.1:1047576, tiny:8000"), ""},
+		"ModelBadWindow":     {append(local, "CHAT_MODELS", "tiny:lots"), "CHAT_MODELS"},
+		"ModelTinyWindow":    {append(local, "CHAT_MODELS", "tiny:10"), "CHAT_MODELS"},
 	} {
 		t.Run(name, func(t *testing.T) {
 			_, err := ConfigFromEnv(env(tc.env...))

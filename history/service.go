@@ -81,12 +81,18 @@ type Service struct {
 	DefaultBudget int
 	// Summarizer folds old messages into a session's summary.
 	Summarizer Summarizer
+	// Window returns a model's context window in tokens; nil:
+	// ContextWindow, the known models'.
+	Window func(model string) int
 }
 
 // BudgetFor returns the context budget of s in tokens, never more than
 // the context window of its model.
 func (svc *Service) BudgetFor(s *sessions.Session) int {
 	window := ContextWindow(s.Model)
+	if svc.Window != nil {
+		window = svc.Window(s.Model)
+	}
 	switch {
 	case s.Context.BudgetTokens > 0:
 		return min(s.Context.BudgetTokens, window)

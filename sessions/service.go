@@ -2,6 +2,7 @@ package sessions
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -70,6 +71,25 @@ type Service struct {
 	// MaxInstructionsChars bounds a session's instructions; 0: a session
 	// may have none.
 	MaxInstructionsChars int
+	// Models are the chat models a session may choose (DefaultModel among
+	// them); nil: DefaultModel only.
+	Models []string
+}
+
+// checkModel returns the model a session asks for (the default for ""),
+// or why it may not have it, naming the ones it may.
+func (svc *Service) checkModel(model string) (string, error) {
+	switch {
+	case model == "":
+		return svc.DefaultModel, nil
+	case model == svc.DefaultModel || slices.Contains(svc.Models, model):
+		return model, nil
+	}
+	allowed := svc.Models
+	if len(allowed) == 0 {
+		allowed = []string{svc.DefaultModel}
+	}
+	return "", errs.Errorf(errs.EINVALID, "model: %q is not offered here; choose one of %s", model, strings.Join(allowed, ", "))
 }
 
 // DefaultMaxInstructionsChars is how long a session's instructions may be
@@ -106,9 +126,10 @@ type CreateInput struct {
 	// Instructions are the session's own system message (see
 	// Session.Instructions), at most the service's MaxInstructionsChars.
 	Instructions string `json:"instructions,omitempty"`
-	// Model is the chat model the session's tokens are counted for; empty
-	// means the service default. Not settable by API callers.
-	Model string `json:"-"`
+	// Model is the chat model of the session, one of the service's Models;
+	// empty means the service default. The context budget, token counts
+	// and summaries follow it.
+	Model string `json:"model,omitempty"`
 	// ID, when set, is the new session's id (so that a retried request
 	// creates the same session); empty means a random id.
 	ID string `json:"-"`
@@ -145,9 +166,11 @@ func (svc *Service) New(userID string, in CreateInput) (*Session, error) {
 	if err := in.Metadata.Validate(); err != nil {
 		return nil, err
 	}
-	if in.Model == "" {
-		in.Model = svc.DefaultModel
+	model, err := svc.checkModel(in.Model)
+	if err != nil {
+		return nil, err
 	}
+	in.Model = model
 	if err := svc.checkContext(in.Context, in.Model); err != nil {
 		return nil, err
 	}
@@ -298,6 +321,9 @@ type Update struct {
 	// Instructions replace the session's instructions; "" removes them.
 	// They apply from the next turn.
 	Instructions *string `json:"instructions,omitempty"`
+	// Model changes the session's model (one of the service's Models)
+	// from the next turn.
+	Model *string `json:"model,omitempty"`
 }
 
 // UnmarshalJSON rejects any field Update does not have.
@@ -330,8 +356,15 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
-	if upd.Title == nil && upd.Metadata == nil && upd.Context == nil && upd.NoLearning == nil && upd.MessageRetentionDays == nil && upd.Instructions == nil {
-		return nil, errs.Errorf(errs.EINVALID, "nothing to update: give title, metadata, memory, noLearning, messageRetentionDays and/or instructions")
+	if upd.Title == nil && upd.Metadata == nil && upd.Context == nil && upd.NoLearning == nil && upd.MessageRetentionDays == nil && upd.Instructions == nil && upd.Model == nil {
+		return nil, errs.Errorf(errs.EINVALID, "nothing to update: give title, metadata, memory, noLearning, messageRetentionDays, instructions and/or model")
+	}
+	var model string
+	if upd.Model != nil {
+		var err error
+		if model, err = svc.checkModel(*upd.Model); err != nil {
+			return nil, err
+		}
 	}
 	var instructions string
 	if upd.Instructions != nil {
@@ -370,8 +403,15 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 		if err := s.CheckOwner(userID); err != nil {
 			return err
 		}
-		if upd.Context != nil {
-			if err := svc.checkContext(*upd.Context, s.Model); err != nil {
+		if upd.Model != nil {
+			s.Model = model
+		}
+		if upd.Context != nil || upd.Model != nil {
+			ctx := s.Context
+			if upd.Context != nil {
+				ctx = *upd.Context
+			}
+			if err := svc.checkContext(ctx, s.Model); err != nil {
 				return err
 			}
 		}

@@ -108,7 +108,7 @@ export interface paths {
         delete: operations["deleteSession"];
         options?: never;
         head?: never;
-        /** Change title, metadata, context settings, learning, message retention and/or instructions (any other field is refused) */
+        /** Change title, metadata, context settings, learning, message retention, instructions and/or model (any other field is refused) */
         patch: operations["updateSession"];
         trace?: never;
     };
@@ -402,6 +402,28 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/models": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The chat models a session may choose
+         * @description What the operator offers (CHAT_MODELS; CHAT_MODEL alone by default),
+         *     each with its context window in tokens, the default first. A session
+         *     chooses one with `model` at creation or with PATCH.
+         */
+        get: operations["listModels"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/callable/{name}": {
         parameters: {
             query?: never;
@@ -671,6 +693,8 @@ export interface components {
             memory?: components["schemas"]["ContextSettings"];
             /** @description nothing is learned from this session for long-term memory */
             noLearning?: boolean;
+            /** @description the session's chat model, one of GET /models (default: the first); its context window bounds the budget; any other is 400 naming the offered ones */
+            model?: string;
             /** @description the session's own system message to the model, sent after the operator's SYSTEM_PROMPT (which always comes first); at most SESSION_INSTRUCTIONS_MAX_CHARS characters (default 4,000; 0: the server takes none, and any is 400); trimmed; counted in the context budget; applies from the next turn */
             instructions?: string;
         };
@@ -1126,6 +1150,8 @@ export interface operations {
                     metadata?: components["schemas"]["Metadata"];
                     memory?: components["schemas"]["ContextSettings"];
                     noLearning?: boolean;
+                    /** @description the session's chat model from the next turn, one of GET /models (default: the first); its context window bounds the budget; any other is 400 naming the offered ones */
+                    model?: string;
                     /** @description replaces the session's own system message to the model, sent after the operator's SYSTEM_PROMPT (which always comes first); at most SESSION_INSTRUCTIONS_MAX_CHARS characters (default 4,000; 0: the server takes none, and any is 400); trimmed; counted in the context budget; applies from the next turn; "" removes them */
                     instructions?: string;
                     /** @description deletes the session's messages once they are this many days old (the service's RETENTION_MESSAGE_DAYS still applies if shorter); 0 removes the session's own period */
@@ -1560,6 +1586,34 @@ export interface operations {
                         turns: components["schemas"]["Gauge"];
                         messages: components["schemas"]["Gauge"];
                         searches: components["schemas"]["Gauge"];
+                    };
+                };
+            };
+            401: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listModels: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The models */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        default: string;
+                        models: {
+                            name: string;
+                            contextWindow: number;
+                        }[];
                     };
                 };
             };
