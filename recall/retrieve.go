@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"cmp"
 	"context"
 	"slices"
 	"sync"
@@ -131,20 +132,17 @@ func byWords(lex LexicalHits, terms []string, c Corpus) []Hit {
 			out = append(out, scored{h, s})
 		}
 	}
-	slices.SortStableFunc(out, func(a, b scored) int {
-		switch {
-		case a.s > b.s:
-			return -1
-		case a.s < b.s:
-			return 1
-		}
-		return 0
-	})
+	bestFirst(out, func(x scored) float64 { return x.s })
 	hits := make([]Hit, len(out))
 	for i, x := range out {
 		hits[i] = x.h
 	}
 	return hits
+}
+
+// bestFirst sorts xs by score, highest first, keeping the order of ties.
+func bestFirst[T any](xs []T, score func(T) float64) {
+	slices.SortStableFunc(xs, func(a, b T) int { return cmp.Compare(score(b), score(a)) })
 }
 
 // byMeaning is the meaning leg's hits that are near enough, nearest first.

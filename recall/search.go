@@ -2,7 +2,6 @@ package recall
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -114,15 +113,7 @@ func rank(found []fused, c Corpus, phrase string, quoted bool, limit int) []Resu
 			Snippet: snippet(m.Content, strings.ToLower(phrase)), Score: score, Exact: exact, Matched: f.matched(),
 			CreatedAt: m.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"), Status: s.Status})
 	}
-	slices.SortStableFunc(out, func(a, b Result) int {
-		switch {
-		case a.Score > b.Score:
-			return -1
-		case a.Score < b.Score:
-			return 1
-		}
-		return 0
-	})
+	bestFirst(out, func(r Result) float64 { return r.Score })
 	return out[:min(len(out), limit)]
 }
 
