@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"strings"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
@@ -95,22 +96,13 @@ func (b *Backfill) session(ctx context.Context, s *sessions.Session, rep *Backfi
 		}
 		after = &msgs[len(msgs)-1].Seq
 	}
-	questions := map[int]*history.Message{}
-	var pending [][2]history.Message
-	for i := range all {
-		r := &all[i]
-		if r.Role == history.RoleUser {
-			questions[r.Seq] = r
-		}
-		q := questions[r.ParentSeq]
-		if r.Role != history.RoleAssistant || len(r.ToolCalls) > 0 || r.Content == "" || q == nil {
-			continue // not a reply that makes an exchange
-		}
+	var pending []unitOf
+	for _, u := range unitsOf(all) {
 		rep.Exchanges++
-		if done[r.ID] == b.Embedder.Model() {
+		if done[u.id()] == b.Embedder.Model() {
 			rep.Skipped++
 		} else {
-			pending = append(pending, [2]history.Message{*q, *r})
+			pending = append(pending, u)
 		}
 	}
 	for len(pending) > 0 {
@@ -124,8 +116,68 @@ func (b *Backfill) session(ctx context.Context, s *sessions.Session, rep *Backfi
 	return nil
 }
 
-// embed embeds exchanges in one request and stores each.
-func (b *Backfill) embed(ctx context.Context, s *sessions.Session, xs [][2]history.Message, rep *BackfillReport) {
+// unitOf is a unit of search to store: a question and its reply, or one
+// message with no partner (the other nil).
+type unitOf struct{ q, r *history.Message }
+
+func (u unitOf) id() string {
+	if u.r != nil {
+		return u.r.ID
+	}
+	return u.q.ID
+}
+
+// texts are what u is embedded and weighed by.
+func (u unitOf) texts() []string {
+	var out []string
+	for _, m := range []*history.Message{u.q, u.r} {
+		if m != nil {
+			out = append(out, clip(m.Content, maxEmbedChars/2))
+		}
+	}
+	return out
+}
+
+// unitsOf are the units of search of a session's messages (every branch's:
+// a regenerated reply answers a question far back): each reply with text
+// and its question, and each other user or assistant message with text on
+// its own, as indexing after a turn or an append makes them.
+func unitsOf(all []history.Message) []unitOf {
+	text := func(m *history.Message) bool {
+		return (m.Role == history.RoleUser || m.Role == history.RoleAssistant) && len(m.ToolCalls) == 0 && strings.TrimSpace(m.Content) != ""
+	}
+	questions := map[int]*history.Message{}
+	answered := map[int]bool{}
+	var out []unitOf
+	for i := range all {
+		m := &all[i]
+		if m.Role == history.RoleUser {
+			questions[m.Seq] = m
+		}
+		if q := questions[m.ParentSeq]; m.Role == history.RoleAssistant && q != nil && text(m) && text(q) {
+			out = append(out, unitOf{q, m})
+			answered[q.Seq] = true
+		}
+	}
+	for i := range all {
+		m := &all[i]
+		if !text(m) || answered[m.Seq] {
+			continue
+		}
+		if m.Role == history.RoleAssistant && questions[m.ParentSeq] != nil && text(questions[m.ParentSeq]) {
+			continue // a reply in an exchange
+		}
+		if m.Role == history.RoleUser {
+			out = append(out, unitOf{q: m})
+		} else {
+			out = append(out, unitOf{r: m})
+		}
+	}
+	return out
+}
+
+// embed embeds units in one request and stores each.
+func (b *Backfill) embed(ctx context.Context, s *sessions.Session, xs []unitOf, rep *BackfillReport) {
 	if b.Wait != nil {
 		if err := b.Wait(ctx); err != nil {
 			rep.Failed += len(xs)
@@ -134,7 +186,7 @@ func (b *Backfill) embed(ctx context.Context, s *sessions.Session, xs [][2]histo
 	}
 	texts := make([]string, len(xs))
 	for i, x := range xs {
-		texts[i] = exchangeText(&x[0], &x[1])
+		texts[i] = strings.Join(x.texts(), "\n")
 	}
 	rep.Requests++
 	vs, err := b.Embedder.Embed(ctx, texts)
@@ -143,8 +195,14 @@ func (b *Backfill) embed(ctx context.Context, s *sessions.Session, xs [][2]histo
 		return
 	}
 	for i, x := range xs {
-		err := b.Store.SaveExchange(ctx, Exchange{UserID: s.UserID, SessionID: s.ID, Question: excerpt(&x[0]), Reply: excerpt(&x[1]),
-			Model: b.Embedder.Model(), Vector: vs[i], Bag: BagOf(clip(x[0].Content, maxEmbedChars/2), clip(x[1].Content, maxEmbedChars/2))})
+		e := Exchange{UserID: s.UserID, SessionID: s.ID, Model: b.Embedder.Model(), Vector: vs[i], Bag: BagOf(x.texts()...)}
+		if x.q != nil {
+			e.Question = excerpt(x.q)
+		}
+		if x.r != nil {
+			e.Reply = excerpt(x.r)
+		}
+		err := b.Store.SaveExchange(ctx, e)
 		if err != nil {
 			rep.Failed++
 			continue

@@ -15,11 +15,6 @@ type Service struct {
 	Store    Store
 }
 
-// exchangeText is what an exchange is embedded as.
-func exchangeText(q, r *history.Message) string {
-	return clip(q.Content, maxEmbedChars/2) + "\n" + clip(r.Content, maxEmbedChars/2)
-}
-
 // maxEmbedChars bounds the text embedded per exchange (embedding models
 // take about 8,000 tokens; the start of a long message says what it is
 // about).

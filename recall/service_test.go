@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"fmt"
 	"slices"
 	"strings"
 	"testing"
@@ -71,5 +72,32 @@ func TestSnippet(t *testing.T) {
 		if got := snippet(tc.text, tc.q); !tc.want(got) {
 			t.Errorf("%s: %q", tc.name, got)
 		}
+	}
+}
+
+// TestUnitsOf: a session's messages become the units indexing makes:
+// each reply with its question, every other message with text on its own
+// (an opening reply, a question left unanswered, a reply whose question
+// has no text), tool calls and tool results not.
+func TestUnitsOf(t *testing.T) {
+	msg := func(seq, parent int, role history.Role, content string) history.Message {
+		return history.Message{ID: fmt.Sprint("m", seq), Seq: seq, ParentSeq: parent, Role: role, Content: content}
+	}
+	call := msg(4, 3, history.RoleAssistant, "")
+	call.ToolCalls = []history.ToolCall{{ID: "c1"}}
+	all := []history.Message{
+		msg(0, -1, history.RoleAssistant, "Welcome!"),
+		msg(1, 0, history.RoleUser, "q1"), msg(2, 1, history.RoleAssistant, "a1"),
+		msg(3, 2, history.RoleUser, "look it up"), call, msg(5, 4, history.RoleTool, "result"),
+		msg(6, 5, history.RoleAssistant, "found it"),
+		msg(7, 1, history.RoleAssistant, "a1, regenerated"),
+		msg(8, 6, history.RoleUser, "unanswered"),
+	}
+	var got []string
+	for _, u := range unitsOf(all) {
+		got = append(got, strings.Join(u.texts(), "|"))
+	}
+	if want := "[q1|a1 q1|a1, regenerated Welcome! look it up found it unanswered]"; fmt.Sprint(got) != want {
+		t.Errorf("units %v, want %s", got, want)
 	}
 }
