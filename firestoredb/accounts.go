@@ -5,6 +5,8 @@ import (
 	"time"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
 	"github.com/chatmemory/backend/retention"
 )
@@ -45,6 +47,18 @@ func (db *DB) AccountsSeenBefore(ctx context.Context, t time.Time, after *retent
 		out = append(out, retention.Account{UserID: d.UserID, SeenAt: d.SeenAt})
 	}
 	return out, nil
+}
+
+// RecordAccount creates userID's record as seen at at, unless there is
+// one.
+func (db *DB) RecordAccount(ctx context.Context, userID string, at time.Time) error {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	_, err := db.accountRef(userID).Create(ctx, accountDoc{UserID: userID, SeenAt: at})
+	if status.Code(err) == codes.AlreadyExists {
+		return nil
+	}
+	return translate(err)
 }
 
 // MarkSeen sets seenAt of each account in one commit, each on condition

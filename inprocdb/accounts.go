@@ -33,6 +33,16 @@ func (db *DB) AccountsSeenBefore(_ context.Context, t time.Time, after *retentio
 	return out[:min(limit, len(out))], nil
 }
 
+// RecordAccount records userID as seen at at, unless they are.
+func (db *DB) RecordAccount(_ context.Context, userID string, at time.Time) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if _, ok := db.accounts[userID]; !ok {
+		db.accounts[userID] = at
+	}
+	return nil
+}
+
 // MarkSeen records the accounts still recorded as seen at at.
 func (db *DB) MarkSeen(_ context.Context, userIDs []string, at time.Time) error {
 	db.mu.Lock()

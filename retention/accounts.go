@@ -7,6 +7,7 @@ import (
 
 	"github.com/chatmemory/backend/kernel/clock"
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/sessions"
 )
 
 // An account deleted in Firebase Auth can no longer call the API, so
@@ -41,6 +42,11 @@ type AccountRepo interface {
 	// MarkSeen records userIDs as seen alive at at (those not recorded
 	// any more, erased meanwhile, are left alone).
 	MarkSeen(ctx context.Context, userIDs []string, at time.Time) error
+	// RecordAccount records userID as seen at at, unless they are
+	// recorded already (their record is left as it is).
+	RecordAccount(ctx context.Context, userID string, at time.Time) error
+	// SessionsAfter pages every user's sessions by id.
+	SessionsAfter(ctx context.Context, after string, limit int) ([]*sessions.Session, error)
 }
 
 // Directory tells which accounts the sign-in service still knows.
@@ -110,6 +116,34 @@ func (b *Backstop) Run(ctx context.Context, out func() bool) (BackstopReport, er
 	}
 	r.DurationMs = time.Since(start).Milliseconds()
 	return r, nil
+}
+
+// RecordAll records every user who holds a session and has no record yet,
+// as seen at their first session's last activity (so that the next runs
+// ask Auth about those unseen for 30 days): a one-off for data stored
+// before accounts were recorded. It pages every session by id and
+// returns how many users it looked at.
+func (b *Backstop) RecordAll(ctx context.Context) (int, error) {
+	seen := map[string]bool{}
+	for after := ""; ; {
+		page, err := b.Accounts.SessionsAfter(ctx, after, 500)
+		if err != nil {
+			return len(seen), err
+		}
+		for _, s := range page {
+			if seen[s.UserID] {
+				continue
+			}
+			seen[s.UserID] = true
+			if err := b.Accounts.RecordAccount(ctx, s.UserID, s.LastActivityAt); err != nil {
+				return len(seen), err
+			}
+		}
+		if len(page) < 500 {
+			return len(seen), nil
+		}
+		after = page[len(page)-1].ID
+	}
 }
 
 // check asks about one page of accounts and acts on the answer.

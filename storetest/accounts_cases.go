@@ -39,6 +39,17 @@ func testAccounts(t *testing.T, e *Env) {
 	if got := Must[[]retention.Account](t)(db.AccountsSeenBefore(ctx, e.Clock.Now(), nil, 10)); len(got) != 1 || got[0].UserID != "bob" {
 		t.Fatalf("after alice was seen: %+v", got)
 	}
+	// Recording an account that has a record changes nothing; one that
+	// has none is recorded.
+	old := e.Clock.Now().Add(-90 * 24 * time.Hour)
+	for _, uid := range []string{"carol", "dave"} {
+		if err := db.RecordAccount(ctx, uid, old); err != nil {
+			t.Fatal(err)
+		}
+	}
+	if got := Must[[]retention.Account](t)(db.AccountsSeenBefore(ctx, e.Clock.Now().Add(-time.Hour), nil, 10)); len(got) != 1 || got[0].UserID != "dave" || !got[0].SeenAt.Equal(old) {
+		t.Fatalf("recorded: %+v", got)
+	}
 	s := Must[[]*sessions.Session](t)(db.ListSessions(ctx, sessions.ListQuery{UserID: "bob", Status: sessions.StatusActive, Limit: 10}))
 	for _, x := range s {
 		e.Purge(t, "bob", x)

@@ -3,6 +3,11 @@
 // and prints what it would change.
 //
 //	sweep [-dry-run] [-budget 8m]
+//	sweep -record-accounts
+//
+// -record-accounts records, once, every user who holds sessions stored
+// before accounts were recorded, so that the sweep's backstop asks Auth
+// about them too (see README, "An account deleted in Firebase Auth").
 package main
 
 import (
@@ -23,6 +28,7 @@ func main() {
 	dry := flag.Bool("dry-run", false, "print what would change, change nothing")
 	budget := flag.Duration("budget", 0, "stop cleanly after about this long (default SWEEP_BUDGET_SECONDS)")
 	verbose := flag.Bool("v", false, "log as the deployed function does")
+	record := flag.Bool("record-accounts", false, "record every user who holds sessions and has no account record, then stop")
 	flag.Parse()
 
 	cfg, err := functions.ConfigFromEnv(os.Getenv)
@@ -42,6 +48,19 @@ func main() {
 		os.Exit(1)
 	}
 	defer app.Close()
+	if *record {
+		if app.Backstop == nil {
+			fmt.Fprintln(os.Stderr, "sweep: no Auth directory to ask: nothing to record accounts for")
+			os.Exit(1)
+		}
+		n, err := app.Backstop.RecordAll(ctx)
+		fmt.Printf("looked at %d users with sessions; each now has an account record\n", n)
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "sweep:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *budget > 0 {
 		app.Sweeper.Budget = *budget
 	}
