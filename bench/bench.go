@@ -144,6 +144,7 @@ type Report struct {
 	Recall          *RecallRun       `json:"recall"`
 	Quality         []*Quality       `json:"recallQuality"`
 	Search          []*SearchQuality `json:"searchQuality"`
+	SearchCost      *SearchCost      `json:"searchCost"`
 	Pruning         *PruningRun      `json:"toolOutputPruning"`
 	Upkeep          *UpkeepRun       `json:"upkeep"`
 	Hotspot         Hotspot          `json:"hotspot"`
@@ -309,6 +310,10 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 		log("search quality: %s on the search fixture, beside plain BM25", cfg.Embedders[0].Model())
 		if rep.Search, err = MeasureSearch(ctx, cfg.Embedders[0], tok); err != nil {
 			return nil, fmt.Errorf("search quality: %w", err)
+		}
+		log("search cost: the dev part in the emulator")
+		if rep.SearchCost, err = MeasureSearchCost(ctx, cfg.Embedders[0], tok); err != nil {
+			return nil, fmt.Errorf("search cost: %w", err)
 		}
 	}
 	if cfg.DraftReply > 0 {

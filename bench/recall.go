@@ -137,4 +137,5 @@ func (r *Report) writeRecall(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	WriteSearchQuality(w, r.Search)
+	WriteSearchCost(w, r.SearchCost)
 }

@@ -132,33 +132,45 @@ func (db *DB) Nearest(ctx context.Context, q recall.Query) ([]recall.Hit, error)
 // withSessions reads the sessions of hits in one batched read and sets
 // each hit's.
 func (db *DB) withSessions(ctx context.Context, hits []recall.Hit) error {
-	var refs []*firestore.DocumentRef
+	var ids []string
 	seen := map[string]bool{}
 	for _, h := range hits {
 		if id := h.Exchange.SessionID; !seen[id] {
 			seen[id] = true
-			refs = append(refs, db.sessionRef(id))
+			ids = append(ids, id)
 		}
 	}
-	if len(refs) == 0 {
-		return nil
-	}
-	got, err := db.client.GetAll(ctx, refs)
-	if err != nil {
-		return translate(err)
-	}
-	byID := make(map[string]*sessions.Session, len(got))
-	for _, snap := range got {
-		if snap.Exists() {
-			if byID[snap.Ref.ID], err = decodeSession(snap); err != nil {
-				return err
-			}
-		}
-	}
+	byID, err := db.SessionsOf(ctx, ids)
 	for i := range hits {
 		hits[i].Session = byID[hits[i].Exchange.SessionID]
 	}
-	return nil
+	return err
+}
+
+// SessionsOf reads sessions by id in one batched read.
+func (db *DB) SessionsOf(ctx context.Context, ids []string) (map[string]*sessions.Session, error) {
+	byID := make(map[string]*sessions.Session, len(ids))
+	if len(ids) == 0 {
+		return byID, nil
+	}
+	refs := make([]*firestore.DocumentRef, len(ids))
+	for i, id := range ids {
+		refs[i] = db.sessionRef(id)
+	}
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	got, err := db.client.GetAll(ctx, refs)
+	if err != nil {
+		return byID, translate(err)
+	}
+	for _, snap := range got {
+		if snap.Exists() {
+			if byID[snap.Ref.ID], err = decodeSession(snap); err != nil {
+				return byID, err
+			}
+		}
+	}
+	return byID, nil
 }
 
 // Lexical runs one query for each term, all at once: the user's units

@@ -105,6 +105,19 @@ func (db *DB) Lexical(_ context.Context, q recall.LexicalQuery) (recall.LexicalH
 	return out, nil
 }
 
+// SessionsOf reads sessions by id.
+func (db *DB) SessionsOf(_ context.Context, ids []string) (map[string]*sessions.Session, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	out := make(map[string]*sessions.Session, len(ids))
+	for _, id := range ids {
+		if s, ok := db.sessions[id]; ok {
+			out[id] = s.Clone()
+		}
+	}
+	return out, nil
+}
+
 // Nearest ranks every exchange of the user by brute force.
 func (db *DB) Nearest(_ context.Context, q recall.Query) ([]recall.Hit, error) {
 	db.mu.Lock()

@@ -101,6 +101,9 @@ type Store interface {
 	// bags, and their sessions when q asks; a unit found by several terms
 	// comes once.
 	Lexical(ctx context.Context, q LexicalQuery) (LexicalHits, error)
+	// SessionsOf reads sessions by id in one batched read (one that is
+	// gone is left out).
+	SessionsOf(ctx context.Context, ids []string) (map[string]*sessions.Session, error)
 }
 
 // LexicalQuery asks for the units that hold any of Terms: up to PerTerm

@@ -13,7 +13,7 @@ type retrieval struct {
 	text              string // the words to look for (and to embed, unless vector is set)
 	vector            []float32
 	k                 int  // how many each leg returns at most
-	sessions          bool // each hit's session too
+	sessions          bool // each hit's session too, read once for both legs
 	// cheap: one query for the words and no count of the user's units
 	// (a turn's recall: see LexicalQuery.Any); else a query per word.
 	cheap bool
@@ -51,7 +51,7 @@ func (svc *Service) retrieve(ctx context.Context, r retrieval) ([]fused, Corpus,
 		lexErr, nErr error
 	)
 	if len(terms) > 0 {
-		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: perTerm, Sessions: r.sessions}
+		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: perTerm}
 		if r.cheap {
 			q.Terms, q.PerTerm, q.Any = terms[:min(len(terms), anyTerms)], anyLimit, true
 		}
@@ -78,7 +78,33 @@ func (svc *Service) retrieve(ctx context.Context, r retrieval) ([]fused, Corpus,
 	c := corpusOf(lex, units)
 	words := byWords(lex, terms, c)
 	meaning := byMeaning(near)
-	return fuseHits(words[:min(len(words), r.k)], meaning[:min(len(meaning), r.k)]), c, nil
+	found := fuseHits(words[:min(len(words), r.k)], meaning[:min(len(meaning), r.k)])
+	if r.sessions {
+		if err := svc.withSessions(ctx, found); err != nil {
+			return nil, c, err
+		}
+	}
+	return found, c, nil
+}
+
+// withSessions sets the session of each unit found, read in one batch.
+func (svc *Service) withSessions(ctx context.Context, found []fused) error {
+	var ids []string
+	seen := map[string]bool{}
+	for _, f := range found {
+		if id := f.hit.Exchange.SessionID; !seen[id] {
+			seen[id] = true
+			ids = append(ids, id)
+		}
+	}
+	if len(ids) == 0 {
+		return nil
+	}
+	byID, err := svc.Store.SessionsOf(ctx, ids)
+	for i := range found {
+		found[i].hit.Session = byID[found[i].hit.Exchange.SessionID]
+	}
+	return err
 }
 
 // A turn's recall looks for its message's anyTerms longest words in one
@@ -117,7 +143,7 @@ func (svc *Service) nearest(ctx context.Context, r retrieval) ([]Hit, error) {
 		}
 		v = got[0]
 	}
-	return svc.Store.Nearest(ctx, Query{UserID: r.userID, SessionID: r.sessionID, Vector: v, K: r.k, Sessions: r.sessions})
+	return svc.Store.Nearest(ctx, Query{UserID: r.userID, SessionID: r.sessionID, Vector: v, K: r.k})
 }
 
 // byWords ranks the lexical hits by BM25 against c.

@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"testing"
 	"time"
 
@@ -58,7 +59,7 @@ func testAccounts(t *testing.T, e *Env) {
 	if err := db.MarkSeen(ctx, []string{"bob"}, e.Clock.Now()); err != nil {
 		t.Fatal(err)
 	}
-	if got := Must[[]retention.Account](t)(db.AccountsSeenBefore(ctx, e.Clock.Now().Add(time.Hour), nil, 10)); len(got) != 2 || got[0].UserID == "bob" || got[1].UserID == "bob" {
+	if got := Must[[]retention.Account](t)(db.AccountsSeenBefore(ctx, e.Clock.Now().Add(time.Hour), nil, 10)); len(got) != 3 || slices.ContainsFunc(got, func(a retention.Account) bool { return a.UserID == "bob" }) {
 		t.Fatalf("after bob's erasure: %+v", got)
 	}
 }

@@ -1,0 +1,85 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"time"
+
+	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/firestoredb/firestoretest"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/recall"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// SearchCost is what a search costs Firestore, on the dev part of the
+// search fixture stored in the emulator: documents read and RPCs, per
+// search (mean and most), and how many RPCs followed one another after the
+// query's embedding. (Latency is not read from the emulator: its vector
+// search scans every user's vectors, where production pre-filters.)
+type SearchCost struct {
+	Searches      int     `json:"searches"`
+	ReadsMean     float64 `json:"readsMean"`
+	ReadsMax      int64   `json:"readsMax"`
+	RPCsMean      float64 `json:"rpcsMean"`
+	SequentialMax int     `json:"sequentialRoundTripsMax"` // after the embedding
+}
+
+// MeasureSearchCost stores the fixture's dev part in a fresh emulator
+// project through the backend's services and counts what each of its
+// questions' searches does.
+func MeasureSearchCost(ctx context.Context, e recall.Embedder, tok history.Counter) (*SearchCost, error) {
+	counter := &firestoretest.Counter{}
+	client, err := firestoretest.Dial(ctx, fmt.Sprintf("demo-bench-search-%d", time.Now().UnixNano()), counter)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	db := firestoredb.New(client)
+	ss, hs := sessions.NewService(db, "gpt-4o-mini"), history.NewService(db, tok)
+	svc := &recall.Service{Embedder: e, Store: db}
+	fx, qs := buildFixture(devPart, devSessions, fixtureExchanges, 1)
+	for _, f := range fx {
+		s, err := ss.Create(ctx, "alice", sessions.CreateInput{Title: f.title})
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range f.exchanges {
+			msgs, err := hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: x[0]}, history.Draft{Role: history.RoleAssistant, Content: x[1]})
+			if err != nil {
+				return nil, err
+			}
+			if s, err = ss.Get(ctx, "alice", s.ID); err != nil {
+				return nil, err
+			}
+			if err := svc.Index(ctx, s, &msgs[0], &msgs[1]); err != nil {
+				return nil, err
+			}
+		}
+	}
+	c := &SearchCost{Searches: len(qs)}
+	for _, q := range qs {
+		before, start := counter.Snapshot(), time.Now()
+		if _, err := svc.Search(ctx, "alice", q.query, "", 10); err != nil {
+			return nil, err
+		}
+		d := counter.Snapshot().Sub(before)
+		c.ReadsMean += float64(d.Reads)
+		c.ReadsMax = max(c.ReadsMax, d.Reads)
+		c.RPCsMean += float64(d.RoundTrips)
+		c.SequentialMax = max(c.SequentialMax, counter.Depth(start, time.Now()))
+	}
+	c.ReadsMean /= float64(len(qs))
+	c.RPCsMean /= float64(len(qs))
+	return c, nil
+}
+
+// WriteSearchCost prints it.
+func WriteSearchCost(w io.Writer, c *SearchCost) {
+	if c == nil {
+		return
+	}
+	fmt.Fprintf(w, "What a search costs Firestore (%d searches of the dev part, stored in the emulator): %.1f documents read on average (at most %d), %.1f RPCs, at most %d one after another (the words queries, the count and the vector query at once, then the hits' sessions).\n\n",
+		c.Searches, c.ReadsMean, c.ReadsMax, c.RPCsMean, c.SequentialMax)
+}

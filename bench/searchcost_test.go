@@ -1,0 +1,33 @@
+package bench
+
+import (
+	"context"
+	"strings"
+	"testing"
+
+	"github.com/chatmemory/backend/emulator/emulatortest"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/llm"
+)
+
+// TestSearchCost: a search of the stored fixture waits for at most two
+// round trips of the store after its embedding (its queries at once, then
+// the hits' sessions), and reads what its words and meaning found, far
+// under the bound of the words leg (40 a term).
+func TestSearchCost(t *testing.T) {
+	emulatortest.Require(t, "FIRESTORE_EMULATOR_HOST")
+	tok, err := history.NewTikToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	c, err := MeasureSearchCost(context.Background(), llm.Lexical{}, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	WriteSearchCost(&out, c)
+	t.Log(out.String())
+	if c.Searches < 30 || c.SequentialMax > 2 || c.ReadsMax > 40*12+20+1+30 || c.ReadsMean == 0 {
+		t.Errorf("search cost %+v", c)
+	}
+}
