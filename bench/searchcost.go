@@ -10,7 +10,6 @@ import (
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/recall"
-	"github.com/chatmemory/backend/sessions"
 )
 
 // SearchCost is what a search costs Firestore, on the dev part of the
@@ -37,26 +36,10 @@ func MeasureSearchCost(ctx context.Context, e recall.Embedder, tok history.Count
 	}
 	defer client.Close()
 	db := firestoredb.New(client)
-	ss, hs := sessions.NewService(db, "gpt-4o-mini"), history.NewService(db, tok)
 	svc := &recall.Service{Embedder: e, Store: db}
 	fx, qs := buildFixture(devPart, devSessions, fixtureExchanges, 1)
-	for _, f := range fx {
-		s, err := ss.Create(ctx, "alice", sessions.CreateInput{Title: f.title})
-		if err != nil {
-			return nil, err
-		}
-		for _, x := range f.exchanges {
-			msgs, err := hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: x[0]}, history.Draft{Role: history.RoleAssistant, Content: x[1]})
-			if err != nil {
-				return nil, err
-			}
-			if s, err = ss.Get(ctx, "alice", s.ID); err != nil {
-				return nil, err
-			}
-			if err := svc.Index(ctx, s, &msgs[0], &msgs[1]); err != nil {
-				return nil, err
-			}
-		}
+	if _, err := storeFixture(ctx, db, tok, svc, fx); err != nil {
+		return nil, err
 	}
 	c := &SearchCost{Searches: len(qs)}
 	for _, q := range qs {

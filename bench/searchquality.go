@@ -59,13 +59,12 @@ func MeasureSearch(ctx context.Context, e recall.Embedder, tok history.Counter) 
 	return out, nil
 }
 
-// measurePart measures the three methods on one part.
-func measurePart(ctx context.Context, e recall.Embedder, tok history.Counter, name string, fx []fixtureSession, qs []labeled) ([]*SearchQuality, error) {
-	db := inprocdb.New()
+// storeFixture stores fx as alice's sessions in db through the backend's
+// services, indexing each exchange with svc as a turn's after-work does,
+// and returns the question and reply ids of each exchange by session.
+func storeFixture(ctx context.Context, db fixtureStore, tok history.Counter, svc *recall.Service, fx []fixtureSession) ([][][2]string, error) {
 	ss, hs := sessions.NewService(db, "gpt-4o-mini"), history.NewService(db, tok)
-	svc := &recall.Service{Embedder: e, Store: db}
 	ids := make([][][2]string, len(fx)) // session → exchange → question and reply ids
-	var units []baselineUnit
 	for i, f := range fx {
 		s, err := ss.Create(ctx, "alice", sessions.CreateInput{Title: f.title})
 		if err != nil {
@@ -83,10 +82,32 @@ func measurePart(ctx context.Context, e recall.Embedder, tok history.Counter, na
 				return nil, err
 			}
 			ids[i] = append(ids[i], [2]string{msgs[0].ID, msgs[1].ID})
-			units = append(units, baselineUnit{id: msgs[1].ID, text: x[0] + "\n" + x[1]})
 		}
 	}
-	asker, err := ss.Create(ctx, "alice", sessions.CreateInput{Title: "asking"})
+	return ids, nil
+}
+
+// fixtureStore is what storeFixture stores into.
+type fixtureStore interface {
+	sessions.Repo
+	history.Repo
+}
+
+// measurePart measures the three methods on one part.
+func measurePart(ctx context.Context, e recall.Embedder, tok history.Counter, name string, fx []fixtureSession, qs []labeled) ([]*SearchQuality, error) {
+	db := inprocdb.New()
+	svc := &recall.Service{Embedder: e, Store: db}
+	ids, err := storeFixture(ctx, db, tok, svc, fx)
+	if err != nil {
+		return nil, err
+	}
+	var units []baselineUnit
+	for i, f := range fx {
+		for j, x := range f.exchanges {
+			units = append(units, baselineUnit{id: ids[i][j][1], text: x[0] + "\n" + x[1]})
+		}
+	}
+	asker, err := sessions.NewService(db, "gpt-4o-mini").Create(ctx, "alice", sessions.CreateInput{Title: "asking"})
 	if err != nil {
 		return nil, err
 	}
