@@ -112,6 +112,10 @@ export class ChatMemoryClient {
   search(query: paths["/search"]["get"]["parameters"]["query"], signal?: AbortSignal) {
     return this.ok(this.api.GET("/search", { params: { query }, signal }));
   }
+  /** The chat models a session may choose, each with its context window, the default first. */
+  listModels(signal?: AbortSignal) {
+    return this.ok(this.api.GET("/models", { signal }));
+  }
   /** Where the caller stands against the limits now: today's tokens, this minute's turns and appended messages. */
   usage(signal?: AbortSignal) {
     return this.ok(this.api.GET("/usage", { signal }));

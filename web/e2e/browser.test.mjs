@@ -406,6 +406,33 @@ test("a user searches their chats and opens a hit at its message", { skip: missi
   await context.close();
 });
 
+test("a chat's settings: its own instructions and its model, kept across a reload", { skip: missing ? `needs ${missing}` : false }, async () => {
+  const context = await browser.newContext();
+  const page = await context.newPage();
+  await signUp(page, email("settings"));
+  assert.ok(await page.isHidden("#settings-open"), "no settings before a chat exists");
+  await send(page, "Hello there");
+  await page.waitForSelector("#sessions li.current");
+  await page.click("#settings-open");
+  await page.waitForSelector("#settings:not([hidden])");
+  assert.equal(await page.getAttribute("#settings-open", "aria-expanded"), "true");
+  assert.ok((await page.locator("#model option").count()) >= 1, "the offered models are listed");
+  await page.fill("#instructions", "Answer briefly, like a pirate.");
+  await page.screenshot({ path: join(shots, "settings.png") });
+  await page.click("#settings-save");
+  await page.waitForSelector("#settings", { state: "hidden" });
+
+  await page.reload();
+  await page.waitForSelector("#sessions li .name");
+  await page.click("#sessions li .name");
+  await page.click("#settings-open");
+  await page.waitForSelector("#settings:not([hidden])");
+  await page.waitForFunction(() => document.querySelector("#instructions").value === "Answer briefly, like a pirate.");
+  await page.press("#instructions", "Escape");
+  await page.waitForSelector("#settings", { state: "hidden" });
+  await context.close();
+});
+
 test("a Firebase app calls the backend with the JS SDK's callable functions, streaming included", { skip: missing ? `needs ${missing}` : false }, async () => {
   // The real Firebase JS SDK, in Node, as a web app uses it.
   const { initializeApp, deleteApp } = await import("firebase/app");

@@ -182,6 +182,8 @@ function renderSessions() {
 // ---- A session's messages, live from Firestore ----
 function openSession(id: string | null) {
   current = id;
+  $("settings-open").hidden = !id;
+  closeSettings();
   stopMessages?.();
   stopDraft?.();
   stopSession?.();
@@ -201,6 +203,7 @@ function openSession(id: string | null) {
   }, showError);
   // The active branch: its leaf is in the session document once it branched.
   stopSession = onSnapshot(doc(db, "chat_sessions", id), (snap) => {
+    settingsOf = { instructions: snap.get("instructions") ?? "", model: snap.get("model") ?? "" };
     leaf = snap.get("branches.leaf") ?? null;
     historyFrom = snap.get("historyFrom") ?? 0;
     showSessionUsage(snap.get("usage"));
@@ -213,6 +216,42 @@ function openSession(id: string | null) {
   }, showError);
 }
 $("new").addEventListener("click", () => openSession(null));
+
+// ---- A session's settings: its own instructions and its model ----
+let settingsOf = { instructions: "", model: "" };
+function closeSettings() {
+  $("settings").hidden = true;
+  $("settings-open").setAttribute("aria-expanded", "false");
+}
+$("settings-open").addEventListener("click", async () => {
+  clearError();
+  const select = $<HTMLSelectElement>("model");
+  try {
+    const { models } = await api.listModels();
+    select.replaceChildren(...models.map((m) => el("option", { value: m.name }, `${m.name} (${m.contextWindow.toLocaleString()} tokens)`)));
+  } catch (e) {
+    showError(e);
+    return;
+  }
+  select.value = settingsOf.model;
+  $<HTMLTextAreaElement>("instructions").value = settingsOf.instructions;
+  $("settings").hidden = false;
+  $("settings-open").setAttribute("aria-expanded", "true");
+  $("instructions").focus();
+});
+$("settings-close").addEventListener("click", closeSettings);
+$("settings").addEventListener("keydown", (e) => { if ((e as KeyboardEvent).key === "Escape") closeSettings(); });
+$("settings").addEventListener("submit", async (e) => {
+  e.preventDefault();
+  if (!current) return;
+  clearError();
+  try {
+    await api.updateSession(current, { instructions: $<HTMLTextAreaElement>("instructions").value, model: $<HTMLSelectElement>("model").value });
+    closeSettings();
+  } catch (err) {
+    showError(err);
+  }
+});
 
 const parentOf = (m: Message) => m.parentSeq ?? m.seq - 1;
 
