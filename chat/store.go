@@ -197,7 +197,10 @@ type TurnWrite struct {
 	Slot   int
 	Minute int64
 	Tokens int // added to the user's spend on the query's Day
-	Draft  *DraftWrite
+	// ByModel, if set, are the reply's own tokens (prompt and completion)
+	// by the model that answered, added to the day's spend by model.
+	ByModel map[string]int
+	Draft   *DraftWrite
 }
 
 // NoSlot is a TurnWrite's Slot when it takes none.

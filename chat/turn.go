@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -302,7 +303,8 @@ func (svc *Service) finish(st *TurnState, q TurnQuery, c *claim, answer history.
 		// embedding adds no write of its own.
 		spent += c.user.Tokens + msgs[0].Tokens
 	}
-	return &TurnWrite{Session: s, Tail: t, Messages: msgs, Slot: NoSlot, Tokens: spent, Draft: c.endDraft(st)}, nil
+	return &TurnWrite{Session: s, Tail: t, Messages: msgs, Slot: NoSlot, Tokens: spent, Draft: c.endDraft(st),
+		ByModel: map[string]int{cmp.Or(answer.Metadata.Model, s.Model): prompt + completion}}, nil
 }
 
 // releaseTries is how often giving a failed turn back is tried.

@@ -187,7 +187,11 @@ type UsageRecord struct {
 	SearchMinute   int64          // of the search window
 	MinuteSearches int            // searches run in it
 	Days           map[string]int // tokens spent, by UTC day
-	TurnMinutes    []int64        // the minute each rate-limit slot was last taken in
+	// Models are, for UsageOn's day, the replies' tokens by the model that
+	// answered (titles, summaries, learning and embeddings are not among
+	// them: Days has every token).
+	Models      map[string]int
+	TurnMinutes []int64 // the minute each rate-limit slot was last taken in
 }
 
 // UsageData is a user's rate-limit windows as personal data.
@@ -216,6 +220,10 @@ type Standing struct {
 	Turns    Gauge  `json:"turns"`    // run this minute, of TurnsPerMinute
 	Messages Gauge  `json:"messages"` // appended this minute, of MessagesPerMinute
 	Searches Gauge  `json:"searches"` // run this minute, of SearchesPerMinute
+	// ReplyTokensByModel are today's replies' tokens by the model that
+	// answered (the rest of Tokens is titles, summaries, learning and
+	// embeddings).
+	ReplyTokensByModel map[string]int `json:"replyTokensByModel"`
 }
 
 // Gauge is one limit's standing: Limit 0 is none.
@@ -248,6 +256,10 @@ func (d UsageData) Standing(ctx context.Context, userID string, l Limits, now ti
 	}
 	if r.SearchMinute == minute {
 		st.Searches.Used = r.MinuteSearches
+	}
+	st.ReplyTokensByModel = map[string]int{}
+	for m, n := range r.Models {
+		st.ReplyTokensByModel[m] = n
 	}
 	return st, nil
 }

@@ -289,7 +289,7 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		}
 	}
 	if w.Tokens > 0 {
-		db.addTokens(b, q.UserID, q.Day, w.Tokens)
+		db.addTokens(b, q.UserID, q.Day, w.Tokens, w.ByModel)
 	}
 	if d := w.Draft; d != nil {
 		if d.Create {

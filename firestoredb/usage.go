@@ -36,9 +36,10 @@ type usageDoc struct {
 }
 
 type dayDoc struct {
-	UserID string `firestore:"userId"`
-	Day    string `firestore:"day"`
-	Tokens int    `firestore:"tokens"`
+	UserID string         `firestore:"userId"`
+	Day    string         `firestore:"day"`
+	Tokens int            `firestore:"tokens"`
+	Models map[string]int `firestore:"models,omitempty"` // replies' tokens by the model that answered
 }
 
 type slotDoc struct {
@@ -182,9 +183,17 @@ func dataTo(snap *firestore.DocumentSnapshot, v any) error {
 
 // addTokens adds n to the user's spend on day in w: an increment, so
 // concurrent turns never conflict over it.
-func (db *DB) addTokens(w *writes, userID, day string, n int) {
+func (db *DB) addTokens(w *writes, userID, day string, n int, byModel map[string]int) {
 	db.kept.dropUsage(userID) // its spend will not be as kept
-	w.Set(db.dayRef(userID, day), map[string]any{"userId": userID, "day": day, "tokens": firestore.Increment(n)}, firestore.MergeAll)
+	data := map[string]any{"userId": userID, "day": day, "tokens": firestore.Increment(n)}
+	if len(byModel) > 0 {
+		models := map[string]any{}
+		for m, k := range byModel {
+			models[m] = firestore.Increment(k)
+		}
+		data["models"] = models
+	}
+	w.Set(db.dayRef(userID, day), data, firestore.MergeAll)
 }
 
 // AddTokens adds n to the day's spend with an increment, which needs no
@@ -194,7 +203,7 @@ func (db *DB) addTokens(w *writes, userID, day string, n int) {
 func (db *DB) AddTokens(ctx context.Context, userID, day string, n int) error {
 	_, err := db.optimistic(ctx, func(context.Context, getAll) (*writes, error) {
 		w := db.newWrites()
-		db.addTokens(w, userID, day, n)
+		db.addTokens(w, userID, day, n, nil)
 		return w, nil
 	})
 	db.kept.noteTurnUser(userID, func(u *turnUser) { u.spent(day, n) }) // landed or not: more is the safe side
@@ -343,7 +352,7 @@ func (db *DB) UsageOn(ctx context.Context, userID, day string, slots int) (*chat
 		if err := dataTo(snaps[1], &d); err != nil {
 			return nil, err
 		}
-		r.Days[day] = d.Tokens
+		r.Days[day], r.Models = d.Tokens, d.Models
 	}
 	for i, s := range snaps[2:] {
 		if s.Exists() {

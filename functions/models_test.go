@@ -52,6 +52,18 @@ func TestSessionModels(t *testing.T) {
 		if s.Model != "gpt-4o-mini" {
 			t.Errorf("after PATCH: %q", s.Model)
 		}
+		h.turn(alice.token, map[string]any{"sessionId": s.ID, "message": "and now?"})
+		h.idle()
+		// Today's replies' tokens, by the model that answered them.
+		var u struct {
+			Tokens             gauge
+			ReplyTokensByModel map[string]int
+		}
+		h.do("GET", "/usage", alice.token, nil).want(t, 200).decode(t, &u)
+		small, mini := u.ReplyTokensByModel["small-model"], u.ReplyTokensByModel["gpt-4o-mini"]
+		if small == 0 || mini == 0 || small+mini > u.Tokens.Used {
+			t.Errorf("usage by model %v, of %d tokens", u.ReplyTokensByModel, u.Tokens.Used)
+		}
 		if r := h.do("PATCH", "/sessions/"+s.ID, alice.token, map[string]any{"model": "nope"}); r.status != 400 || !strings.Contains(string(r.body), "model") {
 			t.Errorf("PATCH to an unknown model: %d %s", r.status, r.body)
 		}

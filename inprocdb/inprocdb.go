@@ -24,6 +24,7 @@ type DB struct {
 	keys     map[string]map[string][]int  // session → clientMessageId → seqs
 	usage    map[string]chat.Usage        // by user: the appended-messages window
 	days     map[string]map[string]int    // by user, then UTC day: tokens spent
+	models   map[string]map[string]int    // by user and day ("uid day"), then model: replies' tokens
 	slots    map[string][]int64           // by user: the minute each turn slot was taken in
 	replies  map[string]map[string]int    // session → id of a turn's reply → its seq
 	drafts   map[string]*draft            // by session: its streaming reply
@@ -51,6 +52,7 @@ func New() *DB {
 		keys:     map[string]map[string][]int{},
 		usage:    map[string]chat.Usage{},
 		days:     map[string]map[string]int{},
+		models:   map[string]map[string]int{},
 		slots:    map[string][]int64{},
 		replies:  map[string]map[string]int{},
 		drafts:   map[string]*draft{},

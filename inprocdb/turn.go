@@ -154,6 +154,13 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 	}
 	if w.Tokens > 0 {
 		db.addTokensLocked(q.UserID, q.Day, w.Tokens)
+		for m, n := range w.ByModel {
+			key := q.UserID + " " + q.Day
+			if db.models[key] == nil {
+				db.models[key] = map[string]int{}
+			}
+			db.models[key][m] += n
+		}
 	}
 	if d := w.Draft; d != nil {
 		switch cur := db.drafts[q.SessionID]; {

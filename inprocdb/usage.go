@@ -2,6 +2,8 @@ package inprocdb
 
 import (
 	"context"
+	"maps"
+	"strings"
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/kernel/errs"
@@ -84,6 +86,11 @@ func (db *DB) deleteUsageLocked(userID string) int {
 	}
 	delete(db.usage, userID)
 	delete(db.days, userID)
+	for key := range db.models { // "uid day": their replies' tokens by model go with the days
+		if strings.HasPrefix(key, userID+" ") {
+			delete(db.models, key)
+		}
+	}
 	delete(db.slots, userID)
 	return n
 }
@@ -95,6 +102,7 @@ func (db *DB) UsageOn(_ context.Context, userID, day string, slots int) (*chat.U
 	defer db.mu.Unlock()
 	u := db.usage[userID]
 	r := &chat.UsageRecord{Minute: u.Minute, MinuteMessages: u.MinuteMessages, SearchMinute: u.SearchMinute, MinuteSearches: u.MinuteSearches, Days: map[string]int{day: db.days[userID][day]},
+		Models:      maps.Clone(db.models[userID+" "+day]),
 		TurnMinutes: make([]int64, slots)}
 	copy(r.TurnMinutes, db.slots[userID])
 	return r, nil

@@ -1586,6 +1586,10 @@ export interface operations {
                         turns: components["schemas"]["Gauge"];
                         messages: components["schemas"]["Gauge"];
                         searches: components["schemas"]["Gauge"];
+                        /** @description today's replies' tokens (prompt and completion) by the model that answered; the rest of `tokens` is titles, summaries, learning and embeddings */
+                        replyTokensByModel?: {
+                            [key: string]: number;
+                        };
                     };
                 };
             };
