@@ -1,6 +1,7 @@
 package functions_test
 
 import (
+	"slices"
 	"strings"
 	"sync/atomic"
 	"testing"
@@ -80,24 +81,30 @@ func TestRecallInContext(t *testing.T) {
 // not wait for the commit.)
 func TestRecallRoundTrips(t *testing.T) {
 	h := newHarnessOn(t, "firestore", func(c *functions.Config) { c.Embeddings = true })
-	// The claim's commit waits (up to 2 s) for the recall's two queries
-	// (by meaning and by words) to be sent: they are if recall does not
-	// depend on the commit, and then they overlap however slow the
-	// embedding is under load.
-	var armed atomic.Bool
+	// The claim's commit and the recall's two queries (by meaning and by
+	// words) are each held (up to 2 s) until all three are about to be
+	// sent, so that they overlap however the scheduler orders them under
+	// load: they can only all be sent if recall does not depend on the
+	// commit.
+	var armed, counting atomic.Bool // the next commit is held; queries are counted
 	var queried chan struct{}
 	var queries atomic.Int64
+	wait := func() {
+		select {
+		case <-queried:
+		case <-time.After(2 * time.Second):
+		}
+	}
 	h.counter.OnCall = func(method string) {
 		switch {
-		case strings.HasSuffix(method, "/RunQuery"):
-			if queries.Add(1) == 2 {
+		case strings.HasSuffix(method, "/RunQuery") && counting.Load():
+			if n := queries.Add(1); n == 2 {
 				close(queried)
+			} else if n < 2 {
+				wait()
 			}
 		case strings.HasSuffix(method, "/Commit") && armed.CompareAndSwap(true, false):
-			select {
-			case <-queried:
-			case <-time.After(2 * time.Second):
-			}
+			wait()
 		}
 	}
 	var atModel atomic.Value // when the model was called
@@ -115,22 +122,36 @@ func TestRecallRoundTrips(t *testing.T) {
 		h.turn(alice.token, map[string]any{"sessionId": id, "message": "I keep my invoices in a folder called ledger"})
 		h.turn(alice.token, map[string]any{"sessionId": id, "message": "Lisbon is lovely in spring"})
 		h.idle()
-		queried = make(chan struct{})
-		queries.Store(0)
-		armed.Store(tc.recall != "off")
-		start := time.Now()
-		before := h.counter.Snapshot()
-		body := h.turn(alice.token, map[string]any{"sessionId": id, "message": "where do I keep my invoices?"})
-		at := atModel.Load().(time.Time)
-		rpcs := h.counter.Snapshot().Sub(before).RoundTrips
-		h.idle()
-		if d := h.counter.Depth(start, at); d != tc.depth {
-			t.Errorf("recall %s: %d round trips one after another before the model, want %d", tc.recall, d, tc.depth)
+		// Round trips are told one after another by their times, and the
+		// scheduler of a loaded machine can start an RPC that was ready
+		// beside another after it ended; a recall that waited for the
+		// commit would make every try 3 deep, so one try at the depth
+		// wanted, of three, shows that it does not.
+		var depths []int
+		for try, q := range []string{"where do I keep my invoices?", "where are my invoices kept?", "which folder holds my invoices?"} {
+			queried = make(chan struct{})
+			queries.Store(0)
+			armed.Store(tc.recall != "off")
+			counting.Store(tc.recall != "off")
+			start := time.Now()
+			before := h.counter.Snapshot()
+			body := h.turn(alice.token, map[string]any{"sessionId": id, "message": q})
+			at := atModel.Load().(time.Time)
+			rpcs := h.counter.Snapshot().Sub(before).RoundTrips
+			h.idle()
+			if sys := h.systemOf(q); tc.recall != "off" && !strings.Contains(sys, "ledger") {
+				t.Errorf("recall %s: nothing recalled (%v): %s", tc.recall, body, sys)
+			}
+			d := h.counter.Depth(start, at)
+			depths = append(depths, d)
+			t.Logf("recall %s, try %d: %d RPCs in the turn, %d one after another before the model", tc.recall, try+1, rpcs, d)
+			if d == tc.depth {
+				break
+			}
 		}
-		if sys := h.systemOf("where do I keep my invoices?"); tc.recall != "off" && !strings.Contains(sys, "ledger") {
-			t.Errorf("recall %s: nothing recalled (%v): %s", tc.recall, body, sys)
+		if !slices.Contains(depths, tc.depth) {
+			t.Errorf("recall %s: %v round trips one after another before the model, want %d", tc.recall, depths, tc.depth)
 		}
-		t.Logf("recall %s: %d RPCs in the turn, %d one after another before the model", tc.recall, rpcs, h.counter.Depth(start, at))
 	}
 }
 
