@@ -2,7 +2,9 @@ package bench
 
 import (
 	"fmt"
+	"maps"
 	"math/rand/v2"
+	"slices"
 	"strings"
 )
 
@@ -236,8 +238,8 @@ func buildFixture(p part, sessions, exchanges int, seed uint64) ([]fixtureSessio
 // one value for the whole fact.
 func filler(r *rand.Rand, values map[string][]string) func(string) string {
 	chosen := map[string]string{}
-	for slot, vs := range values {
-		chosen[slot] = vs[r.IntN(len(vs))]
+	for _, slot := range slices.Sorted(maps.Keys(values)) { // in order: the same seed, the same fixture
+		chosen[slot] = values[slot][r.IntN(len(values[slot]))]
 	}
 	return func(t string) string {
 		for slot, v := range chosen {
