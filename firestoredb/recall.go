@@ -99,8 +99,7 @@ func (db *DB) SaveExchange(ctx context.Context, e recall.Exchange) error {
 	})
 }
 
-// Nearest runs one vector query and, if q asks for sessions, reads the
-// hits' sessions in one batched read.
+// Nearest runs one vector query.
 func (db *DB) Nearest(ctx context.Context, q recall.Query) ([]recall.Hit, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
@@ -123,28 +122,7 @@ func (db *DB) Nearest(ctx context.Context, q recall.Query) ([]recall.Hit, error)
 		f, _ := dist.(float64)
 		hits = append(hits, recall.Hit{Distance: f, Exchange: d.exchange()})
 	}
-	if !q.Sessions {
-		return hits, nil
-	}
-	return hits, db.withSessions(ctx, hits)
-}
-
-// withSessions reads the sessions of hits in one batched read and sets
-// each hit's.
-func (db *DB) withSessions(ctx context.Context, hits []recall.Hit) error {
-	var ids []string
-	seen := map[string]bool{}
-	for _, h := range hits {
-		if id := h.Exchange.SessionID; !seen[id] {
-			seen[id] = true
-			ids = append(ids, id)
-		}
-	}
-	byID, err := db.SessionsOf(ctx, ids)
-	for i := range hits {
-		hits[i].Session = byID[hits[i].Exchange.SessionID]
-	}
-	return err
+	return hits, nil
 }
 
 // SessionsOf reads sessions by id in one batched read.
@@ -176,8 +154,8 @@ func (db *DB) SessionsOf(ctx context.Context, ids []string) (map[string]*session
 // Lexical runs one query for each term, all at once: the user's units
 // whose terms hold it (an array-contains query on the collection group,
 // pre-filtered by userId and, for one session, sessionId; their indexes
-// are in firestore.indexes.json), at most q.PerTerm each; then reads the
-// hits' sessions if q asks.
+// are in firestore.indexes.json), at most q.PerTerm each (with q.Any, one
+// array-contains-any query of at most q.PerTerm).
 func (db *DB) Lexical(ctx context.Context, q recall.LexicalQuery) (recall.LexicalHits, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
@@ -231,10 +209,7 @@ func (db *DB) Lexical(ctx context.Context, q recall.LexicalQuery) (recall.Lexica
 			}
 		}
 	}
-	if !q.Sessions {
-		return out, nil
-	}
-	return out, db.withSessions(ctx, out.Hits)
+	return out, nil
 }
 
 // SessionsAfter pages every user's sessions by document id.

@@ -97,9 +97,6 @@ func (db *DB) Lexical(_ context.Context, q recall.LexicalQuery) (recall.LexicalH
 	for _, e := range picked {
 		h := recall.Hit{Exchange: e}
 		h.Exchange.Vector, h.Exchange.Bag = nil, cloneBag(e.Bag)
-		if s, ok := db.sessions[e.SessionID]; ok && q.Sessions {
-			h.Session = s.Clone()
-		}
 		out.Hits = append(out.Hits, h)
 	}
 	return out, nil
@@ -132,9 +129,6 @@ func (db *DB) Nearest(_ context.Context, q recall.Query) ([]recall.Hit, error) {
 				continue
 			}
 			h := recall.Hit{Exchange: e, Distance: recall.Cosine(e.Vector, q.Vector)}
-			if s, ok := db.sessions[sid]; ok && q.Sessions {
-				h.Session = s.Clone()
-			}
 			h.Exchange.Vector = nil
 			hits = append(hits, h)
 		}

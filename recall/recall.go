@@ -72,7 +72,7 @@ const MaxExcerptChars = 4000
 type Hit struct {
 	Exchange Exchange
 	Distance float64           // cosine distance: 0 is the same direction
-	Session  *sessions.Session // as stored now (when asked for; nil if gone)
+	Session  *sessions.Session // as stored now (set by retrieval when it reads sessions; nil if gone)
 }
 
 // Query asks for the exchanges of UserID nearest to Vector: at most K, in
@@ -81,9 +81,6 @@ type Query struct {
 	UserID, SessionID string
 	Vector            []float32
 	K                 int
-	// Sessions asks for each hit's session too (one batched read after
-	// the vector query).
-	Sessions bool
 }
 
 // Store keeps exchanges and finds the nearest.
@@ -116,7 +113,6 @@ type LexicalQuery struct {
 	Terms             []string
 	PerTerm           int
 	Any               bool
-	Sessions          bool // each hit's session too, in one batched read
 }
 
 // LexicalHits are what a lexical query found: the units, and for each term
