@@ -65,7 +65,7 @@ func (db *DB) listChangeOf(was, s *sessions.Session, gone bool) *listChange {
 	if gone {
 		after = nil
 	}
-	if !samePath(before, after) {
+	if !slices.Equal(before, after) {
 		var v any = firestore.Delete
 		if len(after) > 0 {
 			flat := make([]int, 0, 2*len(after))
@@ -80,18 +80,6 @@ func (db *DB) listChangeOf(was, s *sessions.Session, gone bool) *listChange {
 		return nil
 	}
 	return c
-}
-
-func samePath(a, b sessions.Path) bool {
-	if len(a) != len(b) {
-		return false
-	}
-	for i := range a {
-		if a[i] != b[i] {
-			return false
-		}
-	}
-	return true
 }
 
 // listInTx makes the change of the list that writing s (read as was)
