@@ -18,8 +18,9 @@ type claim struct {
 	op      sessions.Operation
 	replyID string
 	userID  string // the new user message's id; "" for a keyed one
-	lease   time.Time
-	draft   bool // the reply streams through a draft
+	draft   bool   // the reply streams through a draft
+	// Decided by each try to claim: when it claims, and its lease.
+	at, lease time.Time
 
 	user   history.Message
 	replay *TurnResult // the turn was complete already
@@ -45,8 +46,9 @@ const leaseMargin = 15 * time.Second
 // the session and the key, admits the turn under the user's limits, and
 // appends the user's message (or, answering a stored message, only takes
 // the lease), with the session's answering lease in the same commit.
-func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, now time.Time, f *fork, c *claim) (*TurnWrite, error) {
+func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, f *fork, c *claim) (*TurnWrite, error) {
 	c.user, c.replay = history.Message{}, nil
+	now := c.at
 	s := st.Session
 	if s == nil {
 		if !q.New {

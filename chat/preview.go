@@ -81,13 +81,12 @@ type Preview struct {
 // Preview returns the caller's session's next context, read in one round
 // trip (the session, its context and the memory block together) whatever
 // the length of the session; a store may read less, and then, when what
-// it kept proves stale, twice (see TurnQuery.ReadOnly).
+// it kept proves stale, twice (see TurnStore.ReadTurn).
 func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Preview, error) {
 	if err := sessions.CheckID(sessionID); err != nil {
 		return nil, err
 	}
-	q := TurnQuery{UserID: userID, SessionID: sessionID, Memory: svc.Memory != nil, ReadOnly: true}
-	st, err := svc.Turns.RunTurn(ctx, q, nil, func(*TurnState) (*TurnWrite, error) { return nil, nil })
+	st, err := svc.Turns.ReadTurn(ctx, TurnQuery{UserID: userID, SessionID: sessionID, Memory: svc.Memory != nil})
 	if err != nil {
 		return nil, err
 	}

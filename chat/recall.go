@@ -251,3 +251,10 @@ func clipExcerpt(x Excerpt, n int) string {
 	}
 	return text
 }
+
+// wait waits for the query embedding, if one started.
+func (r *recaller) wait() {
+	if r.embedded != nil {
+		<-r.embedded
+	}
+}

@@ -23,14 +23,24 @@ type TurnStore interface {
 	// state as committed. plan may run more than once and has no other
 	// effects; its errors are returned as they are.
 	//
-	// Without prev, for a plain turn (KeyOnRetry, no AskedID, not New), a
-	// store may plan from a state it kept of the session and of the user's
-	// slots instead of reading them, and commit at once, on condition that
-	// they did not change; it then reads Day's spend, the memory block and
-	// the reply under Key beside the commit. The state returned holds the
-	// spend as read then, which may exceed what plan was given: the caller
-	// checks it before the model is called.
+	// Without prev and AskedID, a store may first plan from a state that
+	// leaves out the message under Key (and, for an unkeyed turn, ReplyID,
+	// a new id): the write that claims a turn creates the message under
+	// Key, so it lands only if there was none. A plan that refuses or
+	// writes nothing on such a state is given the full one, for its
+	// refusal may be a replay. Such a store may likewise plan from a
+	// state it kept of the session and of the user's slots instead of
+	// reading them, and commit at once, on condition that they did not
+	// change; it then reads Day's spend, the memory block and the reply
+	// under Key beside the commit. The state returned holds the spend as
+	// read then, which may exceed what plan was given: the caller checks
+	// it before the model is called.
 	RunTurn(ctx context.Context, q TurnQuery, prev *TurnState, plan func(*TurnState) (*TurnWrite, error)) (*TurnState, error)
+	// ReadTurn reads what q names, for a caller that writes nothing (a
+	// preview of the next context). A store may read less when what it
+	// kept of the session is current, at the cost of a second round trip
+	// when it proves not to be.
+	ReadTurn(ctx context.Context, q TurnQuery) (*TurnState, error)
 	// RunAppend stores messages a client composed itself as a turn stores
 	// its message: it reads what q names in one round trip (the session,
 	// its tail, the batch stored under q.Key, the user's appended-messages
@@ -104,20 +114,6 @@ type TurnQuery struct {
 	// Deleted reads the ids of the user's deleted sessions (a turn that
 	// recalls from all of them: see TurnState.Deleted).
 	Deleted bool
-	// KeyOnRetry lets the store leave the message under Key out of its
-	// first read (and, for an unkeyed turn, ReplyID, a new id; never with
-	// AskedID): the commit that claims a keyed turn creates the message
-	// under Key, so it lands only if there was none, and every later read
-	// (after a refused commit, or one whose answer was lost) reads it.
-	// Asked is then nil on a first read; a caller whose plan refused the
-	// turn on such a read asks again without KeyOnRetry, for the refusal
-	// may be a replay.
-	KeyOnRetry bool
-	// ReadOnly: nothing will be written on this read (a preview of the
-	// context). A store may then read less when what it kept of the
-	// session is current, at the cost of a second round trip when it
-	// proves not to be.
-	ReadOnly bool
 }
 
 // TurnState is what a turn read (or, after a commit, what it wrote).

@@ -1,7 +1,6 @@
 package chat
 
 import (
-	"cmp"
 	"context"
 	"errors"
 	"math/rand/v2"
@@ -101,210 +100,210 @@ func afterTurnContext(ctx context.Context) context.Context {
 	return ctx
 }
 
-// turn runs a turn up to its stored reply.
+// turnPlan is what a turn decides before it reads anything: what it
+// reads, the message it sends, where it branches off, and its claim's ids.
+type turnPlan struct {
+	req   TurnRequest
+	query TurnQuery
+	draft history.Draft // the user's message (a regeneration's: the one it answers anew)
+	fork  *fork         // where a regeneration or an edit branches off; nil for a plain turn
+	claim *claim
+	// embedEarly: this instance saw the session's turns embed their
+	// message, so this one embeds it beside its first read.
+	embedEarly bool
+}
+
+// prompt is what the model is sent: the context built, with the memory
+// block (and the recalled excerpts) in it.
+type prompt struct {
+	context *history.Context
+	memory  memoryBlock
+}
+
+// answered is the model's answer as the turn stores it, with what the
+// service reported of it.
+type answered struct {
+	draft    history.Draft
+	reported *Reply
+}
+
+// turn runs a turn up to its stored reply: it plans the turn, claims it
+// (the user's message stored, the session leased), admits it under the
+// day's spend, builds what the model sees and calls the model, and stores
+// the reply. A turn that fails after its claim gives the lease back.
 func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, error) {
-	draft := history.Draft{Role: history.RoleUser, Content: req.Message}
-	if err := svc.validate(req, draft); err != nil {
+	ctx = context.WithoutCancel(ctx)
+	plan, err := svc.planTurn(ctx, req)
+	if err != nil {
 		return nil, err
 	}
-	ctx = context.WithoutCancel(ctx)
-	now := svc.now()
-	q := TurnQuery{UserID: req.UserID, SessionID: req.SessionID, Key: req.ClientMessageID, Day: Day(now),
+	// The turn's own embedding (of its message) is charged with its reply.
+	ctx, embeddings := WithMeter(ctx)
+	recall := &recaller{}
+	if plan.embedEarly {
+		svc.embed(ctx, recall, plan.draft.Content) // beside the claim's read
+	}
+	claimed, err := svc.claimTurn(ctx, plan, recall)
+	if err != nil {
+		return nil, err
+	}
+	if plan.claim.replay != nil {
+		return plan.claim.replay, nil
+	}
+	sent, answer, err := svc.answer(ctx, plan, claimed, recall)
+	if err != nil {
+		svc.release(ctx, plan.query, claimed, plan.claim)
+		return nil, err
+	}
+	recall.wait() // long done: the reply came after it
+	return svc.storeReply(ctx, plan, claimed, sent, answer, embeddings.Tokens())
+}
+
+// planTurn checks a request and decides what its turn reads and writes:
+// the session (a new one when none is named), the message, the branch a
+// regeneration or an edit starts (read here), and the ids it writes.
+func (svc *Service) planTurn(ctx context.Context, req TurnRequest) (*turnPlan, error) {
+	plan := &turnPlan{req: req, draft: history.Draft{Role: history.RoleUser, Content: req.Message}}
+	if err := svc.validate(req, plan.draft); err != nil {
+		return nil, err
+	}
+	q := TurnQuery{UserID: req.UserID, SessionID: req.SessionID, Key: req.ClientMessageID, Day: Day(svc.now()),
 		Memory: svc.Memory != nil}
 	if q.SessionID == "" {
 		q.SessionID, q.New = svc.newSessionID(req), true
 	} else if err := sessions.CheckID(q.SessionID); err != nil {
 		return nil, err
 	}
-	c := &claim{token: ids.New(),
+	c := &claim{token: ids.New(), replyID: ids.New(), userID: ids.New(),
 		draft: req.OnDelta != nil && svc.Drafts != nil, op: sessions.Operation{Kind: sessions.OpTurn}}
-	var f *fork
+	if q.Key != "" {
+		c.replyID, c.userID = history.ReplyDocID(q.Key), "" // a keyed message is named by its key
+	}
 	if req.Regenerate != "" || req.Edit != "" {
-		var err error
-		if f, err = svc.planFork(ctx, req); err != nil {
+		f, err := svc.planFork(ctx, req)
+		if err != nil {
 			return nil, err
 		}
 		c.op = sessions.Operation{Kind: sessions.OpEdit, Target: req.Edit}
 		if f.regenerate {
 			c.op = sessions.Operation{Kind: sessions.OpRegenerate, Target: req.Regenerate}
-			q.AskedID, draft.Content = f.target.ID, f.target.Content
+			q.AskedID, plan.draft.Content = f.target.ID, f.target.Content
 		}
-	}
-	c.replyID, c.userID = ids.New(), ids.New()
-	if q.Key != "" {
-		c.replyID, c.userID = history.ReplyDocID(q.Key), "" // a keyed message is named by its key
+		plan.fork = f
 	}
 	q.ReplyID, q.Draft = c.replyID, c.draft
-	var st *TurnState
-	rec := &recaller{}
-	// The turn's own embedding (of its message) is charged with its reply.
-	ctx, embedMeter := WithMeter(ctx)
-	if h := svc.recallHints.get(q.SessionID); svc.Finder != nil && draft.Content != "" && h.embed {
-		svc.embed(ctx, rec, draft.Content) // beside the turn's first read
-		q.Deleted = h.all                  // read in it too
+	if hint := svc.recallHints.get(q.SessionID); svc.Finder != nil && plan.draft.Content != "" && hint.embed {
+		plan.embedEarly = true
+		q.Deleted = hint.all // what a recall from all sessions needs, read with the claim
 	}
-	err := svc.waitTurn(f == nil, func() (err error) {
-		// A try that waited claims as of now, with a lease from now.
-		now = svc.now()
-		c.lease = now.Add(svc.ModelTimeout + leaseMargin)
-		claim := func(st *TurnState) (*TurnWrite, error) {
-			w, err := svc.claim(st, q, draft, now, f, c)
-			if err == nil && w != nil && w.Session != nil { // the session as the claim writes it (a new one too)
-				svc.startEmbeds(ctx, rec, w.Session, draft.Content, st.Memory.Relevance() != nil, others(st)) // beside the claim's commit
-			}
-			return w, err
-		}
-		run := func() error {
-			st, err = svc.Turns.RunTurn(ctx, q, nil, claim)
-			if err == errMoreSlots { // every slot read was taken: read them all
-				q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, true)
-				st, err = svc.Turns.RunTurn(ctx, q, nil, claim)
-			}
-			return err
-		}
-		q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, false)
-		q.KeyOnRetry = q.AskedID == ""
-		if err = run(); err != nil && q.Key != "" && q.KeyOnRetry {
-			// Refused without reading the key's messages: a retry of a
-			// finished turn replays it even when it would be refused now.
-			q.KeyOnRetry = false
-			err = run()
-		}
+	plan.query, plan.claim = q, c
+	return plan, nil
+}
+
+// claimTurn claims the turn, waiting while another message of the
+// session is answered (unless it branches: what it branches from may
+// change meanwhile), and returns the state its commit left.
+func (svc *Service) claimTurn(ctx context.Context, plan *turnPlan, recall *recaller) (*TurnState, error) {
+	var st *TurnState
+	err := svc.waitTurn(plan.fork == nil, func() (err error) {
+		st, err = svc.tryClaim(ctx, plan, recall)
 		return err
 	})
-	if err != nil {
-		return nil, err
+	return st, err
+}
+
+// tryClaim claims the turn as of now, with a lease from now, in one read
+// and one commit: the user's rate-limit slots likely free are read with
+// it, and all of them when those prove taken. The recall's embedding and
+// query start beside the commit.
+func (svc *Service) tryClaim(ctx context.Context, plan *turnPlan, recall *recaller) (*TurnState, error) {
+	c := plan.claim
+	c.at = svc.now()
+	c.lease = c.at.Add(svc.ModelTimeout + leaseMargin)
+	q := plan.query
+	planClaim := func(st *TurnState) (*TurnWrite, error) {
+		w, err := svc.claim(st, q, plan.draft, plan.fork, c)
+		if err == nil && w != nil && w.Session != nil { // the session as the claim writes it (a new one too)
+			svc.startEmbeds(ctx, recall, w.Session, plan.draft.Content, st.Memory.Relevance() != nil, others(st))
+		}
+		return w, err
 	}
-	if c.replay != nil {
-		return c.replay, nil
+	q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, false)
+	st, err := svc.Turns.RunTurn(ctx, q, nil, planClaim)
+	if err == errMoreSlots {
+		q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, true)
+		st, err = svc.Turns.RunTurn(ctx, q, nil, planClaim)
 	}
+	return st, err
+}
+
+// answer admits the claimed turn under the day's spend, builds what the
+// model sees and calls the model.
+func (svc *Service) answer(ctx context.Context, plan *turnPlan, st *TurnState, recall *recaller) (prompt, answered, error) {
 	// A claim planned from what the store kept admitted the turn under the
 	// least the day's spend could be; the spend read beside its commit
 	// decides, before the model is called.
-	if err := admitDay(now, svc.Limits, st.DayTokens); err != nil {
-		svc.release(ctx, q, st, c)
-		return nil, err
+	if err := admitDay(plan.claim.at, svc.Limits, st.DayTokens); err != nil {
+		return prompt{}, answered{}, err
 	}
-	if req.OnStart != nil {
-		req.OnStart(st.Session, c.user, c.replyID)
+	if plan.req.OnStart != nil {
+		plan.req.OnStart(st.Session, plan.claim.user, plan.claim.replyID)
 	}
-	mem := svc.memoryFor(ctx, rec, st.Memory, st.Session.ID)
-	built, err := svc.build(st.Session, st.Tail, mem)
-	if err == nil {
-		if text, n := svc.recallBlock(ctx, rec, st.Session, built); n > 0 {
-			mem = mem.with(text, n)
-			built, err = svc.build(st.Session, st.Tail, mem)
-		}
+	sent, err := svc.prompt(ctx, st, plan.claim.user, recall)
+	if err != nil {
+		return prompt{}, answered{}, err
 	}
-	if err == nil && !contains(built.Messages, c.user.Seq) {
-		err = errs.Errorf(errs.EINVALID, "the message does not fit the model's context budget of %d tokens", built.Budget)
-	}
-	var reply *Reply
 	start := svc.now()
-	if err == nil {
-		reply, err = svc.generate(ctx, req, q, st, c, svc.request(st.Session, built, mem))
-	}
+	reply, err := svc.generate(ctx, plan.req, plan.query, st, plan.claim, svc.request(st.Session, sent.context, sent.memory))
 	if err != nil {
-		svc.release(ctx, q, st, c)
-		return nil, err
+		return prompt{}, answered{}, err
 	}
-	answer := history.Draft{Role: history.RoleAssistant, Content: reply.Content, Metadata: history.MessageMetadata{
-		Model:        reply.Model,
-		DurationMs:   svc.now().Sub(start).Milliseconds(),
-		FinishReason: reply.FinishReason,
-	}}
-	if rec.embedded != nil {
-		<-rec.embedded // long done: the reply came after it
-	}
-	spent := embedMeter.Tokens()
-	var out history.Message
-	var learn *longterm.Batch
-	done, err := svc.Turns.RunTurn(ctx, q, c.latest(st), func(st *TurnState) (*TurnWrite, error) {
-		return svc.finish(st, q, c, answer, reply, spent, built, svc.now(), &out, &learn)
-	})
-	if err != nil {
-		// Whether or not the reply was stored, the turn gives its lease
-		// back (if the reply was stored, the lease went with it): a retry
-		// then replays the reply or answers anew, never waits on nobody.
-		svc.release(ctx, q, st, c)
-		return nil, err
-	}
-	return &TurnResult{Session: done.Session, Tail: done.Tail, Context: built, User: c.user, Reply: out,
-		memoryTokens: mem.tokens, learn: learn}, nil
+	return sent, answered{reported: reply, draft: history.Draft{Role: history.RoleAssistant, Content: reply.Content,
+		Metadata: history.MessageMetadata{
+			Model:        reply.Model,
+			DurationMs:   svc.now().Sub(start).Milliseconds(),
+			FinishReason: reply.FinishReason,
+		}}}, nil
 }
 
-// finish plans the commit that finishes a turn: the reply (whose parent is
-// always the message it answers), the session's counters and context
-// (with the learning watermark, when a batch is due), the lease given
-// back, and the tokens spent: the reply's (as reported), and spent
-// besides (embeddings), counted on the session too.
-func (svc *Service) finish(st *TurnState, q TurnQuery, c *claim, answer history.Draft, reported *Reply, spent int, sent *history.Context, now time.Time, out *history.Message, learn **longterm.Batch) (*TurnWrite, error) {
-	if st.Answer != nil {
-		if st.Answer.ParentSeq != c.user.Seq { // not this turn's: the key named another operation
-			return nil, errs.Errorf(errs.ECONFLICT, "clientMessageId %q was already used for another request", q.Key)
-		}
-		// Stored already: this commit landed, but its answer was lost.
-		*out, *learn = *st.Answer, nil
-		return nil, nil
-	}
-	s := st.Session.Clone()
-	if err := s.CheckOwner(q.UserID); err != nil {
-		return nil, err
-	}
-	if !c.holds(s) {
-		if a := s.AnsweringAt(now); a != nil {
-			return nil, sessions.InProgress(now, a, "another request took this turn over; retry to get its reply")
-		}
-	}
-	s.Answering = nil
-	// A reply continues the active branch when that ends at its question.
-	// If the user switched branches meanwhile, it is stored under its
-	// question all the same, and the branch shown stays shown.
-	leaf, pending := s.Leaf(), s.PendingToolCalls
-	away := leaf != c.user.Seq
-	if away {
-		s.SetLeaf(c.user.Seq)
-	}
-	reply, t, err := svc.History.AppendOne(s, st.Tail, "", c.replyID, answer)
+// prompt builds what the model is sent for the user's message: the
+// session's context with the memory block, and the recalled excerpts
+// when they fit. The message must be in it.
+func (svc *Service) prompt(ctx context.Context, st *TurnState, user history.Message, recall *recaller) (prompt, error) {
+	mem := svc.memoryFor(ctx, recall, st.Memory, st.Session.ID)
+	built, err := svc.build(st.Session, st.Tail, mem)
 	if err != nil {
-		return nil, err
+		return prompt{}, err
 	}
-	if q.Key != "" {
-		reply.Op = c.op
-	}
-	if away {
-		s.SetLeaf(leaf)
-		s.PendingToolCalls, t = pending, nil // the context stays that of the branch shown
-	}
-	msgs := []history.Message{reply}
-	*out, *learn = reply, nil
-	if svc.Memory != nil {
-		if b, ok := svc.Memory.Claim(s); ok {
-			b.Have = st.Tail.Messages // the latest messages: usually the whole batch
-			if t != nil {
-				b.Have = t.Messages
-			}
-			b.User = st.Memory.Source
-			*learn = &b
+	if text, n := svc.recallBlock(ctx, recall, st.Session, built); n > 0 {
+		mem = mem.with(text, n)
+		if built, err = svc.build(st.Session, st.Tail, mem); err != nil {
+			return prompt{}, err
 		}
 	}
-	prompt, completion := reported.PromptTokens, reported.CompletionTokens
-	if prompt+completion == 0 { // the service did not report usage: use our own counts
-		prompt, completion = sent.Tokens, msgs[0].Tokens
+	if !contains(built.Messages, user.Seq) {
+		return prompt{}, errs.Errorf(errs.EINVALID, "the message does not fit the model's context budget of %d tokens", built.Budget)
 	}
-	spent += prompt + completion
-	s.Usage.PromptTokens += prompt
-	s.Usage.CompletionTokens += completion
-	s.Usage.Turns++
-	s.Usage.LastModel = answer.Metadata.Model
-	if svc.Recall != nil {
-		// The exchange is embedded after the reply (afterTurn); its tokens
-		// are charged here, as counted for the two messages, so that
-		// embedding adds no write of its own.
-		spent += c.user.Tokens + msgs[0].Tokens
+	return prompt{context: built, memory: mem}, nil
+}
+
+// storeReply stores the reply in the commit that finishes the turn (see
+// finish). Whether or not the reply was stored when that fails, the turn
+// gives its lease back (if the reply was stored, the lease went with it):
+// a retry then replays the reply or answers anew, never waits on nobody.
+func (svc *Service) storeReply(ctx context.Context, plan *turnPlan, st *TurnState, sent prompt, answer answered, spent int) (*TurnResult, error) {
+	var fin finished
+	done, err := svc.Turns.RunTurn(ctx, plan.query, plan.claim.latest(st), func(st *TurnState) (*TurnWrite, error) {
+		var err error
+		fin, err = svc.finish(st, plan, answer, spent, sent.context)
+		return fin.write, err
+	})
+	if err != nil {
+		svc.release(ctx, plan.query, st, plan.claim)
+		return nil, err
 	}
-	return &TurnWrite{Session: s, Tail: t, Messages: msgs, Slot: NoSlot, Tokens: spent, Draft: c.endDraft(st),
-		ByModel: map[string]int{cmp.Or(answer.Metadata.Model, s.Model): prompt + completion}}, nil
+	return &TurnResult{Session: done.Session, Tail: done.Tail, Context: sent.context, User: plan.claim.user, Reply: fin.reply,
+		memoryTokens: sent.memory.tokens, learn: fin.learn}, nil
 }
 
 // releaseTries is how often giving a failed turn back is tried.

@@ -37,8 +37,7 @@ func TestContextFence(t *testing.T) {
 	preview := func(db *firestoredb.DB) (*chat.TurnState, firestoretest.Counts) {
 		t.Helper()
 		before := counter.Snapshot()
-		st, err := db.RunTurn(ctx, chat.TurnQuery{UserID: "alice", SessionID: s.ID, ReadOnly: true}, nil,
-			func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil })
+		st, err := db.ReadTurn(ctx, chat.TurnQuery{UserID: "alice", SessionID: s.ID})
 		if err != nil {
 			t.Fatal(err)
 		}

@@ -156,7 +156,7 @@ func TestKeptTurnIsNotTrusted(t *testing.T) {
 	other := firestoredb.New(client)
 	e := storetest.NewEnv(t, one)
 	s := e.NewSession(t, "alice")
-	q := chat.TurnQuery{UserID: "alice", SessionID: s.ID, Day: "2026-01-15", Slots: []int{0, 1}, KeyOnRetry: true}
+	q := chat.TurnQuery{UserID: "alice", SessionID: s.ID, Day: "2026-01-15", Slots: []int{0, 1}}
 	say := func(db *firestoredb.DB, text string) []int {
 		t.Helper()
 		var lasts []int // the seq of the last message of each tail planned from

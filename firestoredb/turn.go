@@ -37,39 +37,54 @@ func (db *DB) draftRef(sessionID string) *firestore.DocumentRef {
 // session, its context, the key's message and reply, the user's turn slots,
 // today's spend and the memory block) and commits the turn's write in one
 // Commit, conditioned on the update times read; see chat.TurnStore.
+//
+// A turn that is not given a state and does not answer a stored message
+// is first planned from what this instance kept (claimFromKept), else
+// from a read that leaves the message under its key out (and an unkeyed
+// turn's reply, a new id): the commit that claims the turn creates that
+// message, so it lands only if there was none. A plan that refuses, or
+// writes nothing, on such a read is given a read with them: the refusal
+// may be a replay.
 func (db *DB) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {
+	if prev != nil || q.AskedID != "" {
+		out, _, err := db.runTurn(ctx, q, prev, plan, false)
+		return out, err
+	}
+	out, tried := db.claimFromKept(ctx, q, plan)
+	if out != nil {
+		return out, nil
+	}
+	out, keyLeftOut, err := db.runTurn(ctx, q, nil, plan, !tried) // a refused claim may have met the key's message: read it
+	if keyLeftOut && q.Key != "" {
+		out, _, err = db.runTurn(ctx, q, nil, plan, false)
+	}
+	return out, err
+}
+
+// runTurn reads (unless given prev), plans and commits, until the commit
+// lands or plan writes nothing. With leaveKeyOut its first read leaves
+// the message under the key out; keyLeftOut reports that plan refused, or
+// wrote nothing, on such a read.
+func (db *DB) runTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error), leaveKeyOut bool) (_ *chat.TurnState, keyLeftOut bool, _ error) {
 	var unchanged *chat.TurnState
 	var written func([]*firestore.WriteResult) *chat.TurnState
-	first := true
-	if prev == nil {
-		out, tried := db.claimFromKept(ctx, q, plan)
-		if out != nil {
-			return out, nil
-		}
-		first = !tried // a refused claim may have met the key's message: read it
-	}
 	res, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		st := prev
 		prev = nil // a retry reads afresh
+		keyLeftOut = false
 		if _, ok := stateVersion(st); !ok {
-			rq := q
-			if first && q.KeyOnRetry && q.AskedID == "" {
-				if rq.Key == "" {
-					rq.ReplyID = "" // a new id: nothing is there yet
-				}
-				rq.Key = "" // the claim's Create of the key's message checks it
-			}
 			var err error
-			if st, err = db.readTurn(get, rq); err != nil {
+			if st, keyLeftOut, err = db.readTurn(get, q, leaveKeyOut); err != nil {
 				return nil, err
 			}
 		}
-		first = false
+		leaveKeyOut = false
 		w, err := plan(st)
 		if err != nil || w == nil {
 			unchanged, written = st, nil
 			return nil, err
 		}
+		keyLeftOut = false
 		var b *writes
 		b, written, err = db.writeTurn(q, st, w)
 		if err != nil {
@@ -79,11 +94,11 @@ func (db *DB) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnStat
 	})
 	switch {
 	case err != nil:
-		return nil, err
+		return nil, keyLeftOut, err
 	case written == nil:
-		return unchanged, nil
+		return unchanged, keyLeftOut, nil
 	}
-	return written(res), nil
+	return written(res), false, nil
 }
 
 func stateVersion(st *chat.TurnState) (*turnVersion, bool) {
@@ -142,13 +157,23 @@ func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
 	return r, append(list, r.slots...)
 }
 
-// readTurn reads what q names in one round trip.
-func (db *DB) readTurn(get getAll, q chat.TurnQuery) (*chat.TurnState, error) {
-	r, refs := db.turnRefs(q)
-	read := db.readStored
-	if q.ReadOnly {
-		read = db.peekStored
+// readTurn reads what q names in one round trip; with leaveKeyOut, all
+// but the message under its key (and an unkeyed turn's reply, a new id),
+// and it then reports that it left them out.
+func (db *DB) readTurn(get getAll, q chat.TurnQuery, leaveKeyOut bool) (_ *chat.TurnState, keyLeftOut bool, _ error) {
+	if leaveKeyOut {
+		if q.Key == "" {
+			q.ReplyID = "" // a new id: nothing is there yet
+		}
+		q.Key = "" // the claim's Create of the key's message checks it
 	}
+	ts, err := db.readTurnState(get, q, db.readStored)
+	return ts, leaveKeyOut, err
+}
+
+// readTurnState reads what q names in one round trip with read.
+func (db *DB) readTurnState(get getAll, q chat.TurnQuery, read func(getAll, string, ...*firestore.DocumentRef) (*stored, []*firestore.DocumentSnapshot, error)) (*chat.TurnState, error) {
+	r, refs := db.turnRefs(q)
 	st, snaps, err := read(get, q.SessionID, refs...)
 	if err != nil {
 		return nil, err
@@ -397,4 +422,17 @@ func (db *DB) RequestStop(ctx context.Context, userID, sessionID, replyID string
 		}
 	}
 	return errs.Errorf(errs.EUNAVAILABLE, "the reply kept changing; try again")
+}
+
+// ReadTurn reads what q names for a caller that writes nothing: the
+// session and its context as this instance kept them when they prove
+// current (see peekStored), with the rest in the same round trip.
+func (db *DB) ReadTurn(ctx context.Context, q chat.TurnQuery) (*chat.TurnState, error) {
+	var out *chat.TurnState
+	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
+		var err error
+		out, err = db.readTurnState(get, q, db.peekStored)
+		return nil, err
+	})
+	return out, err
 }

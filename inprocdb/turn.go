@@ -47,6 +47,11 @@ func (db *DB) RequestStop(_ context.Context, userID, sessionID, replyID string) 
 	return nil
 }
 
+// ReadTurn reads what q names.
+func (db *DB) ReadTurn(ctx context.Context, q chat.TurnQuery) (*chat.TurnState, error) {
+	return db.RunTurn(ctx, q, nil, func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil })
+}
+
 // RunTurn reads, plans and writes under the store's one lock, so nothing
 // can change in between and prev is not needed.
 func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {

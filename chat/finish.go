@@ -1,0 +1,118 @@
+package chat
+
+import (
+	"cmp"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// finished is what the commit that finishes a turn writes, with the reply
+// it stores and the batch it claims for learning.
+type finished struct {
+	write *TurnWrite
+	reply history.Message
+	learn *longterm.Batch
+}
+
+// finish plans the commit that finishes a turn: the reply (whose parent is
+// always the message it answers), the session's counters and context
+// (with the learning watermark, when a batch is due), the lease given
+// back, and the tokens spent: the reply's (as reported, else as counted
+// for the context sent and the reply), and spent besides (embeddings),
+// counted on the session too.
+func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent int, sent *history.Context) (finished, error) {
+	c, q := plan.claim, plan.query
+	if st.Answer != nil {
+		if st.Answer.ParentSeq != c.user.Seq { // not this turn's: the key named another operation
+			return finished{}, errs.Errorf(errs.ECONFLICT, "clientMessageId %q was already used for another request", q.Key)
+		}
+		// Stored already: this commit landed, but its answer was lost.
+		return finished{reply: *st.Answer}, nil
+	}
+	s := st.Session.Clone()
+	if err := s.CheckOwner(q.UserID); err != nil {
+		return finished{}, err
+	}
+	now := svc.now()
+	if a := s.AnsweringAt(now); a != nil && !c.holds(s) {
+		return finished{}, sessions.InProgress(now, a, "another request took this turn over; retry to get its reply")
+	}
+	s.Answering = nil
+	reply, t, err := svc.appendReply(s, st.Tail, c, answer.draft)
+	if err != nil {
+		return finished{}, err
+	}
+	if q.Key != "" {
+		reply.Op = c.op
+	}
+	fin := finished{reply: reply, learn: svc.claimLearning(s, st, t)}
+	prompt, completion := replyTokens(answer.reported, sent, reply)
+	spent += prompt + completion
+	s.Usage.PromptTokens += prompt
+	s.Usage.CompletionTokens += completion
+	s.Usage.Turns++
+	s.Usage.LastModel = answer.draft.Metadata.Model
+	if svc.Recall != nil {
+		// The exchange is embedded after the reply (afterTurn); its tokens
+		// are charged here, as counted for the two messages, so that
+		// embedding adds no write of its own.
+		spent += c.user.Tokens + reply.Tokens
+	}
+	fin.write = &TurnWrite{Session: s, Tail: t, Messages: []history.Message{reply}, Slot: NoSlot, Tokens: spent, Draft: c.endDraft(st),
+		ByModel: map[string]int{cmp.Or(answer.draft.Metadata.Model, s.Model): prompt + completion}}
+	return fin, nil
+}
+
+// appendReply appends the reply to s under the message it answers. A
+// reply continues the active branch when that ends at its question. If
+// the user switched branches meanwhile, it is stored under its question
+// all the same, and the branch shown stays shown (with its context: the
+// tail returned is then nil).
+func (svc *Service) appendReply(s *sessions.Session, tail *history.Tail, c *claim, answer history.Draft) (history.Message, *history.Tail, error) {
+	leaf, pending := s.Leaf(), s.PendingToolCalls
+	away := leaf != c.user.Seq
+	if away {
+		s.SetLeaf(c.user.Seq)
+	}
+	reply, t, err := svc.History.AppendOne(s, tail, "", c.replyID, answer)
+	if err != nil {
+		return history.Message{}, nil, err
+	}
+	if away {
+		s.SetLeaf(leaf)
+		s.PendingToolCalls, t = pending, nil
+	}
+	return reply, t, nil
+}
+
+// claimLearning moves s's learning watermark past its new messages when a
+// batch is due, and returns the batch (nil if none): the latest messages,
+// t's when the reply's commit writes a tail, else those read.
+func (svc *Service) claimLearning(s *sessions.Session, st *TurnState, t *history.Tail) *longterm.Batch {
+	if svc.Memory == nil {
+		return nil
+	}
+	b, ok := svc.Memory.Claim(s)
+	if !ok {
+		return nil
+	}
+	b.Have = st.Tail.Messages // usually the whole batch
+	if t != nil {
+		b.Have = t.Messages
+	}
+	b.User = st.Memory.Source
+	return &b
+}
+
+// replyTokens is what a reply cost, its prompt and its completion: as the
+// service reported them, else as counted for the context sent and the
+// reply.
+func replyTokens(reported *Reply, sent *history.Context, reply history.Message) (prompt, completion int) {
+	if reported.PromptTokens+reported.CompletionTokens == 0 {
+		return sent.Tokens, reply.Tokens
+	}
+	return reported.PromptTokens, reported.CompletionTokens
+}
