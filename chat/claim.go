@@ -1,6 +1,7 @@
 package chat
 
 import (
+	"fmt"
 	"math/rand/v2"
 	"time"
 
@@ -46,7 +47,8 @@ const leaseMargin = 15 * time.Second
 // the session and the key, admits the turn under the user's limits, and
 // appends the user's message (or, answering a stored message, only takes
 // the lease), with the session's answering lease in the same commit.
-func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, f *fork, c *claim) (*TurnWrite, error) {
+func (svc *Service) claim(st *TurnState, q TurnQuery, plan *turnPlan) (*TurnWrite, error) {
+	c, f := plan.claim, plan.fork
 	c.user, c.replay = history.Message{}, nil
 	now := c.at
 	s := st.Session
@@ -69,7 +71,7 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, f *fo
 		// answer was lost on the way. Carry on from what it wrote.
 		return nil, c.claimed(st, a.Seq)
 	}
-	if err := c.checkKey(st, q, s, draft, now); err != nil || c.replay != nil {
+	if err := c.checkKey(st, q, s, plan.keyed, now); err != nil || c.replay != nil {
 		return nil, err
 	}
 	if a := s.AnsweringAt(now); a != nil && q.Key != "" && a.Key == q.Key {
@@ -94,7 +96,7 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, f *fo
 	}
 	w := &TurnWrite{Session: s, Slot: slot, Minute: now.Unix() / 60}
 	if st.Asked != nil { // answer a stored message: a regeneration, or a retry taking a failed turn over
-		c.user = *st.Asked
+		c.user = lastOfBatch(st.Asked, st.Tail.Messages)
 		if f != nil && f.regenerate { // answer it on its own branch
 			w.Tail = svc.History.ForkTail(s, f.base, f.leaf)
 		}
@@ -103,19 +105,66 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, draft history.Draft, f *fo
 		if f != nil { // an edit: the new message's parent is the edited one's
 			tail = svc.History.ForkTail(s, f.base, f.leaf)
 		}
-		m, t, err := svc.History.AppendOne(s, tail, q.Key, c.userID, draft)
+		drafts, err := turnMessages(s, plan.req, plan.draft)
 		if err != nil {
 			return nil, err
 		}
-		if q.Key != "" {
-			m.Op = c.op
+		msgs, t, err := svc.History.AppendMany(s, tail, q.Key, c.batchIDs(q.Key, drafts), drafts...)
+		if err != nil {
+			return nil, err
 		}
-		c.user = m
-		w.Tail, w.Messages = t, []history.Message{m}
+		for i := range msgs {
+			if q.Key != "" {
+				msgs[i].Op = c.op
+			}
+		}
+		c.user = msgs[len(msgs)-1]
+		w.Tail, w.Messages = t, msgs
 	}
 	s.Answering = &sessions.Answering{Seq: c.user.Seq, ReplyID: c.replyID, Key: q.Key, Op: c.op, Token: c.token, Until: c.lease}
 	w.Draft = c.startDraft()
 	return w, nil
+}
+
+// batchIDs names the messages a turn stores: the one stored under the key
+// (the user's message, else the first tool result) by the key (or the
+// claim's id for it when unkeyed), the others after it.
+func (c *claim) batchIDs(key string, drafts []history.Draft) []string {
+	primary := len(drafts) - 1 // the user's message, after the calls it abandons
+	if drafts[primary].Role == history.RoleTool {
+		primary = 0 // tool results
+	}
+	out := make([]string, len(drafts))
+	next := 1
+	for i := range drafts {
+		n := next
+		if i == primary {
+			n = 0
+		} else {
+			next++
+		}
+		switch {
+		case key != "":
+			out[i] = history.KeyDocID(key, n)
+		case n == 0:
+			out[i] = c.userID
+		default:
+			out[i] = fmt.Sprintf("%s-%d", c.userID, n)
+		}
+	}
+	return out
+}
+
+// lastOfBatch is the message a turn that stored asked answers: asked, or
+// the last of the tool results stored after it in the same batch.
+func lastOfBatch(asked *history.Message, tail []history.Message) history.Message {
+	last := *asked
+	for _, m := range tail {
+		if last.Role == history.RoleTool && m.Role == history.RoleTool && m.ParentSeq == last.Seq {
+			last = m
+		}
+	}
+	return last
 }
 
 // claimed picks up a claim of this request found stored: the message it

@@ -44,7 +44,7 @@ func (svc *Service) generate(ctx context.Context, req TurnRequest, q TurnQuery, 
 			return &Reply{Content: stoppedWith, Model: mreq.Model, FinishReason: StoppedReason}, nil
 		}
 	}
-	if err == nil && reply.Content == "" {
+	if err == nil && reply.Content == "" && len(reply.ToolCalls) == 0 {
 		err = errEmptyReply
 	}
 	if err != nil {

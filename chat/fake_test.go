@@ -26,16 +26,23 @@ type fakeModel struct {
 	pieces   int           // stream the reply in this many pieces (0: one)
 	pause    time.Duration // between pieces
 	calls    atomic.Int64
+	// tools, when set, picks the calls a reply asks for (none: it answers).
+	tools func(req chat.Request) []history.ToolCall
 }
 
 func (m *fakeModel) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
 	m.calls.Add(1)
 	m.mu.Lock()
 	m.requests = append(m.requests, req)
-	fail, pieces, pause := m.fail, m.pieces, m.pause
+	fail, pieces, pause, tools := m.fail, m.pieces, m.pause, m.tools
 	m.mu.Unlock()
 	if fail != nil {
 		return nil, fail
+	}
+	if tools != nil {
+		if calls := tools(req); len(calls) > 0 {
+			return &chat.Reply{ToolCalls: calls, Model: req.Model, FinishReason: "tool_calls", PromptTokens: 10 * len(req.Messages), CompletionTokens: 5}, nil
+		}
 	}
 	last := ""
 	for _, msg := range req.Messages {

@@ -10,7 +10,16 @@ import (
 
 // validate checks a turn request before anything is read.
 func (svc *Service) validate(req TurnRequest, draft history.Draft) error {
+	if err := validateTools(req); err != nil {
+		return err
+	}
 	switch {
+	case len(req.ToolResults) > 0:
+		drafts := make([]history.Draft, len(req.ToolResults))
+		for i, r := range req.ToolResults {
+			drafts[i] = history.Draft{Role: history.RoleTool, ToolCallID: r.ToolCallID, Content: r.Content}
+		}
+		return history.Validate(req.ClientMessageID, drafts...)
 	case req.Regenerate != "" && req.Edit != "":
 		return errs.Errorf(errs.EINVALID, "a turn either regenerates a reply or edits a message, not both")
 	case (req.Regenerate != "" || req.Edit != "") && req.SessionID == "":

@@ -50,8 +50,8 @@ func blockOf(m MemoryBlock) memoryBlock {
 
 // build chooses the session's context from its tail: no reads, no
 // tokenizing of stored messages.
-func (svc *Service) build(s *sessions.Session, t *history.Tail, mem memoryBlock) (*history.Context, error) {
-	return history.Build(s, t, svc.History.BudgetFor(s), svc.fixed(s)+mem.tokens)
+func (svc *Service) build(s *sessions.Session, t *history.Tail, mem memoryBlock, toolTokens int) (*history.Context, error) {
+	return history.Build(s, t, svc.History.BudgetFor(s), svc.fixed(s)+mem.tokens+toolTokens)
 }
 
 // request is what the model is sent for a built context: the system prompt,
@@ -97,7 +97,7 @@ func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Pre
 		return nil, err
 	}
 	mem := blockOf(st.Memory)
-	c, err := svc.build(st.Session, st.Tail, mem)
+	c, err := svc.build(st.Session, st.Tail, mem, 0)
 	if err != nil {
 		return nil, err
 	}

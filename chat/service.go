@@ -32,11 +32,14 @@ type Request struct {
 	Instructions string
 	Memory       string // the user's long-term memory block, sent as a system message after them
 	Messages     []history.Message
+	Tools        []Tool // the app's functions the model may call
+	ToolChoice   string // with Tools: auto (""), none, required, or a tool's name
 }
 
 // Reply is the model's answer.
 type Reply struct {
 	Content          string
+	ToolCalls        []history.ToolCall // the calls the model asks the app to make
 	Model            string
 	FinishReason     string
 	PromptTokens     int
@@ -91,6 +94,10 @@ type Service struct {
 	// instruct the model over the operator's prompt.
 	AllowSystemMessages bool
 	ModelTimeout        time.Duration
+	// MaxToolRounds bounds the replies with tool calls in a row after a
+	// user's message; past it the model must answer in text. 0:
+	// DefaultMaxToolRounds.
+	MaxToolRounds int
 	// BusyWait is how long a turn or an append waits while another
 	// message of its session is answered; 0: DefaultBusyWait.
 	BusyWait time.Duration

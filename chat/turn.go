@@ -37,6 +37,18 @@ type TurnRequest struct {
 	// anew with Message: the new message is written beside it (the same
 	// parent), answered, and the conversation continues from it.
 	Edit string
+	// Tools are the app's functions the model may ask to call (see
+	// tools.go); ToolChoice is auto (the default), none, required, or the
+	// name of one of them.
+	Tools      []Tool
+	ToolChoice string
+	// ToolResults answer the calls the session's last reply made (all of
+	// them, and Message empty): the turn stores them and calls the model
+	// again.
+	ToolResults []ToolResult
+	// AbandonTools: a Message sent while calls await their results records
+	// them as not run (else that is ECONFLICT).
+	AbandonTools bool
 }
 
 // TurnResult is a completed turn.
@@ -106,6 +118,7 @@ type turnPlan struct {
 	req   TurnRequest
 	query TurnQuery
 	draft history.Draft // the user's message (a regeneration's: the one it answers anew)
+	keyed history.Draft // the message stored under the key: draft, or the first tool result
 	fork  *fork         // where a regeneration or an edit branches off; nil for a plain turn
 	claim *claim
 	// embedEarly: this instance saw the session's turns embed their
@@ -191,6 +204,11 @@ func (svc *Service) planTurn(ctx context.Context, req TurnRequest) (*turnPlan, e
 		}
 		plan.fork = f
 	}
+	plan.keyed = plan.draft
+	if len(req.ToolResults) > 0 {
+		c.op = sessions.Operation{Kind: sessions.OpTools}
+		plan.keyed = history.Draft{Role: history.RoleTool, ToolCallID: req.ToolResults[0].ToolCallID, Content: req.ToolResults[0].Content}
+	}
 	q.ReplyID, q.Draft = c.replyID, c.draft
 	if hint := svc.recallHints.get(q.SessionID); svc.Finder != nil && plan.draft.Content != "" && hint.embed {
 		plan.embedEarly = true
@@ -222,7 +240,7 @@ func (svc *Service) tryClaim(ctx context.Context, plan *turnPlan, recall *recall
 	c.lease = c.at.Add(svc.ModelTimeout + leaseMargin)
 	q := plan.query
 	planClaim := func(st *TurnState) (*TurnWrite, error) {
-		w, err := svc.claim(st, q, plan.draft, plan.fork, c)
+		w, err := svc.claim(st, q, plan)
 		if err == nil && w != nil && w.Session != nil { // the session as the claim writes it (a new one too)
 			svc.startEmbeds(ctx, recall, w.Session, plan.draft.Content, st.Memory.Relevance() != nil, others(st))
 		}
@@ -249,16 +267,19 @@ func (svc *Service) answer(ctx context.Context, plan *turnPlan, st *TurnState, r
 	if plan.req.OnStart != nil {
 		plan.req.OnStart(st.Session, plan.claim.user, plan.claim.replyID)
 	}
-	sent, err := svc.prompt(ctx, st, plan.claim.user, recall)
+	tools, choice := svc.toolsFor(plan.req, st.Tail)
+	sent, err := svc.prompt(ctx, st, plan.claim.user, recall, svc.toolTokens(st.Session.Model, tools))
 	if err != nil {
 		return prompt{}, answered{}, err
 	}
+	mreq := svc.request(st.Session, sent.context, sent.memory)
+	mreq.Tools, mreq.ToolChoice = tools, choice
 	start := svc.now()
-	reply, err := svc.generate(ctx, plan.req, plan.query, st, plan.claim, svc.request(st.Session, sent.context, sent.memory))
+	reply, err := svc.generate(ctx, plan.req, plan.query, st, plan.claim, mreq)
 	if err != nil {
 		return prompt{}, answered{}, err
 	}
-	return sent, answered{reported: reply, draft: history.Draft{Role: history.RoleAssistant, Content: reply.Content,
+	return sent, answered{reported: reply, draft: history.Draft{Role: history.RoleAssistant, Content: reply.Content, ToolCalls: reply.ToolCalls,
 		Metadata: history.MessageMetadata{
 			Model:        reply.Model,
 			DurationMs:   svc.now().Sub(start).Milliseconds(),
@@ -268,16 +289,17 @@ func (svc *Service) answer(ctx context.Context, plan *turnPlan, st *TurnState, r
 
 // prompt builds what the model is sent for the user's message: the
 // session's context with the memory block, and the recalled excerpts
-// when they fit. The message must be in it.
-func (svc *Service) prompt(ctx context.Context, st *TurnState, user history.Message, recall *recaller) (prompt, error) {
+// when they fit, within the budget the tools' definitions (of toolTokens)
+// leave. The message must be in it.
+func (svc *Service) prompt(ctx context.Context, st *TurnState, user history.Message, recall *recaller, toolTokens int) (prompt, error) {
 	mem := svc.memoryFor(ctx, recall, st.Memory, st.Session.ID)
-	built, err := svc.build(st.Session, st.Tail, mem)
+	built, err := svc.build(st.Session, st.Tail, mem, toolTokens)
 	if err != nil {
 		return prompt{}, err
 	}
 	if text, n := svc.recallBlock(ctx, recall, st.Session, built); n > 0 {
 		mem = mem.with(text, n)
-		if built, err = svc.build(st.Session, st.Tail, mem); err != nil {
+		if built, err = svc.build(st.Session, st.Tail, mem, toolTokens); err != nil {
 			return prompt{}, err
 		}
 	}

@@ -130,6 +130,7 @@ func NewApp(cfg Config, d Deps) *App {
 		SystemPrompt:        cfg.SystemPrompt,
 		AllowSystemMessages: cfg.SystemMessages,
 		ModelTimeout:        cfg.ModelTimeout,
+		MaxToolRounds:       cfg.MaxToolRounds,
 		Now:                 d.Now,
 		Log:                 d.Log,
 	}

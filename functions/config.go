@@ -38,6 +38,7 @@ type Config struct {
 	TurnsPerMinute      int
 	MessagesPerMinute   int
 	SearchesPerMinute   int // RATE_SEARCHES_PER_MINUTE
+	MaxToolRounds       int // MAX_TOOL_ROUNDS: replies with tool calls in a row before the model must answer in text
 	TokensPerDay        int
 	ContextBudget       int
 	ContextStrategy     string // CONTEXT_STRATEGY (formerly MEMORY_STRATEGY, still read)
@@ -182,6 +183,7 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		TurnsPerMinute:     num("RATE_TURNS_PER_MINUTE", DefaultTurnsPerMinute, 0, chat.MaxTurnsPerMinute),
 		MessagesPerMinute:  num("RATE_MESSAGES_PER_MINUTE", DefaultMessagesPerMinute, 0, many),
 		SearchesPerMinute:  num("RATE_SEARCHES_PER_MINUTE", DefaultSearchesPerMinute, 0, many),
+		MaxToolRounds:      num("MAX_TOOL_ROUNDS", chat.DefaultMaxToolRounds, 1, 100),
 		TokensPerDay:       num("RATE_TOKENS_PER_DAY", DefaultTokensPerDay, 0, many),
 		ContextBudget:      num("CONTEXT_TOKEN_BUDGET", 0, 0, sessions.MaxBudgetTokens),
 		ContextStrategy:    str("CONTEXT_STRATEGY", str("MEMORY_STRATEGY", "summary_buffer")),

@@ -206,13 +206,27 @@ type chatRequest struct {
 	Stream          bool   `json:"stream,omitempty"`
 	Regenerate      string `json:"regenerate,omitempty"` // id of a message to answer anew
 	Edit            string `json:"edit,omitempty"`       // id of a user message to send anew as message
+	// The app's tools (see chat.TurnRequest).
+	Tools        []chat.Tool       `json:"tools,omitempty"`
+	ToolChoice   string            `json:"toolChoice,omitempty"`
+	ToolResults  []chat.ToolResult `json:"toolResults,omitempty"`
+	AbandonTools bool              `json:"abandonTools,omitempty"`
 }
 
 type chatResponse struct {
 	SessionID   string          `json:"sessionId"`
-	UserMessage history.Message `json:"userMessage"`
+	UserMessage history.Message `json:"userMessage"` // the message the reply answers (with tool results: the last of them)
 	Reply       history.Message `json:"reply"`
 	Replayed    bool            `json:"replayed,omitempty"`
+	// Status is "completed", or "requires_action" when the reply asks for
+	// ToolCalls: the app runs them and sends their results.
+	Status    string             `json:"status"`
+	ToolCalls []history.ToolCall `json:"toolCalls,omitempty"`
+}
+
+func responseOf(res *chat.TurnResult) chatResponse {
+	return chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed,
+		Status: res.Status(), ToolCalls: res.Reply.ToolCalls}
 }
 
 func (a *App) chat(w http.ResponseWriter, r *http.Request) {
@@ -225,6 +239,7 @@ func (a *App) chat(w http.ResponseWriter, r *http.Request) {
 		UserID: UserID(r.Context()), SessionID: req.SessionID,
 		Message: req.Message, ClientMessageID: req.ClientMessageID,
 		Regenerate: req.Regenerate, Edit: req.Edit,
+		Tools: req.Tools, ToolChoice: req.ToolChoice, ToolResults: req.ToolResults, AbandonTools: req.AbandonTools,
 	}
 	if req.Stream || strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		a.streamChat(w, r, turn)
@@ -236,7 +251,7 @@ func (a *App) chat(w http.ResponseWriter, r *http.Request) {
 		// an HTTP/1.1 client must not queue its next request behind that
 		// work on this connection.
 		w.Header().Set("Connection", "close")
-		writeJSON(w, http.StatusOK, chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed})
+		writeJSON(w, http.StatusOK, responseOf(res))
 	}
 	if _, err := a.tracedTurn(r.Context(), turn); err != nil {
 		a.writeError(w, r, err)
@@ -244,8 +259,9 @@ func (a *App) chat(w http.ResponseWriter, r *http.Request) {
 }
 
 // streamChat answers a turn with server-sent events: "session" once the
-// user's message is stored, "delta" for each piece of the reply, then
-// "done" with the stored reply or "error". A failure before anything was
+// user's message is stored, "delta" for each piece of the reply,
+// "tool_calls" when the reply asks for calls, then "done" with the stored
+// reply and the turn's status, or "error". A failure before anything was
 // streamed is an ordinary JSON error with its status. If the client goes
 // away, the turn still completes and the reply is stored.
 func (a *App) streamChat(w http.ResponseWriter, r *http.Request, turn chat.TurnRequest) {
@@ -281,9 +297,14 @@ func (a *App) streamChat(w http.ResponseWriter, r *http.Request, turn chat.TurnR
 		info(r.Context()).sessionID = res.Session.ID
 		if res.Replayed {
 			send("session", map[string]any{"sessionId": res.Session.ID, "userMessage": res.User, "replyId": res.Reply.ID})
-			send("delta", map[string]string{"text": res.Reply.Content})
+			if res.Reply.Content != "" {
+				send("delta", map[string]string{"text": res.Reply.Content})
+			}
 		}
-		send("done", chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed})
+		if len(res.Reply.ToolCalls) > 0 {
+			send("tool_calls", map[string]any{"replyId": res.Reply.ID, "toolCalls": res.Reply.ToolCalls})
+		}
+		send("done", responseOf(res))
 	}
 	_, err := a.tracedTurn(r.Context(), turn)
 	switch {

@@ -134,20 +134,32 @@ func (svc *Service) AppendAll(ctx context.Context, s *sessions.Session, key stri
 // The message is named id, or by KeyDocID when id is empty and key is set.
 // It changes s and returns the message and the new tail.
 func (svc *Service) AppendOne(s *sessions.Session, t *Tail, key, id string, d Draft) (Message, *Tail, error) {
-	plan, err := svc.Prepare(s, key, d)
+	msgs, t, err := svc.AppendMany(s, t, key, []string{id}, d)
 	if err != nil {
 		return Message{}, nil, err
+	}
+	return msgs[0], t, nil
+}
+
+// AppendMany is AppendOne for a batch: drafts appended in order, the i-th
+// named ids[i] when that is set, else as AppendOne names it.
+func (svc *Service) AppendMany(s *sessions.Session, t *Tail, key string, ids []string, drafts ...Draft) ([]Message, *Tail, error) {
+	plan, err := svc.Prepare(s, key, drafts...)
+	if err != nil {
+		return nil, nil, err
 	}
 	t = t.Clone()
 	msgs, err := plan(s, t, nil)
 	if err != nil {
-		return Message{}, nil, err
+		return nil, nil, err
 	}
-	if id != "" {
-		msgs[0].ID = id
+	for i, id := range ids {
+		if id != "" && i < len(msgs) {
+			msgs[i].ID = id
+		}
 	}
 	t.SetIDs(msgs)
-	return msgs[0], t, nil
+	return msgs, t, nil
 }
 
 // Prepare validates drafts and returns the plan that appends them to

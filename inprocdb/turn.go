@@ -4,6 +4,7 @@ import (
 	"context"
 
 	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/sessions"
@@ -137,7 +138,15 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 			if db.keys[q.SessionID] == nil {
 				db.keys[q.SessionID] = map[string][]int{}
 			}
-			db.keys[q.SessionID][m.ClientMessageID] = []int{m.Seq}
+			// The message under the key is the one named by it (a batch's
+			// others follow it, in the order of their names).
+			seqs := db.keys[q.SessionID][m.ClientMessageID]
+			if m.ID == history.KeyDocID(m.ClientMessageID, 0) {
+				seqs = append([]int{m.Seq}, seqs...)
+			} else {
+				seqs = append(seqs, m.Seq)
+			}
+			db.keys[q.SessionID][m.ClientMessageID] = seqs
 		case q.ReplyID != "" && m.ID == q.ReplyID:
 			if db.replies[q.SessionID] == nil {
 				db.replies[q.SessionID] = map[string]int{}

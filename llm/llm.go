@@ -37,6 +37,7 @@ func NewOpenAI(apiKey, baseURL string, httpClient *http.Client) *OpenAI {
 // Generate sends req, streaming when onDelta is set.
 func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
 	creq := openai.ChatCompletionRequest{Model: req.Model, Messages: Messages(req)}
+	creq.Tools, creq.ToolChoice = Tools(req)
 	if onDelta == nil {
 		resp, err := o.client.CreateChatCompletion(ctx, creq)
 		if err != nil {
@@ -50,6 +51,7 @@ func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(st
 		}
 		return &chat.Reply{
 			Content:          resp.Choices[0].Message.Content,
+			ToolCalls:        toolCalls(resp.Choices[0].Message.ToolCalls),
 			Model:            resp.Model,
 			FinishReason:     string(resp.Choices[0].FinishReason),
 			PromptTokens:     resp.Usage.PromptTokens,
@@ -64,6 +66,7 @@ func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(st
 	}
 	defer stream.Close()
 	var text strings.Builder
+	var calls callDeltas
 	reply := &chat.Reply{Model: req.Model}
 	for {
 		chunk, err := stream.Recv()
@@ -84,6 +87,7 @@ func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(st
 				text.WriteString(c.Delta.Content)
 				onDelta(c.Delta.Content)
 			}
+			calls.add(c.Delta.ToolCalls)
 			if c.FinishReason != "" {
 				reply.FinishReason = string(c.FinishReason)
 			}
@@ -94,8 +98,68 @@ func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(st
 		// reply was complete: what arrived is a fragment, not a reply.
 		return nil, &ServiceError{cause: errIncomplete}
 	}
-	reply.Content = text.String()
+	reply.Content, reply.ToolCalls = text.String(), toolCalls(calls)
 	return reply, nil
+}
+
+// Tools converts a request's tools and tool choice to OpenAI's format.
+func Tools(req chat.Request) ([]openai.Tool, any) {
+	if len(req.Tools) == 0 {
+		return nil, nil
+	}
+	out := make([]openai.Tool, len(req.Tools))
+	for i, t := range req.Tools {
+		def := &openai.FunctionDefinition{Name: t.Name, Description: t.Description}
+		if len(t.Parameters) > 0 {
+			def.Parameters = t.Parameters
+		}
+		out[i] = openai.Tool{Type: openai.ToolTypeFunction, Function: def}
+	}
+	switch req.ToolChoice {
+	case "":
+		return out, nil
+	case chat.ToolChoiceAuto, chat.ToolChoiceNone, chat.ToolChoiceRequired:
+		return out, req.ToolChoice
+	}
+	return out, openai.ToolChoice{Type: openai.ToolTypeFunction, Function: openai.ToolFunction{Name: req.ToolChoice}}
+}
+
+// callDeltas gathers a streamed reply's tool calls: each arrives in pieces
+// under its index, its id and name first, then its arguments.
+type callDeltas []openai.ToolCall
+
+func (d *callDeltas) add(pieces []openai.ToolCall) {
+	for _, p := range pieces {
+		i := len(*d) - 1
+		if p.Index != nil {
+			i = *p.Index
+		}
+		for i >= len(*d) || i < 0 {
+			*d = append(*d, openai.ToolCall{Type: openai.ToolTypeFunction})
+			i = max(i, 0)
+		}
+		c := &(*d)[i]
+		if p.ID != "" {
+			c.ID = p.ID
+		}
+		if p.Type != "" {
+			c.Type = p.Type
+		}
+		c.Function.Name += p.Function.Name
+		c.Function.Arguments += p.Function.Arguments
+	}
+}
+
+// toolCalls converts the calls a reply asks for.
+func toolCalls(calls []openai.ToolCall) []history.ToolCall {
+	if len(calls) == 0 {
+		return nil
+	}
+	out := make([]history.ToolCall, len(calls))
+	for i, c := range calls {
+		out[i] = history.ToolCall{ID: c.ID, Type: string(c.Type), Function: history.FunctionCall{Name: c.Function.Name, Arguments: c.Function.Arguments}}
+	}
+	return out
 }
 
 // errIncomplete is a reply that ended without a finish reason.

@@ -2,6 +2,9 @@ package llm
 
 import (
 	"context"
+	"encoding/json"
+	"fmt"
+	"hash/fnv"
 	"strconv"
 	"strings"
 	"unicode"
@@ -43,6 +46,9 @@ func (Offline) Generate(ctx context.Context, req chat.Request, onDelta func(stri
 			return offlineReply(offlineHistory(in)), nil
 		}
 	}
+	if call, ok := offlineToolCall(req); ok {
+		return &chat.Reply{ToolCalls: []history.ToolCall{call}, Model: OfflineModel, FinishReason: "tool_calls"}, nil
+	}
 	last := ""
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == history.RoleUser {
@@ -51,6 +57,9 @@ func (Offline) Generate(ctx context.Context, req chat.Request, onDelta func(stri
 		}
 	}
 	text := offlineBanner + "Messages of this conversation in view: " + strconv.Itoa(len(req.Messages)) + ". You said: " + clipWords(last, 200)
+	if results := offlineToolResults(req.Messages); results != "" {
+		text += " Your tools answered: " + results
+	}
 	if onDelta != nil {
 		for _, w := range strings.SplitAfter(text, " ") {
 			if err := ctx.Err(); err != nil {
@@ -146,4 +155,49 @@ func offlineSummary(request string) string {
 		lines = lines[len(lines)-maxDigestLines:]
 	}
 	return digestHeader + "\n" + strings.Join(lines, "\n")
+}
+
+// offlineToolCall is the call the stand-in asks for, deterministically,
+// when it is offered tools and the conversation's last message is the
+// user's: the tool the choice names, else the first tool whose name the
+// message holds, else (the choice being "required") the first tool. Its
+// arguments carry the message's text.
+func offlineToolCall(req chat.Request) (history.ToolCall, bool) {
+	n := len(req.Messages)
+	if len(req.Tools) == 0 || req.ToolChoice == chat.ToolChoiceNone || n == 0 || req.Messages[n-1].Role != history.RoleUser {
+		return history.ToolCall{}, false
+	}
+	text := req.Messages[n-1].Content
+	name := ""
+	switch req.ToolChoice {
+	case "", chat.ToolChoiceAuto, chat.ToolChoiceRequired:
+		for _, t := range req.Tools {
+			if strings.Contains(strings.ToLower(text), strings.ToLower(t.Name)) {
+				name = t.Name
+				break
+			}
+		}
+		if name == "" && req.ToolChoice == chat.ToolChoiceRequired {
+			name = req.Tools[0].Name
+		}
+	default:
+		name = req.ToolChoice
+	}
+	if name == "" {
+		return history.ToolCall{}, false
+	}
+	args, _ := json.Marshal(map[string]string{"text": clipWords(text, 200)})
+	h := fnv.New32a()
+	fmt.Fprintf(h, "%d/%s/%s", n, name, text)
+	return history.ToolCall{ID: fmt.Sprintf("call_%08x", h.Sum32()), Type: "function",
+		Function: history.FunctionCall{Name: name, Arguments: string(args)}}, true
+}
+
+// offlineToolResults quotes the tool results that end msgs, if any.
+func offlineToolResults(msgs []history.Message) string {
+	var out []string
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role == history.RoleTool; i-- {
+		out = append([]string{clipWords(msgs[i].Content, 100)}, out...)
+	}
+	return strings.Join(out, "; ")
 }

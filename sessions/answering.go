@@ -41,6 +41,7 @@ const (
 	OpTurn       OpKind = "turn"
 	OpRegenerate OpKind = "regenerate"
 	OpEdit       OpKind = "edit"
+	OpTools      OpKind = "toolResults" // tool results sent to continue a turn
 )
 
 // AnsweringAt returns the lease in force at now, or nil if there is none

@@ -19,6 +19,10 @@ import (
 // Response scripts one answer.
 type Response struct {
 	Content string
+	// ToolCalls are calls the reply asks for (its finish reason is then
+	// tool_calls); streamed, each arrives in two pieces, as OpenAI sends
+	// them.
+	ToolCalls []openai.ToolCall
 	Status  int // non-zero and not 200: answer with this error status
 	// ErrorMessage is the error's message (with Status); empty: "scripted failure".
 	ErrorMessage string
@@ -156,14 +160,14 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			cut(w)
 			return
 		}
-		content, finish := resp.Content, openai.FinishReasonStop
+		content, finish := resp.Content, finishOf(resp)
 		if resp.EndEarly { // half the reply, and no finish reason
 			content, finish = content[:len(content)/2], ""
 		}
 		json.NewEncoder(w).Encode(openai.ChatCompletionResponse{
 			ID: "chatcmpl-test", Object: "chat.completion", Created: time.Now().Unix(), Model: req.Model,
 			Choices: []openai.ChatCompletionChoice{{Message: openai.ChatCompletionMessage{
-				Role: openai.ChatMessageRoleAssistant, Content: content}, FinishReason: finish}},
+				Role: openai.ChatMessageRoleAssistant, Content: content, ToolCalls: resp.ToolCalls}, FinishReason: finish}},
 			Usage: usage,
 		})
 		return
@@ -199,12 +203,31 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			return
 		}
 	}
-	send(chunk("", openai.FinishReasonStop))
+	for i, c := range resp.ToolCalls {
+		args := c.Function.Arguments
+		first, rest := c, openai.ToolCall{Index: &i, Function: openai.FunctionCall{Arguments: args[len(args)/2:]}}
+		first.Index, first.Function.Arguments = &i, args[:len(args)/2]
+		for _, piece := range []openai.ToolCall{first, rest} {
+			if !send(openai.ChatCompletionStreamResponse{ID: "chatcmpl-test", Object: "chat.completion.chunk", Model: req.Model,
+				Choices: []openai.ChatCompletionStreamChoice{{Delta: openai.ChatCompletionStreamChoiceDelta{ToolCalls: []openai.ToolCall{piece}}}}}) {
+				return
+			}
+		}
+	}
+	send(chunk("", finishOf(resp)))
 	if req.StreamOptions != nil && req.StreamOptions.IncludeUsage {
 		send(openai.ChatCompletionStreamResponse{ID: "chatcmpl-test", Object: "chat.completion.chunk", Model: req.Model,
 			Choices: []openai.ChatCompletionStreamChoice{}, Usage: &usage})
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// finishOf is the finish reason of a complete answer.
+func finishOf(resp Response) openai.FinishReason {
+	if len(resp.ToolCalls) > 0 {
+		return openai.FinishReasonToolCalls
+	}
+	return openai.FinishReasonStop
 }
 
 // cut drops the connection under w, as a failing network or service does.
