@@ -23,7 +23,7 @@ type Response struct {
 	// tool_calls); streamed, each arrives in two pieces, as OpenAI sends
 	// them.
 	ToolCalls []openai.ToolCall
-	Status  int // non-zero and not 200: answer with this error status
+	Status    int // non-zero and not 200: answer with this error status
 	// ErrorMessage is the error's message (with Status); empty: "scripted failure".
 	ErrorMessage string
 	Delay        time.Duration // before answering at all
