@@ -14,6 +14,9 @@ export type Message = Schemas["Message"];
 export type ChatRequest = Schemas["ChatRequest"];
 export type ChatResponse = Schemas["ChatResponse"];
 export type CreateSession = Schemas["CreateSession"];
+export type Tool = Schemas["Tool"];
+export type ToolCall = Schemas["ToolCall"];
+export type ToolResult = Schemas["ToolResult"];
 export type MemoryView = Schemas["MemoryView"];
 export type ErrorCode = NonNullable<NonNullable<Schemas["Error"]["error"]>["code"]>;
 export type SessionChanges = NonNullable<paths["/sessions/{id}"]["patch"]["requestBody"]>["content"]["application/json"];
@@ -31,10 +34,16 @@ export class ApiError extends Error {
   }
 }
 
-/** The events of a streamed turn, in order: session, deltas, done. */
+/**
+ * The events of a streamed turn, in order: session, deltas, the tool calls
+ * the reply asks for (if any), done. With tool calls, done's status is
+ * "requires_action": run them and send their results with chat({ sessionId,
+ * toolResults }).
+ */
 export type ChatEvent =
   | { type: "session"; sessionId: string; userMessage: Message; replyId: string }
   | { type: "delta"; text: string }
+  | { type: "tool_calls"; replyId: string; toolCalls: ToolCall[] }
   | { type: "done"; response: ChatResponse };
 
 export type ClientOptions = {
@@ -204,6 +213,9 @@ export class ChatMemoryClient {
             break;
           case "delta":
             yield { type: "delta", text: data.text };
+            break;
+          case "tool_calls":
+            yield { type: "tool_calls", replyId: data.replyId, toolCalls: data.toolCalls };
             break;
           case "done":
             yield { type: "done", response: data as ChatResponse };

@@ -48,10 +48,24 @@ export interface paths {
          *     never refused as someone else's.
          *     With `stream: true` or `Accept: text/event-stream` the
          *     answer is a stream of server-sent events: `session`
-         *     (`{sessionId, userMessage, replyId}`), `delta` (`{text}`), then `done`
-         *     (a ChatResponse) or `error` (an Error, with `retryAfter` when a retry
-         *     may succeed). Once the request is read,
+         *     (`{sessionId, userMessage, replyId}`), `delta` (`{text}`),
+         *     `tool_calls` (`{replyId, toolCalls}`, when the reply asks for calls),
+         *     then `done` (a ChatResponse) or `error` (an Error, with `retryAfter`
+         *     when a retry may succeed). Once the request is read,
          *     the message is stored and answered even if the client disconnects.
+         *
+         *     Tools: with `tools` (the app's functions, JSON Schema parameters) the
+         *     model may ask for calls. The server runs none: the reply is stored
+         *     with its `toolCalls` and the turn ends with `status:
+         *     "requires_action"`. The app runs the calls and sends `toolResults`
+         *     (one for each call, `message` absent), which are stored after the
+         *     reply and answered as a turn (send `tools` again to let the model
+         *     call more); under `clientMessageId` this is idempotent as any turn.
+         *     After `MAX_TOOL_ROUNDS` (default 8) replies with calls in a row the
+         *     model must answer in text. A result for a call that awaits none
+         *     (unknown, or answered already) is 409; a `message` while calls await
+         *     results is 409 naming them, unless `abandonTools: true`, which
+         *     stores a result "not run" for each before the message.
          *
          *     Branches: with `regenerate` (the id of a reply, or of the user
          *     message it answers) the user message is answered anew: the new reply
@@ -676,12 +690,41 @@ export interface components {
             regenerate?: string;
             /** @description id of a user message to send anew as `message`, beside the original */
             edit?: string;
+            /** @description the app's functions the model may ask to call (at most 64 KiB of definitions); not stored: send them with each turn that may call them */
+            tools?: components["schemas"]["Tool"][];
+            /** @description auto (the default), none, required, or the name of one of `tools` (that one must be called) */
+            toolChoice?: string;
+            /** @description the results of the calls the session's last reply asked for, all of them; `message` must be absent */
+            toolResults?: components["schemas"]["ToolResult"][];
+            /** @description with `message` while calls await results: stores a result "not run" for each first */
+            abandonTools?: boolean;
         };
+        Tool: {
+            /** @enum {string} */
+            type?: "function";
+            name: string;
+            description?: string;
+            /** @description a JSON Schema object */
+            parameters?: Record<string, never>;
+        };
+        ToolResult: {
+            /** @description the id of one of the reply's toolCalls */
+            toolCallId: string;
+            content: string;
+        };
+        /** @description userMessage is the message the reply answers (after toolResults: the last result) */
         ChatResponse: {
             sessionId: string;
             userMessage: components["schemas"]["Message"];
             reply: components["schemas"]["Message"];
             replayed?: boolean;
+            /**
+             * @description requires_action: the reply asks for toolCalls; run them and send their toolResults
+             * @enum {string}
+             */
+            status: "completed" | "requires_action";
+            /** @description the calls the reply asks for (as in reply.toolCalls) */
+            toolCalls?: components["schemas"]["ToolCall"][];
         };
         CreateSession: {
             title?: string;

@@ -75,6 +75,28 @@ function startModel() {
             : '{"profile":null,"facts":[]}';
         }
         else if (system.startsWith("Compare each new candidate")) text = '{"decisions":[]}';
+        // Offered tools, a "tool:" message gets a call of the first; a
+        // tool's result is echoed.
+        const lastRole = r.messages[r.messages.length - 1]?.role;
+        if (lastRole === "tool") text = "echo tool: " + last;
+        const call = r.tools?.length && lastRole === "user" && last.startsWith("tool:")
+          ? { index: 0, id: `call_${r.messages.length}`, type: "function", function: { name: r.tools[0].function.name, arguments: '{"q":"x"}' } }
+          : null;
+        if (call && !r.stream) {
+          res.setHeader("Content-Type", "application/json");
+          res.end(JSON.stringify({ id: "x", object: "chat.completion", model: r.model,
+            choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [call] }, finish_reason: "tool_calls" }],
+            usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }));
+          return;
+        }
+        if (call) {
+          res.setHeader("Content-Type", "text/event-stream");
+          const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", model: r.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+          res.write(chunk({ tool_calls: [call] }));
+          res.write(chunk({}, "tool_calls"));
+          res.end("data: [DONE]\n\n");
+          return;
+        }
         if (!r.stream) {
           res.setHeader("Content-Type", "application/json");
           res.end(JSON.stringify({ id: "x", object: "chat.completion", model: r.model,
@@ -475,18 +497,19 @@ test("a Firebase app calls the backend with the JS SDK's callable functions, str
   await Promise.all([deleteApp(alice.app), deleteApp(bob.app)]);
 });
 
-test("the typed client: a streamed turn as events, typed errors, cancellation", { skip: missing ? `needs ${missing}` : false }, async () => {
+test("the typed client: a streamed turn as events, a tool round, typed errors, cancellation; the web app shows the tool exchange", { skip: missing ? `needs ${missing}` : false }, async () => {
   // The client as the web app bundles it, for Node.
   const out = join(mkdtempSync(join(tmpdir(), "chat-client-")), "client.mjs");
   execFileSync(join(root, "node_modules", ".bin", "esbuild"), ["web/client/index.ts", "--bundle", "--format=esm", "--platform=node", `--outfile=${out}`], { cwd: root });
   const { ChatMemoryClient, ApiError } = await import(out);
-  const signUpToken = async (who) => {
+  const signUpToken = async (address) => {
     const r = await fetch(`http://${authHost}/identitytoolkit.googleapis.com/v1/accounts:signUp?key=any`, {
       method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ email: email(who), password: "password123", returnSecureToken: true }) });
+      body: JSON.stringify({ email: address, password: "password123", returnSecureToken: true }) });
     return (await r.json()).idToken;
   };
-  const [aliceToken, bobToken] = await Promise.all([signUpToken("client-a"), signUpToken("client-b")]);
+  const aliceEmail = email("client-a");
+  const [aliceToken, bobToken] = await Promise.all([signUpToken(aliceEmail), signUpToken(email("client-b"))]);
   const alice = new ChatMemoryClient({ baseUrl: base, idToken: async () => aliceToken });
   const bob = new ChatMemoryClient({ baseUrl: base, idToken: async () => bobToken });
 
@@ -508,6 +531,44 @@ test("the typed client: a streamed turn as events, typed errors, cancellation", 
   // Errors are typed values.
   await assert.rejects(bob.getSession(response.sessionId), (e) => e instanceof ApiError && e.status === 404 && e.code === "not_found");
   await assert.rejects(alice.chat({ sessionId: response.sessionId, message: "" }).next(), (e) => e instanceof ApiError && e.code === "invalid_argument");
+
+  // A tool round: the calls arrive as an event, done says requires_action,
+  // the results continue the turn.
+  const tools = [{ name: "search_docs", parameters: { type: "object", properties: { q: { type: "string" } } } }];
+  const round = [];
+  let asked;
+  for (const it = alice.chat({ sessionId: response.sessionId, message: "tool: find the docs", tools }); ;) {
+    const { value, done } = await it.next();
+    if (done) { asked = value; break; }
+    round.push(value.type);
+  }
+  assert.deepEqual(round, ["session", "tool_calls", "done"]);
+  assert.equal(asked.status, "requires_action");
+  assert.equal(asked.toolCalls[0].function.name, "search_docs");
+  let answered;
+  for (const it = alice.chat({ sessionId: response.sessionId, toolResults: [{ toolCallId: asked.toolCalls[0].id, content: "docs at /guide" }], tools }); ;) {
+    const { value, done } = await it.next();
+    if (done) { answered = value; break; }
+  }
+  assert.equal(answered.status, "completed");
+  assert.equal(answered.reply.content, "echo tool: docs at /guide");
+
+  // The web app shows the call and its result, collapsed.
+  const context = await browser.newContext();
+  const view = await context.newPage();
+  await view.goto(base);
+  await view.fill("#email", aliceEmail);
+  await view.fill("#password", "password123");
+  await view.click("#signin");
+  await view.waitForSelector("#sessions li .name");
+  await view.click("#sessions li .name");
+  await view.waitForSelector("#messages li.tool details");
+  assert.equal(await view.locator("#messages li.tool details").count(), 2);
+  assert.equal(await view.locator("#messages li.tool details[open]").count(), 0);
+  assert.match(await view.textContent("#messages li.tool summary >> nth=0"), /Called search_docs/);
+  await view.click("#messages li.tool summary >> nth=1");
+  assert.match(await view.textContent("#messages li.tool pre >> nth=1"), /docs at \/guide/);
+  await context.close();
 
   // Cancellation: aborting stops reading a long reply.
   const abort = new AbortController();

@@ -198,7 +198,7 @@ function openSession(id: string | null) {
   if (!id || !user) return;
   const q = query(collection(db, "chat_sessions", id, "messages"), orderBy("seq"), limitToLast(200));
   stopMessages = onSnapshot(q, (snap) => {
-    messages = snap.docs.map((d) => ({ id: d.id, ...(d.data() as Omit<Message, "id">) }));
+    messages = snap.docs.map((d) => messageOf(d.id, d.data()));
     renderMessages();
   }, showError);
   // The active branch: its leaf is in the session document once it branched.
@@ -274,6 +274,16 @@ async function branchTurn(fork: Fork, text = "") {
   await send(text, fork);
 }
 
+// A message document as the API shapes it: stored tool calls keep their
+// function's name and arguments flat.
+type StoredCall = { id: string; type: string; name: string; arguments: string };
+function messageOf(id: string, data: Record<string, unknown>): Message {
+  const m = { id, ...(data as Omit<Message, "id">) };
+  const calls = data.toolCalls as StoredCall[] | undefined;
+  if (calls?.length) m.toolCalls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
+  return m;
+}
+
 function renderMessages() {
   // The user's words as typed; replies as Markdown, built as DOM nodes, so
   // no HTML a model writes is ever parsed.
@@ -291,11 +301,28 @@ function renderMessages() {
     b.addEventListener("click", async () => { clearError(); try { await fn(); } catch (e) { showError(e); } });
     return b;
   };
+  // Tool calls and their results (an app's tools, run by the app), collapsed.
+  const toolDetails = (m: Message) => {
+    const calls = m.toolCalls ?? [];
+    const d = el("details", { className: "tool" });
+    d.append(
+      el("summary", {}, m.role === "tool" ? "Tool result" : `Called ${calls.map((c) => c.function?.name).join(", ")}`),
+      el("pre", {}, m.role === "tool" ? m.content : calls.map((c) => `${c.function?.name}(${c.function?.arguments})`).join("\n")),
+    );
+    return d;
+  };
   const { path, versions } = activeBranch();
   const items = path
-    .filter((m) => m.role === "user" || (m.role === "assistant" && m.content))
+    .filter((m) => m.role === "user" || m.role === "tool" || (m.role === "assistant" && (m.content || m.toolCalls?.length)))
     .map((m) => {
+      if (m.role === "tool" || !m.content) {
+        const li = el("li", { className: "tool" });
+        li.dataset.seq = String(m.seq);
+        li.append(toolDetails(m));
+        return li;
+      }
       const li = bubble(m.role, m.content);
+      if (m.toolCalls?.length) li.append(toolDetails(m));
       li.dataset.seq = String(m.seq);
       const tools = el("div", { className: "tools" });
       const sibs = versions.get(parentOf(m)) ?? [m.seq];
