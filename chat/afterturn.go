@@ -46,7 +46,7 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 	}
 	if svc.Recall != nil {
 		charged, _ := WithMeter(ctx) // charged with the reply (see finish)
-		if err := svc.Recall.Index(charged, s, &res.User, &res.Reply); err != nil {
+		if err := svc.index(charged, s, res); err != nil {
 			svc.logError(ctx, "embedding the exchange for search failed", s.ID, err)
 		}
 	}
@@ -57,6 +57,23 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 			svc.logError(ctx, "compaction failed", s.ID, err)
 		}
 	}
+}
+
+// index makes a turn's messages searchable: its question and reply as an
+// exchange; a question whose reply only asks for tool calls on its own;
+// after tool results, the answer on its own (tool calls and results are
+// not searched).
+func (svc *Service) index(ctx context.Context, s *sessions.Session, res *TurnResult) error {
+	switch {
+	case res.User.Role == history.RoleTool:
+		if res.Reply.Content == "" {
+			return nil
+		}
+		return svc.Recall.IndexMessage(ctx, s, &res.Reply)
+	case res.Reply.Content == "":
+		return svc.Recall.IndexMessage(ctx, s, &res.User)
+	}
+	return svc.Recall.Index(ctx, s, &res.User, &res.Reply)
 }
 
 // Indexer embeds a stored exchange, or a message with no partner, so

@@ -247,3 +247,19 @@ func stored(w *world, sessionID string) ([]history.Message, error) {
 	}
 	return t.Messages, nil
 }
+
+// TestToolRoundIndexed: a tool round is searchable as its question and its
+// answer; the calls and results are not.
+func TestToolRoundIndexed(t *testing.T) {
+	w := newWorld(t, chat.Limits{})
+	idx := &fakeIndexer{}
+	w.svc.Recall = idx
+	w.model.tools = callsWeather(false)
+	asked := w.turn(t, chat.TurnRequest{Message: "weather in Oslo", Tools: []chat.Tool{weather}})
+	w.turn(t, chat.TurnRequest{SessionID: asked.Session.ID, ToolResults: results(asked.Reply.ToolCalls), Tools: []chat.Tool{weather}})
+	idx.mu.Lock()
+	defer idx.mu.Unlock()
+	if len(idx.pairs) != 0 || fmt.Sprint(idx.lone) != "[weather in Oslo re: weather in Oslo]" {
+		t.Errorf("indexed pairs %q, alone %q", idx.pairs, idx.lone)
+	}
+}

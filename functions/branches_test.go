@@ -118,7 +118,13 @@ func (h *harness) checkTree(token, id string) (all, active []branchMsg) {
 			h.t.Fatalf("active branch breaks at %d: parent %d, want %d", m.Seq, m.ParentSeq, want)
 		}
 	}
-	if got, want := h.contextContents(token, id), contents(active); !reflect.DeepEqual(got, want) {
+	got, want := h.contextContents(token, id), contents(active)
+	for i := range min(len(got), len(want)) {
+		if active[i].Role == "tool" && strings.HasPrefix(got[i], "[tool output pruned:") {
+			got[i] = want[i] // older tool outputs are shown as stubs
+		}
+	}
+	if !reflect.DeepEqual(got, want) {
 		h.t.Fatalf("context %q, want the active branch %q", got, want)
 	}
 	if s := h.session(id); s.NextSeq != len(all) || s.MessageCount != len(all) {

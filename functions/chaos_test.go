@@ -38,7 +38,9 @@ const (
 
 // TestChaos drives logical turns (CHAOS_TURNS, default 48; `make chaos`
 // runs 300) over 12 sessions through faults between the server and
-// Firestore and the model and clients that go away, with a well-behaved
+// Firestore and the model and clients that go away (in a third of the
+// sessions each logical turn is a tool round: the model asks for a call,
+// the client sends its result, the model answers), with a well-behaved
 // client: one clientMessageId per logical turn, again after a network
 // error, a 5xx, a 409 with Retry-After or a retryable error event (waiting
 // as told), at most 10 tries in 60 s. With the faults off it reads
@@ -87,7 +89,7 @@ func TestChaos(t *testing.T) {
 			go func() {
 				defer wg.Done()
 				q := fmt.Sprintf("question %d of session %d", round, i)
-				if reply, ok := c.turn(t, cv.u.token, cv.id, q, fmt.Sprintf("k-%d-%d", i, round)); ok {
+				if reply, ok := c.turn(t, cv.u.token, cv.id, q, fmt.Sprintf("k-%d-%d", i, round), chaosTools(i)); ok {
 					mu.Lock()
 					received[q] = reply
 					mu.Unlock()
@@ -128,11 +130,14 @@ func TestChaos(t *testing.T) {
 				t.Errorf("%q is stored %d times", q, len(asked))
 				continue
 			}
-			var replies []branchMsg
-			for _, m := range all {
-				if m.Role == "assistant" && m.ParentSeq == asked[0].Seq {
-					replies = append(replies, m)
+			replies := childrenOf(all, asked[0].Seq, "assistant")
+			if chaosTools(i) && len(replies) == 1 { // the call, its result, then the answer
+				results := childrenOf(all, replies[0].Seq, "tool")
+				if len(results) != 1 {
+					t.Errorf("%q: its call has %d results", q, len(results))
+					continue
 				}
+				replies = childrenOf(all, results[0].Seq, "assistant")
 			}
 			got, ok := received[q]
 			switch {
@@ -143,8 +148,15 @@ func TestChaos(t *testing.T) {
 			}
 		}
 	}
-	if stored != 2*turns {
-		t.Errorf("%d messages stored, want %d", stored, 2*turns)
+	want := 0
+	for n := range turns {
+		want += 2
+		if chaosTools(n % chaosSessions) {
+			want += 2
+		}
+	}
+	if stored != want {
+		t.Errorf("%d messages stored, want %d", stored, want)
 	}
 	st := c.stats()
 	f := faults.Injected()
@@ -191,6 +203,14 @@ func (m *chaosModel) calls() int {
 func (m *chaosModel) reply(r openai.ChatCompletionRequest) llmtest.Response {
 	resp := llmtest.Echo(r)
 	resp.Content += " and a few more words to stream"
+	switch last := r.Messages[len(r.Messages)-1]; {
+	case last.Role == openai.ChatMessageRoleTool:
+		resp.Content = "the tool said " + last.Content
+	case len(r.Tools) > 0 && last.Role == openai.ChatMessageRoleUser:
+		resp.Content = ""
+		resp.ToolCalls = []openai.ToolCall{{ID: fmt.Sprintf("call_%x", len(last.Content)*7919+len(r.Messages)), Type: openai.ToolTypeFunction,
+			Function: openai.FunctionCall{Name: "lookup", Arguments: `{"q":"` + strings.ReplaceAll(last.Content, " ", "_") + `"}`}}}
+	}
 	resp.ChunkDelay = 10 * time.Millisecond
 	m.mu.Lock()
 	defer m.mu.Unlock()
@@ -253,39 +273,82 @@ func (c *chaosClient) problem(format string, args ...any) {
 	c.st.problems = append(c.st.problems, fmt.Sprintf(format, args...))
 }
 
+// chaosTools tells the sessions whose turns are tool rounds.
+func chaosTools(session int) bool { return session%3 == 2 }
+
+var chaosTool = []map[string]any{{"name": "lookup", "parameters": map[string]any{"type": "object"}}}
+
+// childrenOf are the messages of all with role whose parent is seq.
+func childrenOf(all []branchMsg, seq int, role string) []branchMsg {
+	var out []branchMsg
+	for _, m := range all {
+		if m.Role == role && m.ParentSeq == seq {
+			out = append(out, m)
+		}
+	}
+	return out
+}
+
 // attempt is what one try of a logical turn learned.
 type attempt struct {
+	calls []string      // the ids of the calls the reply asks for
 	reply string        // the reply received, if the turn succeeded
 	retry time.Duration // > 0: try again after this long
 	final string        // set: a final answer that is not success
 }
 
-// turn runs one logical turn to its end and returns the reply received.
-func (c *chaosClient) turn(t *testing.T, token, sessionID, question, key string) (string, bool) {
+// turn runs one logical turn to its end and returns the reply received:
+// with tools, the message's turn, whose reply asks for a call, and then
+// the turn of the call's result.
+func (c *chaosClient) turn(t *testing.T, token, sessionID, question, key string, tools bool) (string, bool) {
+	body := map[string]any{"sessionId": sessionID, "message": question, "clientMessageId": key}
+	if !tools {
+		a, ok := c.request(token, question, body)
+		return a.reply, ok
+	}
+	body["tools"] = chaosTool
+	a, ok := c.request(token, question, body)
+	if !ok || len(a.calls) != 1 {
+		c.problem("%q: the reply asks for calls %v", question, a.calls)
+		return "", false
+	}
+	results := []map[string]string{{"toolCallId": a.calls[0], "content": "result for " + question}}
+	a, ok = c.request(token, question, map[string]any{"sessionId": sessionID, "toolResults": results, "clientMessageId": key + "-r", "tools": chaosTool})
+	if ok && a.reply != "the tool said result for "+question {
+		c.problem("%q: answered %q after its result", question, a.reply)
+	}
+	return a.reply, ok
+}
+
+// request sends one request of a logical turn until it succeeds, as told.
+func (c *chaosClient) request(token, question string, body map[string]any) (attempt, bool) {
 	deadline := time.Now().Add(chaosBudget)
 	for try := 1; try <= chaosTries; try++ {
 		stream := c.roll(0.5)
-		a := c.try(token, map[string]any{"sessionId": sessionID, "message": question, "clientMessageId": key, "stream": stream}, stream)
+		body["stream"] = stream
+		a := c.try(token, body, stream)
 		switch {
 		case a.final != "":
 			c.problem("%q try %d: a final answer: %s", question, try, a.final)
-			return "", false
+			return attempt{}, false
 		case a.retry == 0:
 			c.mu.Lock()
-			c.st.ok++
-			if try == 1 {
-				c.st.firstTry++
+			if len(a.calls) == 0 { // a logical turn's last request
+				c.st.ok++
+				if try == 1 {
+					c.st.firstTry++
+				}
 			}
 			c.mu.Unlock()
-			return a.reply, true
+			return a, true
 		case time.Now().Add(a.retry).After(deadline):
 			c.problem("%q: out of time after %d tries", question, try)
-			return "", false
+			return attempt{}, false
 		}
 		time.Sleep(a.retry)
 	}
 	c.problem("%q: out of tries", question)
-	return "", false
+	return attempt{}, false
 }
 
 // try sends one attempt and classifies its answer.
@@ -342,10 +405,10 @@ func (c *chaosClient) try(token string, body map[string]any, stream bool) attemp
 				return true
 			}
 		case "done":
-			var r chatResp
+			var r toolTurn
 			json.Unmarshal(e.data, &r)
 			sawDone, got = true, true
-			out = attempt{reply: r.Reply.Content}
+			out = attempt{reply: r.Reply.Content, calls: callIDs(r)}
 			if !r.Replayed && text.String() != r.Reply.Content {
 				c.problem("streamed %q, done says %q", text.String(), r.Reply.Content)
 			}
@@ -381,9 +444,7 @@ func (c *chaosClient) try(token string, body map[string]any, stream bool) attemp
 // judge classifies a JSON answer.
 func (c *chaosClient) judge(status int, retry time.Duration, body []byte) attempt {
 	var b struct {
-		Reply struct {
-			Content string `json:"content"`
-		} `json:"reply"`
+		toolTurn
 		Error struct {
 			Code string `json:"code"`
 		} `json:"error"`
@@ -403,7 +464,7 @@ func (c *chaosClient) judge(status int, retry time.Duration, body []byte) attemp
 	c.mu.Unlock()
 	switch {
 	case status == 200:
-		return attempt{reply: b.Reply.Content}
+		return attempt{reply: b.Reply.Content, calls: callIDs(b.toolTurn)}
 	case b.Error.Code == "internal":
 		return attempt{final: fmt.Sprintf("%d internal: %s", status, body)}
 	case (status >= 500 || status == 409) && retry > 0:
@@ -412,4 +473,12 @@ func (c *chaosClient) judge(status int, retry time.Duration, body []byte) attemp
 		return attempt{final: fmt.Sprintf("%d without Retry-After: %s", status, body)}
 	}
 	return attempt{final: fmt.Sprintf("%d %s", status, body)}
+}
+
+func callIDs(r toolTurn) []string {
+	var out []string
+	for _, c := range r.ToolCalls {
+		out = append(out, c.ID)
+	}
+	return out
 }

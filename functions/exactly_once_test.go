@@ -32,8 +32,10 @@ func (h *harness) checkParents(token, id string) []branchMsg {
 			parent = all[m.ParentSeq].Role
 		}
 		switch {
-		case m.Role == "assistant" && parent != "user":
-			h.t.Errorf("reply %d (%q) has a %q parent (seq %d), want its question", m.Seq, m.Content, parent, m.ParentSeq)
+		case m.Role == "assistant" && parent != "user" && parent != "tool":
+			h.t.Errorf("reply %d (%q) has a %q parent (seq %d), want its question or a tool's result", m.Seq, m.Content, parent, m.ParentSeq)
+		case m.Role == "tool" && parent != "assistant" && parent != "tool":
+			h.t.Errorf("tool result %d (%q) follows a %q message (seq %d)", m.Seq, m.Content, parent, m.ParentSeq)
 		case m.Role == "user" && parent != "" && parent != "assistant":
 			h.t.Errorf("user message %d (%q) follows a %q message (seq %d)", m.Seq, m.Content, parent, m.ParentSeq)
 		}

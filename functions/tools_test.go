@@ -3,11 +3,16 @@ package functions_test
 import (
 	"bytes"
 	"encoding/json"
+	"fmt"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm/llmtest"
 )
 
@@ -123,4 +128,89 @@ func eventNames(events []event) string {
 		names[i] = e.name
 	}
 	return strings.Join(names, ",")
+}
+
+// TestToolRoundStopped: the answer that follows tool results streams as
+// any reply and can be stopped: it is stored as far as it got, after the
+// results, and the session takes the next message.
+func TestToolRoundStopped(t *testing.T) {
+	onBothStores(t, func(t *testing.T, backend string) {
+		h := newHarnessOn(t, backend, func(c *functions.Config) { c.DraftInterval = draftInterval })
+		h.model.SetReply(func(req openai.ChatCompletionRequest) llmtest.Response {
+			if req.Messages[len(req.Messages)-1].Role == openai.ChatMessageRoleTool {
+				return llmtest.Response{Content: longReply, ChunkDelay: 20 * time.Millisecond}
+			}
+			return ordersModel(req)
+		})
+		alice := h.signUp()
+		var asked toolTurn
+		h.do("POST", "/chat", alice.token, map[string]any{"message": "first where is order 7", "tools": []any{lookupOrder}}).want(t, 200).decode(t, &asked)
+		events, done := streamTurn(t, h.srv.URL, alice.token, map[string]any{"sessionId": asked.SessionID, "clientMessageId": "r-stop",
+			"toolResults": []any{map[string]any{"toolCallId": asked.ToolCalls[0].ID, "content": "in the warehouse"}}})
+		defer done()
+		var start struct {
+			ReplyID string `json:"replyId"`
+		}
+		json.Unmarshal(next(t, events, "session").data, &start)
+		next(t, events, "delta")
+		h.do("POST", "/sessions/"+asked.SessionID+"/replies/"+start.ReplyID+"/stop", alice.token, nil).want(t, 202)
+		var final toolTurn
+		json.Unmarshal(next(t, events, "done").data, &final)
+		if final.Reply.Metadata.FinishReason != "stopped" || final.Reply.Content == "" || len(final.Reply.Content) >= len(longReply) || final.Status != "completed" {
+			t.Fatalf("stopped: %+v", final)
+		}
+		h.idle()
+		msgs := h.messages(alice.token, asked.SessionID)
+		if len(msgs) != 4 || msgs[2].Role != "tool" || msgs[3].ParentSeq != msgs[2].Seq || msgs[3].Metadata.FinishReason != "stopped" {
+			t.Fatalf("stored: %+v", msgs)
+		}
+		h.turn(alice.token, map[string]any{"sessionId": asked.SessionID, "message": "thanks"})
+	})
+}
+
+// TestToolResultsConcurrent: the same results sent five times at once
+// under one key (a client retrying on several connections) are stored
+// once and answered once; every request gets that answer, at once or
+// after waiting as told. Both stores.
+func TestToolResultsConcurrent(t *testing.T) {
+	onBothStores(t, func(t *testing.T, backend string) {
+		h := newHarnessOn(t, backend)
+		var answers atomic.Int64
+		h.model.SetReply(func(req openai.ChatCompletionRequest) llmtest.Response {
+			if req.Messages[len(req.Messages)-1].Role == openai.ChatMessageRoleTool {
+				answers.Add(1)
+				return llmtest.Response{Content: "answered once", Delay: 100 * time.Millisecond}
+			}
+			return ordersModel(req)
+		})
+		alice := h.signUp()
+		var asked toolTurn
+		h.do("POST", "/chat", alice.token, map[string]any{"message": "first where is order 9", "tools": []any{lookupOrder}}).want(t, 200).decode(t, &asked)
+		body := map[string]any{"sessionId": asked.SessionID, "clientMessageId": "same",
+			"toolResults": []any{map[string]any{"toolCallId": asked.ToolCalls[0].ID, "content": "on its way"}}}
+		var wg sync.WaitGroup
+		replies := make([]string, 5)
+		for i := range replies {
+			wg.Add(1)
+			go func() {
+				defer wg.Done()
+				r, _ := h.retrying("POST", "/chat", alice.token, body, 10)
+				var got toolTurn
+				json.Unmarshal(r.body, &got)
+				replies[i] = fmt.Sprint(r.status, " ", got.Reply.ID)
+			}()
+		}
+		wg.Wait()
+		for _, r := range replies[1:] {
+			if r != replies[0] || !strings.HasPrefix(r, "200 ") {
+				t.Errorf("answers %v", replies)
+				break
+			}
+		}
+		h.idle()
+		msgs := h.messages(alice.token, asked.SessionID)
+		if len(msgs) != 4 || answers.Load() != 1 {
+			t.Errorf("%d messages stored, the model answered results %d times", len(msgs), answers.Load())
+		}
+	})
 }
