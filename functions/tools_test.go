@@ -214,3 +214,41 @@ func TestToolResultsConcurrent(t *testing.T) {
 		}
 	})
 }
+
+// TestToolRoundsBound: a model that keeps calling tools gets its second
+// round, and past MAX_TOOL_ROUNDS is asked to answer in text. Both stores.
+func TestToolRoundsBound(t *testing.T) {
+	onBothStores(t, func(t *testing.T, backend string) {
+		h := newHarnessOn(t, backend, func(c *functions.Config) { c.MaxToolRounds = 2 })
+		var choices []any
+		var mu sync.Mutex
+		h.model.SetReply(func(req openai.ChatCompletionRequest) llmtest.Response {
+			if len(req.Tools) == 0 {
+				return llmtest.Echo(req) // a title
+			}
+			mu.Lock()
+			choices = append(choices, req.ToolChoice)
+			mu.Unlock()
+			if req.ToolChoice == "none" {
+				return llmtest.Response{Content: "enough lookups"}
+			}
+			return llmtest.Response{ToolCalls: []openai.ToolCall{{ID: fmt.Sprintf("call_%d", len(req.Messages)), Type: openai.ToolTypeFunction,
+				Function: openai.FunctionCall{Name: "lookup_order", Arguments: `{"id":"1"}`}}}}
+		})
+		alice := h.signUp()
+		var res toolTurn
+		h.do("POST", "/chat", alice.token, map[string]any{"message": "look everything up", "tools": []any{lookupOrder}}).want(t, 200).decode(t, &res)
+		for round := 1; res.Status == "requires_action"; round++ {
+			if round > 3 {
+				t.Fatalf("still calling tools after %d rounds", round)
+			}
+			h.do("POST", "/chat", alice.token, map[string]any{"sessionId": res.SessionID, "tools": []any{lookupOrder},
+				"toolResults": []any{map[string]any{"toolCallId": res.ToolCalls[0].ID, "content": "found"}}}).want(t, 200).decode(t, &res)
+		}
+		mu.Lock()
+		defer mu.Unlock()
+		if res.Reply.Content != "enough lookups" || fmt.Sprint(choices) != "[<nil> <nil> none]" {
+			t.Errorf("ended with %q; tool choices sent %v", res.Reply.Content, choices)
+		}
+	})
+}
