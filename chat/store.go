@@ -139,8 +139,9 @@ type TurnState struct {
 	// the sessions it found.
 	OffPath map[string]sessions.Path
 
-	// DraftReplyID is the reply the session's draft follows ("" if none).
-	DraftReplyID string
+	// DraftReplyID is the reply the session's draft follows ("" if none),
+	// DraftText its text so far.
+	DraftReplyID, DraftText string
 
 	// ContextVersion names the session and its context as read: it
 	// changes whenever either is written (an opaque token; "" if there is

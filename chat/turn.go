@@ -15,8 +15,11 @@ import (
 
 // TurnRequest is one message from a signed-in user.
 type TurnRequest struct {
-	UserID          string
-	SessionID       string // empty: start a new session
+	UserID    string
+	SessionID string // empty: start a new session
+	// Create: SessionID names a session the caller derived (from its own
+	// chat id), created by this turn if it does not exist yet.
+	Create          bool
 	Message         string
 	ClientMessageID string // optional idempotency key
 	// OnStart, if set, is called once the user's message is stored, with
@@ -187,6 +190,7 @@ func (svc *Service) planTurn(ctx context.Context, req TurnRequest) (*turnPlan, e
 	} else if err := sessions.CheckID(q.SessionID); err != nil {
 		return nil, err
 	}
+	q.New = q.New || req.Create
 	c := &claim{token: ids.New(), replyID: ids.New(), userID: ids.New(),
 		draft: req.OnDelta != nil && svc.Drafts != nil, op: sessions.Operation{Kind: sessions.OpTurn}}
 	if q.Key != "" {

@@ -98,7 +98,7 @@ func (k *kept) claimFor(userID string) (u turnUser, done func(), ok bool) {
 //
 // The caller calls done once its claim is over.
 func (db *DB) keptTurn(q chat.TurnQuery) (_ chat.TurnQuery, _ *chat.TurnState, done func(), _ bool) {
-	if q.New || q.AskedID != "" || q.Deleted || q.Day == "" {
+	if q.AskedID != "" || q.Deleted || q.Day == "" { // (a session kept exists: New changes nothing)
 		return q, nil, nil, false
 	}
 	st := db.kept.latest(q.SessionID)

@@ -205,7 +205,7 @@ func (db *DB) readTurnState(get getAll, q chat.TurnQuery, read func(getAll, stri
 			if err := dataTo(rest[0], &d); err != nil {
 				return nil, err
 			}
-			ts.DraftReplyID, ts.DraftVersion = d.ReplyID, rest[0].UpdateTime
+			ts.DraftReplyID, ts.DraftText, ts.DraftVersion = d.ReplyID, d.Text, rest[0].UpdateTime
 		}
 		rest = rest[1:]
 	}

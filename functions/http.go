@@ -63,6 +63,10 @@ func (a *App) Handler() http.Handler {
 	authed("PUT /sessions/{id}/messages/{messageId}/feedback", a.setFeedback)
 	authed("DELETE /sessions/{id}/messages/{messageId}/feedback", a.deleteFeedback)
 	authed("POST /callable/{name}", a.callable)
+	authed("POST /ai-sdk/chat", a.aiChat)
+	authed("GET /ai-sdk/chat/{id}/stream", a.aiChatResume)
+	authed("GET /ai-sdk/chat/{id}/messages", a.aiChatMessages)
+	authed("POST /ai-sdk/chat/{id}/stop", a.aiChatStop)
 
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := mux.Handler(r)

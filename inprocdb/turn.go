@@ -114,7 +114,7 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 		st.Memory = chat.MemoryOf(&u)
 	}
 	if d, ok := db.drafts[q.SessionID]; q.Draft && ok {
-		st.DraftReplyID, st.DraftVersion = d.replyID, d.version
+		st.DraftReplyID, st.DraftText, st.DraftVersion = d.replyID, d.text, d.version
 	}
 	w, err := plan(st)
 	if err != nil || w == nil {

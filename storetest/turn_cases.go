@@ -175,6 +175,10 @@ func testDrafts(t *testing.T, e *Env) {
 	if stop, err := drafts.SaveDraft(ctx, d); err != nil || stop {
 		t.Fatalf("second save: %v, stop %v", err, stop)
 	}
+	// A follower (a stream resumed elsewhere) reads the text so far.
+	if got := Must[*chat.TurnState](t)(turns.ReadTurn(ctx, chat.TurnQuery{UserID: "alice", SessionID: id, Draft: true})); got.DraftReplyID != "r1" || got.DraftText != "partial" {
+		t.Fatalf("the draft read: %q %q", got.DraftReplyID, got.DraftText)
+	}
 	WantCode(t, drafts.RequestStop(ctx, "bob", id, "r1"), errs.ENOTFOUND)
 	WantCode(t, drafts.RequestStop(ctx, "alice", id, "r9"), errs.ENOTFOUND)
 	if err := drafts.RequestStop(ctx, "alice", id, "r1"); err != nil {

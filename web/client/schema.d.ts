@@ -416,6 +416,109 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/ai-sdk/chat": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * A turn for the Vercel AI SDK's useChat (its UI message stream)
+         * @description What `DefaultChatTransport` sends: `{id, messages, trigger, messageId}`.
+         *     `id` names the chat in the caller's own namespace (an id not used
+         *     yet starts a session; two users' equal ids never meet). Only the last
+         *     message is taken (the history is the server's): a user message (its
+         *     `id` is the turn's idempotency key: a retry replays), or, with
+         *     `messageId`, the assistant message with outputs for its tool calls
+         *     (the turn continues that same message). `trigger:
+         *     "regenerate-message"` answers anew the reply `messageId` names.
+         *     `tools`, `toolChoice` are POST /chat's (pass them with the
+         *     transport's `body`). The answer is the UI message stream
+         *     (`x-vercel-ai-ui-message-stream: v1`; `start` with the stored reply's
+         *     id, `text-start`/`text-delta`/`text-end`, `tool-input-available` for
+         *     each call, `finish` with the stored reply's metadata, then `[DONE]`);
+         *     a failure after it started is an `error` chunk with `code` and, when
+         *     a retry may succeed, `retryable` and `retryAfter`. Errors before it
+         *     starts are JSON with the status POST /chat would answer. The client
+         *     aborting stops the reply (stored as far as it got), unless
+         *     `resumable: true`: then the reply completes and
+         *     GET /ai-sdk/chat/{id}/stream resumes it.
+         */
+        post: operations["aiSdkChat"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ai-sdk/chat/{id}/stream": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * Resume the chat's reply in progress (useChat's resume)
+         * @description The reply in progress from its start (its draft), then the rest to its end, as a replay in the UI message stream; 204 when none is in progress.
+         */
+        get: operations["aiSdkResume"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ai-sdk/chat/{id}/messages": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /**
+         * The chat's active branch as UIMessages, for useChat's messages
+         * @description Newest page first, each page oldest first; a user message under the
+         *     id its client gave it; a reply with its tool calls, their outputs and
+         *     the replies after them as one assistant message under the first
+         *     reply's id, with `metadata` (sessionId, replyId, seq, tokens, model,
+         *     finishReason). `limit` counts stored messages. A chat not started
+         *     yet has none.
+         */
+        get: operations["aiSdkMessages"];
+        put?: never;
+        post?: never;
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/ai-sdk/chat/{id}/stop": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        get?: never;
+        put?: never;
+        /**
+         * Stop the chat's reply in progress
+         * @description It is stored as far as it got, with finishReason "stopped" (for a resumable chat, whose abort does not stop it).
+         */
+        post: operations["aiSdkStop"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/models": {
         parameters: {
             query?: never;
@@ -1637,6 +1740,143 @@ export interface operations {
                 };
             };
             401: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    aiSdkChat: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "application/json": {
+                    id: string;
+                    /** @description UIMessages; only the last is read */
+                    messages: Record<string, never>[];
+                    /** @enum {string} */
+                    trigger: "submit-message" | "regenerate-message";
+                    messageId?: string;
+                    tools?: components["schemas"]["Tool"][];
+                    toolChoice?: string;
+                    /** @description the client's abort is a disconnect, not a stop */
+                    resumable?: boolean;
+                };
+            };
+        };
+        responses: {
+            /** @description The UI message stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            409: components["responses"]["Conflict"];
+            413: components["responses"]["Error"];
+            429: components["responses"]["RateLimited"];
+            502: components["responses"]["Error"];
+            503: components["responses"]["Unavailable"];
+            default: components["responses"]["Error"];
+        };
+    };
+    aiSdkResume: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The UI message stream */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "text/event-stream": string;
+                };
+            };
+            /** @description No reply is in progress */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    aiSdkMessages: {
+        parameters: {
+            query?: {
+                limit?: number;
+                pageToken?: string;
+            };
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description A page */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        messages: {
+                            id: string;
+                            /** @enum {string} */
+                            role: "user" | "assistant";
+                            parts: Record<string, never>[];
+                            metadata?: Record<string, never>;
+                        }[];
+                        nextPageToken?: string;
+                    };
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    aiSdkStop: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The reply will stop */
+            202: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             default: components["responses"]["Error"];
         };
     };

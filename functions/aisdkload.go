@@ -1,0 +1,191 @@
+package functions
+
+import (
+	"context"
+	"encoding/json"
+	"net/http"
+	"slices"
+	"strings"
+	"time"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/clock"
+	"github.com/chatmemory/backend/kernel/errs"
+)
+
+// uiMessageOut is a UIMessage as useChat's messages hold it.
+type uiMessageOut struct {
+	ID       string           `json:"id"`
+	Role     string           `json:"role"`
+	Parts    []map[string]any `json:"parts"`
+	Metadata map[string]any   `json:"metadata,omitempty"`
+}
+
+// aiChatMessages answers a chat's active branch as UIMessages, newest page
+// first (each page oldest first): a user's message under the id its
+// client gave it; a reply, with the tool calls it made, their results and
+// the replies after them, as one assistant message under the first
+// reply's id, as the stream built it. A chat not started yet has none.
+func (a *App) aiChatMessages(w http.ResponseWriter, r *http.Request) {
+	limit, err := queryLimit(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	chatID := r.PathValue("id")
+	userID := UserID(r.Context())
+	s, err := a.Sessions.Get(r.Context(), userID, aiChatSession(userID, chatID))
+	if errs.CodeOf(err) == errs.ENOTFOUND {
+		writeJSON(w, http.StatusOK, map[string]any{"messages": []uiMessageOut{}})
+		return
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	page, err := a.History.Page(r.Context(), s, history.PageRequest{Order: history.NewestFirst, Limit: limit, PageToken: r.URL.Query().Get("pageToken")})
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	msgs := slices.Clone(page.Messages)
+	slices.Reverse(msgs)
+	writeJSON(w, http.StatusOK, map[string]any{"messages": uiMessagesOf(s.ID, msgs), "nextPageToken": page.NextPageToken})
+}
+
+// uiMessagesOf groups stored messages (oldest first) into UIMessages.
+func uiMessagesOf(sessionID string, msgs []history.Message) []uiMessageOut {
+	out := []uiMessageOut{}
+	for _, m := range msgs {
+		switch m.Role {
+		case history.RoleUser:
+			id := m.ID
+			if m.ClientMessageID != "" && m.ID == history.KeyDocID(m.ClientMessageID, 0) {
+				id = m.ClientMessageID
+			}
+			out = append(out, uiMessageOut{ID: id, Role: "user", Parts: []map[string]any{{"type": "text", "text": m.Content}}})
+		case history.RoleAssistant, history.RoleTool:
+			if n := len(out); n == 0 || out[n-1].Role != "assistant" {
+				out = append(out, uiMessageOut{ID: m.ID, Role: "assistant", Parts: []map[string]any{}})
+			}
+			addToMessage(&out[len(out)-1], sessionID, m)
+		}
+	}
+	return out
+}
+
+// addToMessage adds a stored reply or tool result to an assistant UIMessage.
+func addToMessage(u *uiMessageOut, sessionID string, m history.Message) {
+	if m.Role == history.RoleTool {
+		for _, p := range u.Parts {
+			if p["toolCallId"] == m.ToolCallID {
+				p["state"], p["output"] = "output-available", outputValue(m.Content)
+			}
+		}
+		return
+	}
+	u.Parts = append(u.Parts, map[string]any{"type": "step-start"})
+	if m.Content != "" {
+		u.Parts = append(u.Parts, map[string]any{"type": "text", "text": m.Content, "state": "done"})
+	}
+	for _, c := range m.ToolCalls {
+		var input any = map[string]any{}
+		if c.Function.Arguments != "" && json.Unmarshal([]byte(c.Function.Arguments), &input) != nil {
+			input = c.Function.Arguments
+		}
+		u.Parts = append(u.Parts, map[string]any{"type": "tool-" + c.Function.Name, "toolCallId": c.ID, "state": "input-available", "input": input})
+	}
+	u.Metadata = replyMetadata(sessionID, m)
+}
+
+// outputValue is a stored tool result as the client gave it: JSON as the
+// value it was, other text as a string.
+func outputValue(content string) any {
+	var v any
+	if t := strings.TrimSpace(content); t != "" && (t[0] == '{' || t[0] == '[') && json.Unmarshal([]byte(t), &v) == nil {
+		return v
+	}
+	return content
+}
+
+// aiChatResume streams the chat's reply in progress from its start (its
+// draft) to its end, as a replay; 204 when none is in progress.
+func (a *App) aiChatResume(w http.ResponseWriter, r *http.Request) {
+	userID := UserID(r.Context())
+	q := chat.TurnQuery{UserID: userID, SessionID: aiChatSession(userID, r.PathValue("id")), Draft: true}
+	st, err := a.Chat.Turns.ReadTurn(r.Context(), q)
+	if err == nil && st.Session != nil {
+		err = st.Session.CheckOwner(userID)
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	if st.Session == nil || st.DraftReplyID == "" || st.Session.AnsweringAt(clock.Stored(a.Chat.Now)) == nil {
+		w.WriteHeader(http.StatusNoContent)
+		return
+	}
+	q.ReplyID = st.DraftReplyID
+	ui := newUIStream(w, r)
+	textID := "text-" + q.ReplyID
+	ui.begin(q.ReplyID, map[string]any{"sessionId": q.SessionID})
+	ui.send(map[string]any{"type": "text-start", "id": textID})
+	sent := a.followDraft(r.Context(), ui, q, textID, st.DraftText)
+	st, err = a.Chat.Turns.ReadTurn(r.Context(), q)
+	switch {
+	case err != nil:
+		ui.fail(err)
+	case st.Answer == nil:
+		ui.fail(errs.Errorf(errs.EUNAVAILABLE, "the reply did not complete; send the message again to have it answered"))
+	default:
+		if rest, ok := strings.CutPrefix(st.Answer.Content, sent); ok && rest != "" {
+			ui.send(map[string]any{"type": "text-delta", "id": textID, "delta": rest})
+		}
+		ui.finish(textID, q.SessionID, *st.Answer)
+	}
+}
+
+// followDraft sends the draft's text as it grows until the draft is gone
+// (the reply stored, or its turn failed) or the client is; it returns the
+// text sent.
+func (a *App) followDraft(ctx context.Context, ui *uiStream, q chat.TurnQuery, textID, text string) string {
+	sent := ""
+	every := max(a.Chat.DraftInterval/2, 250*time.Millisecond)
+	deadline := time.Now().Add(a.Chat.ModelTimeout + time.Minute)
+	for {
+		if rest, ok := strings.CutPrefix(text, sent); ok && rest != "" {
+			ui.send(map[string]any{"type": "text-delta", "id": textID, "delta": rest})
+			sent = text
+		}
+		select {
+		case <-ctx.Done():
+			return sent
+		case <-time.After(every):
+		}
+		st, err := a.Chat.Turns.ReadTurn(ctx, q)
+		if err != nil || st.DraftReplyID != q.ReplyID || st.Answer != nil || time.Now().After(deadline) {
+			return sent
+		}
+		text = st.DraftText
+	}
+}
+
+// aiChatStop stops the chat's reply in progress: it is stored as far as it
+// got. 404 when none is.
+func (a *App) aiChatStop(w http.ResponseWriter, r *http.Request) {
+	userID := UserID(r.Context())
+	sessionID := aiChatSession(userID, r.PathValue("id"))
+	st, err := a.Chat.Turns.ReadTurn(r.Context(), chat.TurnQuery{UserID: userID, SessionID: sessionID, Draft: true})
+	if err == nil && (st.Session == nil || st.DraftReplyID == "") {
+		err = errs.Errorf(errs.ENOTFOUND, "no reply of this chat is in progress")
+	}
+	if err == nil {
+		err = a.Chat.Stop(r.Context(), userID, sessionID, st.DraftReplyID)
+	}
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	w.WriteHeader(http.StatusAccepted)
+}

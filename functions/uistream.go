@@ -1,0 +1,141 @@
+package functions
+
+import (
+	"encoding/json"
+	"net/http"
+
+	"github.com/chatmemory/backend/history"
+)
+
+// uiStream writes the AI SDK's UI message stream: each chunk a "data:"
+// line of JSON, the response marked with x-vercel-ai-ui-message-stream v1.
+// Only chunk types the SDK's clients accept are sent (an unknown one
+// breaks the client's whole stream).
+type uiStream struct {
+	w       http.ResponseWriter
+	r       *http.Request
+	flusher http.Flusher
+	started bool
+	gone    bool
+}
+
+func newUIStream(w http.ResponseWriter, r *http.Request) *uiStream {
+	f, _ := w.(http.Flusher)
+	return &uiStream{w: w, r: r, flusher: f}
+}
+
+// send writes one chunk, starting the response with the first.
+func (s *uiStream) send(chunk any) {
+	data, _ := json.Marshal(chunk)
+	s.write("data: " + string(data) + "\n\n")
+}
+
+func (s *uiStream) write(line string) {
+	if s.gone {
+		return
+	}
+	if !s.started {
+		h := s.w.Header()
+		h.Set("Content-Type", "text/event-stream")
+		h.Set("Cache-Control", "no-cache")
+		h.Set("X-Accel-Buffering", "no")
+		h.Set("X-Vercel-AI-UI-Message-Stream", "v1")
+		s.w.WriteHeader(http.StatusOK)
+		s.started = true
+	}
+	if _, err := s.w.Write([]byte(line)); err != nil {
+		s.gone = true
+		return
+	}
+	if s.flusher != nil {
+		s.flusher.Flush()
+	}
+}
+
+// begin starts the assistant message messageID (and its first step).
+func (s *uiStream) begin(messageID string, metadata map[string]any) {
+	s.send(map[string]any{"type": "start", "messageId": messageID, "messageMetadata": metadata})
+	s.send(map[string]any{"type": "start-step"})
+}
+
+// finish ends the text part textID (if one is open), sends the calls the
+// reply asks for, and ends the step, the message (with the stored reply's
+// metadata) and the stream.
+func (s *uiStream) finish(textID, sessionID string, reply history.Message) {
+	if textID != "" {
+		s.send(map[string]any{"type": "text-end", "id": textID})
+	}
+	for _, c := range reply.ToolCalls {
+		var input any = map[string]any{}
+		if c.Function.Arguments != "" && json.Unmarshal([]byte(c.Function.Arguments), &input) != nil {
+			input = c.Function.Arguments // not JSON: passed on as text
+		}
+		s.send(map[string]any{"type": "tool-input-available", "toolCallId": c.ID, "toolName": c.Function.Name, "input": input})
+	}
+	s.send(map[string]any{"type": "finish-step"})
+	s.send(map[string]any{"type": "finish", "finishReason": uiFinishReason(reply), "messageMetadata": replyMetadata(sessionID, reply)})
+	s.write("data: [DONE]\n\n")
+	s.end()
+}
+
+// end ends the response now, so that the client's stream (which ends with
+// the body, not with [DONE]) ends with the reply while the work after it
+// (a title, learning, embedding) goes on in the handler. Over HTTP/1.1 it
+// takes the connection over, writes the chunked body's end and closes
+// it; where that cannot be done (HTTP/2), the response ends when the
+// handler returns.
+func (s *uiStream) end() {
+	if !s.started || s.gone || s.r.ProtoMajor != 1 || !s.r.ProtoAtLeast(1, 1) {
+		return
+	}
+	rc := http.NewResponseController(s.w)
+	if rc.Flush() != nil {
+		return
+	}
+	conn, buf, err := rc.Hijack()
+	if err != nil {
+		return
+	}
+	s.gone = true
+	buf.WriteString("0\r\n\r\n")
+	buf.Flush()
+	conn.Close()
+}
+
+// fail ends the stream with an error chunk: its text, its code, and
+// whether (and after how long) a retry may succeed, where the JSON API
+// would send Retry-After.
+func (s *uiStream) fail(err error) {
+	body := bodyOf(err)
+	chunk := map[string]any{"type": "error", "errorText": body.Error.Message, "code": body.Error.Code}
+	if body.Error.RetryAfter > 0 {
+		chunk["retryable"], chunk["retryAfter"] = true, body.Error.RetryAfter
+	}
+	s.send(chunk)
+	s.write("data: [DONE]\n\n")
+	s.end()
+}
+
+// replyMetadata is what the finish chunk says of the stored reply.
+func replyMetadata(sessionID string, m history.Message) map[string]any {
+	return map[string]any{"sessionId": sessionID, "replyId": m.ID, "seq": m.Seq, "tokens": m.Tokens,
+		"model": m.Metadata.Model, "finishReason": m.Metadata.FinishReason}
+}
+
+// uiFinishReason is a reply's finish reason in the SDK's words.
+func uiFinishReason(m history.Message) string {
+	switch m.Metadata.FinishReason {
+	case "stop":
+		return "stop"
+	case "length":
+		return "length"
+	case "tool_calls":
+		return "tool-calls"
+	case "content_filter":
+		return "content-filter"
+	}
+	if len(m.ToolCalls) > 0 {
+		return "tool-calls"
+	}
+	return "other"
+}

@@ -1,0 +1,256 @@
+// The Vercel AI SDK's own client (the `ai` package, as useChat uses it)
+// against the real server's /ai-sdk/chat, on both stores, with both
+// emulators and an OpenAI-compatible model that streams and calls tools.
+// Run by `make test` (npm run test:web under the emulators).
+import { describe, test, before, after } from "node:test";
+import assert from "node:assert/strict";
+import { spawn, execFileSync } from "node:child_process";
+import { mkdtempSync } from "node:fs";
+import { tmpdir } from "node:os";
+import { join, dirname } from "node:path";
+import { fileURLToPath } from "node:url";
+import http from "node:http";
+import net from "node:net";
+import { DefaultChatTransport, readUIMessageStream } from "ai";
+
+const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
+const project = process.env.GOOGLE_CLOUD_PROJECT || "demo-chatmemory";
+const authHost = process.env.FIREBASE_AUTH_EMULATOR_HOST;
+const missing = !process.env.FIRESTORE_EMULATOR_HOST || !authHost ? "the emulators (run `make test`)" : "";
+if (missing && process.env.CI === "true") throw new Error(`the AI SDK test needs ${missing}`);
+
+const slowText = Array.from({ length: 40 }, (_, i) => `w${i}`).join(" ");
+
+// The model: "slow:" streams a long answer slowly; "tool:" calls the first
+// tool offered; a tool's result is echoed; "fail:" is a 500; anything else
+// is echoed.
+function startModel() {
+  return new Promise((resolve) => {
+    const srv = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", async () => {
+        const r = JSON.parse(body);
+        if (req.url.endsWith("/embeddings")) {
+          const dims = r.dimensions || 8;
+          const data = r.input.map((text, index) => ({ object: "embedding", index, embedding: Array.from({ length: dims }, (_, i) => (text.length % (i + 2)) + 1) }));
+          res.setHeader("Content-Type", "application/json");
+          res.end(JSON.stringify({ object: "list", model: r.model, data, usage: { prompt_tokens: 5, total_tokens: 5 } }));
+          return;
+        }
+        const last = r.messages[r.messages.length - 1];
+        const system = r.messages[0]?.content ?? "";
+        if (last.content?.startsWith("fail:")) {
+          res.writeHead(500, { "Content-Type": "application/json" });
+          res.end(JSON.stringify({ error: { message: "scripted", type: "server_error" } }));
+          return;
+        }
+        let text = "echo: " + last.content;
+        let delay = 5;
+        if (last.role === "tool") text = "echo tool: " + last.content;
+        if (last.content?.startsWith("slow:")) [text, delay] = [slowText, 100];
+        if (system.startsWith("Write a title")) text = "AI SDK chat";
+        const call = r.tools?.length && last.role === "user" && last.content.startsWith("tool:")
+          ? { index: 0, id: `call_${r.messages.length}`, type: "function", function: { name: r.tools[0].function.name, arguments: '{"city":"Oslo"}' } }
+          : null;
+        const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", model: r.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+        if (!r.stream) {
+          res.setHeader("Content-Type", "application/json");
+          res.end(JSON.stringify({ id: "x", object: "chat.completion", model: r.model,
+            choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
+            usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }));
+          return;
+        }
+        res.setHeader("Content-Type", "text/event-stream");
+        if (call) {
+          res.write(chunk({ tool_calls: [call] }));
+          res.write(chunk({}, "tool_calls"));
+          res.end("data: [DONE]\n\n");
+          return;
+        }
+        for (const w of text.split(/(?<= )/)) {
+          if (res.destroyed) return;
+          res.write(chunk({ content: w }));
+          await new Promise((ok) => setTimeout(ok, delay));
+        }
+        res.write(chunk({}, "stop"));
+        res.end("data: [DONE]\n\n");
+      });
+    });
+    srv.listen(0, "127.0.0.1", () => resolve(srv));
+  });
+}
+
+const freePort = () => new Promise((resolve) => {
+  const s = net.createServer().listen(0, "127.0.0.1", () => { const { port } = s.address(); s.close(() => resolve(port)); });
+});
+
+async function waitHealthy(url) {
+  for (let i = 0; i < 300; i++) {
+    try { if ((await fetch(url + "/healthz")).ok) return; } catch {}
+    await new Promise((ok) => setTimeout(ok, 100));
+  }
+  throw new Error("the server did not come up");
+}
+
+const email = (who) => `${who}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
+async function signUp(who) {
+  const r = await fetch(`http://${authHost}/identitytoolkit.googleapis.com/v1/accounts:signUp?key=any`, {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ email: email(who), password: "password123", returnSecureToken: true }) });
+  return (await r.json()).idToken;
+}
+
+let model, bin;
+const servers = [];
+before(async () => {
+  if (missing) return;
+  model = await startModel();
+  bin = join(mkdtempSync(join(tmpdir(), "chat-aisdk-")), "server");
+  execFileSync("go", ["build", "-o", bin, "./cmd/server"], { cwd: root, stdio: "inherit" });
+});
+after(() => {
+  for (const s of servers) s.kill("SIGTERM");
+  model?.close();
+});
+
+async function startServer(backend) {
+  const port = await freePort();
+  const server = spawn(bin, [], {
+    cwd: root, stdio: ["ignore", "ignore", "inherit"],
+    env: { ...process.env, PORT: String(port), STORAGE_BACKEND: backend, GOOGLE_CLOUD_PROJECT: project,
+      OPENAI_API_KEY: "test", OPENAI_BASE_URL: `http://127.0.0.1:${model.address().port}/v1`, DRAFT_INTERVAL_MS: "200" },
+  });
+  servers.push(server);
+  const base = `http://127.0.0.1:${port}`;
+  await waitHealthy(base);
+  return base;
+}
+
+// last reads a stream of UI message chunks to the UIMessage it builds.
+async function last(stream, message) {
+  let out;
+  for await (const m of readUIMessageStream({ stream, message, terminateOnError: true })) out = m;
+  return out;
+}
+
+const userMessage = (text) => ({ id: `u-${Math.random().toString(36).slice(2, 10)}`, role: "user", parts: [{ type: "text", text }] });
+const textOf = (m) => m.parts.filter((p) => p.type === "text").map((p) => p.text).join("");
+
+for (const backend of ["firestore", "inprocess"]) {
+  describe(`the AI SDK's chat transport (${backend})`, { skip: missing ? `needs ${missing}` : false }, () => {
+    let base, token, transport, load;
+    before(async () => {
+      base = await startServer(backend);
+      token = await signUp("aisdk");
+      transport = new DefaultChatTransport({ api: `${base}/ai-sdk/chat`, headers: async () => ({ Authorization: `Bearer ${token}` }) });
+      load = async (chatId, who = token) => {
+        const r = await fetch(`${base}/ai-sdk/chat/${chatId}/messages`, { headers: { Authorization: `Bearer ${who}` } });
+        assert.equal(r.status, 200);
+        return (await r.json()).messages;
+      };
+    });
+
+    test("a new chat and a second turn; a retry replays; a regeneration", async () => {
+      const chatId = `chat-${Date.now()}`;
+      const u1 = userMessage("hello there");
+      const a1 = await last(await transport.sendMessages({ chatId, messages: [u1], trigger: "submit-message" }));
+      assert.equal(textOf(a1), "echo: hello there");
+      assert.equal(a1.metadata.sessionId.length > 0, true);
+      const u2 = userMessage("and again");
+      const a2 = await last(await transport.sendMessages({ chatId, messages: [u1, a1, u2], trigger: "submit-message" }));
+      assert.equal(textOf(a2), "echo: and again");
+      const stored = await load(chatId);
+      assert.deepEqual(stored.map((m) => [m.id, m.role, textOf(m)]), [[u1.id, "user", "hello there"], [a1.id, "assistant", textOf(a1)], [u2.id, "user", "and again"], [a2.id, "assistant", textOf(a2)]]);
+
+      const again = await last(await transport.sendMessages({ chatId, messages: [u1, a1, u2], trigger: "submit-message" }));
+      assert.equal(again.id, a2.id, "a retry of the same message replays its reply");
+      assert.equal((await load(chatId)).length, 4);
+
+      const regen = await last(await transport.sendMessages({ chatId, messages: [u1, a1, u2], trigger: "regenerate-message", messageId: a2.id }));
+      assert.notEqual(regen.id, a2.id);
+      assert.equal(textOf(regen), "echo: and again");
+      const now = await load(chatId);
+      assert.equal(now.length, 4);
+      assert.equal(now[3].id, regen.id, "the regenerated reply is on the active branch");
+    });
+
+    test("a response is the UI message stream, with its header", async () => {
+      const r = await fetch(`${base}/ai-sdk/chat`, { method: "POST", headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ id: `hdr-${Date.now()}`, messages: [userMessage("headers")], trigger: "submit-message" }) });
+      assert.equal(r.headers.get("content-type"), "text/event-stream");
+      assert.equal(r.headers.get("x-vercel-ai-ui-message-stream"), "v1");
+      const lines = (await r.text()).split("\n").filter((l) => l.startsWith("data: "));
+      assert.equal(lines.at(-1), "data: [DONE]");
+      const types = lines.slice(0, -1).map((l) => JSON.parse(l.slice(6)).type);
+      assert.deepEqual([types[0], types[1], types[2], types.at(-2), types.at(-1)], ["start", "start-step", "text-start", "finish-step", "finish"]);
+    });
+
+    test("an abort stops the reply; a resumable chat's abort is resumed to its end", async () => {
+      const chatId = `abort-${Date.now()}`;
+      const stopAt = async (stream) => {
+        const reader = stream.getReader();
+        for (;;) { const { value } = await reader.read(); if (value?.type === "text-delta") break; }
+      };
+      const abort = new AbortController();
+      await stopAt(await transport.sendMessages({ chatId, messages: [userMessage("slow: talk")], trigger: "submit-message", abortSignal: abort.signal }));
+      abort.abort();
+      let stored;
+      for (let i = 0; i < 50; i++) {
+        stored = await load(chatId);
+        if (stored.length === 2) break;
+        await new Promise((ok) => setTimeout(ok, 200));
+      }
+      assert.equal(stored[1].metadata.finishReason, "stopped");
+      assert.ok(textOf(stored[1]).length < slowText.length && slowText.startsWith(textOf(stored[1]).trim()));
+
+      const resumable = new DefaultChatTransport({ api: `${base}/ai-sdk/chat`, headers: async () => ({ Authorization: `Bearer ${token}` }), body: { resumable: true } });
+      const second = new AbortController();
+      await stopAt(await resumable.sendMessages({ chatId, messages: [userMessage("slow: more")], trigger: "submit-message", abortSignal: second.signal }));
+      second.abort();
+      const resumed = await resumable.reconnectToStream({ chatId });
+      assert.ok(resumed, "a reply in progress is resumed");
+      const done = await last(resumed);
+      assert.equal(textOf(done), slowText);
+      const after = await load(chatId);
+      assert.equal(after.at(-1).id, done.id);
+      assert.equal(await resumable.reconnectToStream({ chatId }), null, "nothing in progress: 204");
+    });
+
+    test("a client-side tool: its call arrives as tool input, its output continues the same message", async () => {
+      const chatId = `tools-${Date.now()}`;
+      const tools = [{ name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } }];
+      const u = userMessage("tool: weather please");
+      const asked = await last(await transport.sendMessages({ chatId, messages: [u], trigger: "submit-message", body: { tools } }));
+      const part = asked.parts.find((p) => p.type === "tool-get_weather");
+      assert.equal(part.state, "input-available");
+      assert.deepEqual(part.input, { city: "Oslo" });
+      const answered = { ...asked, parts: asked.parts.map((p) => p === part ? { ...p, state: "output-available", output: { temp: 3 } } : p) };
+      const done = await last(await transport.sendMessages({ chatId, messages: [u, answered], trigger: "submit-message", messageId: asked.id, body: { tools } }), answered);
+      assert.equal(done.id, asked.id, "the same assistant message continues");
+      assert.equal(textOf(done), 'echo tool: {"temp":3}');
+      const stored = await load(chatId);
+      assert.equal(stored.length, 2);
+      assert.equal(stored[1].id, asked.id);
+      assert.deepEqual(stored[1].parts.find((p) => p.type === "tool-get_weather").output, { temp: 3 });
+      assert.equal(textOf(stored[1]), 'echo tool: {"temp":3}');
+    });
+
+    test("a model failure is an error chunk; bad requests and another user's chat fail before any stream", async () => {
+      const chatId = `err-${Date.now()}`;
+      await assert.rejects(last(await transport.sendMessages({ chatId, messages: [userMessage("fail: now")], trigger: "submit-message" })), /model did not answer/);
+      const bad = await fetch(`${base}/ai-sdk/chat`, { method: "POST", headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" },
+        body: JSON.stringify({ id: chatId, messages: [], trigger: "submit-message" }) });
+      assert.equal(bad.status, 400);
+      assert.match((await bad.json()).error.message, /messages/);
+
+      const mine = `mine-${Date.now()}`;
+      const a = await last(await transport.sendMessages({ chatId: mine, messages: [userMessage("private")], trigger: "submit-message" }));
+      const bob = await signUp("aisdk-bob");
+      const bobs = new DefaultChatTransport({ api: `${base}/ai-sdk/chat`, headers: async () => ({ Authorization: `Bearer ${bob}` }) });
+      await assert.rejects(bobs.sendMessages({ chatId: mine, messages: [userMessage("x")], trigger: "regenerate-message", messageId: a.id }), /not found/);
+      assert.deepEqual(await load(mine, bob), [], "another user sees none of the chat under its id");
+      assert.equal(await bobs.reconnectToStream({ chatId: mine }), null);
+    });
+  });
+}
