@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"strings"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
@@ -19,7 +20,7 @@ func (svc *Service) validate(req TurnRequest, draft history.Draft) error {
 		for i, r := range req.ToolResults {
 			drafts[i] = history.Draft{Role: history.RoleTool, ToolCallID: r.ToolCallID, Content: r.Content}
 		}
-		return history.Validate(req.ClientMessageID, drafts...)
+		return renamed(history.Validate(req.ClientMessageID, drafts...), "messages[", "toolResults[")
 	case req.Regenerate != "" && req.Edit != "":
 		return errs.Errorf(errs.EINVALID, "a turn either regenerates a reply or edits a message, not both")
 	case (req.Regenerate != "" || req.Edit != "") && req.SessionID == "":
@@ -37,7 +38,19 @@ func (svc *Service) validate(req TurnRequest, draft history.Draft) error {
 			return err
 		}
 	}
-	return history.Validate(req.ClientMessageID, draft)
+	return renamed(history.Validate(req.ClientMessageID, draft), "messages[0]", "message")
+}
+
+// renamed names in a batch's error the field a turn's request has: a turn
+// sends one message (or its tool results), not a batch of messages.
+func renamed(err error, batch, field string) error {
+	if err == nil {
+		return nil
+	}
+	if rest, ok := strings.CutPrefix(errs.Message(err), batch); ok {
+		return errs.Errorf(errs.CodeOf(err), "%s%s", field, rest)
+	}
+	return err
 }
 
 // fork is where a regeneration or an edit branches off.

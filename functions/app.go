@@ -218,6 +218,10 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 		d.Store = firestoredb.New(client, firestoredb.Timeout(cfg.FirestoreTimeout))
 	}
 	if cfg.OfflineModel() {
+		// Sessions name the model that answers them: the stand-in, with
+		// the configured default's context window.
+		cfg.ChatModels = []ChatModel{{Name: llm.OfflineModel, ContextWindow: cfg.windowOf(cfg.ChatModel)}}
+		cfg.ChatModel = llm.OfflineModel
 		d.Model = llm.Offline{}
 		log.Warn("OFFLINE MODEL: OPENAI_API_KEY and OPENAI_BASE_URL are not set, so replies come from a deterministic offline stand-in (stored with model \"" + llm.OfflineModel + "\"), not a real model")
 		if cfg.Embeddings {

@@ -75,6 +75,9 @@ func run() int {
 		return 0
 	case errors.As(err, &exit):
 		if exit.ExitCode() < 0 {
+			if ctx.Err() != nil {
+				return 0 // ended by the interrupt that stops us all (Ctrl-C): a clean stop
+			}
 			return 1
 		}
 		return exit.ExitCode()

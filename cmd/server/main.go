@@ -11,9 +11,11 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"net"
 	"net/http"
 	"os"
 	"os/signal"
+	"path"
 	"path/filepath"
 	"strings"
 	"syscall"
@@ -41,6 +43,13 @@ func main() {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(2)
 	}
+	// The port first: a second server fails here, before saying anything
+	// else, and the banner below is true when it is printed.
+	ln, err := net.Listen("tcp", *addr)
+	if err != nil {
+		fmt.Fprintf(os.Stderr, "server: cannot listen on %s (is another server, or another `make dev`, running? set PORT to use another port): %v\n", *addr, err)
+		os.Exit(1)
+	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
 	app, err := functions.Open(ctx, cfg, os.Stdout)
@@ -56,7 +65,7 @@ func main() {
 	}
 	srv := functions.NewServer(*addr, handler)
 	errc := make(chan error, 1)
-	go func() { errc <- srv.ListenAndServe() }()
+	go func() { errc <- srv.Serve(ln) }()
 	banner(cfg, *addr, *web != "")
 	select {
 	case err := <-errc:
@@ -145,10 +154,22 @@ func withWebApp(api http.Handler, apiPrefixes []string, dir string, cfg function
 			w.Write(body)
 		case hasPrefix(r.URL.Path, apiPrefixes):
 			api.ServeHTTP(w, r)
+		case r.URL.Path != "/" && !exists(dir, r.URL.Path):
+			// Neither the API's nor a file: answered as the API answers
+			// what it does not know.
+			w.Header().Set("Content-Type", "application/json")
+			w.WriteHeader(http.StatusNotFound)
+			fmt.Fprint(w, `{"error":{"code":"not_found","message":"no such endpoint or file"}}`+"\n")
 		default:
 			files.ServeHTTP(w, r)
 		}
 	})
+}
+
+// exists reports whether the URL path names a file or folder under dir.
+func exists(dir, urlPath string) bool {
+	_, err := os.Stat(filepath.Join(dir, filepath.FromSlash(path.Clean("/"+urlPath))))
+	return err == nil
 }
 
 func hasPrefix(path string, prefixes []string) bool {
