@@ -34,39 +34,9 @@ func (a *App) Handler() http.Handler {
 		}
 	}
 	handle("GET /healthz", http.HandlerFunc(a.healthz))
-	authed := func(pattern string, h http.HandlerFunc) { handle(pattern, a.authenticate(a.checkPathIDs(pattern, h))) }
-	authed("POST /chat", a.chat)
-	authed("POST /sessions", a.createSession)
-	authed("GET /sessions", a.listSessions)
-	authed("GET /sessions/{id}", a.getSession)
-	authed("PATCH /sessions/{id}", a.updateSession)
-	authed("DELETE /sessions/{id}", a.deleteSession)
-	authed("POST /sessions/{id}/archive", a.archiveSession)
-	authed("POST /sessions/{id}/restore", a.restoreSession)
-	authed("GET /sessions/{id}/messages", a.listMessages)
-	authed("GET /sessions/{id}/context", a.sessionContext)
-	authed("GET /account/export", a.exportAccount)
-	authed("DELETE /account/data", a.eraseAccount)
-	authed("GET /memory", a.getMemory)
-	authed("PATCH /memory", a.setMemory)
-	authed("DELETE /memory", a.forgetAll)
-	authed("PATCH /memory/profile", a.patchProfile)
-	authed("PATCH /memory/history", a.patchHistory)
-	authed("DELETE /memory/facts/{id}", a.forgetFact)
-	authed("POST /sessions/{id}/messages", a.appendMessages)
-	authed("POST /sessions/{id}/replies/{replyId}/stop", a.stopReply)
-	authed("POST /sessions/{id}/branch", a.switchBranch)
-	authed("GET /search", a.search)
-	authed("GET /usage", a.usage)
-	authed("GET /models", a.listModels)
-	authed("POST /sessions/{id}/compactions", a.recordCompaction)
-	authed("PUT /sessions/{id}/messages/{messageId}/feedback", a.setFeedback)
-	authed("DELETE /sessions/{id}/messages/{messageId}/feedback", a.deleteFeedback)
-	authed("POST /callable/{name}", a.callable)
-	authed("POST /ai-sdk/chat", a.aiChat)
-	authed("GET /ai-sdk/chat/{id}/stream", a.aiChatResume)
-	authed("GET /ai-sdk/chat/{id}/messages", a.aiChatMessages)
-	authed("POST /ai-sdk/chat/{id}/stop", a.aiChatStop)
+	for _, rt := range a.routes() {
+		handle(rt.pattern, a.authenticate(a.checkPathIDs(rt.pattern, rt.handler)))
+	}
 
 	routed := http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
 		h, pattern := mux.Handler(r)
@@ -88,6 +58,52 @@ func (a *App) Handler() http.Handler {
 		a.writeError(w, r, errs.Errorf(errs.ENOTFOUND, "no such endpoint"))
 	})
 	return a.traceRequests(a.logRequests(a.recoverPanics(a.cors(a.limitBody(routed)))))
+}
+
+// route is one endpoint behind authentication: its method and path, and
+// its handler.
+type route struct {
+	pattern string
+	handler http.HandlerFunc
+}
+
+// routes are the API's endpoints but /healthz (README's table and
+// docs/openapi.yaml list the same ones: TestReadmeEndpoints).
+func (a *App) routes() []route {
+	return []route{
+		{"POST /chat", a.chat},
+		{"POST /sessions", a.createSession},
+		{"GET /sessions", a.listSessions},
+		{"GET /sessions/{id}", a.getSession},
+		{"PATCH /sessions/{id}", a.updateSession},
+		{"DELETE /sessions/{id}", a.deleteSession},
+		{"POST /sessions/{id}/archive", a.archiveSession},
+		{"POST /sessions/{id}/restore", a.restoreSession},
+		{"GET /sessions/{id}/messages", a.listMessages},
+		{"GET /sessions/{id}/context", a.sessionContext},
+		{"GET /account/export", a.exportAccount},
+		{"DELETE /account/data", a.eraseAccount},
+		{"GET /memory", a.getMemory},
+		{"PATCH /memory", a.setMemory},
+		{"DELETE /memory", a.forgetAll},
+		{"PATCH /memory/profile", a.patchProfile},
+		{"PATCH /memory/history", a.patchHistory},
+		{"DELETE /memory/facts/{id}", a.forgetFact},
+		{"POST /sessions/{id}/messages", a.appendMessages},
+		{"POST /sessions/{id}/replies/{replyId}/stop", a.stopReply},
+		{"POST /sessions/{id}/branch", a.switchBranch},
+		{"GET /search", a.search},
+		{"GET /usage", a.usage},
+		{"GET /models", a.listModels},
+		{"POST /sessions/{id}/compactions", a.recordCompaction},
+		{"PUT /sessions/{id}/messages/{messageId}/feedback", a.setFeedback},
+		{"DELETE /sessions/{id}/messages/{messageId}/feedback", a.deleteFeedback},
+		{"POST /callable/{name}", a.callable},
+		{"POST /ai-sdk/chat", a.aiChat},
+		{"GET /ai-sdk/chat/{id}/stream", a.aiChatResume},
+		{"GET /ai-sdk/chat/{id}/messages", a.aiChatMessages},
+		{"POST /ai-sdk/chat/{id}/stop", a.aiChatStop},
+	}
 }
 
 // checkPathIDs answers 400, naming the parameter, when an id in the path
