@@ -57,39 +57,81 @@ export function renderMarkdown(source: string): DocumentFragment {
   return out;
 }
 
-// inline renders code spans, links, bold and italics as nodes.
+// Inline is a run of inline Markdown: text, code, a link, bold or italics.
+export type Inline =
+  | { kind: "text" | "code"; text: string }
+  | { kind: "link"; href: string; children: Inline[] }
+  | { kind: "strong" | "em"; children: Inline[] };
+
+// Emphasis never opens or closes inside a word: snake_case, OPENAI_API_KEY,
+// 2*3*4 and a __dunder__ stay as written. A word is letters and digits (and,
+// for underscores, underscores); bold with __ wants more than one word.
+const W = "[\\p{L}\\p{N}]";
+const token = new RegExp(
+  "`([^`]+)`" + // code
+  "|\\[([^\\]]+)\\]\\(([^)\\s]+)\\)" + // a link
+  `|(?<!${W})\\*\\*(?!\\s)([^*]+?)(?<!\\s)\\*\\*(?!${W})` + // **bold**
+  `|(?<![\\p{L}\\p{N}_])__(?!\\s)([^_]*\\s[^_]*?)(?<!\\s)__(?![\\p{L}\\p{N}_])` + // __bold words__
+  `|(?<!${W}|\\*)\\*(?![\\s*])([^*]+?)(?<![\\s*])\\*(?!${W}|\\*)` + // *italics*
+  `|(?<![\\p{L}\\p{N}_])_(?![\\s_])([^_]+?)(?<![\\s_])_(?![\\p{L}\\p{N}_])`, // _italics_
+  "gu",
+);
+
+// parseInline reads inline Markdown into runs (a pure function: tested in
+// web/e2e/markdown.test.mjs).
+export function parseInline(text: string): Inline[] {
+  const out: Inline[] = [];
+  const push = (t: string) => {
+    if (!t) return;
+    const prev = out[out.length - 1];
+    if (prev?.kind === "text") prev.text += t;
+    else out.push({ kind: "text", text: t });
+  };
+  let last = 0;
+  token.lastIndex = 0;
+  const matches = [...text.matchAll(token)];
+  for (const m of matches) {
+    push(text.slice(last, m.index));
+    last = m.index! + m[0].length;
+    if (m[1] !== undefined) out.push({ kind: "code", text: m[1] });
+    else if (m[2] !== undefined) {
+      if (SAFE_URL.test(m[3])) out.push({ kind: "link", href: m[3], children: parseInline(m[2]) });
+      else push(m[2]); // an unsafe link keeps only its text
+    } else if (m[4] !== undefined || m[5] !== undefined) out.push({ kind: "strong", children: parseInline(m[4] ?? m[5]) });
+    else out.push({ kind: "em", children: parseInline(m[6] ?? m[7]) });
+  }
+  push(text.slice(last));
+  return out;
+}
+
+// inline renders inline Markdown as nodes.
 function inline(text: string): DocumentFragment {
   const out = document.createDocumentFragment();
-  const token = /`([^`]+)`|\[([^\]]+)\]\(([^)\s]+)\)|\*\*([^*]+)\*\*|__([^_]+)__|\*([^*\s][^*]*)\*|_([^_\s][^_]*)_/g;
-  let last = 0;
-  for (let m: RegExpExecArray | null; (m = token.exec(text)); ) {
-    out.append(text.slice(last, m.index));
-    last = token.lastIndex;
-    if (m[1] !== undefined) {
+  for (const run of parseInline(text)) out.append(nodeOf(run));
+  return out;
+}
+
+function nodeOf(run: Inline): Node {
+  switch (run.kind) {
+    case "text":
+      return document.createTextNode(run.text);
+    case "code": {
       const c = document.createElement("code");
-      c.textContent = m[1];
-      out.append(c);
-    } else if (m[2] !== undefined) {
-      if (SAFE_URL.test(m[3])) {
-        const a = document.createElement("a");
-        a.href = m[3];
-        a.rel = "noopener noreferrer";
-        a.target = "_blank";
-        a.append(inline(m[2]));
-        out.append(a);
-      } else {
-        out.append(m[2]); // an unsafe link keeps only its text
-      }
-    } else if (m[4] !== undefined || m[5] !== undefined) {
-      const b = document.createElement("strong");
-      b.append(inline(m[4] ?? m[5]));
-      out.append(b);
-    } else {
-      const e = document.createElement("em");
-      e.append(inline(m[6] ?? m[7]));
-      out.append(e);
+      c.textContent = run.text;
+      return c;
+    }
+    case "link": {
+      const a = document.createElement("a");
+      a.href = run.href;
+      a.rel = "noopener noreferrer";
+      a.target = "_blank";
+      for (const child of run.children) a.append(nodeOf(child));
+      return a;
+    }
+    default: {
+      const e = document.createElement(run.kind);
+      for (const child of run.children) e.append(nodeOf(child));
+      return e;
     }
   }
-  out.append(text.slice(last));
-  return out;
 }
