@@ -169,6 +169,25 @@ async function signUp(page, address) {
   await page.waitForSelector("#app:not([hidden])");
 }
 
+// readOnly checks that the open chat says why it takes no message, and
+// that nothing that would write to it can be used.
+async function readOnly(page, why) {
+  await page.waitForSelector("#readonly:not([hidden])");
+  assert.match(await page.textContent("#readonly-text"), why);
+  assert.ok(await page.isDisabled("#input"), "the composer is disabled");
+  assert.ok(await page.isDisabled("#send"), "Send is disabled");
+  for (const b of await page.locator("#messages .regenerate, #messages .edit, #messages .rate-up, #messages .rate-down").all()) {
+    assert.ok(await b.isDisabled(), "a button that writes is disabled");
+  }
+}
+
+// inView checks that selector is wholly inside the viewport.
+async function inView(page, selector) {
+  const box = await page.locator(selector).boundingBox();
+  const { height } = page.viewportSize();
+  assert.ok(box && box.y >= 0 && box.y + box.height <= height, `${selector} is out of view: ${JSON.stringify(box)}`);
+}
+
 async function send(page, text) {
   await page.fill("#input", text);
   await page.press("#input", "Enter");
@@ -202,6 +221,9 @@ test("a user chats, reloads, renames and archives; another user sees none of it"
   assert.deepEqual(texts, ["Hello one", "echo: Hello one", "Hello two", "echo: Hello two"]);
   // Rating a reply: the thumb shows pressed (from the message document),
   // and pressing it again withdraws the rating.
+  // The thumbs are icons with words for assistive technology.
+  assert.equal(await page.getAttribute("#messages > li.assistant:last-child .rate-up", "aria-label"), "Good reply");
+  assert.equal(await page.locator("#messages > li.assistant:last-child .rate-down svg").count(), 1);
   await page.click("#messages > li.assistant:last-child .rate-up");
   await page.waitForSelector("#messages > li.assistant:last-child .rate-up[aria-pressed='true']");
   await page.click("#messages > li.assistant:last-child .rate-down");
@@ -212,9 +234,23 @@ test("a user chats, reloads, renames and archives; another user sees none of it"
   await page.waitForFunction(() => /^This chat: 2 replies, [\d,]+ tokens/.test(document.querySelector("#session-usage").textContent));
   await page.screenshot({ path: join(shots, "chat.png") });
 
-  // Rename: the live list shows the new title.
-  page.once("dialog", (d) => d.accept("Trip plans"));
+  await page.screenshot({ path: join(root, "docs", "screenshot.png") });
+
+  // Rename, in the page's own dialog: the live list shows the new title. A
+  // title too long is the API's error, in a banner that leaves the
+  // composer in view, until dismissed.
   await page.click("#sessions li button:has-text('Rename')");
+  await page.waitForSelector("#dialog[open]");
+  await page.fill("#dialog-input", "x".repeat(300));
+  await page.click("#dialog-ok");
+  await page.waitForSelector("#error:not([hidden])");
+  assert.match(await page.textContent("#error-text"), /title/);
+  await inView(page, "#composer");
+  await page.click("#error-close");
+  await page.waitForSelector("#error", { state: "hidden" });
+  await page.click("#sessions li button:has-text('Rename')");
+  await page.fill("#dialog-input", "Trip plans");
+  await page.click("#dialog-ok");
   await page.waitForSelector("#sessions li .name:has-text('Trip plans')");
 
   // Export downloads the user's data.
@@ -223,18 +259,25 @@ test("a user chats, reloads, renames and archives; another user sees none of it"
   assert.equal(exported.sessions.length, 1);
   assert.equal(exported.sessions[0].messages.length, 4);
 
-  // Archive: it leaves the active list and shows under the archived filter.
+  // Archive the open chat: it leaves the active list, and the view says it
+  // is archived, takes no message, and offers to restore it.
   await page.click("#sessions li button:has-text('Archive')");
   await page.waitForFunction(() => document.querySelectorAll("#sessions li").length === 0);
+  await readOnly(page, /archived/);
+  await page.screenshot({ path: join(shots, "archived.png") });
+  await page.click("#readonly-restore");
+  await page.waitForSelector("#readonly", { state: "hidden" });
+  assert.equal(await page.isDisabled("#input"), false, "restored, it takes messages again");
+  // Deleted (after the page's own confirmation), likewise.
+  await page.click("#sessions li button:has-text('Delete')");
+  await page.waitForSelector("#dialog[open]");
+  await page.click("#dialog-ok");
+  await readOnly(page, /deleted/);
+  await page.click("#readonly-restore");
+  await page.waitForSelector("#readonly", { state: "hidden" });
+  await page.click("#sessions li button:has-text('Archive')");
   await page.selectOption("#filter", "archived");
   await page.waitForSelector("#sessions li .name:has-text('Trip plans')");
-  // Sending to an archived session shows the API's error.
-  await page.click("#sessions li .name");
-  await page.fill("#input", "still there?");
-  await page.press("#input", "Enter");
-  await page.waitForSelector("#error:not([hidden])");
-  assert.match(await page.textContent("#error"), /restore/i);
-  await page.screenshot({ path: join(shots, "archived.png") });
 
   // On a phone-sized screen.
   const phone = await browser.newContext({ viewport: { width: 390, height: 844 } });
@@ -247,6 +290,12 @@ test("a user chats, reloads, renames and archives; another user sees none of it"
   await p.selectOption("#filter", "archived");
   await p.click("#sessions li .name");
   await p.waitForFunction(() => document.querySelectorAll("#messages > li").length === 4);
+  await readOnly(p, /archived/);
+  // The header on one line, the composer at the bottom of the screen.
+  const header = await p.locator("header").boundingBox();
+  assert.ok(header.height < 60, `the header is ${header.height}px high`);
+  const composer = await p.locator("#composer").boundingBox();
+  assert.ok(composer.y + composer.height > 844 - 40 && composer.y + composer.height <= 844, `the composer ends at ${composer.y + composer.height}px of 844`);
   await p.screenshot({ path: join(shots, "phone.png") });
   await phone.close();
 
@@ -325,8 +374,9 @@ test("replies render as Markdown without running HTML; the memory panel shows, f
   await page.waitForSelector("#memory:not([hidden])");
   for (let i = 0; i < 40 && !(await page.locator("#facts li[data-id]").count()); i++) {
     await page.waitForTimeout(250);
-    await page.click("#memory-open"); // close
+    await page.click("#memory-close"); // close
     await page.click("#memory-open"); // and open again, to reload
+    await page.waitForSelector("#memory:not([hidden])");
   }
   assert.equal(await page.textContent("#facts li[data-id]"), "The user lives in Oslo. Forget");
   assert.match(await page.textContent("#profile"), /personal: Lives in Oslo\./);
@@ -338,7 +388,9 @@ test("replies render as Markdown without running HTML; the memory panel shows, f
   await page.waitForSelector("#facts li.none");
   await page.click("#memory-enabled");
   await page.waitForFunction(() => !document.querySelector("#memory-enabled").checked);
-  await page.click("#memory-open");
+  await page.waitForFunction(() => /Memory is off/.test(document.querySelector("#facts li.none")?.textContent ?? ""), null, { timeout: 5000 }); // the empty state says why
+  await page.press("#memory-enabled", "Escape"); // Escape closes the drawer
+  await page.waitForSelector("#memory", { state: "hidden" });
   await page.click("#memory-open");
   await page.waitForSelector("#memory:not([hidden])");
   await page.waitForTimeout(300);
@@ -376,8 +428,10 @@ test("regenerate, edit and flip between versions; the branch shown survives a re
   assert.deepEqual(await bodies(), ["count: first", second]);
 
   // Edit the question: a new branch with its own answer.
-  page.once("dialog", (d) => d.accept("count: edited"));
   await page.click("#messages > li.user .edit");
+  await page.waitForSelector("#dialog[open]");
+  await page.fill("#dialog-input", "count: edited");
+  await page.click("#dialog-ok");
   await page.waitForSelector("#messages > li.user .version:has-text('2 / 2')");
   await page.waitForSelector("#messages > li.assistant:not(.streaming) .body:has-text('echo: count: edited #')");
   await settled();
@@ -425,7 +479,36 @@ test("a user searches their chats and opens a hit at its message", { skip: missi
   await page.fill("#q", "zzzz qqqq");
   await page.press("#q", "Enter");
   await page.waitForSelector("#hits li.none");
+  // A cleared search box clears what it found, the outline too.
+  await page.fill("#q", "");
+  await page.waitForFunction(() => !document.querySelector("#hits li") && !document.querySelector("#messages li.found"));
   await context.close();
+});
+
+test("first impressions: friendly sign-in errors, a favicon, no missing file, on a desktop and a phone", { skip: missing ? `needs ${missing}` : false }, async () => {
+  for (const viewport of [{ width: 1280, height: 800 }, { width: 390, height: 844 }]) {
+    const context = await browser.newContext({ viewport });
+    const page = await context.newPage();
+    const missingFiles = [];
+    page.on("response", (r) => { if (r.status() === 404) missingFiles.push(r.url()); });
+    await page.goto(base);
+    await page.waitForSelector("#auth:not([hidden])");
+    assert.equal(await page.getAttribute("link[rel=icon]", "href"), "/favicon.svg");
+    assert.equal((await page.request.get(base + "/favicon.svg")).status(), 200);
+    await page.fill("#email", email("weak"));
+    await page.fill("#password", "123");
+    await page.click("#signup");
+    await page.waitForSelector("#error:not([hidden])");
+    assert.equal(await page.textContent("#error-text"), "Choose a password of at least 6 characters.");
+    await inView(page, "#auth");
+    await page.fill("#password", "password123");
+    await page.click("#signup");
+    await page.waitForSelector("#app:not([hidden])");
+    await send(page, "Hi from a " + viewport.width + "px screen");
+    await inView(page, "#composer");
+    assert.deepEqual(missingFiles, [], "every file the page asked for exists");
+    await context.close();
+  }
 });
 
 test("a chat's settings: its own instructions and its model, kept across a reload", { skip: missing ? `needs ${missing}` : false }, async () => {

@@ -11,11 +11,13 @@ import {
   collection, connectFirestoreEmulator, doc, getFirestore, limit, limitToLast, onSnapshot,
   orderBy, query, where, type Unsubscribe,
 } from "firebase/firestore";
-import { ApiError, ChatMemoryClient, type ChatRequest, type MemoryView, type Message } from "../client";
+import { ChatMemoryClient, type ChatRequest, type Message } from "../client";
+import { renderMarkdown } from "./markdown";
+import { setupMemory } from "./memory";
+import { $, askText, clearError, confirmAction, el, icon, showError, THUMB } from "./ui";
 
 // A turn that branches: answer a message anew, or send an edited one.
 type Fork = Pick<ChatRequest, "regenerate" | "edit">;
-import { renderMarkdown } from "./markdown";
 
 type Config = {
   apiBase: string;
@@ -28,20 +30,7 @@ type Config = {
 };
 type Session = { id: string; title: string; status: string };
 
-const $ = <T extends HTMLElement>(id: string) => document.getElementById(id) as T;
-const el = (tag: string, props: Record<string, string> = {}, text = "") => {
-  const e = document.createElement(tag);
-  Object.assign(e, props);
-  if (text) e.textContent = text;
-  return e;
-};
-
-function showError(e: unknown) {
-  const box = $("error");
-  box.textContent = e instanceof ApiError || e instanceof Error ? e.message : String(e);
-  box.hidden = false;
-}
-const clearError = () => ($("error").hidden = true);
+$("error-close").addEventListener("click", clearError);
 
 const config: Config = await (await fetch("/config.json")).json();
 const app = initializeApp(config.firebase);
@@ -71,6 +60,8 @@ const api = new ChatMemoryClient({
 
 let user: User | null = null;
 let current: string | null = null; // the open session
+let status = "active"; // the open session's, from its document: only an active one takes messages
+let found: { session: string; seq: number } | null = null; // the search hit opened last
 let sessions: Session[] = [];
 let messages: Message[] = [];
 let leaf: number | null = null; // the active branch's last message, from the session document
@@ -165,13 +156,15 @@ function renderSessions() {
       actions.append(b);
     };
     action("Rename", async () => {
-      const title = prompt("New title", s.title);
-      if (title) await api.updateSession(s.id, { title });
+      const title = (await askText("Rename the chat", s.title))?.trim();
+      if (title && title !== s.title) await api.updateSession(s.id, { title });
     });
     if (s.status === "active") action("Archive", () => api.archiveSession(s.id));
     else action("Restore", () => api.restoreSession(s.id));
     if (s.status !== "deleted") action("Delete", async () => {
-      if (confirm(`Delete "${s.title}"? You can restore it for 30 days.`)) await api.deleteSession(s.id);
+      if (await confirmAction(`Delete "${s.title}"?`, "You can restore it from Deleted for 30 days; then it is gone for good.", "Delete")) {
+        await api.deleteSession(s.id);
+      }
     });
     li.append(name, actions);
     return li;
@@ -180,8 +173,15 @@ function renderSessions() {
 }
 
 // ---- A session's messages, live from Firestore ----
-function openSession(id: string | null) {
+// openSession shows session id (none: a new chat); from a search hit, the
+// hit stays outlined, else none is.
+function openSession(id: string | null, fromHit = false) {
+  if (!fromHit) {
+    found = null;
+    $("hits").querySelector("li.none")?.remove(); // "Nothing found." was about the last search
+  }
   current = id;
+  status = "active";
   $("settings-open").hidden = !id;
   closeSettings();
   stopMessages?.();
@@ -193,7 +193,7 @@ function openSession(id: string | null) {
   historyFrom = 0;
   following = null;
   showSessionUsage();
-  renderMessages();
+  showStatus();
   renderSessions();
   if (!id || !user) return;
   const q = query(collection(db, "chat_sessions", id, "messages"), orderBy("seq"), limitToLast(200));
@@ -205,6 +205,8 @@ function openSession(id: string | null) {
   stopSession = onSnapshot(doc(db, "chat_sessions", id), (snap) => {
     settingsOf = { instructions: snap.get("instructions") ?? "", model: snap.get("model") ?? "" };
     leaf = snap.get("branches.leaf") ?? null;
+    status = snap.get("status") ?? "active";
+    showStatus();
     historyFrom = snap.get("historyFrom") ?? 0;
     showSessionUsage(snap.get("usage"));
     renderMessages();
@@ -216,6 +218,28 @@ function openSession(id: string | null) {
   }, showError);
 }
 $("new").addEventListener("click", () => openSession(null));
+
+// showStatus makes the open chat writable only while it is active, and
+// says why it is not (with a way back).
+function showStatus() {
+  const readOnly = !!current && status !== "active";
+  $("readonly").hidden = !readOnly;
+  $("readonly-text").textContent = status === "archived"
+    ? "This chat is archived: restore it to continue it."
+    : "This chat is deleted: restore it within 30 days to keep it, or it goes for good.";
+  const input = $<HTMLTextAreaElement>("input");
+  input.disabled = readOnly;
+  input.placeholder = readOnly ? "This chat is read-only" : "Message";
+  $<HTMLButtonElement>("send").disabled = readOnly || !!streaming;
+  $("settings-open").hidden = !current || readOnly;
+  if (readOnly) closeSettings();
+  renderMessages();
+}
+$("readonly-restore").addEventListener("click", async () => {
+  if (!current) return;
+  clearError();
+  try { await api.restoreSession(current); } catch (e) { showError(e); }
+});
 
 // ---- A session's settings: its own instructions and its model ----
 let settingsOf = { instructions: "", model: "" };
@@ -297,7 +321,7 @@ function renderMessages() {
   };
   const button = (className: string, label: string, title: string, fn: () => Promise<unknown>) => {
     const b = el("button", { className: `quiet ${className}`, type: "button", title }, label) as HTMLButtonElement;
-    b.disabled = !!streaming;
+    b.disabled = !!streaming || status !== "active";
     b.addEventListener("click", async () => { clearError(); try { await fn(); } catch (e) { showError(e); } });
     return b;
   };
@@ -339,16 +363,18 @@ function renderMessages() {
       if (m.role === "assistant" && current) {
         // Thumbs: pressed shows the rating held; pressing it again withdraws it.
         const id = current;
-        for (const [rating, label, title] of [["up", "👍", "Good reply"], ["down", "👎", "Bad reply"]] as const) {
+        for (const [rating, title, turn] of [["up", "Good reply", 0], ["down", "Bad reply", 180]] as const) {
           const on = m.feedback?.rating === rating;
-          const b = button(`rate-${rating}`, label, title, () =>
+          const b = button(`rate-${rating}`, "", title, () =>
             on ? api.deleteFeedback(id, m.id) : api.setFeedback(id, m.id, { rating }));
+          b.setAttribute("aria-label", title);
           b.setAttribute("aria-pressed", String(on));
+          b.append(icon(THUMB, turn));
           tools.append(b);
         }
       }
       if (m.role === "user") tools.append(button("edit", "Edit", "Edit and send again", async () => {
-        const text = prompt("Edit your message", m.content)?.trim();
+        const text = (await askText("Edit your message", m.content, "Send"))?.trim();
         if (text && text !== m.content) await branchTurn({ edit: m.id }, text);
       }));
       li.append(tools);
@@ -373,8 +399,14 @@ function renderMessages() {
 }
 
 // ---- Search: the user's own conversations, by meaning and exact phrase ----
-let found: { session: string; seq: number } | null = null; // the hit opened last
 
+// A cleared search box clears what it found.
+$("q").addEventListener("input", () => {
+  if ($<HTMLInputElement>("q").value.trim() !== "") return;
+  $("hits").replaceChildren();
+  found = null;
+  renderMessages();
+});
 $("search").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   clearError();
@@ -388,7 +420,7 @@ $("search").addEventListener("submit", async (ev) => {
       open.append(el("span", { className: "name" }, r.sessionTitle), el("span", { className: "snippet" }, r.snippet));
       open.addEventListener("click", () => {
         found = { session: r.sessionId, seq: r.seq };
-        openSession(r.sessionId);
+        openSession(r.sessionId, true);
       });
       li.append(open);
       return li;
@@ -415,7 +447,7 @@ async function send(text: string, fork: Fork = {}) {
   } finally {
     streaming = null;
     renderMessages();
-    $<HTMLButtonElement>("send").disabled = false;
+    $<HTMLButtonElement>("send").disabled = status !== "active";
     void showUsage();
   }
 }
@@ -458,64 +490,4 @@ $("export").addEventListener("click", async () => {
   } catch (e) { showError(e); }
 });
 
-// ---- Long-term memory: what the assistant remembers about the user ----
-async function loadMemory(view?: MemoryView) {
-  const m = view ?? (await api.getMemory());
-  $<HTMLInputElement>("memory-enabled").checked = m.enabled;
-  const profile = (["work", "personal", "focus"] as const)
-    .filter((k) => m.profile?.[k]?.text)
-    .map((k) => el("li", {}, `${k}: ${m.profile[k]!.text}`));
-  $("profile").replaceChildren(...(profile.length ? profile : [el("li", { className: "none" }, "Nothing yet.")]));
-  const tiers = [["recent", "Last 30 days"], ["months", "1 to 6 months ago"], ["earlier", "Earlier"]] as const;
-  const history = tiers.filter(([k]) => m.history?.[k]?.text).map(([k, label]) => {
-    const tier = m.history[k];
-    const li = el("li", {}, `${label}: ${tier.text}`);
-    li.dataset.tier = k;
-    const edit = el("button", { className: "quiet", type: "button" }, "Edit");
-    edit.addEventListener("click", async () => {
-      const text = prompt(`${label}, in your own words (the daily roll-up then leaves it as you wrote it):`, tier.text);
-      if (text === null || text.trim() === "") return;
-      clearError();
-      try { await loadMemory(await api.updateHistory({ [k]: text })); } catch (e) { showError(e); }
-    });
-    const forget = el("button", { className: "quiet", type: "button" }, "Forget");
-    forget.addEventListener("click", async () => {
-      clearError();
-      try { await loadMemory(await api.updateHistory({ [k]: "" })); } catch (e) { showError(e); }
-    });
-    li.append(" ", edit, " ", forget);
-    return li;
-  });
-  $("history").replaceChildren(...(history.length ? history : [el("li", { className: "none" }, "Nothing yet: the daily roll-up writes it from your chats.")]));
-  const facts = (m.facts ?? []).map((f) => {
-    const li = el("li", {}, f.content);
-    li.dataset.id = f.id;
-    const forget = el("button", { className: "quiet", type: "button" }, "Forget");
-    forget.addEventListener("click", async () => {
-      clearError();
-      try { await api.forgetFact(f.id!); await loadMemory(); } catch (e) { showError(e); }
-    });
-    li.append(" ", forget);
-    return li;
-  });
-  $("facts").replaceChildren(...(facts.length ? facts : [el("li", { className: "none" }, "No facts yet.")]));
-}
-
-$("memory-open").addEventListener("click", async () => {
-  const panel = $("memory");
-  panel.hidden = !panel.hidden;
-  if (panel.hidden) return;
-  clearError();
-  try { await loadMemory(); } catch (e) { showError(e); }
-});
-$("memory-enabled").addEventListener("change", async () => {
-  clearError();
-  try {
-    await loadMemory(await api.setMemory($<HTMLInputElement>("memory-enabled").checked));
-  } catch (e) { showError(e); }
-});
-$("memory-forget-all").addEventListener("click", async () => {
-  if (!confirm("Forget everything the assistant remembers about you?")) return;
-  clearError();
-  try { await api.forgetAll(); await loadMemory(); } catch (e) { showError(e); }
-});
+setupMemory(api);
