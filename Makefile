@@ -27,12 +27,19 @@ test: deps tidy-check
 	npm run --silent check:client
 	$(GO) run ./cmd/emulators -- sh -c '$(GOTEST) && npm run --silent test:web' 
 
+# What Ctrl-C stops is built, then run itself: `go run` reports an
+# interrupt as a failure even when its program stopped cleanly.
+BIN := .bin
+
 emulators: deps
-	$(GO) run ./cmd/emulators -v
+	$(GO) build -o $(BIN)/emulators ./cmd/emulators
+	$(BIN)/emulators -v
 
 dev: deps
 	npm run --silent build:web
-	$(GO) run ./cmd/emulators -- $(GO) run ./cmd/server -web web
+	$(GO) build -o $(BIN)/emulators ./cmd/emulators
+	$(GO) build -o $(BIN)/server ./cmd/server
+	$(BIN)/emulators -- $(BIN)/server -web web
 
 # go.mod and go.sum are exactly what the code needs.
 tidy-check:
