@@ -181,6 +181,36 @@ async function readOnly(page, why) {
   }
 }
 
+// contrast checks WCAG AA (4.5:1) for the text of every element visible
+// on the page that holds text of its own, against the background it sits on.
+async function contrast(page) {
+  const low = await page.evaluate(() => {
+    const rgb = (c) => (c.match(/[\d.]+/g) ?? []).map(Number);
+    const lum = ([r, g, b]) => {
+      const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
+      return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
+    };
+    const background = (e) => {
+      for (; e; e = e.parentElement) {
+        const c = rgb(getComputedStyle(e).backgroundColor);
+        if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3);
+      }
+      return [255, 255, 255];
+    };
+    const out = [];
+    for (const e of document.querySelectorAll("body *")) {
+      const own = [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+      const s = getComputedStyle(e);
+      if (!own || !e.getClientRects().length || s.visibility === "hidden" || e.closest("[disabled], [hidden]")) continue;
+      const [a, b] = [lum(rgb(s.color).slice(0, 3)), lum(background(e))];
+      const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
+      if (ratio < 4.5) out.push(`${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}.${e.className} "${e.textContent.trim().slice(0, 30)}": ${ratio.toFixed(2)}`);
+    }
+    return out;
+  });
+  assert.deepEqual(low, [], "text below WCAG AA contrast");
+}
+
 // inView checks that selector is wholly inside the viewport.
 async function inView(page, selector) {
   const box = await page.locator(selector).boundingBox();
@@ -506,6 +536,11 @@ test("first impressions: friendly sign-in errors, a favicon, no missing file, on
     await page.waitForSelector("#app:not([hidden])");
     await send(page, "Hi from a " + viewport.width + "px screen");
     await inView(page, "#composer");
+    await contrast(page);
+    await page.click("#memory-open");
+    await page.waitForSelector("#memory:not([hidden])");
+    await contrast(page);
+    await page.press("#memory-close", "Escape");
     assert.deepEqual(missingFiles, [], "every file the page asked for exists");
     await context.close();
   }
