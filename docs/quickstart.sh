@@ -45,6 +45,7 @@ TOKEN=$(signin signInWithPassword)
 [ -n "$TOKEN" ] || { echo "quickstart: no ID token from the Auth emulator at $AUTH" >&2; exit 1; }
 
 RUN=$(date +%s)-$RANDOM # this run's keys: a second run starts afresh
+call 200 GET /healthz
 
 # A turn starts a session; a second continues it; a retry replays.
 call 200 POST /chat "{\"message\":\"Plan a weekend in Lisbon\",\"clientMessageId\":\"q1-$RUN\"}"
@@ -82,6 +83,16 @@ SEQ=$(curl -s "$API/sessions/$SID/messages?branch=all" -H "Authorization: Bearer
 call 200 POST "/sessions/$SID/branch" "{\"seq\":$SEQ}"
 call 200 GET "/sessions/$SID/messages?branch=all"
 
+# A reply in progress is stopped through its id (the stream's session
+# event names it); this one is stored already.
+call 404 POST "/sessions/$SID/replies/$REPLY/stop"
+
+# An app that makes its own summaries stores one of the first exchange.
+call 201 POST /sessions '{"title":"Own summaries","memory":{"strategy":"summary_buffer","summaries":"app"}}'
+OWN=$(json id <<<"$OUT")
+call 201 POST "/sessions/$OWN/messages" '{"messages":[{"role":"user","content":"one"},{"role":"assistant","content":"two"},{"role":"user","content":"three"},{"role":"assistant","content":"four"}]}'
+call 201 POST "/sessions/$OWN/compactions" '{"fromSeq":0,"toSeq":1,"summary":"The user counted to two."}'
+
 # Feedback on a reply.
 call 200 PUT "/sessions/$SID/messages/$REPLY/feedback" '{"rating":"up","comment":"useful"}'
 call 204 DELETE "/sessions/$SID/messages/$REPLY/feedback"
@@ -100,13 +111,22 @@ curl -sN "$API/ai-sdk/chat" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: 
   | grep -q '"type":"finish"' && echo "POST   /ai-sdk/chat                                     200 finish"
 call 200 GET "/ai-sdk/chat/chat-$RUN/messages"
 call 204 GET "/ai-sdk/chat/chat-$RUN/stream"
+call 404 POST "/ai-sdk/chat/chat-$RUN/stop"
+
+# The callable protocol (what the Firebase JS SDK's httpsCallable sends).
+call 200 POST /callable/listSessions '{"data":{"limit":5}}'
+
 
 # Search, usage, models, long-term memory.
 call 200 GET "/search?q=Lisbon&limit=5"
 call 200 GET /usage
 call 200 GET /models
 call 200 GET /memory
+call 200 PATCH /memory '{"enabled":true}'
+call 200 PATCH /memory/profile '{"work":"Plans trips for a living."}'
 call 200 PATCH /memory/history '{"earlier":"Planning trips to Portugal."}'
+call 404 DELETE /memory/facts/no-such-fact
+call 204 DELETE /memory
 
 # The lifecycle: archive, restore, delete (restorable), and the account.
 call 200 POST "/sessions/$SCRATCH/archive"
@@ -114,4 +134,7 @@ call 200 POST "/sessions/$SCRATCH/restore"
 call 200 DELETE "/sessions/$SCRATCH"
 call 200 GET /account/export
 call 404 GET /sessions/no-such-session
-echo "quickstart: every call answered as expected (session $SID)"
+# Erasure: everything the account owns goes at once (the account stays).
+call 200 DELETE /account/data
+call 404 GET "/sessions/$SID"
+echo "quickstart: every endpoint answered as expected"

@@ -43,6 +43,6 @@ test("docs/quickstart.sh runs through, twice", { skip: missing ? `needs ${missin
     const out = execFileSync("bash", [join(root, "docs", "quickstart.sh")], {
       cwd: root, encoding: "utf8", env: { ...process.env, API: base, AUTH: authHost, EMAIL: email },
     });
-    assert.match(out, /every call answered as expected/, `run ${run}:\n${out}`);
+    assert.match(out, /every endpoint answered as expected/, `run ${run}:\n${out}`);
   }
 });
