@@ -16,6 +16,13 @@ import (
 // summary in "summary". A session whose window document does not exist yet
 // is read from them (one more round trip, once); its next write creates
 // the window and deletes them in the same commit.
+//
+// End: this reading code goes once no deployment can hold a session last
+// written before the window document (sessions untouched for longer than
+// the longest retention, 3,650 days at most, are purged; deployments
+// known to us are younger than that layout's change). Until a one-off
+// migration command exists, it stays: removing it would make such
+// sessions read as empty.
 const (
 	legacyTailDocID    = "tail"
 	legacyHeadDocID    = "head"
