@@ -8,9 +8,6 @@ import (
 	"cloud.google.com/go/firestore"
 )
 
-// MaxDocBytes is Firestore's limit on the size of one document.
-const MaxDocBytes = 1 << 20
-
 // docSize is the storage size of a document at ref holding v (a struct
 // with firestore tags, or a map), by Firestore's storage-size rules: the
 // document name (each path segment's bytes plus one, plus 16), each field

@@ -82,6 +82,9 @@ type windowPlan struct {
 // plus its largest message and a summary stay far below it.
 const maxWindowBytes = MaxDocBytes * 3 / 5
 
+// MaxDocBytes is Firestore's limit on the size of one document.
+const MaxDocBytes = 1 << 20
+
 // planWindow plans writing tail t of user userID over old, the tail the
 // document holds (nil: there is no document), with summaryEnd the EndSeq
 // of the summary it holds (-1 for none) and next the seq the tail would

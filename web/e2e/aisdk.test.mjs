@@ -4,20 +4,11 @@
 // Run by `make test` (npm run test:web under the emulators).
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
-import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
 import http from "node:http";
-import net from "node:net";
 import { DefaultChatTransport, readUIMessageStream } from "ai";
+import { buildServer, email, embeddings, missingEmulators, project, signUpToken, startServer as start } from "./helpers.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
-const project = process.env.GOOGLE_CLOUD_PROJECT || "demo-chatmemory";
-const authHost = process.env.FIREBASE_AUTH_EMULATOR_HOST;
-const missing = !process.env.FIRESTORE_EMULATOR_HOST || !authHost ? "the emulators (run `make test`)" : "";
-if (missing && process.env.CI === "true") throw new Error(`the AI SDK test needs ${missing}`);
+const missing = missingEmulators("the AI SDK test");
 
 const slowText = Array.from({ length: 40 }, (_, i) => `w${i}`).join(" ");
 
@@ -31,13 +22,7 @@ function startModel() {
       req.on("data", (c) => (body += c));
       req.on("end", async () => {
         const r = JSON.parse(body);
-        if (req.url.endsWith("/embeddings")) {
-          const dims = r.dimensions || 8;
-          const data = r.input.map((text, index) => ({ object: "embedding", index, embedding: Array.from({ length: dims }, (_, i) => (text.length % (i + 2)) + 1) }));
-          res.setHeader("Content-Type", "application/json");
-          res.end(JSON.stringify({ object: "list", model: r.model, data, usage: { prompt_tokens: 5, total_tokens: 5 } }));
-          return;
-        }
+        if (req.url.endsWith("/embeddings")) return embeddings(r, res);
         const last = r.messages[r.messages.length - 1];
         const system = r.messages[0]?.content ?? "";
         if (last.content?.startsWith("fail:")) {
@@ -81,33 +66,14 @@ function startModel() {
   });
 }
 
-const freePort = () => new Promise((resolve) => {
-  const s = net.createServer().listen(0, "127.0.0.1", () => { const { port } = s.address(); s.close(() => resolve(port)); });
-});
-
-async function waitHealthy(url) {
-  for (let i = 0; i < 300; i++) {
-    try { if ((await fetch(url + "/healthz")).ok) return; } catch {}
-    await new Promise((ok) => setTimeout(ok, 100));
-  }
-  throw new Error("the server did not come up");
-}
-
-const email = (who) => `${who}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
-async function signUp(who) {
-  const r = await fetch(`http://${authHost}/identitytoolkit.googleapis.com/v1/accounts:signUp?key=any`, {
-    method: "POST", headers: { "Content-Type": "application/json" },
-    body: JSON.stringify({ email: email(who), password: "password123", returnSecureToken: true }) });
-  return (await r.json()).idToken;
-}
+const signUp = (who) => signUpToken(email(who));
 
 let model, bin;
 const servers = [];
 before(async () => {
   if (missing) return;
   model = await startModel();
-  bin = join(mkdtempSync(join(tmpdir(), "chat-aisdk-")), "server");
-  execFileSync("go", ["build", "-o", bin, "./cmd/server"], { cwd: root, stdio: "inherit" });
+  bin = buildServer();
 });
 after(() => {
   for (const s of servers) s.kill("SIGTERM");
@@ -115,15 +81,9 @@ after(() => {
 });
 
 async function startServer(backend) {
-  const port = await freePort();
-  const server = spawn(bin, [], {
-    cwd: root, stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, PORT: String(port), STORAGE_BACKEND: backend, GOOGLE_CLOUD_PROJECT: project,
-      OPENAI_API_KEY: "test", OPENAI_BASE_URL: `http://127.0.0.1:${model.address().port}/v1`, DRAFT_INTERVAL_MS: "200" },
-  });
+  const { server, base } = await start(bin, [], { STORAGE_BACKEND: backend, GOOGLE_CLOUD_PROJECT: project,
+    OPENAI_API_KEY: "test", OPENAI_BASE_URL: `http://127.0.0.1:${model.address().port}/v1`, DRAFT_INTERVAL_MS: "200" });
   servers.push(server);
-  const base = `http://127.0.0.1:${port}`;
-  await waitHealthy(base);
   return base;
 }
 

@@ -4,32 +4,24 @@
 // test:web under the emulators).
 import { test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { spawn, execFileSync } from "node:child_process";
+import { execFileSync } from "node:child_process";
 import { existsSync, mkdirSync, readFileSync, mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
-import { join, dirname } from "node:path";
-import { fileURLToPath } from "node:url";
+import { join } from "node:path";
 import http from "node:http";
-import net from "node:net";
 import { chromium } from "playwright-core";
+import { authHost, buildServer, email, embeddings, missingEmulators, project, root, signUpToken, startServer } from "./helpers.mjs";
 
-const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
 const shots = join(root, "web", "e2e", "screenshots");
-const project = process.env.GOOGLE_CLOUD_PROJECT || "demo-chatmemory";
 const firestoreHost = process.env.FIRESTORE_EMULATOR_HOST;
-const authHost = process.env.FIREBASE_AUTH_EMULATOR_HOST;
 const chromiumPath = process.env.CHROMIUM || "/usr/bin/chromium";
 
 // Under CI=true a missing emulator or browser fails the test; elsewhere it skips.
-const missing = !firestoreHost || !authHost ? "the emulators (run `make test`)" : !existsSync(chromiumPath) ? `Chromium at ${chromiumPath}` : "";
-if (missing && process.env.CI === "true") throw new Error(`browser test needs ${missing}`);
+const missing = missingEmulators("the browser test") || (!existsSync(chromiumPath) ? `Chromium at ${chromiumPath}` : "");
+if (missing && process.env.CI === "true") throw new Error(`the browser test needs ${missing}`);
 
 let server, model, browser, base;
 let answers = 0;
-
-const freePort = () => new Promise((resolve) => {
-  const s = net.createServer().listen(0, "127.0.0.1", () => { const { port } = s.address(); s.close(() => resolve(port)); });
-});
 
 // An OpenAI-compatible model: chat turns stream "echo: <message>" word by
 // word; titles, summaries and memory extraction get short fixed answers.
@@ -40,24 +32,7 @@ function startModel() {
       req.on("data", (c) => (body += c));
       req.on("end", async () => {
         const r = JSON.parse(body);
-        if (req.url.endsWith("/embeddings")) {
-          // Words hashed into the asked dimensions, normalized: texts that
-          // share words are near.
-          const dims = r.dimensions || 8;
-          const data = r.input.map((text, index) => {
-            const v = new Array(dims).fill(0);
-            for (const w of text.toLowerCase().split(/[^\p{L}\p{N}]+/u).filter(Boolean)) {
-              let h = 2166136261;
-              for (const ch of w) h = Math.imul(h ^ ch.codePointAt(0), 16777619) >>> 0;
-              v[h % dims] += 1;
-            }
-            const n = Math.hypot(...v) || 1;
-            return { object: "embedding", index, embedding: v.map((x) => x / n) };
-          });
-          res.setHeader("Content-Type", "application/json");
-          res.end(JSON.stringify({ object: "list", model: r.model, data, usage: { prompt_tokens: 5, total_tokens: 5 } }));
-          return;
-        }
+        if (req.url.endsWith("/embeddings")) return embeddings(r, res);
         const system = r.messages[0]?.content ?? "";
         const last = r.messages[r.messages.length - 1]?.content ?? "";
         let text = "echo: " + last;
@@ -118,14 +93,6 @@ function startModel() {
   });
 }
 
-async function waitHealthy(url) {
-  for (let i = 0; i < 300; i++) {
-    try { if ((await fetch(url + "/healthz")).ok) return; } catch {}
-    await new Promise((ok) => setTimeout(ok, 100));
-  }
-  throw new Error("the server did not come up");
-}
-
 before(async () => {
   if (missing) return;
   mkdirSync(shots, { recursive: true });
@@ -136,16 +103,8 @@ before(async () => {
   assert.equal(put.status, 200, "loading the rules");
 
   model = await startModel();
-  const bin = join(mkdtempSync(join(tmpdir(), "chat-e2e-")), "server");
-  execFileSync("go", ["build", "-o", bin, "./cmd/server"], { cwd: root, stdio: "inherit" });
-  const port = await freePort();
-  base = `http://127.0.0.1:${port}`;
-  server = spawn(bin, ["-web", join(root, "web")], {
-    cwd: root, stdio: ["ignore", "ignore", "inherit"],
-    env: { ...process.env, PORT: String(port), STORAGE_BACKEND: "firestore", GOOGLE_CLOUD_PROJECT: project,
-      OPENAI_API_KEY: "test", OPENAI_BASE_URL: `http://127.0.0.1:${model.address().port}/v1`, DRAFT_INTERVAL_MS: "200" },
-  });
-  await waitHealthy(base);
+  ({ server, base } = await startServer(buildServer(), ["-web", join(root, "web")], { STORAGE_BACKEND: "firestore", GOOGLE_CLOUD_PROJECT: project,
+    OPENAI_API_KEY: "test", OPENAI_BASE_URL: `http://127.0.0.1:${model.address().port}/v1`, DRAFT_INTERVAL_MS: "200" }));
   browser = await chromium.launch({
     executablePath: chromiumPath, headless: true,
     args: ["--no-sandbox", "--disable-gpu", "--no-first-run", "--disable-background-networking",
@@ -159,7 +118,6 @@ after(async () => {
   model?.close();
 });
 
-const email = (who) => `${who}-${Date.now()}-${Math.floor(Math.random() * 1e6)}@example.com`;
 
 async function signUp(page, address) {
   await page.goto(base);
@@ -620,12 +578,6 @@ test("the typed client: a streamed turn as events, a tool round, typed errors, c
   const out = join(mkdtempSync(join(tmpdir(), "chat-client-")), "client.mjs");
   execFileSync(join(root, "node_modules", ".bin", "esbuild"), ["web/client/index.ts", "--bundle", "--format=esm", "--platform=node", `--outfile=${out}`], { cwd: root });
   const { ChatMemoryClient, ApiError } = await import(out);
-  const signUpToken = async (address) => {
-    const r = await fetch(`http://${authHost}/identitytoolkit.googleapis.com/v1/accounts:signUp?key=any`, {
-      method: "POST", headers: { "Content-Type": "application/json" },
-      body: JSON.stringify({ email: address, password: "password123", returnSecureToken: true }) });
-    return (await r.json()).idToken;
-  };
   const aliceEmail = email("client-a");
   const [aliceToken, bobToken] = await Promise.all([signUpToken(aliceEmail), signUpToken(email("client-b"))]);
   const alice = new ChatMemoryClient({ baseUrl: base, idToken: async () => aliceToken });
