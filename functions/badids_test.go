@@ -21,7 +21,7 @@ func TestBadIDs(t *testing.T) {
 		t.Fatal(err)
 	}
 	var routes [][2]string
-	for _, m := range regexp.MustCompile(`authed\("([A-Z]+) (/[^"]*\{[^"]*)"`).FindAllStringSubmatch(string(src), -1) {
+	for _, m := range regexp.MustCompile(`\{"([A-Z]+) (/[^"]*\{[^"]*)", a\.`).FindAllStringSubmatch(string(src), -1) {
 		routes = append(routes, [2]string{m[1], m[2]})
 	}
 	if len(routes) < 15 {

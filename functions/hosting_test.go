@@ -54,7 +54,7 @@ func TestHostingRewrites(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	routes := regexp.MustCompile(`(?:authed|mux\.HandleFunc)\("[A-Z]+ (/[^"]*)"`).FindAllStringSubmatch(string(src), -1)
+	routes := regexp.MustCompile(`(?:\{|handle\()"[A-Z]+ (/[^"]*)"`).FindAllStringSubmatch(string(src), -1)
 	if len(routes) < 10 {
 		t.Fatalf("found %d routes in http.go", len(routes))
 	}
@@ -62,7 +62,7 @@ func TestHostingRewrites(t *testing.T) {
 	app := functions.NewApp(testConfig(), functions.Deps{Store: inprocdb.New(), Model: llm.Offline{}, Tokens: storetest.Tokens(t)})
 	prefixes := app.APIPrefixes()
 	slices.Sort(prefixes)
-	if want := []string{"/account", "/callable", "/chat", "/healthz", "/memory", "/models", "/search", "/sessions", "/usage"}; !slices.Equal(prefixes, want) {
+	if want := []string{"/account", "/ai-sdk", "/callable", "/chat", "/healthz", "/memory", "/models", "/search", "/sessions", "/usage"}; !slices.Equal(prefixes, want) {
 		t.Errorf("API prefixes %v, want %v", prefixes, want)
 	}
 	for _, m := range routes {
