@@ -18,7 +18,7 @@ import (
 // appendPlan is a turn plan that appends one user message under key.
 func appendPlan(e *Env, q chat.TurnQuery, content string) func(*chat.TurnState) (*chat.TurnWrite, error) {
 	return func(st *chat.TurnState) (*chat.TurnWrite, error) {
-		if st.Asked != nil && q.AskedID == "" { // the message under the key is stored already
+		if st.Asked != nil && q.AskedID == "" && q.Key != "" && st.Asked.ClientMessageID == q.Key { // the message under the key is stored already
 			if st.Asked.Content != content {
 				return nil, errs.Errorf(errs.ECONFLICT, "key %q names another message", q.Key)
 			}
