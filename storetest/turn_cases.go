@@ -104,7 +104,7 @@ func testTurns(t *testing.T, e *Env) {
 	stale := done
 	e.Say(t, read.Session, history.RoleUser, "meanwhile")
 	q2 := q
-	q2.Key = "k2"
+	q2.Key, q2.ReplyID = "k2", history.ReplyDocID("k2")
 	st = Must[*chat.TurnState](t)(turns.RunTurn(ctx, q2, stale, appendPlan(e, q2, "after")))
 	if st.Asked == nil || st.Asked.Seq != 3 || st.Session.NextSeq != 4 {
 		t.Fatalf("a stale state was not replanned: %+v", st.Asked)
@@ -116,6 +116,7 @@ func testTurns(t *testing.T, e *Env) {
 	concurrently(t, n, func(i int) error {
 		qi := q
 		qi.Key = fmt.Sprint("c", i)
+		qi.ReplyID = history.ReplyDocID(qi.Key) // each turn's own reply
 		_, err := turns.RunTurn(ctx, qi, nil, func(st *chat.TurnState) (*chat.TurnWrite, error) {
 			w, err := appendPlan(e, qi, fmt.Sprint("concurrent ", i))(st)
 			if w != nil {
