@@ -224,7 +224,8 @@ func (db *DB) readBeside(q chat.TurnQuery, snaps []*firestore.DocumentSnapshot, 
 // undoClaim commits what restores the state a claim was planned on (ts)
 // from the state its commit left (out): the session as it was, its
 // tailNext and window as they were, without the claim's message and
-// draft, on condition that nothing changed since the claim. The slot it
+// draft (and any tokens it charged), on condition that nothing changed
+// since the claim. The slot it
 // took stays taken: the safe side of a limit.
 func (db *DB) undoClaim(ctx context.Context, q chat.TurnQuery, ts, out *chat.TurnState, w *chat.TurnWrite) error {
 	before, _ := stateVersion(ts)
@@ -250,6 +251,13 @@ func (db *DB) undoClaim(ctx context.Context, q chat.TurnQuery, ts, out *chat.Tur
 	}
 	if w.Draft != nil && w.Draft.Create {
 		b.Delete(db.draftRef(q.SessionID))
+	}
+	if w.Tokens > 0 { // a claim that charged (the chat's do not) is charged back
+		back := map[string]int{}
+		for m, n := range w.ByModel {
+			back[m] = -n
+		}
+		db.addTokens(b, q.UserID, q.Day, -w.Tokens, back)
 	}
 	_, err := b.commit(ctx, db.client)
 	db.kept.drop(q.SessionID)
