@@ -52,7 +52,7 @@ fuzz:
 	$(GO) test ./sessions -run '^$$' -fuzz FuzzPageToken -fuzztime $(FUZZTIME)
 	$(GO) test ./history -run '^$$' -fuzz FuzzTokenCount -fuzztime $(FUZZTIME)
 	$(GO) test ./history -run '^$$' -fuzz FuzzDrafts -fuzztime $(FUZZTIME)
-	$(GO) test ./functions -run '^$$' -fuzz FuzzConfigFromEnv -fuzztime $(FUZZTIME)
+	$(GO) test ./app -run '^$$' -fuzz FuzzConfigFromEnv -fuzztime $(FUZZTIME)
 
 # Faults between the server and Firestore and the model, and clients that go away (a few minutes).
 CHAOS_TURNS ?= 300

@@ -6,16 +6,16 @@ package chatmemory
 import (
 	ff "github.com/GoogleCloudPlatform/functions-framework-go/functions"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 )
 
 func init() {
 	// One HTTP function serves every endpoint under its path (/chat,
 	// /sessions/..., /account/..., /healthz).
-	ff.HTTP("api", functions.Serve)
+	ff.HTTP("api", app.Serve)
 	// The daily retention sweep, triggered by Cloud Scheduler via Pub/Sub.
-	ff.CloudEvent("sweep", functions.Sweep)
+	ff.CloudEvent("sweep", app.Sweep)
 	// Firebase Auth's user-deleted event (a 1st-gen trigger, handed over
 	// as a CloudEvent): the account's data is erased.
-	ff.CloudEvent("userDeleted", functions.UserDeleted)
+	ff.CloudEvent("userDeleted", app.UserDeleted)
 }

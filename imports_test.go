@@ -89,12 +89,13 @@ func TestLayers(t *testing.T) {
 		"firestoredb": domain,
 		"inprocdb":    domain,
 		"storetest":   append([]string{"firestoredb", "inprocdb", "storage", "emulator/emulatortest"}, domain...),
-		"functions":   append([]string{"llm"}, stores...),
+		"functions":   append([]string{"llm", "storage"}, domain...), // the HTTP edge: no store, no wiring
+		"app":         append([]string{"functions", "llm"}, stores...), // the composition root
 		"emulator":    {"emulator"},
 		"rules":       {"emulator"},
-		"cmd":         {"functions", "emulator", "bench", "llm/llmtest"},
-		"bench":       append([]string{"functions", "llm", "firestoredb/firestoretest", "emulator"}, stores...),
-		"":            {"functions"}, // the root: registration only
+		"cmd":         {"app", "functions", "emulator", "bench", "llm/llmtest"},
+		"bench":       append([]string{"app", "functions", "llm", "firestoredb/firestoretest", "emulator"}, stores...),
+		"":            {"app"}, // the root: registration only
 	}
 	foreign := []string{"net/http", "cloud.google.com", "firebase.google.com", "github.com/sashabaranov/go-openai"}
 	under := func(p string, prefixes []string) bool {

@@ -21,10 +21,10 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
-	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/prompts"
@@ -334,8 +334,8 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 	return rep, nil
 }
 
-type app struct {
-	app     *functions.App
+type benchApp struct {
+	app     *app.App
 	counter *firestoretest.Counter
 	tokens  *countingTokens
 	model   *timedModel
@@ -363,7 +363,7 @@ func (c *clock) advance(d time.Duration) {
 }
 
 // newApp is the backend with its default limits and long-term memory on.
-func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project string, configure ...func(*functions.Config)) (*app, error) {
+func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project string, configure ...func(*app.Config)) (*benchApp, error) {
 	counter := &firestoretest.Counter{}
 	client, err := firestoretest.Dial(ctx, project, counter)
 	if err != nil {
@@ -373,9 +373,9 @@ func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project
 	service := llm.NewOpenAI("bench", modelURL, nil)
 	model := &timedModel{Model: service, counter: counter}
 	clk := &clock{}
-	cfg := functions.Config{ChatModel: "gpt-4o-mini", SystemPrompt: "You are a helpful assistant.",
+	cfg := app.Config{ChatModel: "gpt-4o-mini", SystemPrompt: "You are a helpful assistant.",
 		MaxSessionMessages: 1 << 20, ModelTimeout: time.Minute, ContextStrategy: "summary_buffer", WindowExchanges: 10, LongTermMemory: true,
-		TurnsPerMinute: functions.DefaultTurnsPerMinute, MessagesPerMinute: functions.DefaultMessagesPerMinute}
+		TurnsPerMinute: app.DefaultTurnsPerMinute, MessagesPerMinute: app.DefaultMessagesPerMinute}
 	for _, c := range configure {
 		c(&cfg)
 	}
@@ -383,9 +383,9 @@ func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project
 	if cfg.Embeddings {
 		embedder = llm.NewEmbeddings(service, llm.DefaultEmbeddingModel, llm.DefaultEmbeddingDimensions)
 	}
-	a := functions.NewApp(cfg, functions.Deps{Store: firestoredb.New(client), Model: model, Embedder: embedder, Tokens: tokens,
+	a := app.New(cfg, app.Deps{Store: firestoredb.New(client), Model: model, Embedder: embedder, Tokens: tokens,
 		Log: slog.New(slog.DiscardHandler), Now: clk.Now})
-	return &app{app: a, counter: counter, tokens: tokens, model: model, clock: clk, close: func() { client.Close() }}, nil
+	return &benchApp{app: a, counter: counter, tokens: tokens, model: model, clock: clk, close: func() { client.Close() }}, nil
 }
 
 // runDefaults runs a conversation of up to AmortizedTurns turns on a

@@ -7,7 +7,7 @@ import (
 	"fmt"
 	"strings"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/inprocdb"
 	"github.com/chatmemory/backend/llm"
@@ -141,7 +141,7 @@ func (q *Quality) String() string {
 // EMBEDDING_MODEL, EMBEDDING_DIMENSIONS), if any.
 func QualityEmbedders(getenv func(string) string) ([]recall.Embedder, error) {
 	out := []recall.Embedder{llm.Lexical{}}
-	cfg, err := functions.ConfigFromEnv(getenv)
+	cfg, err := app.ConfigFromEnv(getenv)
 	if err != nil {
 		return nil, err
 	}

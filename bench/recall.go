@@ -6,9 +6,9 @@ import (
 	"io"
 	"time"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
-	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -48,14 +48,14 @@ func runRecall(ctx context.Context, modelURL string, tok *history.TikToken, embe
 		return nil, err
 	}
 	defer plain.close()
-	embedded, err := newApp(ctx, modelURL, tok, fmt.Sprintf("bench-recall-%d", time.Now().UnixNano()), func(c *functions.Config) { c.Embeddings = true })
+	embedded, err := newApp(ctx, modelURL, tok, fmt.Sprintf("bench-recall-%d", time.Now().UnixNano()), func(c *app.Config) { c.Embeddings = true })
 	if err != nil {
 		return nil, err
 	}
 	defer embedded.close()
 	type side struct {
 		name    string
-		a       *app
+		a       *benchApp
 		session *sessions.Session
 		samples []Sample
 		calls   int64
@@ -63,7 +63,7 @@ func runRecall(ctx context.Context, modelURL string, tok *history.TikToken, embe
 	var sides []*side
 	for _, s := range []struct {
 		name   string
-		a      *app
+		a      *benchApp
 		recall sessions.Recall
 	}{{"no embeddings", plain, sessions.RecallOff}, {"exchanges embedded, recall off", embedded, sessions.RecallOff},
 		{"recall in this session", embedded, sessions.RecallSession}, {"recall from all sessions", embedded, sessions.RecallAll}} {

@@ -12,6 +12,7 @@ import (
 	"cloud.google.com/go/firestore"
 	firestorepb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
@@ -92,13 +93,13 @@ func RunRetention(ctx context.Context, cfg RetentionConfig, log func(string, ...
 		return nil, err
 	}
 	// As a server started with EMBEDDINGS on and no model service runs.
-	fcfg := functions.Config{ProjectID: authProject(), ChatModel: "gpt-4o-mini", MaxSessionMessages: 1 << 20, ContextStrategy: "summary_buffer",
-		WindowExchanges: 10, ModelTimeout: time.Minute, SweepBudget: cfg.Budget, MaxBodyBytes: functions.DefaultMaxBodyBytes,
+	fcfg := app.Config{ProjectID: authProject(), ChatModel: "gpt-4o-mini", MaxSessionMessages: 1 << 20, ContextStrategy: "summary_buffer",
+		WindowExchanges: 10, ModelTimeout: time.Minute, SweepBudget: cfg.Budget, MaxBodyBytes: app.DefaultMaxBodyBytes,
 		Embeddings: true, EmbeddingModel: llm.DefaultEmbeddingModel, EmbeddingDimensions: llm.DefaultEmbeddingDimensions}
-	app := functions.NewApp(fcfg, functions.Deps{Store: firestoredb.New(client), Auth: &functions.FirebaseVerifier{Client: authClient},
+	backend := app.New(fcfg, app.Deps{Store: firestoredb.New(client), Auth: &functions.FirebaseVerifier{Client: authClient},
 		Model: llm.Offline{}, Embedder: fcfg.Embedder(), Tokens: tok, Log: slog.New(slog.DiscardHandler)})
 	const apps = 32
-	api, stop, err := serve(app.Handler(), apps)
+	api, stop, err := serve(backend.Handler(), apps)
 	if err != nil {
 		return nil, err
 	}
@@ -138,7 +139,7 @@ func RunRetention(ctx context.Context, cfg RetentionConfig, log func(string, ...
 	rep.SeedSeconds = time.Since(start).Seconds()
 
 	log("retention: sweeping (budget %s)", cfg.Budget)
-	r, err := app.Sweeper.Run(ctx, false)
+	r, err := backend.Sweeper.Run(ctx, false)
 	if err != nil {
 		return nil, err
 	}

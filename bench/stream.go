@@ -8,10 +8,10 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
-	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -94,7 +94,7 @@ func runDrafts(ctx context.Context, modelURL string, tok *history.TikToken, repl
 
 func runDraft(ctx context.Context, modelURL string, tok *history.TikToken, interval, reply time.Duration) (DraftRun, error) {
 	project := fmt.Sprintf("bench-draft-%d-%d", interval.Milliseconds(), time.Now().UnixNano())
-	a, err := newApp(ctx, modelURL, tok, project, func(c *functions.Config) { c.DraftInterval = interval })
+	a, err := newApp(ctx, modelURL, tok, project, func(c *app.Config) { c.DraftInterval = interval })
 	if err != nil {
 		return DraftRun{}, err
 	}

@@ -7,9 +7,9 @@ import (
 	"sync/atomic"
 	"time"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
-	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/prompts"
 	"github.com/chatmemory/backend/sessions"
@@ -75,7 +75,7 @@ func runUpkeep(ctx context.Context, modelURL string, tok *history.TikToken, exch
 	}
 	run.Trim = cost(fmt.Sprintf("a sweep trimming a session of %d messages", 2*exchanges), r.MessagesDeleted, a.counter.Snapshot().Sub(before), 0, time.Since(start))
 
-	h, err := newApp(ctx, modelURL, tok, fmt.Sprintf("bench-history-%d", time.Now().UnixNano()), func(c *functions.Config) { c.HistoryShare = 30 })
+	h, err := newApp(ctx, modelURL, tok, fmt.Sprintf("bench-history-%d", time.Now().UnixNano()), func(c *app.Config) { c.HistoryShare = 30 })
 	if err != nil {
 		return nil, err
 	}

@@ -13,7 +13,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/llm/llmtest"
 )
 
@@ -292,7 +292,7 @@ func TestModelFailureRetry(t *testing.T) {
 }
 
 func TestSlowModel(t *testing.T) {
-	h := newHarness(t, func(c *functions.Config) { c.ModelTimeout = time.Second })
+	h := newHarness(t, func(c *app.Config) { c.ModelTimeout = time.Second })
 	alice := h.signUp()
 	h.model.SetReply(func(openai.ChatCompletionRequest) llmtest.Response {
 		return llmtest.Response{Content: "too late", Delay: 5 * time.Second}

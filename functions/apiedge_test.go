@@ -14,6 +14,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm/llmtest"
@@ -21,7 +22,7 @@ import (
 
 func TestRateLimits(t *testing.T) {
 	t.Run("TurnsPerMinute", func(t *testing.T) {
-		h := newHarness(t, func(c *functions.Config) { c.TurnsPerMinute = 2 })
+		h := newHarness(t, func(c *app.Config) { c.TurnsPerMinute = 2 })
 		alice, bob := h.signUp(), h.signUp()
 		h.do("POST", "/chat", alice.token, map[string]any{"message": "one"}).want(t, 200)
 		h.clock.Advance(30 * time.Second)
@@ -35,7 +36,7 @@ func TestRateLimits(t *testing.T) {
 		h.do("POST", "/chat", alice.token, map[string]any{"message": "a new minute"}).want(t, 200)
 	})
 	t.Run("TokensPerDay", func(t *testing.T) {
-		h := newHarness(t, func(c *functions.Config) { c.TokensPerDay = 100 })
+		h := newHarness(t, func(c *app.Config) { c.TokensPerDay = 100 })
 		h.model.SetReply(func(openai.ChatCompletionRequest) llmtest.Response {
 			return llmtest.Response{Content: "ok", PromptTokens: 90, CompletionTokens: 20}
 		})
@@ -52,7 +53,7 @@ func TestRateLimits(t *testing.T) {
 	})
 	// Appends are limited like turns: messages a minute, and the day's tokens.
 	t.Run("AppendedMessages", func(t *testing.T) {
-		h := newHarness(t, func(c *functions.Config) { c.MessagesPerMinute = 5; c.TokensPerDay = 2000 })
+		h := newHarness(t, func(c *app.Config) { c.MessagesPerMinute = 5; c.TokensPerDay = 2000 })
 		alice, bob := h.signUp(), h.signUp()
 		var s sessionResp
 		h.do("POST", "/sessions", alice.token, map[string]any{}).want(t, 201).decode(t, &s)

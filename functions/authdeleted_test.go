@@ -9,7 +9,7 @@ import (
 
 	cloudevent "github.com/cloudevents/sdk-go/v2/event"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/retention"
 )
 
@@ -57,7 +57,7 @@ func userDeletedEvent(t *testing.T, uid string) cloudevent.Event {
 // at most once in 30 days; another user's data stays. Both stores.
 func TestAccountDeletedInAuth(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) { c.LongTermMemory, c.Embeddings = true, true })
+		h := newHarnessOn(t, backend, func(c *app.Config) { c.LongTermMemory, c.Embeddings = true, true })
 		ctx := context.Background()
 		alice, bob, carol := h.signUp(), h.signUp(), h.signUp()
 		for _, u := range []user{alice, bob, carol} {

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 )
 
 // TestBadIDs: every id a route takes, in its path, its query or a
@@ -31,7 +31,7 @@ func TestBadIDs(t *testing.T) {
 	param := regexp.MustCompile(`\{([^}]+)\}`)
 	for _, backend := range []string{"firestore", "memory"} {
 		t.Run(backend, func(t *testing.T) {
-			h := newHarnessOn(t, backend, func(c *functions.Config) { c.Embeddings = true })
+			h := newHarnessOn(t, backend, func(c *app.Config) { c.Embeddings = true })
 			alice := h.signUp()
 			var s sessionResp
 			h.do("POST", "/sessions", alice.token, map[string]any{}).want(t, 201).decode(t, &s)

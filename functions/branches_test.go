@@ -10,7 +10,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/llm/llmtest"
 )
 
@@ -273,7 +273,7 @@ func testBranches(t *testing.T, backend string) {
 func TestBranchesKeepTheirSummaries(t *testing.T) { onBothStores(t, testBranchSummaries) }
 
 func testBranchSummaries(t *testing.T, backend string) {
-	h := newHarnessOn(t, backend, func(c *functions.Config) { c.TurnsPerMinute = 0 })
+	h := newHarnessOn(t, backend, func(c *app.Config) { c.TurnsPerMinute = 0 })
 	numbered(h)
 	alice := h.signUp()
 	id := h.newSession(alice.token, map[string]any{"memory": map[string]any{"strategy": "summary_buffer", "budgetTokens": 400}})

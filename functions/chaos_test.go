@@ -17,8 +17,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
-	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm/llmtest"
 )
 
@@ -52,9 +52,9 @@ func TestChaos(t *testing.T) {
 	if n, err := strconv.Atoi(os.Getenv("CHAOS_TURNS")); err == nil && n > 0 {
 		turns = n
 	}
-	h := newHarness(t, func(c *functions.Config) {
+	h := newHarness(t, func(c *app.Config) {
 		c.ModelTimeout = 3 * time.Second
-		c.FirestoreTimeout = functions.DefaultFirestoreTimeout
+		c.FirestoreTimeout = app.DefaultFirestoreTimeout
 		c.DraftInterval = 200 * time.Millisecond
 	})
 	faults := &firestoretest.Faults{Fail: chaosFail, Ambiguous: chaosAmbiguous, Cut: chaosCut, Delay: chaosDelay,

@@ -12,7 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/llm/llmtest"
 )
 
@@ -24,9 +24,9 @@ import (
 func TestManyWriters(t *testing.T) { onBothStores(t, testManyWriters) }
 
 func testManyWriters(t *testing.T, backend string) {
-	h := newHarnessOn(t, backend, func(c *functions.Config) {
+	h := newHarnessOn(t, backend, func(c *app.Config) {
 		c.MessagesPerMinute = 1000
-		c.FirestoreTimeout = functions.DefaultFirestoreTimeout // as deployed
+		c.FirestoreTimeout = app.DefaultFirestoreTimeout // as deployed
 	})
 	alice := h.signUp()
 	id := h.newSession(alice.token, map[string]any{"title": "many writers"})
@@ -87,7 +87,7 @@ func testManyWriters(t *testing.T, backend string) {
 func TestConcurrentTree(t *testing.T) { onBothStores(t, testConcurrentTree) }
 
 func testConcurrentTree(t *testing.T, backend string) {
-	h := newHarnessOn(t, backend, func(c *functions.Config) {
+	h := newHarnessOn(t, backend, func(c *app.Config) {
 		c.MessagesPerMinute = 1000
 		c.DraftInterval = 20 * time.Millisecond
 	})

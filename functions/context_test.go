@@ -12,7 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/llm/llmtest"
@@ -136,7 +136,7 @@ func waitFor(t *testing.T, what string, ok func() bool) {
 // session compacts again and again, every raw message is kept, every
 // request fits the budget, and each summary extends the previous one.
 func TestLongConversation(t *testing.T) {
-	h := newHarness(t, func(c *functions.Config) { c.TurnsPerMinute = 0 }) // more turns than a minute allows, on a stopped clock
+	h := newHarness(t, func(c *app.Config) { c.TurnsPerMinute = 0 }) // more turns than a minute allows, on a stopped clock
 	sc := h.script(&script{chat: func(r openai.ChatCompletionRequest) llmtest.Response {
 		last := r.Messages[len(r.Messages)-1].Content
 		return llmtest.Response{Content: "Noted: " + last + ". Here is a reply with a few more words to grow the history."}

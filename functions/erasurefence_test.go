@@ -11,7 +11,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/prompts"
 )
@@ -132,7 +132,7 @@ func TestErasureFencesAfterTurnWork(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			onBothStores(t, func(t *testing.T, backend string) {
-				h := newHarnessOn(t, backend, func(c *functions.Config) { c.LongTermMemory, c.Embeddings = true, true })
+				h := newHarnessOn(t, backend, func(c *app.Config) { c.LongTermMemory, c.Embeddings = true, true })
 				g := newHoldFirst()
 				h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
 					if tc.prompt != "" && r.Messages[0].Content == tc.prompt {

@@ -99,7 +99,7 @@ func (a *App) writeError(w http.ResponseWriter, r *http.Request, err error) {
 	if route == "" {
 		route = "unrouted"
 	}
-	a.metrics.error(r.Context(), apiCode(err), route)
+	a.Metrics.error(r.Context(), apiCode(err), route)
 	if d := retryAfter(err); d > 0 {
 		w.Header().Set("Retry-After", strconv.Itoa(int(d.Seconds())))
 	}
@@ -165,4 +165,15 @@ func logHandler(w interface{ Write([]byte) (int, error) }, level slog.Level) slo
 			return a
 		},
 	})
+}
+
+// LogHandler writes JSON log lines Cloud Logging understands to w, from
+// level up.
+func LogHandler(w interface{ Write([]byte) (int, error) }, level slog.Level) slog.Handler {
+	return logHandler(w, level)
+}
+
+// WriteError answers err as every endpoint does.
+func WriteError(w http.ResponseWriter, err error) {
+	writeJSON(w, StatusOf(err), bodyOf(err))
 }

@@ -14,8 +14,8 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"google.golang.org/grpc/codes"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
-	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm/llmtest"
 )
 
@@ -212,7 +212,7 @@ func testOneKeyOneOperation(t *testing.T, backend string) {
 // nothing of it is stored as a reply, and a retry with the same key
 // answers.
 func TestModelFaultsAreRetryable(t *testing.T) {
-	h := newHarness(t, func(c *functions.Config) { c.ModelTimeout = 2 * time.Second })
+	h := newHarness(t, func(c *app.Config) { c.ModelTimeout = 2 * time.Second })
 	alice := h.signUp()
 	id := h.newSession(alice.token, map[string]any{"title": "faults"})
 	faults := map[string]llmtest.Response{

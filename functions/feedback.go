@@ -44,7 +44,7 @@ func (a *App) feedback(w http.ResponseWriter, r *http.Request, fb *history.Feedb
 	if m.Feedback != nil {
 		rating = string(m.Feedback.Rating)
 	}
-	a.metrics.rating(r.Context(), rating)
+	a.Metrics.rating(r.Context(), rating)
 	trace.SpanFromContext(r.Context()).AddEvent("chat.feedback", trace.WithAttributes(
 		attribute.String("feedback.rating", rating), attribute.Bool("feedback.comment", m.Feedback != nil && m.Feedback.Comment != "")))
 	if fb == nil {

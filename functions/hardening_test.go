@@ -17,6 +17,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 	"go.opentelemetry.io/otel/attribute"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/functions"
@@ -85,7 +86,7 @@ func TestInputBounds(t *testing.T) {
 // TestSystemMessagesAllowed: an operator can let clients append system
 // messages; they then reach the model as instructions.
 func TestSystemMessagesAllowed(t *testing.T) {
-	h := newHarness(t, func(c *functions.Config) { c.SystemMessages = true })
+	h := newHarness(t, func(c *app.Config) { c.SystemMessages = true })
 	alice := h.signUp()
 	var s sessionResp
 	h.do("POST", "/sessions", alice.token, map[string]any{}).want(t, 201).decode(t, &s)
@@ -107,7 +108,7 @@ func TestSystemMessagesAllowed(t *testing.T) {
 // bodies and titles.
 func TestLogsCarryNoContent(t *testing.T) {
 	const canary = "canary-7f3a9c"
-	h := newHarness(t, func(c *functions.Config) { c.LongTermMemory = true })
+	h := newHarness(t, func(c *app.Config) { c.LongTermMemory = true })
 	var failing atomic.Bool
 	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
 		if failing.Load() {
@@ -240,7 +241,7 @@ func TestAuthDeadline(t *testing.T) {
 // TestSlowBody: a body that trickles in is cut off at the read timeout with
 // 408, and a streamed reply that lasts longer than it is not cut.
 func TestSlowBody(t *testing.T) {
-	h := newHarness(t, func(c *functions.Config) { c.ReadTimeout = time.Second })
+	h := newHarness(t, func(c *app.Config) { c.ReadTimeout = time.Second })
 	alice := h.signUp()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
 	if err != nil {
@@ -293,7 +294,7 @@ func TestSlowBody(t *testing.T) {
 // erases their data adds nothing afterwards, however slowly it ends; and
 // what was learned from a session goes when the sweep purges it.
 func TestErasureFencesLearning(t *testing.T) {
-	h := newHarness(t, func(c *functions.Config) { c.LongTermMemory = true })
+	h := newHarness(t, func(c *app.Config) { c.LongTermMemory = true })
 	started, release := make(chan struct{}, 4), make(chan struct{})
 	var slow atomic.Bool
 	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
@@ -367,7 +368,7 @@ func TestErasureFencesLearning(t *testing.T) {
 // TestBackgroundTokensAreCharged: the model tokens of titles, summaries and
 // extractions count against the user's day like the replies' tokens.
 func TestBackgroundTokensAreCharged(t *testing.T) {
-	h := newHarness(t, func(c *functions.Config) { c.LongTermMemory = true })
+	h := newHarness(t, func(c *app.Config) { c.LongTermMemory = true })
 	var mu sync.Mutex
 	charged := 0
 	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {

@@ -20,6 +20,7 @@ import (
 	"cloud.google.com/go/firestore"
 	"firebase.google.com/go/v4/auth"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/emulator"
 	"github.com/chatmemory/backend/emulator/emulatortest"
@@ -43,7 +44,7 @@ type harness struct {
 	metrics   *sdkmetric.ManualReader // what the server recorded
 	firestore *firestore.Client       // the server's client, for looking behind the API
 	srv       *httptest.Server
-	app       *functions.App
+	app       *app.App
 	model     *llmtest.Server
 	clock     *clocktest.Clock
 	auth      *auth.Client
@@ -100,8 +101,8 @@ func authProject() string {
 	return emulator.DefaultProjectID
 }
 
-func testConfig() functions.Config {
-	return functions.Config{
+func testConfig() app.Config {
+	return app.Config{
 		Backend: "firestore", ProjectID: authProject(), ChatModel: "gpt-4o-mini",
 		SystemPrompt: "You are a test assistant.", MaxBodyBytes: 64 << 10,
 		MaxSessionMessages: 1000, TurnsPerMinute: chat.MaxTurnsPerMinute, TokensPerDay: 10_000_000,
@@ -111,7 +112,7 @@ func testConfig() functions.Config {
 
 var clockStart = time.Date(2026, 3, 10, 12, 0, 0, 0, time.UTC)
 
-func newHarness(t *testing.T, configure ...func(*functions.Config)) *harness {
+func newHarness(t *testing.T, configure ...func(*app.Config)) *harness {
 	t.Helper()
 	return newHarnessOn(t, "firestore", configure...)
 }
@@ -119,7 +120,7 @@ func newHarness(t *testing.T, configure ...func(*functions.Config)) *harness {
 // newHarnessOn is newHarness on the named store: "firestore" (the
 // emulator) or "memory" (the in-process store; the harness then has no
 // Firestore client or counter).
-func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Config)) *harness {
+func newHarnessOn(t *testing.T, backend string, configure ...func(*app.Config)) *harness {
 	t.Helper()
 	t.Parallel()
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
@@ -148,12 +149,12 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*functions.Con
 		if backend == "firestore" {
 			store = firestoredb.New(h.firestore, firestoredb.Timeout(cfg.FirestoreTimeout))
 		}
-		h.app = functions.NewApp(cfg, functions.Deps{
+		h.app = app.New(cfg, app.Deps{
 			Store:     store,
 			Auth:      &functions.FirebaseVerifier{Client: ac},
 			Model:     model,
 			Embedder:  embedder,
-			Directory: countedDirectory{functions.AuthDirectory{Client: ac}, &h.lookups},
+			Directory: countedDirectory{app.AuthDirectory{Client: ac}, &h.lookups},
 			Tokens:    tokens,
 			Log:       slog.New(slog.NewJSONHandler(h.logs, nil)),
 			Now:       h.clock.Now,

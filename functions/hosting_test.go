@@ -8,7 +8,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/inprocdb"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/storetest"
@@ -59,8 +59,8 @@ func TestHostingRewrites(t *testing.T) {
 		t.Fatalf("found %d routes in http.go", len(routes))
 	}
 	// The local server sends these paths to the API, the rest to the files.
-	app := functions.NewApp(testConfig(), functions.Deps{Store: inprocdb.New(), Model: llm.Offline{}, Tokens: storetest.Tokens(t)})
-	prefixes := app.APIPrefixes()
+	backend := app.New(testConfig(), app.Deps{Store: inprocdb.New(), Model: llm.Offline{}, Tokens: storetest.Tokens(t)})
+	prefixes := backend.APIPrefixes()
 	slices.Sort(prefixes)
 	if want := []string{"/account", "/ai-sdk", "/callable", "/chat", "/healthz", "/memory", "/models", "/search", "/sessions", "/usage"}; !slices.Equal(prefixes, want) {
 		t.Errorf("API prefixes %v, want %v", prefixes, want)

@@ -4,9 +4,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chatmemory/backend/app"
 	openai "github.com/sashabaranov/go-openai"
-
-	"github.com/chatmemory/backend/functions"
 )
 
 // TestSessionInstructions: a session's instructions, set at creation or
@@ -16,7 +15,7 @@ import (
 // on a server that takes none, is 400 naming the field. Both stores.
 func TestSessionInstructions(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) { c.InstructionsChars = 100 })
+		h := newHarnessOn(t, backend, func(c *app.Config) { c.InstructionsChars = 100 })
 		alice := h.signUp()
 		var s struct {
 			ID           string `json:"id"`

@@ -10,7 +10,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/prompts"
 )
@@ -24,7 +24,7 @@ import (
 // model extracts), the save is refused and learning starts again from a
 // fresh read, keeping both the edit and what it learned.
 func TestLearningStartsFromTheTurnsRead(t *testing.T) {
-	h := newHarnessOn(t, "firestore", func(c *functions.Config) { c.LongTermMemory = true })
+	h := newHarnessOn(t, "firestore", func(c *app.Config) { c.LongTermMemory = true })
 	alice := h.signUp()
 	var extractions atomic.Int64
 	var edit func()
@@ -88,7 +88,7 @@ func TestLearningStartsFromTheTurnsRead(t *testing.T) {
 // the purge's forgetting changes the memory, which refuses the save, and
 // the retry finds the session gone.
 func TestPurgeFencesLearningFromTheTurnsRead(t *testing.T) {
-	h := newHarnessOn(t, "firestore", func(c *functions.Config) { c.LongTermMemory = true })
+	h := newHarnessOn(t, "firestore", func(c *app.Config) { c.LongTermMemory = true })
 	alice := h.signUp()
 	started, release := make(chan struct{}, 1), make(chan struct{})
 	var extractions atomic.Int64

@@ -6,7 +6,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 )
 
 // TestTurnLimitExact: a turn reads a few of the user's turn slots, and all
@@ -15,7 +15,7 @@ import (
 func TestTurnLimitExact(t *testing.T) { onBothStores(t, testTurnLimitExact) }
 
 func testTurnLimitExact(t *testing.T, backend string) {
-	h := newHarnessOn(t, backend, func(c *functions.Config) { c.TurnsPerMinute = 20 })
+	h := newHarnessOn(t, backend, func(c *app.Config) { c.TurnsPerMinute = 20 })
 	alice := h.signUp()
 	id := h.newSession(alice.token, map[string]any{"title": "limits"})
 	for i := range 20 {
@@ -36,7 +36,7 @@ func testTurnLimitExact(t *testing.T, backend string) {
 func TestSearchLimits(t *testing.T) { onBothStores(t, testSearchLimits) }
 
 func testSearchLimits(t *testing.T, backend string) {
-	h := newHarnessOn(t, backend, func(c *functions.Config) {
+	h := newHarnessOn(t, backend, func(c *app.Config) {
 		c.Embeddings, c.SearchesPerMinute, c.TokensPerDay = true, 3, 1_000_000
 	})
 	alice := h.signUp()

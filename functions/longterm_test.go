@@ -9,7 +9,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/prompts"
@@ -19,7 +19,7 @@ import (
 // session's prompt, never bob's prompt or export; the endpoints show, edit,
 // switch off and forget it.
 func TestLongTermMemory(t *testing.T) {
-	h := newHarness(t, func(c *functions.Config) { c.LongTermMemory = true })
+	h := newHarness(t, func(c *app.Config) { c.LongTermMemory = true })
 	var extractions atomic.Int64
 	h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
 		switch r.Messages[0].Content {

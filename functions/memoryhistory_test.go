@@ -8,7 +8,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/prompts"
@@ -75,7 +75,7 @@ func (h *harness) memory(token string) longterm.View {
 // never sees alice's.
 func TestEpisodicHistory(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) { c.LongTermMemory = true; c.HistoryShare = 30 })
+		h := newHarnessOn(t, backend, func(c *app.Config) { c.LongTermMemory = true; c.HistoryShare = 30 })
 		m := &historyModel{}
 		m.install(h)
 		alice, bob := h.signUp(), h.signUp()
@@ -192,7 +192,7 @@ func contains(list []string, s string) bool {
 // gone and writes nothing back.
 func TestErasureMidRollUp(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) { c.LongTermMemory = true; c.HistoryShare = 30 })
+		h := newHarnessOn(t, backend, func(c *app.Config) { c.LongTermMemory = true; c.HistoryShare = 30 })
 		started, release := make(chan struct{}), make(chan struct{})
 		var once atomic.Bool
 		m := &historyModel{block: func() {

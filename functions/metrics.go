@@ -2,20 +2,12 @@ package functions
 
 import (
 	"context"
-	"fmt"
-	"os"
 	"sync/atomic"
 	"time"
 
-	mexporter "github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/metric"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
-	"go.opentelemetry.io/otel/exporters/stdout/stdoutmetric"
 	"go.opentelemetry.io/otel/metric"
-	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
-	"go.opentelemetry.io/otel/sdk/resource"
-	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
-	"google.golang.org/api/option"
 	"google.golang.org/grpc"
 
 	"github.com/chatmemory/backend/prompts"
@@ -26,47 +18,11 @@ import (
 // the global meter provider (as the tracer does from the tracer provider),
 // which METRICS_EXPORTER sets up; with metrics off they record nothing.
 
-// Metric exporters (METRICS_EXPORTER).
-const (
-	MetricsOff             = "off"
-	MetricsStdout          = "stdout"
-	MetricsCloudMonitoring = "cloudmonitoring"
-)
-
-// MetricsInterval is how often metrics are exported.
-const MetricsInterval = 60 * time.Second
-
-// setupMetrics installs the global meter provider cfg asks for and returns
-// how to flush and stop it.
-func setupMetrics(ctx context.Context, cfg Config) (func(context.Context) error, error) {
-	var exp sdkmetric.Exporter
-	var err error
-	switch cfg.MetricsExporter {
-	case MetricsOff, "":
-		return func(context.Context) error { return nil }, nil
-	case MetricsStdout:
-		exp, err = stdoutmetric.New(stdoutmetric.WithWriter(os.Stderr))
-	case MetricsCloudMonitoring:
-		exp, err = mexporter.New(mexporter.WithProjectID(cfg.ProjectID))
-	default:
-		err = fmt.Errorf("unknown metrics exporter %q", cfg.MetricsExporter)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("metrics (METRICS_EXPORTER=%s): %w", cfg.MetricsExporter, err)
-	}
-	mp := sdkmetric.NewMeterProvider(
-		sdkmetric.WithReader(sdkmetric.NewPeriodicReader(exp, sdkmetric.WithInterval(MetricsInterval))),
-		sdkmetric.WithResource(resource.NewSchemaless(semconv.ServiceName("chat-memory"))),
-	)
-	otel.SetMeterProvider(mp)
-	return mp.Shutdown, nil
-}
-
 // Latency buckets, in milliseconds.
 var msBuckets = metric.WithExplicitBucketBoundaries(5, 10, 25, 50, 100, 250, 500, 1000, 2500, 5000, 10000, 30000, 60000)
 
-// metrics are the instruments the backend records with.
-type metrics struct {
+// Metrics are the instruments the backend records with.
+type Metrics struct {
 	turns, tokens, errors, feedback, swept, sweptDocs metric.Int64Counter
 	ttft, backendPath                                 metric.Float64Histogram
 	roundTrips                                        metric.Int64Histogram
@@ -75,13 +31,13 @@ type metrics struct {
 
 // newMetrics makes the instruments from mp (nil: the global provider,
 // which METRICS_EXPORTER set up).
-func newMetrics(mp metric.MeterProvider) *metrics {
+func NewMetrics(mp metric.MeterProvider) *Metrics {
 	if mp == nil {
 		mp = otel.GetMeterProvider()
 	}
 	m := mp.Meter(tracerName)
 	// Instrument constructors fail only on invalid names; these are fixed.
-	var x metrics
+	var x Metrics
 	x.turns, _ = m.Int64Counter("chat.turns", metric.WithDescription("chat turns, by kind and outcome (ok or an error code)"))
 	x.tokens, _ = m.Int64Counter("chat.tokens", metric.WithDescription("model tokens, by kind (prompt, completion) and task"))
 	x.errors, _ = m.Int64Counter("api.errors", metric.WithDescription("error answers, by code and route"))
@@ -117,7 +73,7 @@ func timesOf(ctx context.Context) *turnTimes {
 // turn records a finished turn: that it ran (and how it ended) and, when
 // it answered, its time to first token, its backend path (its time
 // without the model's) and its Firestore round trips.
-func (x *metrics) turn(ctx context.Context, t *turnTimes, kind string, stream bool, outcome string) {
+func (x *Metrics) turn(ctx context.Context, t *turnTimes, kind string, stream bool, outcome string) {
 	if x == nil { // an App built without NewApp records nothing
 		return
 	}
@@ -151,7 +107,7 @@ func taskOf(system string) string {
 
 // modelTokens counts a model call's tokens by kind (prompt, completion)
 // and task.
-func (x *metrics) modelTokens(ctx context.Context, task string, prompt, completion int) {
+func (x *Metrics) modelTokens(ctx context.Context, task string, prompt, completion int) {
 	if x == nil { // an App built without NewApp records nothing
 		return
 	}
@@ -160,7 +116,7 @@ func (x *metrics) modelTokens(ctx context.Context, task string, prompt, completi
 }
 
 // error counts an error answer by its code and route.
-func (x *metrics) error(ctx context.Context, code, route string) {
+func (x *Metrics) error(ctx context.Context, code, route string) {
 	if x == nil { // an App built without NewApp records nothing
 		return
 	}
@@ -168,7 +124,7 @@ func (x *metrics) error(ctx context.Context, code, route string) {
 }
 
 // rating counts a rating.
-func (x *metrics) rating(ctx context.Context, rating string) {
+func (x *Metrics) rating(ctx context.Context, rating string) {
 	if x == nil { // an App built without NewApp records nothing
 		return
 	}
@@ -176,7 +132,7 @@ func (x *metrics) rating(ctx context.Context, rating string) {
 }
 
 // sweep records a sweep's progress and the backlog it left.
-func (x *metrics) sweep(ctx context.Context, r *retention.Report) {
+func (x *Metrics) Sweep(ctx context.Context, r *retention.Report) {
 	if x == nil { // an App built without NewApp records nothing
 		return
 	}
@@ -189,14 +145,6 @@ func (x *metrics) sweep(ctx context.Context, r *retention.Report) {
 		x.backlog.Record(ctx, int64(r.Backlog.ToPurge), metric.WithAttributes(attribute.String("due", "purge")))
 		x.backlog.Record(ctx, int64(r.Backlog.PurgesPending), metric.WithAttributes(attribute.String("due", "purge_resume")))
 		x.backlog.Record(ctx, int64(r.Backlog.ToTrim), metric.WithAttributes(attribute.String("due", "trim")))
-	}
-}
-
-// flushMetrics exports what is recorded now (a CloudEvent function may be
-// frozen before the next export).
-func flushMetrics(ctx context.Context) {
-	if mp, ok := otel.GetMeterProvider().(*sdkmetric.MeterProvider); ok {
-		mp.ForceFlush(ctx)
 	}
 }
 
@@ -218,15 +166,6 @@ func FirestoreRPCCounting() []grpc.DialOption {
 			return streamer(ctx, desc, cc, method, opts...)
 		}),
 	}
-}
-
-// firestoreOptions are the client options Open dials Firestore with.
-func firestoreOptions() []option.ClientOption {
-	var out []option.ClientOption
-	for _, o := range FirestoreRPCCounting() {
-		out = append(out, option.WithGRPCDialOption(o))
-	}
-	return out
 }
 
 // apiCode is the code an error answers with.

@@ -14,13 +14,14 @@ import (
 	"google.golang.org/grpc"
 	"google.golang.org/grpc/credentials/insecure"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/storetest"
 )
 
-func httptestServer(t *testing.T, app *functions.App) string {
-	srv := httptest.NewServer(app.Handler())
+func httptestServer(t *testing.T, backend *app.App) string {
+	srv := httptest.NewServer(backend.Handler())
 	t.Cleanup(srv.Close)
 	return srv.URL
 }
@@ -28,7 +29,7 @@ func httptestServer(t *testing.T, app *functions.App) string {
 // serveWith starts the API over store and v, with the offline model and no
 // logs, and returns its URL.
 func serveWith(t *testing.T, store functions.Store, v functions.Verifier) string {
-	return httptestServer(t, functions.NewApp(testConfig(), functions.Deps{
+	return httptestServer(t, app.New(testConfig(), app.Deps{
 		Store: store, Model: llm.Offline{}, Tokens: storetest.Tokens(t), Auth: v,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
 	}))

@@ -4,6 +4,7 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/functions"
 )
 
@@ -13,7 +14,7 @@ import (
 // window; any other model is 400 naming the offered ones. Both stores.
 func TestSessionModels(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) {
+		h := newHarnessOn(t, backend, func(c *app.Config) {
 			c.ChatModels = []functions.ChatModel{{Name: "gpt-4o-mini", ContextWindow: 128_000}, {Name: "small-model", ContextWindow: 8_000}}
 		})
 		alice := h.signUp()

@@ -9,7 +9,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/llm/llmtest"
 )
 
@@ -21,7 +21,7 @@ import (
 // a deleted session's (until it is restored); bad settings are 400.
 func TestRecallInContext(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) { c.Embeddings = true })
+		h := newHarnessOn(t, backend, func(c *app.Config) { c.Embeddings = true })
 		alice, bob := h.signUp(), h.signUp()
 		pdf := h.newSession(alice.token, map[string]any{"title": "PDF tools"})
 		h.turn(alice.token, map[string]any{"sessionId": pdf, "message": "I parse invoices with the pypdf library"})
@@ -80,7 +80,7 @@ func TestRecallInContext(t *testing.T) {
 // commit is held until the query is sent, which it can only be if it does
 // not wait for the commit.)
 func TestRecallRoundTrips(t *testing.T) {
-	h := newHarnessOn(t, "firestore", func(c *functions.Config) { c.Embeddings = true })
+	h := newHarnessOn(t, "firestore", func(c *app.Config) { c.Embeddings = true })
 	// The claim's commit and the recall's two queries (by meaning and by
 	// words) are each held (up to 2 s) until all three are about to be
 	// sent, so that they overlap however the scheduler orders them under
@@ -181,7 +181,7 @@ func (h *harness) systemOf(message string) string {
 // (as the tokens of its two messages): the work after the reply writes
 // the exchange and nothing more.
 func TestEmbeddingTokensCharged(t *testing.T) {
-	h := newHarnessOn(t, "firestore", func(c *functions.Config) { c.Embeddings = true })
+	h := newHarnessOn(t, "firestore", func(c *app.Config) { c.Embeddings = true })
 	h.echoWithUsage("Invoices")
 	alice := h.signUp()
 	id := h.newSession(alice.token, map[string]any{"memory": map[string]any{"recall": "session"}})

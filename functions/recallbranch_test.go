@@ -4,7 +4,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 )
 
 // TestRecallKeepsToActiveBranches: a message edited away in one session
@@ -16,7 +16,7 @@ import (
 // stores.
 func TestRecallKeepsToActiveBranches(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) { c.Embeddings = true })
+		h := newHarnessOn(t, backend, func(c *app.Config) { c.Embeddings = true })
 		alice := h.signUp()
 		marina := h.newSession(alice.token, map[string]any{"title": "Marina"})
 		first := h.turn(alice.token, map[string]any{"sessionId": marina, "message": "The boat mooring number is 31-ALPHA."})

@@ -8,7 +8,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/prompts"
 )
@@ -19,7 +19,7 @@ import (
 // are held (facts and exchanges) without shipping them.
 func TestFactsByRelevance(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) { c.LongTermMemory = true; c.Embeddings = true })
+		h := newHarnessOn(t, backend, func(c *app.Config) { c.LongTermMemory = true; c.Embeddings = true })
 		word := func(n int) string { // letters only (the test server's embedding splits words at anything else), scattered
 			x, b := uint64(n)*0x9E3779B97F4A7C15+12345, []byte{'q'}
 			for range 6 {

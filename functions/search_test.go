@@ -5,7 +5,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 )
 
 type searchResp struct {
@@ -28,7 +28,7 @@ type searchResp struct {
 // protocol answers the same.
 func TestSearch(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) { c.Embeddings = true })
+		h := newHarnessOn(t, backend, func(c *app.Config) { c.Embeddings = true })
 		alice, bob := h.signUp(), h.signUp()
 		pdf := h.turn(alice.token, map[string]any{"message": "Which PDF library should I use for parsing invoices?"}).SessionID
 		h.turn(alice.token, map[string]any{"sessionId": pdf, "message": "What is the capital of Norway?"})
@@ -126,7 +126,7 @@ func TestSearchOff(t *testing.T) {
 // retry under the same key (another request) replays it and embeds nothing
 // again: no embedding, no write.
 func TestAppendReplayEmbedsNothing(t *testing.T) {
-	h := newHarness(t, func(c *functions.Config) { c.Embeddings = true })
+	h := newHarness(t, func(c *app.Config) { c.Embeddings = true })
 	alice := h.signUp()
 	id := h.newSession(alice.token, map[string]any{"title": "keyed"})
 	body := map[string]any{"clientMessageId": "batch-1", "messages": []map[string]any{

@@ -7,7 +7,7 @@ import (
 	"strings"
 	"testing"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 )
 
 type foundResp struct {
@@ -31,7 +31,7 @@ type foundResp struct {
 // new version is. Both stores.
 func TestSearchFindsWhatWasSaid(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) { c.Embeddings = true })
+		h := newHarnessOn(t, backend, func(c *app.Config) { c.Embeddings = true })
 		alice := h.signUp()
 		find := func(q string) foundResp {
 			t.Helper()

@@ -6,7 +6,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/prompts"
 )
@@ -19,7 +19,7 @@ import (
 // both do. Both stores.
 func TestSmallBudgetReservesTheBlockItHolds(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) { c.LongTermMemory = true })
+		h := newHarnessOn(t, backend, func(c *app.Config) { c.LongTermMemory = true })
 		var summaries atomic.Int32
 		h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
 			if r.Messages[0].Content == prompts.Summary {

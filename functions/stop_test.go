@@ -15,6 +15,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm"
@@ -80,7 +81,7 @@ func next(t *testing.T, events <-chan event, name string) event {
 func secondInstance(t *testing.T, h *harness) *httptest.Server {
 	cfg := testConfig()
 	cfg.DraftInterval = draftInterval
-	app := functions.NewApp(cfg, functions.Deps{
+	backend := app.New(cfg, app.Deps{
 		Store:  firestoredb.New(h.firestore),
 		Auth:   &functions.FirebaseVerifier{Client: h.auth},
 		Model:  llm.NewOpenAI("test-key", h.model.BaseURL(), nil),
@@ -88,7 +89,7 @@ func secondInstance(t *testing.T, h *harness) *httptest.Server {
 		Log:    slog.New(slog.DiscardHandler),
 		Now:    h.clock.Now,
 	})
-	srv := httptest.NewServer(app.Handler())
+	srv := httptest.NewServer(backend.Handler())
 	t.Cleanup(srv.Close)
 	return srv
 }
@@ -116,7 +117,7 @@ func (h *harness) draft(id string) (*draftView, bool) {
 // stopped through another; it is stored with what it said so far and
 // finishReason "stopped", and the next turn continues from it.
 func TestStopFromAnotherInstance(t *testing.T) {
-	h := newHarness(t, func(c *functions.Config) { c.DraftInterval = draftInterval })
+	h := newHarness(t, func(c *app.Config) { c.DraftInterval = draftInterval })
 	slowModel(h)
 	other := secondInstance(t, h)
 	alice, bob := h.signUp(), h.signUp()
@@ -175,7 +176,7 @@ func TestStopFromAnotherInstance(t *testing.T) {
 // reloaded mid-reply finds it there, and once the reply is stored the
 // draft is gone and the message has the whole text.
 func TestDraftFollowsTheReply(t *testing.T) {
-	h := newHarness(t, func(c *functions.Config) { c.DraftInterval = draftInterval })
+	h := newHarness(t, func(c *app.Config) { c.DraftInterval = draftInterval })
 	slowModel(h)
 	alice := h.signUp()
 	id := h.newSession(alice.token, map[string]any{"title": "reload"})

@@ -12,7 +12,7 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/llm/llmtest"
 )
 
@@ -135,7 +135,7 @@ func eventNames(events []event) string {
 // results, and the session takes the next message.
 func TestToolRoundStopped(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) { c.DraftInterval = draftInterval })
+		h := newHarnessOn(t, backend, func(c *app.Config) { c.DraftInterval = draftInterval })
 		h.model.SetReply(func(req openai.ChatCompletionRequest) llmtest.Response {
 			if req.Messages[len(req.Messages)-1].Role == openai.ChatMessageRoleTool {
 				return llmtest.Response{Content: longReply, ChunkDelay: 20 * time.Millisecond}
@@ -219,7 +219,7 @@ func TestToolResultsConcurrent(t *testing.T) {
 // round, and past MAX_TOOL_ROUNDS is asked to answer in text. Both stores.
 func TestToolRoundsBound(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) { c.MaxToolRounds = 2 })
+		h := newHarnessOn(t, backend, func(c *app.Config) { c.MaxToolRounds = 2 })
 		var choices []any
 		var mu sync.Mutex
 		h.model.SetReply(func(req openai.ChatCompletionRequest) llmtest.Response {

@@ -2,22 +2,16 @@ package functions
 
 import (
 	"context"
-	"fmt"
 	"log/slog"
 	"net/http"
-	"os"
 	"regexp"
 	"strconv"
 	"time"
 
-	texporter "github.com/GoogleCloudPlatform/opentelemetry-operations-go/exporter/trace"
 	"go.opentelemetry.io/otel"
 	"go.opentelemetry.io/otel/attribute"
 	"go.opentelemetry.io/otel/codes"
-	"go.opentelemetry.io/otel/exporters/stdout/stdouttrace"
 	"go.opentelemetry.io/otel/propagation"
-	"go.opentelemetry.io/otel/sdk/resource"
-	sdktrace "go.opentelemetry.io/otel/sdk/trace"
 	semconv "go.opentelemetry.io/otel/semconv/v1.26.0"
 	"go.opentelemetry.io/otel/trace"
 
@@ -32,13 +26,6 @@ import (
 // TRACE_EXPORTER's choice; log lines carry the trace id where Cloud
 // Logging looks for it, so logs and traces link.
 
-// Trace exporters (TRACE_EXPORTER).
-const (
-	TracesOff        = "off"
-	TracesStdout     = "stdout"
-	TracesCloudTrace = "cloudtrace"
-)
-
 // tracerName names this backend's own spans.
 const tracerName = "github.com/chatmemory/backend"
 
@@ -47,33 +34,6 @@ func tracer() trace.Tracer { return otel.GetTracerProvider().Tracer(tracerName) 
 // propagator reads trace context from W3C traceparent headers, which
 // Cloud Run and Cloud Functions (2nd gen) send.
 var propagator = propagation.TraceContext{}
-
-// setupTracing installs the global tracer provider cfg asks for and
-// returns how to flush and stop it; with traces off it installs nothing.
-func setupTracing(ctx context.Context, cfg Config) (func(context.Context) error, error) {
-	var exp sdktrace.SpanExporter
-	var err error
-	switch cfg.TraceExporter {
-	case TracesOff, "":
-		return func(context.Context) error { return nil }, nil
-	case TracesStdout:
-		exp, err = stdouttrace.New(stdouttrace.WithWriter(os.Stderr))
-	case TracesCloudTrace:
-		exp, err = texporter.New(texporter.WithProjectID(cfg.ProjectID))
-	default:
-		err = fmt.Errorf("unknown trace exporter %q", cfg.TraceExporter)
-	}
-	if err != nil {
-		return nil, fmt.Errorf("traces (TRACE_EXPORTER=%s): %w", cfg.TraceExporter, err)
-	}
-	tp := sdktrace.NewTracerProvider(
-		sdktrace.WithBatcher(exp),
-		sdktrace.WithSampler(sdktrace.ParentBased(sdktrace.TraceIDRatioBased(cfg.TraceSampleRatio))),
-		sdktrace.WithResource(resource.NewSchemaless(semconv.ServiceName("chat-memory"))),
-	)
-	otel.SetTracerProvider(tp)
-	return tp.Shutdown, nil
-}
 
 // cloudTraceHeader is Google's older trace header: TRACE_ID/SPAN_ID;o=1.
 var cloudTraceHeader = regexp.MustCompile(`^([0-9a-fA-F]{32})/(\d+)(?:;o=(\d))?`)
@@ -168,10 +128,10 @@ func (a *App) tracedTurn(ctx context.Context, req chat.TurnRequest) (*chat.TurnR
 	res, err := a.Chat.Turn(chat.WithAfterTurnContext(tctx, ctx), req)
 	if err != nil {
 		span.SetStatus(codes.Error, string(errs.CodeOf(err)))
-		a.metrics.turn(ctx, times, kind, req.OnDelta != nil, apiCode(err))
+		a.Metrics.turn(ctx, times, kind, req.OnDelta != nil, apiCode(err))
 		return nil, err
 	}
-	a.metrics.turn(ctx, times, kind, req.OnDelta != nil, "ok")
+	a.Metrics.turn(ctx, times, kind, req.OnDelta != nil, "ok")
 	return res, nil
 }
 
@@ -179,7 +139,7 @@ func (a *App) tracedTurn(ctx context.Context, req chat.TurnRequest) (*chat.TurnR
 // streamed, the tokens and the finish reason.
 type tracedModel struct {
 	chat.Model
-	metrics *metrics
+	metrics *Metrics
 }
 
 func (m tracedModel) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
@@ -240,3 +200,10 @@ func nameSpan(ctx context.Context, pattern string) {
 	span.SetName(pattern)
 	span.SetAttributes(semconv.HTTPRoute(pattern))
 }
+
+// TracedModel is m with its calls traced and their tokens counted in x.
+func TracedModel(m chat.Model, x *Metrics) chat.Model { return tracedModel{Model: m, metrics: x} }
+
+// WithTraceIDs is h writing each record's trace and span ids where Cloud
+// Logging looks for them, for project.
+func WithTraceIDs(h slog.Handler, project string) slog.Handler { return withTraceIDs(h, project) }

@@ -9,7 +9,7 @@ import (
 
 	"go.opentelemetry.io/otel/attribute"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -21,7 +21,7 @@ import (
 // it), and bad values are 400s that change nothing.
 func TestMessageRetentionOverHTTP(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) { c.MessageDays = 30; c.Embeddings = true })
+		h := newHarnessOn(t, backend, func(c *app.Config) { c.MessageDays = 30; c.Embeddings = true })
 		alice := h.signUp()
 		id := h.newSession(alice.token, map[string]any{"title": "long-lived", "messageRetentionDays": 3650})
 		for _, bad := range []any{-1, 3651, "ten", 1.5} {

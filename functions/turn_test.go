@@ -12,8 +12,8 @@ import (
 
 	openai "github.com/sashabaranov/go-openai"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
-	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm/llmtest"
 )
 
@@ -24,7 +24,7 @@ import (
 // with long-term memory on, and touches the same few documents at both
 // lengths; and a context costs one read whatever the session's length.
 func TestTurnRoundTrips(t *testing.T) {
-	h := newHarness(t, func(c *functions.Config) { c.MaxSessionMessages = 10_000; c.LongTermMemory = true })
+	h := newHarness(t, func(c *app.Config) { c.MaxSessionMessages = 10_000; c.LongTermMemory = true })
 	var atModel atomic.Value // the counts when the model was called
 	h.script(&script{chat: func(r openai.ChatCompletionRequest) llmtest.Response {
 		atModel.Store(h.counter.Snapshot())

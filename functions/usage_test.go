@@ -4,7 +4,7 @@ import (
 	"testing"
 	"time"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 )
 
 type gauge struct {
@@ -25,7 +25,7 @@ type standing struct {
 // model, counted in the turn's own commits.
 func TestUsage(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
-		h := newHarnessOn(t, backend, func(c *functions.Config) { c.TurnsPerMinute, c.MessagesPerMinute, c.TokensPerDay = 20, 30, 100_000 })
+		h := newHarnessOn(t, backend, func(c *app.Config) { c.TurnsPerMinute, c.MessagesPerMinute, c.TokensPerDay = 20, 30, 100_000 })
 		h.echoWithUsage("Counted")
 		alice, bob := h.signUp(), h.signUp()
 		var u standing

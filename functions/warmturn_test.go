@@ -5,9 +5,9 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
-	"github.com/chatmemory/backend/functions"
 )
 
 // TestWarmTurnLimits: a turn on the instance that ran the session's last
@@ -18,7 +18,7 @@ import (
 // before the model is called, its message kept for a retry under its key
 // to answer once the day allows.
 func TestWarmTurnLimits(t *testing.T) {
-	h := newHarnessOn(t, "firestore", func(c *functions.Config) { c.TurnsPerMinute, c.TokensPerDay = 2, 10_000 })
+	h := newHarnessOn(t, "firestore", func(c *app.Config) { c.TurnsPerMinute, c.TokensPerDay = 2, 10_000 })
 	alice := h.signUp()
 	elsewhere := firestoredb.New(h.firestore) // another instance
 	ctx := context.Background()

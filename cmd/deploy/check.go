@@ -7,7 +7,7 @@ import (
 	"os"
 	"strings"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 )
 
 // checkConfig refuses a deployment whose functions would not start or
@@ -31,7 +31,7 @@ func checkConfig(project, envFile, indexes string) error {
 			if v := env[k]; v != "" {
 				return v
 			}
-			return strings.Repeat("x", functions.MinIDSecret)
+			return strings.Repeat("x", app.MinIDSecret)
 		case "GOOGLE_CLOUD_PROJECT":
 			if v := env[k]; v != "" {
 				return v
@@ -40,7 +40,7 @@ func checkConfig(project, envFile, indexes string) error {
 		}
 		return env[k]
 	}
-	cfg, err := functions.ConfigFromEnv(lookup)
+	cfg, err := app.ConfigFromEnv(lookup)
 	if err != nil {
 		return fmt.Errorf("the functions' environment (ENV_FILE) would not start them: %w", err)
 	}

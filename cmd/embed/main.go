@@ -21,7 +21,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 )
 
 func main() {
@@ -45,7 +45,7 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, "embed: -rate must be above 0 and -batch from 1 to 256")
 		return 2
 	}
-	cfg, err := functions.ConfigFromEnv(getenv)
+	cfg, err := app.ConfigFromEnv(getenv)
 	if err != nil {
 		fmt.Fprintln(stderr, "embed:", err)
 		return 2
@@ -54,14 +54,14 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 	if *verbose {
 		logw = stderr
 	}
-	app, err := functions.Open(ctx, cfg, logw)
+	backend, err := app.Open(ctx, cfg, logw)
 	if err != nil {
 		fmt.Fprintln(stderr, "embed:", err)
 		return 1
 	}
-	defer app.Close()
-	rep, err := app.Backfill(ctx, *after, *batch, *rate, prefixed{stderr})
-	if errors.Is(err, functions.ErrEmbeddingsOff) {
+	defer backend.Close()
+	rep, err := backend.Backfill(ctx, *after, *batch, *rate, prefixed{stderr})
+	if errors.Is(err, app.ErrEmbeddingsOff) {
 		fmt.Fprintln(stderr, "embed:", err)
 		return 2
 	}

@@ -9,8 +9,8 @@ import (
 	"strings"
 	"testing"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/emulator/emulatortest"
-	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
@@ -39,20 +39,20 @@ func TestEmbedBackfills(t *testing.T) {
 		}
 	}
 	ctx := context.Background()
-	cfg, err := functions.ConfigFromEnv(env("EMBEDDINGS", "off"))
+	cfg, err := app.ConfigFromEnv(env("EMBEDDINGS", "off"))
 	if err != nil {
 		t.Fatal(err)
 	}
-	app, err := functions.Open(ctx, cfg, io.Discard)
+	backend, err := app.Open(ctx, cfg, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer app.Close()
-	s, err := app.Sessions.Create(ctx, "alice", sessions.CreateInput{Title: "trips"})
+	defer backend.Close()
+	s, err := backend.Sessions.Create(ctx, "alice", sessions.CreateInput{Title: "trips"})
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := app.History.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "which train goes to Bergen?"},
+	if _, err := backend.History.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "which train goes to Bergen?"},
 		history.Draft{Role: history.RoleAssistant, Content: "The Bergen Line from Oslo, seven hours through the mountains."}); err != nil {
 		t.Fatal(err)
 	}
@@ -74,11 +74,11 @@ func TestEmbedBackfills(t *testing.T) {
 	if rep, code, _ := embed(env()); code != 0 || rep.Embedded != 0 || rep.Skipped != 1 {
 		t.Fatalf("second run: %d %+v", code, rep)
 	}
-	search, err := functions.ConfigFromEnv(env())
+	search, err := app.ConfigFromEnv(env())
 	if err != nil {
 		t.Fatal(err)
 	}
-	on, err := functions.Open(ctx, search, io.Discard)
+	on, err := app.Open(ctx, search, io.Discard)
 	if err != nil {
 		t.Fatal(err)
 	}

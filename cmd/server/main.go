@@ -21,6 +21,7 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/functions"
 )
 
@@ -35,7 +36,7 @@ func main() {
 		}
 		*addr = "127.0.0.1:" + port
 	}
-	cfg, err := functions.ConfigFromEnv(os.Getenv)
+	cfg, err := app.ConfigFromEnv(os.Getenv)
 	if err == nil && cfg.IDSecret == "" {
 		cfg.IDSecret, err = localIDSecret()
 	}
@@ -52,16 +53,16 @@ func main() {
 	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	app, err := functions.Open(ctx, cfg, os.Stdout)
+	backend, err := app.Open(ctx, cfg, os.Stdout)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "server:", err)
 		os.Exit(1)
 	}
-	defer app.Close()
+	defer backend.Close()
 
-	handler := app.Handler()
+	handler := backend.Handler()
 	if *web != "" {
-		handler = withWebApp(handler, app.APIPrefixes(), *web, cfg)
+		handler = withWebApp(handler, backend.APIPrefixes(), *web, cfg)
 	}
 	srv := functions.NewServer(*addr, handler)
 	errc := make(chan error, 1)
@@ -104,7 +105,7 @@ func localIDSecret() (string, error) {
 	return secret, nil
 }
 
-func banner(cfg functions.Config, addr string, web bool) {
+func banner(cfg app.Config, addr string, web bool) {
 	w := os.Stderr
 	fmt.Fprintf(w, "\n  Chat memory backend listening on http://%s  (storage: %s, project: %s)\n", addr, cfg.Backend, cfg.ProjectID)
 	if web {
@@ -134,7 +135,7 @@ func banner(cfg functions.Config, addr string, web bool) {
 // withWebApp serves the web app's files and its configuration beside the
 // API: the API's paths go to the API, everything else to the files. Local
 // runs only: deployed, the app is hosted apart (Firebase Hosting, say).
-func withWebApp(api http.Handler, apiPrefixes []string, dir string, cfg functions.Config) http.Handler {
+func withWebApp(api http.Handler, apiPrefixes []string, dir string, cfg app.Config) http.Handler {
 	files := http.FileServer(http.Dir(dir))
 	config := map[string]any{
 		"apiBase":  "",

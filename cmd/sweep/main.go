@@ -21,7 +21,7 @@ import (
 	"syscall"
 	"time"
 
-	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/app"
 )
 
 func main() {
@@ -31,7 +31,7 @@ func main() {
 	record := flag.Bool("record-accounts", false, "record every user who holds sessions and has no account record, then stop")
 	flag.Parse()
 
-	cfg, err := functions.ConfigFromEnv(os.Getenv)
+	cfg, err := app.ConfigFromEnv(os.Getenv)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sweep:", err)
 		os.Exit(2)
@@ -42,18 +42,18 @@ func main() {
 	if *verbose {
 		logw = os.Stderr
 	}
-	app, err := functions.Open(ctx, cfg, logw)
+	backend, err := app.Open(ctx, cfg, logw)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "sweep:", err)
 		os.Exit(1)
 	}
-	defer app.Close()
+	defer backend.Close()
 	if *record {
-		if app.Backstop == nil {
+		if backend.Backstop == nil {
 			fmt.Fprintln(os.Stderr, "sweep: no Auth directory to ask: nothing to record accounts for")
 			os.Exit(1)
 		}
-		n, err := app.Backstop.RecordAll(ctx)
+		n, err := backend.Backstop.RecordAll(ctx)
 		fmt.Printf("looked at %d users with sessions; each now has an account record\n", n)
 		if err != nil {
 			fmt.Fprintln(os.Stderr, "sweep:", err)
@@ -62,9 +62,9 @@ func main() {
 		return
 	}
 	if *budget > 0 {
-		app.Sweeper.Budget = *budget
+		backend.Sweeper.Budget = *budget
 	}
-	report, err := app.Sweep(ctx, *dry)
+	report, err := backend.Sweep(ctx, *dry)
 	if *dry {
 		for _, a := range report.Planned {
 			fmt.Printf("would %-7s %s (%s since %s, due %s)\n", verb(a.To), a.SessionID, sinceWord(a.From), a.Since.Format(time.RFC3339), a.ExpiresAt.Format(time.RFC3339))

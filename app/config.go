@@ -1,4 +1,4 @@
-package functions
+package app
 
 import (
 	"fmt"
@@ -7,6 +7,8 @@ import (
 	"strconv"
 	"strings"
 	"time"
+
+	"github.com/chatmemory/backend/functions"
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
@@ -70,11 +72,18 @@ type Config struct {
 const MinIDSecret = ids.MinSecretLen
 
 // ChatModel is a model sessions may choose, with its context window in
-// tokens.
-type ChatModel struct {
-	Name          string `json:"name"`
-	ContextWindow int    `json:"contextWindow"`
-}
+// tokens (as GET /models answers it).
+type ChatModel = functions.ChatModel
+
+// AppCheckMode is how App Check tokens are checked (see functions.AppCheck).
+type AppCheckMode = functions.AppCheckMode
+
+// The App Check modes.
+const (
+	AppCheckOff     = functions.AppCheckOff
+	AppCheckMonitor = functions.AppCheckMonitor
+	AppCheckEnforce = functions.AppCheckEnforce
+)
 
 // parseModels reads CHAT_MODELS: "name[:window],…"; a model without a
 // window has the one known for its name. The default model is always

@@ -1,4 +1,4 @@
-package functions
+package app
 
 import (
 	"strings"

@@ -1,0 +1,431 @@
+// Package app is the composition root: it reads the configuration, builds
+// the clients (Firebase, Firestore, the model service), the stores and the
+// services, puts the HTTP edge (package functions) over them, and runs the
+// jobs (the retention sweep, history roll-ups, the embedding backfill,
+// erasing accounts deleted in Auth). The root package and every command
+// start here.
+package app
+
+import (
+	"context"
+	"errors"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	firebase "firebase.google.com/go/v4"
+	"github.com/cloudevents/sdk-go/v2/event"
+	"go.opentelemetry.io/otel/metric"
+
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/inprocdb"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
+	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/recall"
+	"github.com/chatmemory/backend/retention"
+	"github.com/chatmemory/backend/sessions"
+)
+
+// App is the backend: its services behind the HTTP edge, and its jobs.
+type App struct {
+	*functions.App
+	closers []func() error
+	handler http.Handler
+	rollUps bool // the daily sweep rolls histories forward (long-term memory is on)
+}
+
+// Deps are the parts an App is built from; Open builds them from a Config,
+// tests build them directly.
+type Deps struct {
+	Store    functions.Store
+	Auth     functions.Verifier
+	AppCheck functions.AppChecker // required unless cfg.AppCheck is off
+	Model    chat.Model
+	Embedder recall.Embedder // nil: exchanges are not embedded and search answers 404
+	// Directory tells which accounts still exist in Auth; nil: the sweep
+	// does not look for accounts deleted there.
+	Directory retention.Directory
+	Tokens    Tokens
+	Log       *slog.Logger
+	Now       func() time.Time     // every service's clock; nil: time.Now
+	Meter     metric.MeterProvider // nil: the global one (METRICS_EXPORTER)
+}
+
+// Tokens counts messages (at write time) and texts (memory blocks).
+type Tokens interface {
+	history.Counter
+	longterm.TokenCounter
+}
+
+// New wires services around deps with the settings of cfg, and the HTTP
+// edge over them.
+func New(cfg Config, d Deps) *App {
+	if d.Log == nil {
+		d.Log = slog.New(functions.LogHandler(os.Stderr, slog.LevelInfo))
+	}
+	if d.Now == nil {
+		d.Now = time.Now
+	}
+	d.Log = slog.New(functions.WithTraceIDs(d.Log.Handler(), cfg.ProjectID))
+	mx := functions.NewMetrics(d.Meter)
+	d.Model = functions.TracedModel(d.Model, mx)
+	edge := services(cfg, d)
+	edge.Auth, edge.Store, edge.Log, edge.Metrics = d.Auth, d.Store, d.Log, mx
+	edge.AllowedOrigins, edge.Models, edge.MaxBodyBytes, edge.ReadTimeout = cfg.AllowedOrigins, cfg.models(), cfg.MaxBodyBytes, cfg.ReadTimeout
+	if d.Directory != nil {
+		edge.Backstop = &retention.Backstop{Accounts: d.Store, Directory: d.Directory, Privacy: edge.Privacy, Now: d.Now, Log: d.Log}
+	}
+	if cfg.AppCheck != "" && cfg.AppCheck != AppCheckOff {
+		edge.AppCheck = &functions.AppCheck{Mode: cfg.AppCheck, Client: d.AppCheck, AppIDs: cfg.AppCheckAppIDs}
+	}
+	return &App{App: edge, rollUps: cfg.LongTermMemory}
+}
+
+// services builds the domain's services over d's store and model.
+func services(cfg Config, d Deps) *functions.App {
+	ss := sessions.NewService(d.Store, cfg.ChatModel)
+	ss.Now = d.Now
+	ss.DefaultContext = cfg.DefaultContext()
+	ss.ContextWindow = cfg.windowOf
+	for _, m := range cfg.ChatModels {
+		ss.Models = append(ss.Models, m.Name)
+	}
+	ss.Policy = cfg.Policy()
+	ss.MaxInstructionsChars = cfg.InstructionsChars
+	hs := history.NewService(d.Store, d.Tokens)
+	hs.Policy, hs.Now = cfg.Policy(), d.Now
+	hs.MaxMessages = cfg.MaxSessionMessages
+	hs.DefaultBudget = cfg.ContextBudget
+	hs.Window = cfg.windowOf
+	// Work the model does besides replies is charged to the user too.
+	background := chat.Metered(d.Model, d.Tokens)
+	hs.Summarizer = llm.Summarizer{Model: background}
+	cs := chatService(cfg, d, ss, hs, background)
+	lt := &longterm.Service{Repo: d.Store, Sessions: d.Store, Messages: d.Store, Model: llm.Completer{Model: background},
+		Tokens: d.Tokens, Embedder: d.Embedder, Settings: cfg.MemorySettings(), Now: d.Now, Log: d.Log,
+		Rolls: d.Store, HistoryModel: cfg.ChatModel}
+	if cfg.LongTermMemory {
+		cs.Memory = lt
+	}
+	var rc *recall.Service
+	if d.Embedder != nil {
+		rc = &recall.Service{Embedder: d.Embedder, Store: d.Store}
+		cs.Recall, cs.Finder = rc, finder{rc}
+	}
+	// Whatever was learned from a purged session goes with it, whether or
+	// not learning is on now.
+	ss.Forget = lt.ForgetSession
+	sw := retention.NewSweeper(d.Store)
+	sw.Policy, sw.Budget, sw.Log, sw.Now, sw.Forget = cfg.Policy(), cfg.SweepBudget, d.Log, d.Now, lt.ForgetSession
+	pv := &retention.Privacy{Repo: d.Store, Now: d.Now,
+		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}, "memory": lt}}
+	if rc != nil {
+		pv.Data["recall"] = rc
+	}
+	return &functions.App{Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Sweeper: sw, Privacy: pv}
+}
+
+// chatService is the turn's service with cfg's limits and prompt.
+func chatService(cfg Config, d Deps, ss *sessions.Service, hs *history.Service, background chat.Model) *chat.Service {
+	return &chat.Service{
+		Turns:               d.Store,
+		Drafts:              d.Store,
+		DraftInterval:       cfg.DraftInterval,
+		Sessions:            ss,
+		History:             hs,
+		Model:               d.Model,
+		Titler:              llm.Titler{Model: background},
+		Usage:               d.Store,
+		Limits:              chat.Limits{TurnsPerMinute: cfg.TurnsPerMinute, MessagesPerMinute: cfg.MessagesPerMinute, SearchesPerMinute: cfg.SearchesPerMinute, TokensPerDay: cfg.TokensPerDay},
+		SystemPrompt:        cfg.SystemPrompt,
+		AllowSystemMessages: cfg.SystemMessages,
+		ModelTimeout:        cfg.ModelTimeout,
+		MaxToolRounds:       cfg.MaxToolRounds,
+		Now:                 d.Now,
+		Log:                 d.Log,
+	}
+}
+
+// Open builds the App that cfg describes: Firestore or memory storage,
+// Firebase Auth, and an OpenAI-compatible model or the offline stand-in.
+func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
+	level := slog.LevelInfo
+	if cfg.LogLevel == "debug" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(functions.LogHandler(logw, level))
+	if cfg.IDSecret != "" {
+		if err := ids.SetSecret([]byte(cfg.IDSecret)); err != nil {
+			return nil, fmt.Errorf("ID_SECRET: %w", err)
+		}
+	}
+	d, err := openFirebase(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if d.Tokens, err = history.NewTikToken(); err != nil {
+		return nil, err
+	}
+	d.Log = log
+	store, closers, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	d.Store = store
+	d.Model = chooseModel(&cfg, log)
+	d.Embedder = cfg.Embedder()
+	stops, err := openTelemetry(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := New(cfg, d)
+	a.closers = append(closers, stops...)
+	return a, nil
+}
+
+// openFirebase makes the Firebase clients: the ID-token verifier, the
+// directory of accounts, and App Check's when it is on.
+func openFirebase(ctx context.Context, cfg Config) (Deps, error) {
+	fb, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: cfg.ProjectID})
+	if err != nil {
+		return Deps{}, fmt.Errorf("firebase: %w", err)
+	}
+	authClient, err := fb.Auth(ctx)
+	if err != nil {
+		return Deps{}, fmt.Errorf("firebase auth: %w", err)
+	}
+	d := Deps{Auth: &functions.FirebaseVerifier{Client: authClient, Timeout: cfg.AuthTimeout, RevocationTTL: cfg.RevocationTTL},
+		Directory: AuthDirectory{Client: authClient}}
+	if cfg.AppCheck != AppCheckOff {
+		// Fetches App Check's public keys now; they are cached and refreshed.
+		ac, err := fb.AppCheck(ctx)
+		if err != nil {
+			return Deps{}, fmt.Errorf("firebase app check (APP_CHECK=%s): %w", cfg.AppCheck, err)
+		}
+		d.AppCheck = ac
+	}
+	return d, nil
+}
+
+// openStore opens the storage cfg names, with what closes it.
+func openStore(ctx context.Context, cfg Config, log *slog.Logger) (functions.Store, []func() error, error) {
+	if cfg.Backend == "inprocess" {
+		log.Warn("STORAGE_BACKEND=inprocess: sessions live in this process only and are lost when it stops")
+		return inprocdb.New(), nil, nil
+	}
+	client, err := firestore.NewClient(ctx, cfg.ProjectID, firestoreOptions()...)
+	if err != nil {
+		return nil, nil, fmt.Errorf("firestore: %w", err)
+	}
+	return firestoredb.New(client, firestoredb.Timeout(cfg.FirestoreTimeout)), []func() error{client.Close}, nil
+}
+
+// chooseModel is the model service cfg names, or the offline stand-in,
+// announced loudly, when it names none; sessions then name the stand-in
+// (with the configured default's context window).
+func chooseModel(cfg *Config, log *slog.Logger) chat.Model {
+	if !cfg.OfflineModel() {
+		return llm.NewOpenAI(cfg.OpenAIKey, cfg.OpenAIBaseURL, nil)
+	}
+	cfg.ChatModels = []ChatModel{{Name: llm.OfflineModel, ContextWindow: cfg.windowOf(cfg.ChatModel)}}
+	cfg.ChatModel = llm.OfflineModel
+	log.Warn("OFFLINE MODEL: OPENAI_API_KEY and OPENAI_BASE_URL are not set, so replies come from a deterministic offline stand-in (stored with model \"" + llm.OfflineModel + "\"), not a real model")
+	if cfg.Embeddings {
+		log.Warn("OFFLINE EMBEDDINGS: search ranks by a lexical stand-in (shared words and word parts), not by meaning")
+	}
+	return llm.Offline{}
+}
+
+// openTelemetry starts exporting traces and metrics as cfg says, and
+// returns what flushes and stops them.
+func openTelemetry(ctx context.Context, cfg Config) ([]func() error, error) {
+	stopTraces, err := setupTracing(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	stopMetrics, err := setupMetrics(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	within := func(stop func(context.Context) error) func() error {
+		return func() error {
+			ctx, cancel := context.WithTimeout(context.Background(), 5*time.Second)
+			defer cancel()
+			return stop(ctx)
+		}
+	}
+	return []func() error{within(stopMetrics), within(stopTraces)}, nil
+}
+
+// Close releases the App's clients.
+func (a *App) Close() error {
+	var failures []error
+	for _, c := range a.closers {
+		failures = append(failures, c())
+	}
+	return errors.Join(failures...)
+}
+
+// defaultApp is the App of a deployed function, built from the
+// environment on first use.
+var defaultApp = sync.OnceValues(func() (*App, error) {
+	cfg, err := ConfigFromEnv(os.Getenv)
+	if err != nil {
+		return nil, err
+	}
+	a, err := Open(context.Background(), cfg, os.Stdout)
+	if err != nil {
+		return nil, err
+	}
+	a.handler = a.Handler()
+	return a, nil
+})
+
+// Serve is the deployed HTTP function: it builds the App from the
+// environment on first use and answers 503 while that fails.
+func Serve(w http.ResponseWriter, r *http.Request) {
+	a, err := defaultApp()
+	if err != nil {
+		slog.New(functions.LogHandler(os.Stderr, slog.LevelInfo)).Error("start-up failed", "error", err.Error())
+		functions.WriteError(w, errs.Errorf(errs.EUNAVAILABLE, "the service is not configured"))
+		return
+	}
+	a.handler.ServeHTTP(w, r)
+}
+
+// Sweep is the deployed retention function, a CloudEvent function that
+// Cloud Scheduler triggers through Pub/Sub. An incomplete run is not an
+// error: the next run continues.
+func Sweep(ctx context.Context, _ event.Event) error {
+	a, err := defaultApp()
+	if err != nil {
+		return err
+	}
+	_, err = a.Sweep(ctx, false)
+	flushMetrics(ctx)
+	return err
+}
+
+// Sweep runs the retention sweep (see retention.Sweeper.Run) and records
+// its progress and backlog as metrics (a dry run records nothing).
+func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
+	start := time.Now()
+	report, err := a.Sweeper.Run(ctx, dry)
+	if report != nil && !dry {
+		a.Metrics.Sweep(ctx, report)
+	}
+	if !dry {
+		// Accounts deleted in Auth whose event never came: what is left
+		// of the budget, at least a tenth of it.
+		a.EraseDeletedAccounts(ctx, max(a.Sweeper.Budget-time.Since(start), a.Sweeper.Budget/10))
+	}
+	if !dry && a.rollUps {
+		// What is left of the run's budget; the sweep stops with a tenth
+		// of it left, so the roll-up always has some.
+		left := max(a.Sweeper.Budget-time.Since(start), a.Sweeper.Budget/10)
+		a.RollUpHistories(ctx, left)
+	}
+	return report, err
+}
+
+// RollUpHistories rolls users' episodic histories forward (see
+// longterm.Service.RollUpDue) within budget (0: none), charging each
+// user's day with the tokens their roll-up spent, and logs what it did.
+func (a *App) RollUpHistories(ctx context.Context, budget time.Duration) longterm.RollUpReport {
+	start := time.Now()
+	out := func() bool { return ctx.Err() != nil || (budget > 0 && time.Since(start) >= budget-budget/10) }
+	r, err := a.Memory.RollUpDue(ctx, func(ctx context.Context, userID string) error {
+		ctx, meter := chat.WithMeter(ctx)
+		defer func() { a.Chat.ChargeMemory(ctx, userID, meter.Tokens()) }()
+		return a.Memory.RollUp(ctx, userID)
+	}, out)
+	attrs := []any{"users", r.Users, "failed", r.Failed, "complete", r.Complete, "durationMs", time.Since(start).Milliseconds()}
+	if err != nil {
+		a.Log.ErrorContext(ctx, "history roll-up failed", append(attrs, "error", err.Error())...)
+	} else {
+		a.Log.InfoContext(ctx, "history roll-up", attrs...)
+	}
+	return r
+}
+
+// finder is recall as a turn asks for it.
+type finder struct{ svc *recall.Service }
+
+func (f finder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	return f.svc.EmbedQuery(ctx, text)
+}
+
+func (f finder) Recall(ctx context.Context, s *sessions.Session, text string, v []float32, all bool, o *chat.Others, k int) ([]chat.Recalled, error) {
+	scope := recall.Scope{All: all}
+	if o != nil {
+		scope.Deleted, scope.OffPath = o.Deleted, o.OffPath
+	}
+	got, err := f.svc.Recall(ctx, s, text, v, scope, k)
+	out := make([]chat.Recalled, len(got))
+	excerpt := func(x recall.Excerpt) chat.Excerpt {
+		return chat.Excerpt{ID: x.ID, Content: x.Content, Clipped: x.Clipped}
+	}
+	for i, x := range got {
+		out[i] = chat.Recalled{SessionID: x.SessionID, SessionTitle: x.SessionTitle, At: x.Reply.CreatedAt,
+			Question: excerpt(x.Question), Reply: excerpt(x.Reply)}
+	}
+	return out, err
+}
+
+// Embedder is the embedding model cfg names: nil with EMBEDDINGS=off, the
+// offline stand-in without a model service.
+func (cfg Config) Embedder() recall.Embedder {
+	switch {
+	case !cfg.Embeddings:
+		return nil
+	case cfg.OfflineModel():
+		return llm.Lexical{}
+	}
+	return llm.NewEmbeddings(llm.NewOpenAI(cfg.OpenAIKey, cfg.OpenAIBaseURL, nil), cfg.EmbeddingModel, cfg.EmbeddingDimensions)
+}
+
+// Backfill embeds the exchanges stored before embeddings were on (see
+// recall.Backfill), after the session id after, in requests of batch
+// exchanges, at most rate a second; progress gets a line every few
+// seconds. ErrEmbeddingsOff when embeddings are off.
+func (a *App) Backfill(ctx context.Context, after string, batch int, rate float64, progress io.Writer) (recall.BackfillReport, error) {
+	if a.Recall == nil {
+		return recall.BackfillReport{}, ErrEmbeddingsOff
+	}
+	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
+	defer tick.Stop()
+	first := true
+	b := &recall.Backfill{Embedder: a.Recall.Embedder, Store: a.Store, Batch: batch, Wait: func(ctx context.Context) error {
+		if first { // the first request goes at once
+			first = false
+			return nil
+		}
+		select {
+		case <-ctx.Done():
+			return ctx.Err()
+		case <-tick.C:
+			return nil
+		}
+	}}
+	fmt.Fprintf(progress, "embedding with %s, at most %g requests a second of %d exchanges\n", b.Embedder.Model(), rate, batch)
+	last := time.Now()
+	return b.Run(ctx, after, func(r recall.BackfillReport) {
+		if time.Since(last) > 5*time.Second {
+			last = time.Now()
+			fmt.Fprintf(progress, "%d sessions, %d exchanges embedded, %d skipped, %d failed; after %s\n", r.Sessions, r.Embedded, r.Skipped, r.Failed, r.After)
+		}
+	})
+}
+
+// ErrEmbeddingsOff is Backfill's answer when EMBEDDINGS=off.
+var ErrEmbeddingsOff = errors.New("embeddings are off (EMBEDDINGS=off): nothing to backfill")
