@@ -89,7 +89,7 @@ func TestLayers(t *testing.T) {
 		"firestoredb": domain,
 		"inprocdb":    domain,
 		"storetest":   append([]string{"firestoredb", "inprocdb", "storage", "emulator/emulatortest"}, domain...),
-		"functions":   append([]string{"llm", "storage"}, domain...), // the HTTP edge: no store, no wiring
+		"functions":   append([]string{"llm", "storage"}, domain...),   // the HTTP edge: no store, no wiring
 		"app":         append([]string{"functions", "llm"}, stores...), // the composition root
 		"emulator":    {"emulator"},
 		"rules":       {"emulator"},
