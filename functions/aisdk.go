@@ -115,6 +115,9 @@ func (a *App) aiTurn(ctx context.Context, req aiChatRequest) (chat.TurnRequest, 
 	}
 	switch last.Role {
 	case "user":
+		if err := history.ValidateKey(last.ID); err != nil || last.ID == "" {
+			return turn, "", errs.Errorf(errs.EINVALID, "messages[%d].id (the turn's idempotency key) must be 1 to %d printable characters", len(req.Messages)-1, history.MaxKeyLen)
+		}
 		turn.Create, turn.ClientMessageID = true, last.ID
 		for _, p := range last.Parts {
 			if p.Type == "text" {

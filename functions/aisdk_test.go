@@ -27,6 +27,7 @@ func TestAISDKEdge(t *testing.T) {
 			"messageId": {"id": "c1", "messages": []any{user("u1", "hi")}, "trigger": "regenerate-message"},
 			"content":   {"id": "c1", "messages": []any{user("u1", "  ")}, "trigger": "submit-message"},
 			"extra":     {"id": "c1", "messages": []any{user("u1", "hi")}, "trigger": "submit-message", "extra": 1},
+			"].id":      {"id": "c1", "messages": []any{user("has spaces in it", "hi")}, "trigger": "submit-message"},
 		} {
 			if r := h.do("POST", "/ai-sdk/chat", alice.token, body); r.status != 400 || !strings.Contains(string(r.body), field) {
 				t.Errorf("%s: %d %s", field, r.status, r.body)
