@@ -4,9 +4,8 @@
 // Run by `make test` (npm run test:web under the emulators).
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import http from "node:http";
 import { DefaultChatTransport, readUIMessageStream } from "ai";
-import { buildServer, email, embeddings, missingEmulators, project, signUpToken, startServer as start } from "./helpers.mjs";
+import { buildServer, email, missingEmulators, modelServer, project, signUpToken, startServer as start, toolCall } from "./helpers.mjs";
 
 const missing = missingEmulators("the AI SDK test");
 
@@ -16,53 +15,13 @@ const slowText = Array.from({ length: 40 }, (_, i) => `w${i}`).join(" ");
 // tool offered; a tool's result is echoed; "fail:" is a 500; anything else
 // is echoed.
 function startModel() {
-  return new Promise((resolve) => {
-    const srv = http.createServer((req, res) => {
-      let body = "";
-      req.on("data", (c) => (body += c));
-      req.on("end", async () => {
-        const r = JSON.parse(body);
-        if (req.url.endsWith("/embeddings")) return embeddings(r, res);
-        const last = r.messages[r.messages.length - 1];
-        const system = r.messages[0]?.content ?? "";
-        if (last.content?.startsWith("fail:")) {
-          res.writeHead(500, { "Content-Type": "application/json" });
-          res.end(JSON.stringify({ error: { message: "scripted", type: "server_error" } }));
-          return;
-        }
-        let text = "echo: " + last.content;
-        let delay = 5;
-        if (last.role === "tool") text = "echo tool: " + last.content;
-        if (last.content?.startsWith("slow:")) [text, delay] = [slowText, 100];
-        if (system.startsWith("Write a title")) text = "AI SDK chat";
-        const call = r.tools?.length && last.role === "user" && last.content.startsWith("tool:")
-          ? { index: 0, id: `call_${r.messages.length}`, type: "function", function: { name: r.tools[0].function.name, arguments: '{"city":"Oslo"}' } }
-          : null;
-        const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", model: r.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-        if (!r.stream) {
-          res.setHeader("Content-Type", "application/json");
-          res.end(JSON.stringify({ id: "x", object: "chat.completion", model: r.model,
-            choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
-            usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }));
-          return;
-        }
-        res.setHeader("Content-Type", "text/event-stream");
-        if (call) {
-          res.write(chunk({ tool_calls: [call] }));
-          res.write(chunk({}, "tool_calls"));
-          res.end("data: [DONE]\n\n");
-          return;
-        }
-        for (const w of text.split(/(?<= )/)) {
-          if (res.destroyed) return;
-          res.write(chunk({ content: w }));
-          await new Promise((ok) => setTimeout(ok, delay));
-        }
-        res.write(chunk({}, "stop"));
-        res.end("data: [DONE]\n\n");
-      });
-    });
-    srv.listen(0, "127.0.0.1", () => resolve(srv));
+  return modelServer((r) => {
+    const last = r.messages[r.messages.length - 1];
+    if (last.content?.startsWith("fail:")) return { status: 500 };
+    if (r.messages[0]?.content?.startsWith("Write a title")) return { text: "AI SDK chat" };
+    if (last.role === "tool") return { text: "echo tool: " + last.content };
+    if (last.content?.startsWith("slow:")) return { text: slowText, delay: 100 };
+    return { text: "echo: " + last.content, call: toolCall(r, '{"city":"Oslo"}') };
   });
 }
 

@@ -5,6 +5,7 @@ import { mkdtempSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
+import http from "node:http";
 import net from "node:net";
 
 export const root = join(dirname(fileURLToPath(import.meta.url)), "..", "..");
@@ -74,4 +75,63 @@ export function embeddings(r, res) {
   });
   res.setHeader("Content-Type", "application/json");
   res.end(JSON.stringify({ object: "list", model: r.model, data, usage: { prompt_tokens: 5, total_tokens: 5 } }));
+}
+
+// modelServer starts an OpenAI-compatible model on a free port: script(r)
+// decides each chat completion's answer ({ text, call, delay } or
+// { status }); /embeddings answers as embeddings does.
+export function modelServer(script) {
+  return new Promise((resolve) => {
+    const srv = http.createServer((req, res) => {
+      let body = "";
+      req.on("data", (c) => (body += c));
+      req.on("end", async () => {
+        const r = JSON.parse(body);
+        if (req.url.endsWith("/embeddings")) return embeddings(r, res);
+        await answer(res, r, script(r));
+      });
+    });
+    srv.listen(0, "127.0.0.1", () => resolve(srv));
+  });
+}
+
+// answer writes a chat completion: an error status; a tool call; or text,
+// streamed a word at a time every delay ms when asked to stream.
+async function answer(res, r, { status, text = "", call = null, delay = 5 }) {
+  if (status) {
+    res.writeHead(status, { "Content-Type": "application/json" });
+    res.end(JSON.stringify({ error: { message: "scripted", type: "server_error" } }));
+    return;
+  }
+  const usage = { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 };
+  if (!r.stream) {
+    const message = call ? { role: "assistant", content: null, tool_calls: [call] } : { role: "assistant", content: text };
+    res.setHeader("Content-Type", "application/json");
+    res.end(JSON.stringify({ id: "x", object: "chat.completion", model: r.model,
+      choices: [{ index: 0, message, finish_reason: call ? "tool_calls" : "stop" }], usage }));
+    return;
+  }
+  const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", model: r.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
+  res.setHeader("Content-Type", "text/event-stream");
+  if (call) {
+    res.write(chunk({ tool_calls: [call] }));
+    res.write(chunk({}, "tool_calls"));
+    res.end("data: [DONE]\n\n");
+    return;
+  }
+  for (const w of text.split(/(?<= )/)) {
+    if (res.destroyed) return;
+    res.write(chunk({ content: w }));
+    await new Promise((ok) => setTimeout(ok, delay));
+  }
+  res.write(chunk({}, "stop"));
+  res.end("data: [DONE]\n\n");
+}
+
+// toolCall is the call a test model makes of the first tool r offers, when
+// the conversation ends with a "tool:" message from the user.
+export function toolCall(r, args) {
+  const last = r.messages[r.messages.length - 1];
+  if (!r.tools?.length || last?.role !== "user" || !last.content.startsWith("tool:")) return null;
+  return { index: 0, id: `call_${r.messages.length}`, type: "function", function: { name: r.tools[0].function.name, arguments: args } };
 }

@@ -6,9 +6,8 @@ import { before, after } from "node:test";
 import assert from "node:assert/strict";
 import { existsSync, mkdirSync, readFileSync } from "node:fs";
 import { join } from "node:path";
-import http from "node:http";
 import { chromium } from "playwright-core";
-import { buildServer, embeddings, missingEmulators, project, root, startServer } from "./helpers.mjs";
+import { buildServer, missingEmulators, modelServer, project, root, startServer, toolCall } from "./helpers.mjs";
 
 export const shots = join(root, "web", "e2e", "screenshots");
 const firestoreHost = process.env.FIRESTORE_EMULATOR_HOST;
@@ -22,70 +21,28 @@ let answers = 0;
 let appBase = ""; // the server of this test file (signUp opens it)
 
 export function startModel() {
-  return new Promise((resolve) => {
-    const srv = http.createServer((req, res) => {
-      let body = "";
-      req.on("data", (c) => (body += c));
-      req.on("end", async () => {
-        const r = JSON.parse(body);
-        if (req.url.endsWith("/embeddings")) return embeddings(r, res);
-        const system = r.messages[0]?.content ?? "";
-        const last = r.messages[r.messages.length - 1]?.content ?? "";
-        let text = "echo: " + last;
-        // "long:" messages get a long answer, to stop or to reload during.
-        if (last.startsWith("long:")) text += " " + Array.from({ length: 80 }, (_, i) => `word${i}`).join(" ");
-        // "count:" messages get a numbered answer, so versions differ.
-        if (last.startsWith("count:")) text += ` #${++answers}`;
-        // "md:" messages get Markdown with HTML a page must never run.
-        if (last.startsWith("md:")) text = "**Bold** and `code`\n\n- one\n- two\n\n```\nx := 1\n```\n\n<script>window.pwned = 1</script> <img src=x onerror=\"window.pwned = 2\"> [a link](javascript:window.pwned=3)";
-        if (system.startsWith("Write a title")) text = "Browser test chat";
-        else if (system.startsWith("You maintain the running summary")) text = "A summary.";
-        else if (system.startsWith("You maintain a long-term memory")) {
-          text = last.includes("Oslo")
-            ? '{"profile":{"work":null,"personal":"Lives in Oslo.","focus":null},"facts":[{"content":"The user lives in Oslo.","category":"personal","confidence":0.9}]}'
-            : '{"profile":null,"facts":[]}';
-        }
-        else if (system.startsWith("Compare each new candidate")) text = '{"decisions":[]}';
-        // Offered tools, a "tool:" message gets a call of the first; a
-        // tool's result is echoed.
-        const lastRole = r.messages[r.messages.length - 1]?.role;
-        if (lastRole === "tool") text = "echo tool: " + last;
-        const call = r.tools?.length && lastRole === "user" && last.startsWith("tool:")
-          ? { index: 0, id: `call_${r.messages.length}`, type: "function", function: { name: r.tools[0].function.name, arguments: '{"q":"x"}' } }
-          : null;
-        if (call && !r.stream) {
-          res.setHeader("Content-Type", "application/json");
-          res.end(JSON.stringify({ id: "x", object: "chat.completion", model: r.model,
-            choices: [{ index: 0, message: { role: "assistant", content: null, tool_calls: [call] }, finish_reason: "tool_calls" }],
-            usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }));
-          return;
-        }
-        if (call) {
-          res.setHeader("Content-Type", "text/event-stream");
-          const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", model: r.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-          res.write(chunk({ tool_calls: [call] }));
-          res.write(chunk({}, "tool_calls"));
-          res.end("data: [DONE]\n\n");
-          return;
-        }
-        if (!r.stream) {
-          res.setHeader("Content-Type", "application/json");
-          res.end(JSON.stringify({ id: "x", object: "chat.completion", model: r.model,
-            choices: [{ index: 0, message: { role: "assistant", content: text }, finish_reason: "stop" }],
-            usage: { prompt_tokens: 10, completion_tokens: 5, total_tokens: 15 } }));
-          return;
-        }
-        res.setHeader("Content-Type", "text/event-stream");
-        const chunk = (delta, finish = null) => `data: ${JSON.stringify({ id: "x", object: "chat.completion.chunk", model: r.model, choices: [{ index: 0, delta, finish_reason: finish }] })}\n\n`;
-        for (const w of text.split(/(?<= )/)) {
-          res.write(chunk({ content: w }));
-          await new Promise((ok) => setTimeout(ok, 120));
-        }
-        res.write(chunk({}, "stop"));
-        res.end("data: [DONE]\n\n");
-      });
-    });
-    srv.listen(0, "127.0.0.1", () => resolve(srv));
+  return modelServer((r) => {
+    const system = r.messages[0]?.content ?? "";
+    const last = r.messages[r.messages.length - 1]?.content ?? "";
+    let text = "echo: " + last;
+    // "long:" messages get a long answer, to stop or to reload during.
+    if (last.startsWith("long:")) text += " " + Array.from({ length: 80 }, (_, i) => `word${i}`).join(" ");
+    // "count:" messages get a numbered answer, so versions differ.
+    if (last.startsWith("count:")) text += ` #${++answers}`;
+    // "md:" messages get Markdown with HTML a page must never run.
+    if (last.startsWith("md:")) text = "**Bold** and `code`\n\n- one\n- two\n\n```\nx := 1\n```\n\n<script>window.pwned = 1</script> <img src=x onerror=\"window.pwned = 2\"> [a link](javascript:window.pwned=3)";
+    if (system.startsWith("Write a title")) text = "Browser test chat";
+    else if (system.startsWith("You maintain the running summary")) text = "A summary.";
+    else if (system.startsWith("You maintain a long-term memory")) {
+      text = last.includes("Oslo")
+        ? '{"profile":{"work":null,"personal":"Lives in Oslo.","focus":null},"facts":[{"content":"The user lives in Oslo.","category":"personal","confidence":0.9}]}'
+        : '{"profile":null,"facts":[]}';
+    }
+    else if (system.startsWith("Compare each new candidate")) text = '{"decisions":[]}';
+    // Offered tools, a "tool:" message gets a call of the first; a tool's
+    // result is echoed.
+    if (r.messages[r.messages.length - 1]?.role === "tool") text = "echo tool: " + last;
+    return { text, call: toolCall(r, '{"q":"x"}'), delay: 120 };
   });
 }
 
