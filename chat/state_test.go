@@ -10,7 +10,7 @@ import (
 
 func TestApply(t *testing.T) {
 	s0 := &sessions.Session{ID: "s", NextSeq: 2}
-	s1 := &sessions.Session{ID: "s", NextSeq: 3, Answering: &sessions.Answering{Seq: 2, Token: "t"}}
+	s1 := &sessions.Session{ID: "s", NextSeq: 3, Bookkeeping: sessions.Bookkeeping{Answering: &sessions.Answering{Seq: 2, Token: "t"}}}
 	t0 := &history.Tail{Messages: []history.Message{{Seq: 0}, {Seq: 1}}}
 	t1 := &history.Tail{Messages: []history.Message{{Seq: 0}, {Seq: 1}, {Seq: 2}}}
 	keyed := history.Message{ID: history.KeyDocID("k", 0), Seq: 2, Role: history.RoleUser}

@@ -109,11 +109,10 @@ func decodeSessionDoc(snap *firestore.DocumentSnapshot) (*sessions.Session, *ses
 		UpdatedAt: d.UpdatedAt.UTC(), LastActivityAt: d.LastActivityAt.UTC(),
 		ArchivedAt: utc(d.ArchivedAt), DeletedAt: utc(d.DeletedAt), ExpiresAt: d.ExpiresAt.UTC(),
 		MessageCount: d.MessageCount, TokenCount: d.TokenCount, NextSeq: d.NextSeq,
-		RetentionDays: d.RetentionDays, Summary: d.Summary, SummaryUpdatedAt: utc(d.SummaryUpdatedAt),
-		PendingToolCalls: d.PendingToolCalls,
-		Metadata:         d.Metadata, Context: d.Context, Usage: d.Usage, Feedback: d.Feedback,
-		NoLearning: d.NoLearning, Instructions: d.Instructions, LearnFrom: d.LearnFrom, Branches: d.Branches, Answering: answeringUTC(d.Answering),
-		MessageRetentionDays: d.MessageRetentionDays, HistoryFrom: d.HistoryFrom,
+		RetentionDays: d.RetentionDays, Metadata: d.Metadata, Context: d.Context, Usage: d.Usage, Feedback: d.Feedback,
+		NoLearning: d.NoLearning, Instructions: d.Instructions, Branches: d.Branches, MessageRetentionDays: d.MessageRetentionDays,
+		Bookkeeping: sessions.Bookkeeping{HistoryFrom: d.HistoryFrom, Summary: d.Summary, SummaryUpdatedAt: utc(d.SummaryUpdatedAt),
+			LearnFrom: d.LearnFrom, PendingToolCalls: d.PendingToolCalls, Answering: answeringUTC(d.Answering)},
 	}
 	if d.HistoryStartAt != nil {
 		s.HistoryStartAt = d.HistoryStartAt.UTC()

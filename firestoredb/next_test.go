@@ -65,7 +65,7 @@ func TestDeferTail(t *testing.T) {
 	window := &history.Tail{Messages: []history.Message{nextMsg(3, 2, "a"), nextMsg(4, 3, "b"), nextMsg(5, 4, "c")}}
 	base := func() (*stored, *sessions.Session, *history.Tail, []history.Message) {
 		st := &stored{exists: true, window: &windowDoc{}, windowTail: window, t: window}
-		s := &sessions.Session{ID: "s1", NextSeq: 7, Answering: &sessions.Answering{Seq: 6}}
+		s := &sessions.Session{ID: "s1", NextSeq: 7, Bookkeeping: sessions.Bookkeeping{Answering: &sessions.Answering{Seq: 6}}}
 		m := nextMsg(6, 5, "d")
 		tl := &history.Tail{Messages: append(append([]history.Message(nil), window.Messages...), m)}
 		return st, s, tl, []history.Message{m}

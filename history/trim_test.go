@@ -39,8 +39,8 @@ func TestTrim(t *testing.T) {
 	}
 	for name, tc := range tests {
 		t.Run(name, func(t *testing.T) {
-			s := &sessions.Session{NextSeq: 6, MessageCount: 6, TokenCount: 27, LearnFrom: 1, HistoryStartAt: at,
-				Feedback: sessions.FeedbackCounts{Up: 1}, PendingToolCalls: []string{"x"}}
+			s := &sessions.Session{NextSeq: 6, MessageCount: 6, TokenCount: 27, Feedback: sessions.FeedbackCounts{Up: 1},
+				Bookkeeping: sessions.Bookkeeping{LearnFrom: 1, HistoryStartAt: at, PendingToolCalls: []string{"x"}}}
 			tl := &Tail{Messages: append([]Message(nil), all...)}
 			Trim(s, tl, tc.gone, tc.before, tc.done, tc.keptFrom)
 			if s.HistoryFrom != tc.wantFrom || seqs(tl.Messages) != tc.wantTail || s.MessageCount != tc.wantCount ||
@@ -69,7 +69,7 @@ func TestCompactionAfterTrim(t *testing.T) {
 		msgs = append(msgs, Message{Seq: seq, ParentSeq: seq - 1, Role: role, Tokens: 50, Content: "x"})
 	}
 	for _, prev := range []*Compaction{nil, {EndSeq: 100, Tokens: 20, Summary: "earlier"}} {
-		s := &sessions.Session{NextSeq: 540, HistoryFrom: 500, Context: sessions.ContextSettings{Strategy: sessions.StrategySummaryBuffer}}
+		s := &sessions.Session{NextSeq: 540, Bookkeeping: sessions.Bookkeeping{HistoryFrom: 500}, Context: sessions.ContextSettings{Strategy: sessions.StrategySummaryBuffer}}
 		p, ok := PlanCompaction(s, &Tail{Messages: msgs, Compaction: prev}, 1500, 100)
 		if !ok || p.StartSeq != 500 || p.EndSeq < 500 || p.EndSeq >= 539 {
 			t.Errorf("previous %v: plan %+v, %v", prev, p, ok)

@@ -23,7 +23,7 @@ func TestAnswering(t *testing.T) {
 		{"nearly over", &Answering{Until: now.Add(time.Millisecond)}, true, time.Second},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			s := &Session{Answering: tc.a}
+			s := &Session{Bookkeeping: Bookkeeping{Answering: tc.a}}
 			if got := s.AnsweringAt(now) != nil; got != tc.live {
 				t.Fatalf("live = %v, want %v", got, tc.live)
 			}

@@ -66,7 +66,9 @@ const (
 	idAlphabet        = "ABCDEFGHIJKLMNOPQRSTUVWXYZabcdefghijklmnopqrstuvwxyz0123456789"
 )
 
-// Session is one conversation of one user. Counters (MessageCount,
+// Session is one conversation of one user: what it is (its owner, title,
+// model, status and dates, counters, settings, its tree of branches), and
+// what other domains keep with it (Bookkeeping). Counters (MessageCount,
 // TokenCount, NextSeq) change only together with the messages they count.
 type Session struct {
 	ID             string      `json:"id"`
@@ -88,16 +90,8 @@ type Session struct {
 	// MessageRetentionDays, if set, deletes the session's messages once
 	// they are this many days old (see MessageRetention).
 	MessageRetentionDays int `json:"messageRetentionDays,omitempty"`
-	// HistoryFrom is the seq from which the session's messages are still
-	// stored: those before it were deleted by message retention.
-	HistoryFrom int `json:"historyFrom"`
-	// HistoryStartAt is when its oldest stored message was written (zero
-	// without messages; see NoteAppend).
-	HistoryStartAt   time.Time       `json:"-"`
-	Summary          string          `json:"summary,omitempty"`
-	SummaryUpdatedAt *time.Time      `json:"summaryUpdatedAt,omitempty"`
-	Metadata         Metadata        `json:"metadata"`
-	Context          ContextSettings `json:"memory"`
+	Metadata Metadata        `json:"metadata"`
+	Context  ContextSettings `json:"memory"`
 	// Usage is what the session's replies cost.
 	Usage Usage `json:"usage"`
 	// Feedback counts the ratings of its replies.
@@ -109,17 +103,34 @@ type Session struct {
 	// sent after the operator's prompt (which always comes first and
 	// which a session cannot remove); "" for none.
 	Instructions string `json:"instructions,omitempty"`
-	// LearnFrom is the first seq long-term memory has not yet learned from.
-	LearnFrom int `json:"-"`
-	// PendingToolCalls are the ids of tool calls made by the last stored
-	// assistant message that have no result yet. A tool result is accepted
-	// only for one of them.
-	PendingToolCalls []string `json:"-"`
 	// Branches is the session's tree of messages once it was branched
 	// (a reply regenerated, a message edited); nil until then.
 	Branches *Branches `json:"branches,omitempty"`
-	// Answering is the turn answering one of its messages, if any (see
-	// Answering); nil once its reply is stored.
+	Bookkeeping
+}
+
+// Bookkeeping is what other domains keep in a session's document, beside
+// what the session is, each field under its owner: declared here, kept
+// there so that a turn reads and commits one document.
+type Bookkeeping struct {
+	// Message retention (package retention, through history): the seq
+	// from which the session's messages are still stored (those before it
+	// were deleted), and when its oldest stored message was written (zero
+	// without messages; see NoteAppend).
+	HistoryFrom    int       `json:"historyFrom"`
+	HistoryStartAt time.Time `json:"-"`
+	// Summaries (package history): the summary in use and when it was made.
+	Summary          string     `json:"summary,omitempty"`
+	SummaryUpdatedAt *time.Time `json:"summaryUpdatedAt,omitempty"`
+	// Long-term memory (package longterm): the first seq it has not yet
+	// learned from.
+	LearnFrom int `json:"-"`
+	// Tool exchanges (packages history and chat): the ids of the calls the
+	// last stored assistant message made that have no result yet; a tool
+	// result is accepted only for one of them.
+	PendingToolCalls []string `json:"-"`
+	// The turn (package chat): the turn answering one of its messages, if
+	// any (see Answering); nil once its reply is stored.
 	Answering *Answering `json:"-"`
 }
 
