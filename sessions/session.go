@@ -89,9 +89,9 @@ type Session struct {
 	RetentionDays  int         `json:"retentionDays,omitempty"`
 	// MessageRetentionDays, if set, deletes the session's messages once
 	// they are this many days old (see MessageRetention).
-	MessageRetentionDays int `json:"messageRetentionDays,omitempty"`
-	Metadata Metadata        `json:"metadata"`
-	Context  ContextSettings `json:"memory"`
+	MessageRetentionDays int             `json:"messageRetentionDays,omitempty"`
+	Metadata             Metadata        `json:"metadata"`
+	Context              ContextSettings `json:"memory"`
 	// Usage is what the session's replies cost.
 	Usage Usage `json:"usage"`
 	// Feedback counts the ratings of its replies.
