@@ -1,6 +1,7 @@
 package functions
 
 import (
+	"cmp"
 	"context"
 	"crypto/sha256"
 	"encoding/hex"
@@ -196,7 +197,7 @@ func (a *App) streamUI(w http.ResponseWriter, r *http.Request, turn chat.TurnReq
 	turn.OnStart = func(s *sessions.Session, _ history.Message, replyID string) {
 		info(r.Context()).sessionID = s.ID
 		textID = "text-" + replyID
-		ui.begin(cmpOr(replyTo, replyID), map[string]any{"sessionId": s.ID})
+		ui.begin(cmp.Or(replyTo, replyID), map[string]any{"sessionId": s.ID})
 		ui.send(map[string]any{"type": "text-start", "id": textID})
 		if !resumable {
 			go a.stopWhenGone(r, s.ID, replyID, replied)
@@ -214,7 +215,7 @@ func (a *App) streamUI(w http.ResponseWriter, r *http.Request, turn chat.TurnReq
 		defer mu.Unlock()
 		if res.Replayed {
 			textID = "text-" + res.Reply.ID
-			ui.begin(cmpOr(replyTo, res.Reply.ID), map[string]any{"sessionId": res.Session.ID})
+			ui.begin(cmp.Or(replyTo, res.Reply.ID), map[string]any{"sessionId": res.Session.ID})
 			ui.send(map[string]any{"type": "text-start", "id": textID})
 			ui.send(map[string]any{"type": "text-delta", "id": textID, "delta": res.Reply.Content})
 		}
@@ -241,11 +242,4 @@ func (a *App) stopWhenGone(r *http.Request, sessionID, replyID string, replied <
 			a.Log.ErrorContext(ctx, "stopping an aborted reply failed", "sessionId", sessionID, "error", err.Error())
 		}
 	}
-}
-
-func cmpOr(a, b string) string {
-	if a != "" {
-		return a
-	}
-	return b
 }

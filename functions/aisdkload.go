@@ -90,11 +90,7 @@ func addToMessage(u *uiMessageOut, sessionID string, m history.Message) {
 		u.Parts = append(u.Parts, map[string]any{"type": "text", "text": m.Content, "state": "done"})
 	}
 	for _, c := range m.ToolCalls {
-		var input any = map[string]any{}
-		if c.Function.Arguments != "" && json.Unmarshal([]byte(c.Function.Arguments), &input) != nil {
-			input = c.Function.Arguments
-		}
-		u.Parts = append(u.Parts, map[string]any{"type": "tool-" + c.Function.Name, "toolCallId": c.ID, "state": "input-available", "input": input})
+		u.Parts = append(u.Parts, map[string]any{"type": "tool-" + c.Function.Name, "toolCallId": c.ID, "state": "input-available", "input": toolInput(c.Function.Arguments)})
 	}
 	u.Metadata = replyMetadata(sessionID, m)
 }

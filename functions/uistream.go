@@ -66,11 +66,7 @@ func (s *uiStream) finish(textID, sessionID string, reply history.Message) {
 		s.send(map[string]any{"type": "text-end", "id": textID})
 	}
 	for _, c := range reply.ToolCalls {
-		var input any = map[string]any{}
-		if c.Function.Arguments != "" && json.Unmarshal([]byte(c.Function.Arguments), &input) != nil {
-			input = c.Function.Arguments // not JSON: passed on as text
-		}
-		s.send(map[string]any{"type": "tool-input-available", "toolCallId": c.ID, "toolName": c.Function.Name, "input": input})
+		s.send(map[string]any{"type": "tool-input-available", "toolCallId": c.ID, "toolName": c.Function.Name, "input": toolInput(c.Function.Arguments)})
 	}
 	s.send(map[string]any{"type": "finish-step"})
 	s.send(map[string]any{"type": "finish", "finishReason": uiFinishReason(reply), "messageMetadata": replyMetadata(sessionID, reply)})
@@ -114,6 +110,16 @@ func (s *uiStream) fail(err error) {
 	s.send(chunk)
 	s.write("data: [DONE]\n\n")
 	s.end()
+}
+
+// toolInput is a call's arguments as the SDK's tool parts hold them: the
+// JSON value they are, or the text when they are not JSON.
+func toolInput(args string) any {
+	var input any = map[string]any{}
+	if args != "" && json.Unmarshal([]byte(args), &input) != nil {
+		return args
+	}
+	return input
 }
 
 // replyMetadata is what the finish chunk says of the stored reply.
