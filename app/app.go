@@ -368,7 +368,7 @@ func (f finder) EmbedQuery(ctx context.Context, text string) ([]float32, error) 
 func (f finder) Recall(ctx context.Context, s *sessions.Session, text string, v []float32, all bool, o *chat.Others, k int) ([]chat.Recalled, error) {
 	scope := recall.Scope{All: all}
 	if o != nil {
-		scope.Deleted, scope.OffPath = o.Deleted, o.OffPath
+		scope.Known = &recall.Visibility{Deleted: o.Deleted, OffPath: o.OffPath}
 	}
 	got, err := f.svc.Recall(ctx, s, text, v, scope, k)
 	out := make([]chat.Recalled, len(got))

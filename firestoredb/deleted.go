@@ -1,34 +1,43 @@
 package firestoredb
 
 import (
+	"context"
 	"slices"
 
 	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
 
+	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
 )
 
-// What a turn that recalls from all of a user's sessions must know of
-// the others is kept in one small document, chat_usage/{uid}/sessionLists/
-// deleted: the ids of the user's deleted sessions (ids), and for each
-// session that ever branched the messages off its active branch (off, as
-// flat [from, to, from, to, …] spans: Firestore has no arrays of arrays).
-// It is changed in the same commit as every change of a session's status
-// to or from deleted, every purge and every change of a session's active
+// What a recall from all of a user's sessions, and a search, must know of
+// the sessions they find is kept in one small document, chat_usage/{uid}/
+// sessionLists/deleted: the ids of the user's deleted sessions (ids) and
+// of their archived ones (archived), and for each session that ever
+// branched the messages off its active branch (off, as flat [from, to,
+// from, to, …] spans: Firestore has no arrays of arrays). It is changed in
+// the same commit as every change of a session's status to or from
+// deleted or archived, every purge and every change of a session's active
 // branch other than a message at its end; a turn reads it with its first
-// batched read, and so leaves deleted sessions and edited-away messages
-// out of its recall without reading the sessions it found, the same on
-// every instance. The ids hold the sessions deleted and not yet purged
-// (30 days by default), the spans one pair per fork at most: small.
+// batched read, a search beside its queries, and so they leave deleted
+// sessions and edited-away messages out, and tell archived sessions,
+// without reading the sessions they found, the same on every instance.
+// The ids hold the sessions deleted and not yet purged (30 days by
+// default) and the archived ones (some 20 bytes each: tens of thousands
+// fit), the spans one pair per fork at most. A list written before it held
+// the archived ids is completed by the one-off migration (cmd/migrate).
 const (
 	SessionListsCollection = "sessionLists"
 	deletedListDocID       = "deleted"
 )
 
 type deletedList struct {
-	UserID string           `firestore:"userId"`
-	IDs    []string         `firestore:"ids"`
-	Off    map[string][]int `firestore:"off,omitempty"`
+	UserID   string           `firestore:"userId"`
+	IDs      []string         `firestore:"ids"`
+	Archived []string         `firestore:"archived,omitempty"`
+	Off      map[string][]int `firestore:"off,omitempty"`
 }
 
 func (db *DB) deletedRef(userID string) *firestore.DocumentRef {
@@ -44,18 +53,29 @@ type listChange struct {
 }
 
 // listChangeOf is the change of the list that writing s, read as was
-// (nil: new), makes: its id added to or removed from the deleted ones,
-// its off-branch spans set or dropped; nil if none. gone is true for a
-// purge.
+// (nil: new), makes: its id added to or removed from the deleted and the
+// archived ones, its off-branch spans set or dropped; nil if none. gone is
+// true for a purge: the session is listed as deleted until the purge has
+// deleted everything under it, and its id then leaves the list.
 func (db *DB) listChangeOf(was, s *sessions.Session, gone bool) *listChange {
 	c := &listChange{ref: db.deletedRef(s.UserID), data: map[string]any{"userId": s.UserID}, merge: []firestore.FieldPath{{"userId"}}}
-	wasDeleted := was != nil && was.Status == sessions.StatusDeleted
-	if now := s.Status == sessions.StatusDeleted && !gone; wasDeleted != now {
-		var op any = firestore.ArrayUnion(s.ID)
-		if !now {
-			op = firestore.ArrayRemove(s.ID)
+	for _, l := range []struct {
+		field  string
+		status sessions.Status
+	}{{"ids", sessions.StatusDeleted}, {"archived", sessions.StatusArchived}} {
+		field := l.field
+		before := was != nil && was.Status == l.status
+		now := s.Status == l.status
+		if gone { // deleted until its purge ends (see finishPurges): its units go after it
+			now = l.status == sessions.StatusDeleted
 		}
-		c.data["ids"], c.merge = op, append(c.merge, firestore.FieldPath{"ids"})
+		if before != now {
+			var op any = firestore.ArrayUnion(s.ID)
+			if !now {
+				op = firestore.ArrayRemove(s.ID)
+			}
+			c.data[field], c.merge = op, append(c.merge, firestore.FieldPath{field})
+		}
 	}
 	var before sessions.Path
 	if was != nil {
@@ -91,36 +111,53 @@ func (db *DB) listInTx(tx *firestore.Transaction, was, s *sessions.Session, gone
 	return nil
 }
 
-// decodeDeleted is the list as read: the deleted ids (empty, not nil,
-// when there is none) and each branched session's off-branch messages.
-func decodeDeleted(snap *firestore.DocumentSnapshot) ([]string, map[string]sessions.Path, error) {
-	out := []string{}
+// decodeDeleted is the list as read: the deleted and archived ids (empty,
+// not nil, when there is none) and each branched session's off-branch
+// messages.
+func decodeDeleted(snap *firestore.DocumentSnapshot) (recall.Visibility, error) {
+	out := recall.Visibility{Deleted: []string{}, Archived: []string{}}
 	if !snap.Exists() {
-		return out, nil, nil
+		return out, nil
 	}
 	var d deletedList
 	if err := dataTo(snap, &d); err != nil {
-		return nil, nil, err
+		return recall.Visibility{}, err
 	}
-	var off map[string]sessions.Path
 	for id, flat := range d.Off {
-		if off == nil {
-			off = map[string]sessions.Path{}
+		if out.OffPath == nil {
+			out.OffPath = map[string]sessions.Path{}
 		}
 		for i := 0; i+1 < len(flat); i += 2 {
-			off[id] = append(off[id], sessions.Span{From: flat[i], To: flat[i+1]})
+			out.OffPath[id] = append(out.OffPath[id], sessions.Span{From: flat[i], To: flat[i+1]})
 		}
 	}
-	return append(out, d.IDs...), off, nil
+	out.Deleted, out.Archived = append(out.Deleted, d.IDs...), append(out.Archived, d.Archived...)
+	return out, nil
+}
+
+// Visibility reads userID's list (one document).
+func (db *DB) Visibility(ctx context.Context, userID string) (recall.Visibility, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	snap, err := db.deletedRef(userID).Get(ctx)
+	if err != nil && status.Code(err) != codes.NotFound {
+		return recall.Visibility{}, translate(err)
+	}
+	return decodeDeleted(snap)
 }
 
 // apply makes the changes of writing s (read as was) to the list as read.
 func (d *deletedList) apply(was, s *sessions.Session) {
-	wasDeleted := was != nil && was.Status == sessions.StatusDeleted
-	if now := s.Status == sessions.StatusDeleted; wasDeleted != now {
-		d.IDs = slices.DeleteFunc(d.IDs, func(id string) bool { return id == s.ID })
-		if now {
-			d.IDs = append(d.IDs, s.ID)
+	for _, l := range []struct {
+		ids    *[]string
+		status sessions.Status
+	}{{&d.IDs, sessions.StatusDeleted}, {&d.Archived, sessions.StatusArchived}} {
+		before := was != nil && was.Status == l.status
+		if now := s.Status == l.status; before != now {
+			*l.ids = slices.DeleteFunc(*l.ids, func(id string) bool { return id == s.ID })
+			if now {
+				*l.ids = append(*l.ids, s.ID)
+			}
 		}
 	}
 	off := s.OffPath()

@@ -159,15 +159,41 @@ func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []p
 		}
 		jobs[i] = []*firestore.BulkWriterJob{job}
 	})
+	unlisted := db.unlistPurged(bw, out, gone)
 	bw.Flush()
 	for i := range out {
+		if out[i].Err == nil && unlisted[gone[i].s.UserID] != nil {
+			jobs[i] = append(jobs[i], unlisted[gone[i].s.UserID])
+		}
 		for _, job := range jobs[i] {
-			if _, err := job.Results(); err != nil {
+			if _, err := job.Results(); err != nil && !isNotFound(err) { // an erased account's list is gone
 				out[i].Err = err
 			}
 		}
 		out[i].Err = translate(out[i].Err)
 	}
+}
+
+// unlistPurged queues, for each user, the removal from their list of the
+// sessions whose purges in out have deleted everything under them: listed
+// as deleted until then, so that no recall or search showed what was
+// left. One write a user (a BulkWriter writes a document once); one not
+// queued leaves an id listed that names nothing.
+func (db *DB) unlistPurged(bw *firestore.BulkWriter, out []retention.Purged, gone []purgeTarget) map[string]*firestore.BulkWriterJob {
+	ids := map[string][]any{}
+	for i := range out {
+		if out[i].Err == nil {
+			ids[gone[i].s.UserID] = append(ids[gone[i].s.UserID], out[i].SessionID)
+		}
+	}
+	jobs := map[string]*firestore.BulkWriterJob{}
+	for user, of := range ids {
+		job, err := bw.Update(db.deletedRef(user), []firestore.Update{{Path: "ids", Value: firestore.ArrayRemove(of...)}})
+		if err == nil {
+			jobs[user] = job
+		}
+	}
+	return jobs
 }
 
 // deleteUnderSession queues the deletion of every document under session

@@ -30,16 +30,17 @@ type exchangeDoc struct {
 	// The lexical leg's: the distinct terms (an array-contains query
 	// finds the unit by them), their counts and the unit's length in
 	// terms (counts are exempt from indexing).
-	Terms []string       `firestore:"terms,omitempty"`
-	TF    map[string]int `firestore:"tf,omitempty"`
-	Len   int            `firestore:"len"`
+	Terms   []string       `firestore:"terms,omitempty"`
+	TF      map[string]int `firestore:"tf,omitempty"`
+	Len     int            `firestore:"len"`
+	Lexicon int            `firestore:"lexicon,omitempty"` // 0: 1 (see recall.Lexicon)
 }
 
 // exchange is the unit d holds.
 func (d exchangeDoc) exchange() recall.Exchange {
 	return recall.Exchange{UserID: d.UserID, SessionID: d.SessionID, SessionTitle: d.SessionTitle,
 		Question: d.Question.excerpt(), Reply: d.Reply.excerpt(), Model: d.Model,
-		Bag: recall.Bag{Terms: d.Terms, TF: d.TF, Len: d.Len}}
+		Bag: recall.Bag{Terms: d.Terms, TF: d.TF, Len: d.Len, Lexicon: max(d.Lexicon, 1)}}
 }
 
 type excerptDoc struct {
@@ -95,7 +96,7 @@ func (db *DB) SaveExchange(ctx context.Context, e recall.Exchange) error {
 		}
 		return tx.Set(db.recallOf(e.SessionID).Doc(e.ID()), exchangeDoc{UserID: e.UserID, SessionID: e.SessionID, SessionTitle: s.Title,
 			Question: toExcerptDoc(e.Question), Reply: toExcerptDoc(e.Reply), Model: e.Model, Embedding: firestore.Vector32(e.Vector),
-			Terms: e.Bag.Terms, TF: e.Bag.TF, Len: e.Bag.Len})
+			Terms: e.Bag.Terms, TF: e.Bag.TF, Len: e.Bag.Len, Lexicon: e.Bag.Lexicon})
 	})
 }
 
@@ -223,23 +224,29 @@ func (db *DB) SessionsAfter(ctx context.Context, after string, limit int) ([]*se
 	return readSessions(ctx, q)
 }
 
-// Embedded reads the models of a session's stored exchanges (their model
-// and length fields only); one stored before units kept their words is
-// left out, so that a backfill stores it again with them.
-func (db *DB) Embedded(ctx context.Context, sessionID string) (map[string]string, error) {
+// Embedded reads how a session's stored exchanges were indexed (their
+// model, length and lexicon fields only); one stored before units kept
+// their words is left out, so that a backfill stores it again with them.
+func (db *DB) Embedded(ctx context.Context, sessionID string) (map[string]recall.Indexed, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	snaps, err := db.recallOf(sessionID).Select("model", "len").Documents(ctx).GetAll()
+	snaps, err := db.recallOf(sessionID).Select("model", "len", "lexicon").Documents(ctx).GetAll()
 	if err != nil {
 		return nil, translate(err)
 	}
-	out := make(map[string]string, len(snaps))
+	out := make(map[string]recall.Indexed, len(snaps))
 	for _, snap := range snaps {
 		if n, _ := snap.DataAt("len"); n == nil {
 			continue
 		}
-		m, _ := snap.DataAt("model")
-		out[snap.Ref.ID], _ = m.(string)
+		var d struct {
+			Model   string `firestore:"model"`
+			Lexicon int    `firestore:"lexicon"`
+		}
+		if err := dataTo(snap, &d); err != nil {
+			return nil, err
+		}
+		out[snap.Ref.ID] = recall.Indexed{Model: d.Model, Lexicon: max(d.Lexicon, 1)}
 	}
 	return out, nil
 }

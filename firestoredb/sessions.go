@@ -60,8 +60,19 @@ func (db *DB) UpdateSession(ctx context.Context, id string, fn func(*sessions.Se
 			return err
 		}
 		out = s
+		var units []*firestore.DocumentSnapshot
+		if s.Title != before.Title {
+			if units, err = tx.Documents(db.recallOf(id).Select()).GetAll(); err != nil {
+				return err
+			}
+		}
 		if err := db.listInTx(tx, before, s, false); err != nil {
 			return err
+		}
+		for _, u := range units { // they carry their session's title, for searches that read no session
+			if err := tx.Update(u.Ref, []firestore.Update{{Path: "sessionTitle", Value: s.Title}}); err != nil {
+				return err
+			}
 		}
 		// The fields that changed only.
 		return tx.Update(ref, changedUpdates(was, toSessionDoc(s)))

@@ -210,9 +210,11 @@ func (db *DB) readTurnState(get getAll, q chat.TurnQuery, read func(getAll, stri
 		rest = rest[1:]
 	}
 	if r.deleted != nil {
-		if ts.Deleted, ts.OffPath, err = decodeDeleted(rest[0]); err != nil {
+		v, err := decodeDeleted(rest[0])
+		if err != nil {
 			return nil, err
 		}
+		ts.Deleted, ts.OffPath = v.Deleted, v.OffPath
 		rest = rest[1:]
 	}
 	if r.asked != nil {

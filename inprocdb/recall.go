@@ -33,7 +33,7 @@ func cloneBag(b recall.Bag) recall.Bag {
 	for t, n := range b.TF {
 		tf[t] = n
 	}
-	return recall.Bag{Terms: slices.Clone(b.Terms), TF: tf, Len: b.Len}
+	return recall.Bag{Terms: slices.Clone(b.Terms), TF: tf, Len: b.Len, Lexicon: b.Lexicon}
 }
 
 // Lexical finds, for each term, up to q.PerTerm of the user's units that
@@ -159,14 +159,14 @@ func (db *DB) SessionsAfter(_ context.Context, after string, limit int) ([]*sess
 	return out[:min(limit, len(out))], nil
 }
 
-// Embedded returns the models of a session's stored exchanges.
-func (db *DB) Embedded(_ context.Context, sessionID string) (map[string]string, error) {
+// Embedded returns how a session's stored exchanges were indexed.
+func (db *DB) Embedded(_ context.Context, sessionID string) (map[string]recall.Indexed, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	out := map[string]string{}
+	out := map[string]recall.Indexed{}
 	for id, e := range db.recall[sessionID] {
 		if e.Bag.TF != nil { // one stored without its words is stored again
-			out[id] = e.Model
+			out[id] = recall.Indexed{Model: e.Model, Lexicon: e.Bag.Lexicon}
 		}
 	}
 	return out, nil
@@ -185,4 +185,42 @@ func (db *DB) CountExchanges(_ context.Context, userID string) (int, error) {
 		}
 	}
 	return n, nil
+}
+
+// Visibility tells userID's deleted and archived sessions and each
+// session's messages off its active branch, from the sessions themselves.
+func (db *DB) Visibility(_ context.Context, userID string) (recall.Visibility, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	return db.visibility(userID), nil
+}
+
+func (db *DB) visibility(userID string) recall.Visibility {
+	v := recall.Visibility{Deleted: []string{}, Archived: []string{}}
+	for id, s := range db.sessions {
+		if s.UserID != userID {
+			continue
+		}
+		switch s.Status {
+		case sessions.StatusDeleted:
+			v.Deleted = append(v.Deleted, id)
+		case sessions.StatusArchived:
+			v.Archived = append(v.Archived, id)
+		}
+		if off := s.OffPath(); len(off) > 0 {
+			if v.OffPath == nil {
+				v.OffPath = map[string]sessions.Path{}
+			}
+			v.OffPath[id] = off
+		}
+	}
+	return v
+}
+
+// retitle gives the units of session id its title.
+func (db *DB) retitle(id, title string) {
+	for u, e := range db.recall[id] {
+		e.SessionTitle = title
+		db.recall[id][u] = e
+	}
 }

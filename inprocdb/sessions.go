@@ -41,6 +41,9 @@ func (db *DB) UpdateSession(_ context.Context, id string, fn func(*sessions.Sess
 		return nil, err
 	}
 	db.sessions[id] = c
+	if c.Title != s.Title {
+		db.retitle(id, c.Title)
+	}
 	return c.Clone(), nil
 }
 
@@ -58,6 +61,9 @@ func (db *DB) UpdateSessions(_ context.Context, userID string, ids []string, fn 
 		c := s.Clone()
 		if out[i] = fn(c); out[i] == nil {
 			db.sessions[id] = c
+			if c.Title != s.Title {
+				db.retitle(id, c.Title)
+			}
 		}
 	}
 	return out, nil

@@ -7,7 +7,6 @@ import (
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/longterm"
-	"github.com/chatmemory/backend/sessions"
 )
 
 // draft is a session's streaming reply, as its followers see it.
@@ -64,21 +63,8 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 		st.ContextVersion = contextVersion(st.Session, st.Tail)
 	}
 	if q.Deleted { // the store's own sessions are the list
-		st.Deleted = []string{}
-		for id, s := range db.sessions {
-			if s.UserID != q.UserID {
-				continue
-			}
-			if s.Status == sessions.StatusDeleted {
-				st.Deleted = append(st.Deleted, id)
-			}
-			if off := s.OffPath(); len(off) > 0 {
-				if st.OffPath == nil {
-					st.OffPath = map[string]sessions.Path{}
-				}
-				st.OffPath[id] = off
-			}
-		}
+		v := db.visibility(q.UserID)
+		st.Deleted, st.OffPath = v.Deleted, v.OffPath
 	}
 	if q.AskedID != "" {
 		for _, m := range db.messages[q.SessionID] {

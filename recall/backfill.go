@@ -14,17 +14,25 @@ type BackfillStore interface {
 	// SessionsAfter returns up to limit sessions of every user, by id,
 	// after the id after ("" for the first page).
 	SessionsAfter(ctx context.Context, after string, limit int) ([]*sessions.Session, error)
-	// Embedded returns the exchanges of a session already stored: reply id
-	// → the model that embedded it.
-	Embedded(ctx context.Context, sessionID string) (map[string]string, error)
+	// Embedded returns the exchanges of a session already stored: unit id
+	// → how it was indexed.
+	Embedded(ctx context.Context, sessionID string) (map[string]Indexed, error)
 	ListMessages(ctx context.Context, q history.ListQuery) ([]history.Message, error)
+}
+
+// Indexed is how a stored unit was indexed: the model that embedded it and
+// the Lexicon that made its terms.
+type Indexed struct {
+	Model   string
+	Lexicon int
 }
 
 // Backfill embeds the exchanges that history holds and the recall index
 // does not (those stored before embeddings were on, or embedded by another
-// model), session by session in id order. It is idempotent (an exchange
-// stored with the current model is skipped) and resumable (Run starts
-// after a session id, and reports the last one it finished).
+// model, or whose terms an earlier Lexicon made), session by session in id
+// order. It is idempotent (an exchange stored with the current model and
+// lexicon is skipped) and resumable (Run starts after a session id, and
+// reports the last one it finished).
 type Backfill struct {
 	Embedder Embedder
 	Store    BackfillStore
@@ -40,7 +48,7 @@ type BackfillReport struct {
 	Sessions  int    `json:"sessions"`  // active and archived sessions read
 	Exchanges int    `json:"exchanges"` // exchanges found in them
 	Embedded  int    `json:"embedded"`  // of them, embedded and stored now
-	Skipped   int    `json:"skipped"`   // already stored with the current model
+	Skipped   int    `json:"skipped"`   // already stored with the current model and lexicon
 	Failed    int    `json:"failed"`    // not stored (a later run retries them)
 	Requests  int    `json:"embeddingRequests"`
 	After     string `json:"after"` // the last session finished: resume after it
@@ -99,7 +107,7 @@ func (b *Backfill) session(ctx context.Context, s *sessions.Session, rep *Backfi
 	var pending []unitOf
 	for _, u := range unitsOf(all) {
 		rep.Exchanges++
-		if done[u.id()] == b.Embedder.Model() {
+		if done[u.id()] == (Indexed{Model: b.Embedder.Model(), Lexicon: Lexicon}) {
 			rep.Skipped++
 		} else {
 			pending = append(pending, u)

@@ -5,11 +5,13 @@ import (
 	"sort"
 	"strings"
 	"unicode"
+
+	"github.com/kljensen/snowball/english"
 )
 
 // The lexical leg of retrieval scores exact words as Okapi BM25 does:
 // each unit (an exchange, or a message with no partner) keeps its terms
-// (words lower-cased, English stop words out, plurals folded) with their
+// (words lower-cased, English stop words out, stemmed) with their
 // counts and its length; a search finds, for each term of the query, the
 // units that hold it, and scores them by term frequency, inverse document
 // frequency over the user's own units and length normalization. It does
@@ -31,7 +33,17 @@ const (
 	bm25B  = 0.75
 )
 
-// Terms returns the terms of text, in order, repeats included.
+// Lexicon names the way Terms makes terms, stored with each unit's bag:
+// a unit whose bag an earlier way made is indexed again (see Backfill), for
+// a query's terms would miss its words. 1: plurals folded; 2: the Snowball
+// (Porter2) English stemmer.
+const Lexicon = 2
+
+// Terms returns the terms of text, in order, repeats included: its words
+// lower-cased, English stop words and lone letters out, each stemmed by
+// the Snowball English stemmer ("swimming" and "swim" are one term,
+// "hotels" and "hotel", "cities" and "city"). A rare word is stemmed the
+// same way in a unit and in a query, so it is still found.
 func Terms(text string) []string {
 	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
 	out := make([]string, 0, len(words))
@@ -39,38 +51,24 @@ func Terms(text string) []string {
 		if stopWords[w] || (len(w) == 1 && !unicode.IsNumber([]rune(w)[0])) {
 			continue
 		}
-		out = append(out, stem(w))
+		out = append(out, english.Stem(w, false))
 	}
 	return out
 }
 
-// stem folds the plural and possessive forms that matter most for
-// matching ("hotels" finds "hotel", "cities" finds "city"), and nothing
-// else: a rare word stays as it is.
-func stem(w string) string {
-	n := len(w)
-	switch {
-	case n > 4 && strings.HasSuffix(w, "ies"):
-		return w[:n-3] + "y"
-	case n > 4 && (strings.HasSuffix(w, "sses") || strings.HasSuffix(w, "shes") || strings.HasSuffix(w, "ches") || strings.HasSuffix(w, "xes")):
-		return w[:n-2]
-	case n > 3 && strings.HasSuffix(w, "s") && !strings.HasSuffix(w, "ss") && !strings.HasSuffix(w, "us") && !strings.HasSuffix(w, "is"):
-		return w[:n-1]
-	}
-	return w
-}
-
 // Bag is what the lexical leg keeps of a unit: its distinct terms (at
-// most MaxUnitTerms), how often each occurs, and its length in terms.
+// most MaxUnitTerms), how often each occurs, its length in terms, and the
+// Lexicon that made them.
 type Bag struct {
-	Terms []string
-	TF    map[string]int
-	Len   int
+	Terms   []string
+	TF      map[string]int
+	Len     int
+	Lexicon int
 }
 
 // BagOf is the bag of the texts, in order.
 func BagOf(texts ...string) Bag {
-	b := Bag{TF: map[string]int{}}
+	b := Bag{TF: map[string]int{}, Lexicon: Lexicon}
 	for _, t := range texts {
 		for _, term := range Terms(t) {
 			b.Len++

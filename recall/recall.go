@@ -35,9 +35,10 @@ type Embedder interface {
 // words for the lexical leg (Bag).
 type Exchange struct {
 	UserID, SessionID string
-	// SessionTitle is its session's title when it was stored (the store
-	// sets it from the session it checks), so that a recall from all
-	// sessions need not read them.
+	// SessionTitle is its session's title (the store sets it from the
+	// session it checks, and changes it with the session's), so that a
+	// search and a recall from all sessions need not read them; "" in a
+	// unit stored before units carried it.
 	SessionTitle    string
 	Question, Reply Excerpt
 	Model           string
@@ -72,7 +73,7 @@ const MaxExcerptChars = 4000
 type Hit struct {
 	Exchange Exchange
 	Distance float64           // cosine distance: 0 is the same direction
-	Session  *sessions.Session // as stored now (set by retrieval when it reads sessions; nil if gone)
+	Session  *sessions.Session // as stored now (set when retrieval reads it: for a unit that lacks its title; nil if gone)
 }
 
 // Query asks for the exchanges of UserID nearest to Vector: at most K, in
@@ -98,6 +99,9 @@ type Store interface {
 	// bags, and their sessions when q asks; a unit found by several terms
 	// comes once.
 	Lexical(ctx context.Context, q LexicalQuery) (LexicalHits, error)
+	// Visibility reads what userID's sessions tell of themselves to a
+	// retrieval (one read).
+	Visibility(ctx context.Context, userID string) (Visibility, error)
 	// SessionsOf reads sessions by id in one batched read (one that is
 	// gone is left out).
 	SessionsOf(ctx context.Context, ids []string) (map[string]*sessions.Session, error)
@@ -124,3 +128,53 @@ type LexicalHits struct {
 
 // Cosine is the cosine distance of two vectors (see vector.Cosine).
 func Cosine(a, b []float32) float64 { return vector.Cosine(a, b) }
+
+// Visibility is what a user's sessions tell of themselves to a retrieval
+// that reads none of them: the ids of the deleted and of the archived
+// ones, and the messages off each branched session's active branch (see
+// sessions.OffPath). A store keeps it current in the same commit as every
+// change of a session's status or branch.
+type Visibility struct {
+	Deleted, Archived []string
+	OffPath           map[string]sessions.Path
+}
+
+// view is a Visibility ready to ask, by session id.
+type view struct {
+	deleted, archived map[string]bool
+	off               map[string]sessions.Path
+}
+
+func (v Visibility) view() view {
+	out := view{deleted: map[string]bool{}, archived: map[string]bool{}, off: v.OffPath}
+	for _, id := range v.Deleted {
+		out.deleted[id] = true
+	}
+	for _, id := range v.Archived {
+		out.archived[id] = true
+	}
+	return out
+}
+
+// shows reports whether x is in a session not deleted, on its active
+// branch.
+func (v view) shows(x Exchange) bool {
+	if v.deleted[x.SessionID] {
+		return false
+	}
+	off := v.off[x.SessionID]
+	for _, m := range []Excerpt{x.Question, x.Reply} {
+		if m.ID != "" && off.Contains(m.Seq) {
+			return false
+		}
+	}
+	return true
+}
+
+// status is the status of session id, not deleted.
+func (v view) status(id string) sessions.Status {
+	if v.archived[id] {
+		return sessions.StatusArchived
+	}
+	return sessions.StatusActive
+}

@@ -3,6 +3,7 @@ package recall
 import (
 	"cmp"
 	"context"
+	"errors"
 	"slices"
 	"sync"
 )
@@ -13,7 +14,7 @@ type retrieval struct {
 	text              string // the words to look for (and to embed, unless vector is set)
 	vector            []float32
 	k                 int  // how many each leg returns at most
-	sessions          bool // each hit's session too, read once for both legs
+	visibility        bool // the user's Visibility too, read beside the legs
 	// cheap: one query for the words and no count of the user's units
 	// (a turn's recall: see LexicalQuery.Any); else a query per word.
 	cheap bool
@@ -38,61 +39,60 @@ func (f fused) matched() []string {
 	return out
 }
 
-// retrieve runs both legs side by side (the lexical one and the count of
-// the user's units at once; the vector query once the text is embedded)
-// and fuses their rankings by reciprocal rank: one round trip of the store
-// after the embedding, whatever the legs find.
-func (svc *Service) retrieve(ctx context.Context, r retrieval) ([]fused, Corpus, error) {
+// retrieve runs both legs side by side (the lexical one, the count of the
+// user's units and, when asked, their Visibility at once; the vector query
+// once the text is embedded) and fuses their rankings by reciprocal rank:
+// one round trip of the store after the embedding, whatever the legs find.
+func (svc *Service) retrieve(ctx context.Context, r retrieval) (retrieved, error) {
 	terms := QueryTerms(r.text)
 	var (
-		wg           sync.WaitGroup
-		lex          LexicalHits
-		units        int
-		lexErr, nErr error
+		wg                 sync.WaitGroup
+		lex                LexicalHits
+		units              int
+		vis                Visibility
+		lexErr, nErr, vErr error
 	)
+	if r.visibility {
+		wg.Go(func() { vis, vErr = svc.Store.Visibility(ctx, r.userID) })
+	}
 	if len(terms) > 0 {
 		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: perTerm}
 		if r.cheap {
 			q.Terms, q.PerTerm, q.Any = terms[:min(len(terms), anyTerms)], anyLimit, true
 		}
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			lex, lexErr = svc.Store.Lexical(ctx, q)
-		}()
+		wg.Go(func() { lex, lexErr = svc.Store.Lexical(ctx, q) })
 		if !r.cheap {
-			wg.Add(1)
-			go func() {
-				defer wg.Done()
-				units, nErr = svc.Store.CountExchanges(ctx, r.userID)
-			}()
+			wg.Go(func() { units, nErr = svc.Store.CountExchanges(ctx, r.userID) })
 		}
 	}
 	near, err := svc.nearest(ctx, r)
 	wg.Wait()
-	for _, e := range []error{err, lexErr, nErr} {
-		if e != nil {
-			return nil, Corpus{}, e
-		}
+	if err := errors.Join(err, lexErr, nErr, vErr); err != nil {
+		return retrieved{}, err
 	}
 	c := corpusOf(lex, units)
 	words := byWords(lex, terms, c)
 	meaning := byMeaning(near)
 	found := fuseHits(words[:min(len(words), r.k)], meaning[:min(len(meaning), r.k)])
-	if r.sessions {
-		if err := svc.withSessions(ctx, found); err != nil {
-			return nil, c, err
-		}
-	}
-	return found, c, nil
+	return retrieved{found: found, corpus: c, visibility: vis}, nil
 }
 
-// withSessions sets the session of each unit found, read in one batch.
-func (svc *Service) withSessions(ctx context.Context, found []fused) error {
+// retrieved is what a retrieval found: the units, best first, the corpus
+// BM25 scored them against, and the user's Visibility if it was asked for.
+type retrieved struct {
+	found      []fused
+	corpus     Corpus
+	visibility Visibility
+}
+
+// withTitles sets, for each unit found that does not carry its session's
+// title (one stored before units carried it), its session, read in one
+// batch: nothing to read for any other.
+func (svc *Service) withTitles(ctx context.Context, found []fused) error {
 	var ids []string
 	seen := map[string]bool{}
 	for _, f := range found {
-		if id := f.hit.Exchange.SessionID; !seen[id] {
+		if id := f.hit.Exchange.SessionID; f.hit.Exchange.SessionTitle == "" && !seen[id] {
 			seen[id] = true
 			ids = append(ids, id)
 		}
@@ -194,8 +194,6 @@ func fuseHits(words, meaning []Hit) []fused {
 			if !ok {
 				f = &fused{hit: h}
 				byID[id] = f
-			} else if f.hit.Session == nil {
-				f.hit.Session = h.Session
 			}
 			leg(f)
 		}

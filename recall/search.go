@@ -81,27 +81,33 @@ func (svc *Service) Search(ctx context.Context, userID, query, sessionID string,
 		return nil, err
 	}
 	phrase, quoted := Phrase(query)
-	found, c, err := svc.retrieve(ctx, retrieval{userID: userID, sessionID: sessionID, text: phrase, k: 2 * limit, sessions: true})
+	got, err := svc.retrieve(ctx, retrieval{userID: userID, sessionID: sessionID, text: phrase, k: 2 * limit, visibility: true})
 	if err != nil {
 		return nil, err
 	}
-	return rank(found, c, phrase, quoted, limit), nil
+	if err := svc.withTitles(ctx, got.found); err != nil {
+		return nil, err
+	}
+	return rank(got, userID, phrase, quoted, limit), nil
 }
 
-// rank turns what retrieval found into results: a unit in a session that
-// is gone or deleted, of another user, or off its session's active
-// branch, is dropped; of its messages the one holding the phrase (else
-// the one whose words weigh more for it by c, else the reply) is shown;
-// exact matches first, then by fused score.
-func rank(found []fused, c Corpus, phrase string, quoted bool, limit int) []Result {
+// rank turns what retrieval found for userID into results: a unit of
+// another user, in a deleted session, or off its session's active branch
+// (as the Visibility read beside the legs tells), or of a session gone, is
+// dropped; of its messages the one holding the phrase (else the one whose
+// words weigh more for it, else the reply) is shown; exact matches first,
+// then by fused score.
+func rank(got retrieved, userID, phrase string, quoted bool, limit int) []Result {
 	terms := QueryTerms(phrase)
+	v := got.visibility.view()
 	var out []Result
-	for _, f := range found {
-		s, x := f.hit.Session, f.hit.Exchange
-		if s == nil || s.UserID != x.UserID || s.Status == sessions.StatusDeleted || !onPath(s.Path(), x) {
+	for _, f := range got.found {
+		x := f.hit.Exchange
+		title, ok := titleOf(f.hit, userID)
+		if !ok || x.UserID != userID || !v.shows(x) {
 			continue
 		}
-		m, role, exact := pick(x, c, phrase, terms)
+		m, role, exact := pick(x, got.corpus, phrase, terms)
 		if quoted && !exact {
 			continue
 		}
@@ -109,12 +115,26 @@ func rank(found []fused, c Corpus, phrase string, quoted bool, limit int) []Resu
 		if exact {
 			score++ // above every match that is not
 		}
-		out = append(out, Result{SessionID: s.ID, SessionTitle: s.Title, MessageID: m.ID, Seq: m.Seq, Role: role,
+		out = append(out, Result{SessionID: x.SessionID, SessionTitle: title, MessageID: m.ID, Seq: m.Seq, Role: role,
 			Snippet: snippet(m.Content, strings.ToLower(phrase)), Score: score, Exact: exact, Matched: f.matched(),
-			CreatedAt: m.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"), Status: s.Status})
+			CreatedAt: m.CreatedAt.UTC().Format("2006-01-02T15:04:05Z"), Status: v.status(x.SessionID)})
 	}
 	bestFirst(out, func(r Result) float64 { return r.Score })
 	return out[:min(len(out), limit)]
+}
+
+// titleOf is the title of h's session: the one its unit carries, else
+// (a unit stored before units carried it) that of its session as read,
+// if userID's and not deleted; false if none.
+func titleOf(h Hit, userID string) (string, bool) {
+	if t := h.Exchange.SessionTitle; t != "" {
+		return t, true
+	}
+	s := h.Session
+	if s == nil || s.UserID != userID || s.Status == sessions.StatusDeleted {
+		return "", false
+	}
+	return s.Title, true
 }
 
 // onPath reports whether x's messages are on path.

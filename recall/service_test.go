@@ -11,49 +11,73 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// TestRank: deleted sessions, other users' and units off their session's
-// active branch are dropped; a message holding the query as written (case
-// aside) ranks first and is the one shown, otherwise the one holding more
-// of its words (else the reply); a quoted query keeps only phrase matches;
-// each result says why it matched; the limit holds.
+// TestRank: units of deleted sessions, of other users and off their
+// session's active branch (as the Visibility read beside the legs tells)
+// are dropped, and a unit without its session's title is shown with its
+// session's as read, unless that session is gone or deleted; a message
+// holding the query as written (case aside) ranks first and is the one
+// shown, otherwise the one holding more of its words (else the reply); a
+// quoted query keeps only phrase matches; each result says why it matched
+// and its session's status; the limit holds.
 func TestRank(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
-	session := func(id, user string, st sessions.Status) *sessions.Session {
-		return &sessions.Session{ID: id, UserID: user, Title: "t-" + id, Status: st, NextSeq: 2}
+	found := func(session, user string, score float64, words, meaning bool, q, a string) fused {
+		return fused{hit: Hit{Exchange: Exchange{UserID: user, SessionID: session, SessionTitle: "t-" + session,
+			Question: Excerpt{ID: session + "q", Seq: 0, Content: q, CreatedAt: at},
+			Reply:    Excerpt{ID: session + "a", Seq: 1, Content: a, CreatedAt: at}}}, score: score, words: words, meaning: meaning}
 	}
-	found := func(s *sessions.Session, score float64, words, meaning bool, q, a string) fused {
-		return fused{hit: Hit{Exchange: Exchange{UserID: "alice", SessionID: s.ID, Question: Excerpt{ID: s.ID + "q", Seq: 0, Content: q, CreatedAt: at},
-			Reply: Excerpt{ID: s.ID + "a", Seq: 1, Content: a, CreatedAt: at}}, Session: s}, score: score, words: words, meaning: meaning}
+	untitled := func(f fused, s *sessions.Session) fused {
+		f.hit.Exchange.SessionTitle, f.hit.Session = "", s
+		return f
 	}
-	branched := session("edited", "alice", sessions.StatusActive)
-	branched.NextSeq = 4
-	branched.Branches = &sessions.Branches{Leaf: 3, Forks: []sessions.Fork{{Seq: 2, Parent: -1}}} // messages 0-1 edited away
 	all := []fused{
-		found(session("near", "alice", sessions.StatusActive), 0.03, false, true, "what about trains", "take the night train"),
-		found(session("gone", "alice", sessions.StatusDeleted), 0.05, true, true, "deleted", "deleted"),
-		found(session("bobs", "bob", sessions.StatusActive), 0.04, true, true, "bob", "bob"),
-		found(session("exact", "alice", sessions.StatusArchived), 0.01, true, false, "which PDF Library?", "pypdf"),
-		found(session("words", "alice", sessions.StatusActive), 0.02, true, false, "hello", "the library of PDF files, PDF files in a library"),
-		found(branched, 0.06, true, true, "pdf library", "pdf library"),
-		{hit: Hit{Exchange: Exchange{UserID: "alice", SessionID: "nosession"}}, score: 1},
+		found("near", "alice", 0.03, false, true, "what about trains", "take the night train"),
+		found("gone", "alice", 0.05, true, true, "deleted", "deleted"),
+		found("bobs", "bob", 0.04, true, true, "bob", "bob"),
+		found("exact", "alice", 0.01, true, false, "which PDF Library?", "pypdf"),
+		found("words", "alice", 0.02, true, false, "hello", "the library of PDF files, PDF files in a library"),
+		found("edited", "alice", 0.06, true, true, "pdf library", "pdf library"),
+		untitled(found("old", "alice", 0.015, true, false, "pdf", "library"), &sessions.Session{ID: "old", UserID: "alice", Title: "Old one", Status: sessions.StatusActive}),
+		untitled(found("olddeleted", "alice", 0.5, true, false, "pdf", "library"), &sessions.Session{ID: "olddeleted", UserID: "alice", Status: sessions.StatusDeleted}),
+		untitled(found("purged", "alice", 1, true, true, "pdf", "library"), nil),
 	}
-	got := rank(all, Corpus{}, "pdf library", false, 10)
-	if len(got) != 3 || got[0].SessionID != "exact" || !got[0].Exact || got[0].MessageID != "exactq" || got[0].Role != history.RoleUser ||
-		got[1].SessionID != "near" || got[1].Exact || got[1].MessageID != "neara" || got[1].SessionTitle != "t-near" ||
-		got[2].SessionID != "words" || got[2].MessageID != "wordsa" {
+	vis := Visibility{Deleted: []string{"gone"}, Archived: []string{"exact"}, OffPath: map[string]sessions.Path{"edited": {{From: 0, To: 1}}}}
+	got := rank(retrieved{found: all, visibility: vis}, "alice", "pdf library", false, 10)
+	var order []string
+	for _, r := range got {
+		order = append(order, r.SessionID+"/"+r.MessageID)
+	}
+	if want := "[exact/exactq near/neara words/wordsa old/oldq]"; fmt.Sprint(order) != want {
+		t.Fatalf("ranked %v, want %s", order, want)
+	}
+	if !got[0].Exact || got[0].Role != history.RoleUser || got[1].Exact || got[1].SessionTitle != "t-near" || got[3].SessionTitle != "Old one" {
 		t.Fatalf("ranked %+v", got)
 	}
 	if !slices.Equal(got[0].Matched, []string{MatchedWords}) || !slices.Equal(got[1].Matched, []string{MatchedMeaning}) {
 		t.Errorf("matched %v, %v", got[0].Matched, got[1].Matched)
 	}
-	if got[0].Score <= got[1].Score || got[0].CreatedAt != "2026-03-01T12:00:00Z" || got[0].Status != sessions.StatusArchived {
-		t.Fatalf("scores %v, %v", got[0], got[1])
+	if got[0].Score <= got[1].Score || got[0].CreatedAt != "2026-03-01T12:00:00Z" || got[0].Status != sessions.StatusArchived || got[1].Status != sessions.StatusActive {
+		t.Fatalf("scores and statuses %+v, %+v", got[0], got[1])
 	}
-	if got := rank(all, Corpus{}, "pdf library", false, 1); len(got) != 1 {
-		t.Fatalf("limit 1: %d", len(got))
-	}
-	if got := rank(all, Corpus{}, "PDF library", true, 10); len(got) != 1 || got[0].SessionID != "exact" {
-		t.Fatalf("quoted: %+v", got)
+	for _, tc := range []struct {
+		name   string
+		query  string
+		quoted bool
+		limit  int
+		want   string
+	}{
+		{"limit 1", "pdf library", false, 1, "[exact]"},
+		{"quoted: the phrase only", "PDF library", true, 10, "[exact]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var ids []string
+			for _, r := range rank(retrieved{found: all, visibility: vis}, "alice", tc.query, tc.quoted, tc.limit) {
+				ids = append(ids, r.SessionID)
+			}
+			if fmt.Sprint(ids) != tc.want {
+				t.Errorf("%v, want %s", ids, tc.want)
+			}
+		})
 	}
 }
 

@@ -27,15 +27,11 @@ type Scope struct {
 	// All looks in every active and archived session of the user, not
 	// only in the turn's.
 	All bool
-	// Deleted, if not nil, are the ids of the user's deleted sessions, as
-	// the turn read them: a recall from all sessions then leaves their
-	// exchanges out by these ids and takes titles from the exchanges,
-	// with no read of the hits' sessions. Nil: it reads them.
-	Deleted []string
-	// OffPath are, with Deleted, the messages off each session's active
-	// branch as the turn read them (see sessions.OffPath): an exchange
-	// among them is left out.
-	OffPath map[string]sessions.Path
+	// Known, if not nil, is the user's Visibility as the turn read it (its
+	// deleted sessions and the messages off each session's active branch):
+	// a recall from all sessions then reads nothing more. Nil: it reads
+	// the Visibility beside its queries.
+	Known *Visibility
 }
 
 // Recall returns up to k of the user's units most relevant to a turn's
@@ -49,40 +45,36 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string
 	// Twice k: room for those the filters drop (each is a billed read).
 	r := retrieval{userID: s.UserID, sessionID: s.ID, text: text, vector: v, k: 2 * k, cheap: true}
 	if scope.All {
-		r.sessionID, r.sessions = "", scope.Deleted == nil
+		r.sessionID, r.visibility = "", scope.Known == nil
 	}
-	found, _, err := svc.retrieve(ctx, r)
+	got, err := svc.retrieve(ctx, r)
 	if err != nil {
 		return nil, err
 	}
-	deleted := make(map[string]bool, len(scope.Deleted))
-	for _, id := range scope.Deleted {
-		deleted[id] = true
+	if err := svc.withTitles(ctx, got.found); err != nil {
+		return nil, err
 	}
+	known := got.visibility
+	if scope.Known != nil {
+		known = *scope.Known
+	}
+	view := known.view()
 	var out []Recalled
-	for _, f := range found {
+	for _, f := range got.found {
 		x := f.hit.Exchange
-		if x.UserID != s.UserID {
-			continue
-		}
 		rc := Recalled{SessionID: x.SessionID, SessionTitle: x.SessionTitle, Question: x.Question, Reply: x.Reply}
-		switch hs := f.hit.Session; {
+		switch title, ok := titleOf(f.hit, s.UserID); {
+		case x.UserID != s.UserID:
+			continue
 		case x.SessionID == s.ID: // as the turn read it: its active branch only
 			if !onPath(s.Path(), x) {
 				continue // another branch's
 			}
 			rc.SessionTitle = s.Title
-		case !r.sessions: // told by the deleted ids and the sessions' branches
-			if off := scope.OffPath[x.SessionID]; deleted[x.SessionID] || off.Contains(x.Question.Seq) && x.Question.ID != "" || off.Contains(x.Reply.Seq) && x.Reply.ID != "" {
-				continue
-			}
-		case hs == nil || hs.UserID != s.UserID || hs.Status == sessions.StatusDeleted:
+		case !ok || !view.shows(x):
 			continue
 		default:
-			if !onPath(hs.Path(), x) {
-				continue
-			}
-			rc.SessionTitle = hs.Title
+			rc.SessionTitle = title
 		}
 		out = append(out, rc)
 		if len(out) == k {
