@@ -316,48 +316,6 @@ func Sweep(ctx context.Context, _ event.Event) error {
 	return err
 }
 
-// Sweep runs the retention sweep (see retention.Sweeper.Run) and records
-// its progress and backlog as metrics (a dry run records nothing).
-func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
-	start := time.Now()
-	report, err := a.Sweeper.Run(ctx, dry)
-	if report != nil && !dry {
-		a.Metrics.Sweep(ctx, report)
-	}
-	if !dry {
-		// Accounts deleted in Auth whose event never came: what is left
-		// of the budget, at least a tenth of it.
-		a.EraseDeletedAccounts(ctx, max(a.Sweeper.Budget-time.Since(start), a.Sweeper.Budget/10))
-	}
-	if !dry && a.rollUps {
-		// What is left of the run's budget; the sweep stops with a tenth
-		// of it left, so the roll-up always has some.
-		left := max(a.Sweeper.Budget-time.Since(start), a.Sweeper.Budget/10)
-		a.RollUpHistories(ctx, left)
-	}
-	return report, err
-}
-
-// RollUpHistories rolls users' episodic histories forward (see
-// longterm.Service.RollUpDue) within budget (0: none), charging each
-// user's day with the tokens their roll-up spent, and logs what it did.
-func (a *App) RollUpHistories(ctx context.Context, budget time.Duration) longterm.RollUpReport {
-	start := time.Now()
-	out := func() bool { return ctx.Err() != nil || (budget > 0 && time.Since(start) >= budget-budget/10) }
-	r, err := a.Memory.RollUpDue(ctx, func(ctx context.Context, userID string) error {
-		ctx, meter := chat.WithMeter(ctx)
-		defer func() { a.Chat.ChargeMemory(ctx, userID, meter.Tokens()) }()
-		return a.Memory.RollUp(ctx, userID)
-	}, out)
-	attrs := []any{"users", r.Users, "failed", r.Failed, "complete", r.Complete, "durationMs", time.Since(start).Milliseconds()}
-	if err != nil {
-		a.Log.ErrorContext(ctx, "history roll-up failed", append(attrs, "error", err.Error())...)
-	} else {
-		a.Log.InfoContext(ctx, "history roll-up", attrs...)
-	}
-	return r
-}
-
 // finder is recall as a turn asks for it.
 type finder struct{ svc *recall.Service }
 
@@ -393,39 +351,3 @@ func (cfg Config) Embedder() recall.Embedder {
 	}
 	return llm.NewEmbeddings(llm.NewOpenAI(cfg.OpenAIKey, cfg.OpenAIBaseURL, nil), cfg.EmbeddingModel, cfg.EmbeddingDimensions)
 }
-
-// Backfill embeds the exchanges stored before embeddings were on (see
-// recall.Backfill), after the session id after, in requests of batch
-// exchanges, at most rate a second; progress gets a line every few
-// seconds. ErrEmbeddingsOff when embeddings are off.
-func (a *App) Backfill(ctx context.Context, after string, batch int, rate float64, progress io.Writer) (recall.BackfillReport, error) {
-	if a.Recall == nil {
-		return recall.BackfillReport{}, ErrEmbeddingsOff
-	}
-	tick := time.NewTicker(time.Duration(float64(time.Second) / rate))
-	defer tick.Stop()
-	first := true
-	b := &recall.Backfill{Embedder: a.Recall.Embedder, Store: a.Store, Batch: batch, Wait: func(ctx context.Context) error {
-		if first { // the first request goes at once
-			first = false
-			return nil
-		}
-		select {
-		case <-ctx.Done():
-			return ctx.Err()
-		case <-tick.C:
-			return nil
-		}
-	}}
-	fmt.Fprintf(progress, "embedding with %s, at most %g requests a second of %d exchanges\n", b.Embedder.Model(), rate, batch)
-	last := time.Now()
-	return b.Run(ctx, after, func(r recall.BackfillReport) {
-		if time.Since(last) > 5*time.Second {
-			last = time.Now()
-			fmt.Fprintf(progress, "%d sessions, %d exchanges embedded, %d skipped, %d failed; after %s\n", r.Sessions, r.Embedded, r.Skipped, r.Failed, r.After)
-		}
-	})
-}
-
-// ErrEmbeddingsOff is Backfill's answer when EMBEDDINGS=off.
-var ErrEmbeddingsOff = errors.New("embeddings are off (EMBEDDINGS=off): nothing to backfill")

@@ -8,21 +8,17 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // Earlier versions kept a session's tail elsewhere under context/: first
 // in one document, "tail"; then in a ring of pages, "p00" to "p15", with a
 // "head" naming the page being filled and the tail's first seq, and the
-// summary in "summary". A session whose window document does not exist yet
-// is read from them (one more round trip, once); its next write creates
-// the window and deletes them in the same commit.
-//
-// End: this reading code goes once no deployment can hold a session last
-// written before the window document (sessions untouched for longer than
-// the longest retention, 3,650 days at most, are purged; deployments
-// known to us are younger than that layout's change). Until a one-off
-// migration command exists, it stays: removing it would make such
-// sessions read as empty.
+// summary in "summary". Only the migration (Migrate) reads them: it moves
+// each such context into the window document and deletes them in the same
+// commit. The server refuses a session with messages and no window
+// (errUnmigrated) rather than read its context as empty. A purge still
+// deletes these documents by name, for a session purged unmigrated.
 const (
 	legacyTailDocID    = "tail"
 	legacyHeadDocID    = "head"
@@ -139,4 +135,11 @@ func legacyMessages(docs []tailMsgDoc, sessionID string) []history.Message {
 	}
 	slices.SortFunc(out, func(a, b history.Message) int { return a.Seq - b.Seq })
 	return out
+}
+
+// unmigrated is the error for a session an earlier version stored that
+// the migration has not moved yet: internal (the operator runs the
+// migration; nothing is wrong with the request), and logged with its cause.
+func unmigrated(sessionID string) error {
+	return errs.Wrap(errs.EINTERNAL, fmt.Errorf("session %s is stored in an earlier layout: run the migration (go run ./cmd/migrate) before this version serves", sessionID), "internal error")
 }

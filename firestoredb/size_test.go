@@ -16,7 +16,6 @@ import (
 
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/history"
-	"github.com/chatmemory/backend/sessions"
 )
 
 // TestDocSizeIsFirestores: a document docSize puts at exactly 1 MiB is
@@ -185,90 +184,4 @@ func TestWindowStaysBounded(t *testing.T) {
 		tail = t2
 	}
 	t.Logf("largest window: %d bytes (%.0f%% of the limit)", largest, 100*float64(largest)/MaxDocBytes)
-}
-
-// TestLegacyContextMoves: a session whose context is still in a layout of
-// earlier versions (one "tail" document, or a head, a summary and pages)
-// is read from it, and its next append moves it into the window document
-// and deletes what it came from.
-func TestLegacyContextMoves(t *testing.T) {
-	client, _ := emulatortest.Firestore(t)
-	ctx := context.Background()
-	db := New(client)
-	ss := sessions.NewService(db, "gpt-4o-mini")
-	tok, err := history.NewTikToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	hs := history.NewService(db, tok)
-	layouts := map[string]func(c *firestore.CollectionRef, msgs []tailMsgDoc) error{
-		"tail": func(c *firestore.CollectionRef, msgs []tailMsgDoc) error {
-			_, err := c.Doc(legacyTailDocID).Set(ctx, map[string]any{"userId": "alice", "compactingUntil": time.Time{}, "messages": msgs})
-			return err
-		},
-		"pages": func(c *firestore.CollectionRef, msgs []tailMsgDoc) error {
-			// The first message left the tail (from 1) but stays on its page.
-			if _, err := c.Doc(legacyHeadDocID).Set(ctx, map[string]any{"userId": "alice", "from": 1, "page": 1}); err != nil {
-				return err
-			}
-			if _, err := c.Doc(legacySummaryDocID).Set(ctx, map[string]any{"userId": "alice"}); err != nil {
-				return err
-			}
-			if _, err := c.Doc(legacyPageID(0)).Set(ctx, map[string]any{"userId": "alice", "page": 0, "messages": msgs[:2]}); err != nil {
-				return err
-			}
-			_, err := c.Doc(legacyPageID(1)).Set(ctx, map[string]any{"userId": "alice", "page": 1, "messages": msgs[2:]})
-			return err
-		},
-	}
-	for name, write := range layouts {
-		t.Run(name, func(t *testing.T) {
-			s, err := ss.Create(ctx, "alice", sessions.CreateInput{})
-			if err != nil {
-				t.Fatal(err)
-			}
-			for _, text := range []string{"one", "two", "three"} {
-				if _, err := hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: text}); err != nil {
-					t.Fatal(err)
-				}
-			}
-			_, tail, err := db.ReadTail(ctx, s.ID)
-			if err != nil {
-				t.Fatal(err)
-			}
-			// Rewrite it as an earlier version stored it.
-			var msgs []tailMsgDoc
-			for i := range tail.Messages {
-				msgs = append(msgs, tailMsgDoc{ID: tail.Messages[i].ID, msgFields: toMsgFields(&tail.Messages[i])})
-			}
-			c := db.contextOf(s.ID)
-			if _, err := c.Doc(windowDocID).Delete(ctx); err != nil {
-				t.Fatal(err)
-			}
-			if err := write(c, msgs); err != nil {
-				t.Fatal(err)
-			}
-			first := map[string]int{"tail": 0, "pages": 1}[name]
-			_, got, err := db.ReadTail(ctx, s.ID)
-			if err != nil || len(got.Messages) != 3-first || got.Messages[len(got.Messages)-1].Content != "three" {
-				t.Fatalf("earlier context read: %+v, %v", got, err)
-			}
-			s, _ = ss.Get(ctx, "alice", s.ID)
-			if _, err := hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "four"}); err != nil {
-				t.Fatal(err)
-			}
-			_, got, err = db.ReadTail(ctx, s.ID)
-			if err != nil || len(got.Messages) != 4-first || got.Messages[len(got.Messages)-1].Content != "four" {
-				t.Fatalf("after the move: %+v, %v", got, err)
-			}
-			for _, id := range legacyDocIDs() {
-				if snap, err := c.Doc(id).Get(ctx); err == nil && snap.Exists() {
-					t.Fatalf("%s is still there", id)
-				}
-			}
-			if snap, err := c.Doc(windowDocID).Get(ctx); err != nil || !snap.Exists() {
-				t.Fatalf("no window after the move: %v", err)
-			}
-		})
-	}
 }

@@ -81,8 +81,20 @@ func (st *stored) setWindow(d *windowDoc, at time.Time, t *history.Tail) {
 }
 
 // readStored reads a session and its context, with extra, in one round
-// trip (two for a session whose context is in an earlier layout).
+// trip. A session with messages and no window was stored by an earlier
+// version and not migrated: it is refused (errUnmigrated), not read as
+// empty.
 func (db *DB) readStored(get getAll, sessionID string, extra ...*firestore.DocumentRef) (*stored, []*firestore.DocumentSnapshot, error) {
+	st, rest, err := db.readStoredAsIs(get, sessionID, extra...)
+	if err == nil && st.exists && st.window == nil && st.s.NextSeq > 0 {
+		return nil, nil, unmigrated(sessionID)
+	}
+	return st, rest, err
+}
+
+// readStoredAsIs is readStored for the migration: a session whose
+// context an earlier layout holds is read without one.
+func (db *DB) readStoredAsIs(get getAll, sessionID string, extra ...*firestore.DocumentRef) (*stored, []*firestore.DocumentSnapshot, error) {
 	refs := append([]*firestore.DocumentRef{db.sessionRef(sessionID), db.windowRef(sessionID)}, extra...)
 	snaps, err := get(refs)
 	if err != nil {
@@ -91,11 +103,6 @@ func (db *DB) readStored(get getAll, sessionID string, extra ...*firestore.Docum
 	st, err := decodeStored(snaps[0], snaps[1], sessionID)
 	if err != nil {
 		return nil, nil, err
-	}
-	if st.exists && st.window == nil && st.s.NextSeq > 0 {
-		if err := db.readLegacy(get, st); err != nil {
-			return nil, nil, err
-		}
 	}
 	return st, snaps[2:], nil
 }
