@@ -7,13 +7,15 @@
 # make fuzz  – each fuzz test for FUZZTIME (default 1m); make test runs only their seeds.
 # make deploy PROJECT=… [REGION=…] – deploys everything to a project (DRY_RUN=1 prints the commands);
 #              see README's Deploy section for the other variables.
+# make chatpath – the functions, files and folders one POST /chat runs, counted from coverage
+#              (see docs/architecture.md, "Following a turn").
 # make chaos – CHAOS_TURNS (default 300) logical turns through Firestore, model and client
 #              faults, then every invariant checked (make test runs a short one: 48 turns).
 
 GO ?= go
 GOTEST ?= $(GO) test -race -count=1 -timeout 20m ./...
 
-.PHONY: test dev emulators bench bench-retention vet deps fuzz tidy-check chaos deploy
+.PHONY: test dev emulators bench bench-retention vet deps fuzz tidy-check chaos deploy chatpath
 
 node_modules/.bin/firebase: package.json package-lock.json
 	npm ci --no-audit --no-fund
@@ -77,3 +79,16 @@ bench: deps
 deploy: deps
 	PROJECT='$(PROJECT)' REGION='$(REGION)' TIME_ZONE='$(TIME_ZONE)' SCHEDULE='$(SCHEDULE)' OPENAI_SECRET='$(OPENAI_SECRET)' \
 	ENV_FILE='$(ENV_FILE)' RUNTIME='$(RUNTIME)' DRY_RUN='$(DRY_RUN)' $(GO) run ./cmd/deploy
+
+# What one plain POST /chat runs: a build with coverage records it (cmd/chatpath),
+# then each function that ran is listed and counted with its file and folder.
+chatpath: deps
+	$(GO) build -o $(BIN)/emulators ./cmd/emulators
+	$(GO) build -cover -covermode=atomic -coverpkg=./... -o $(BIN)/chatpath ./cmd/chatpath
+	rm -rf $(BIN)/chatpath.cov $(BIN)/chatpath.exit && mkdir -p $(BIN)/chatpath.cov $(BIN)/chatpath.exit
+	$(BIN)/emulators -- sh -c 'GOCOVERDIR=$(BIN)/chatpath.exit $(BIN)/chatpath -out $(BIN)/chatpath.cov'
+	$(GO) tool covdata func -i=$(BIN)/chatpath.cov | awk '$$NF != "0.0%" && $$1 != "total" && $$1 !~ /cmd\/chatpath/' > $(BIN)/chatpath.txt
+	@awk '{ split($$1, p, ":"); f[p[1]] } END { printf "one POST /chat ran %d functions in %d files:\n", NR, length(f) }' $(BIN)/chatpath.txt
+	@awk '{ n = split($$1, d, "/"); dir = d[1]; for (i = 2; i < n; i++) dir = dir "/" d[i]; ds[dir]++ } \
+		END { for (x in ds) printf "  %4d  %s\n", ds[x], x }' $(BIN)/chatpath.txt | sort -k2
+	@echo "each function: $(BIN)/chatpath.txt"
