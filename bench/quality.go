@@ -72,7 +72,8 @@ func MeasureQuality(ctx context.Context, e recall.Embedder, tok history.Counter)
 				return "", "", err
 			}
 			exchanges++
-			return msgs[0].ID, msgs[1].ID, svc.Index(ctx, s, &msgs[0], &msgs[1])
+			_, err = svc.Index(ctx, s, msgs)
+			return msgs[0].ID, msgs[1].ID, err
 		}
 		topic := strings.ToLower(sf.Title)
 		for i, f := range fx.Fillers {

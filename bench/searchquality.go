@@ -78,7 +78,7 @@ func storeFixture(ctx context.Context, db fixtureStore, tok history.Counter, svc
 			if s, err = ss.Get(ctx, "alice", s.ID); err != nil {
 				return nil, err
 			}
-			if err := svc.Index(ctx, s, &msgs[0], &msgs[1]); err != nil {
+			if _, err := svc.Index(ctx, s, msgs); err != nil {
 				return nil, err
 			}
 			ids[i] = append(ids[i], [2]string{msgs[0].ID, msgs[1].ID})

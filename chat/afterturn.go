@@ -59,28 +59,39 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 	}
 }
 
-// index makes a turn's messages searchable: its question and reply as an
-// exchange; a question whose reply only asks for tool calls on its own;
-// after tool results, the answer on its own (tool calls and results are
-// not searched).
+// index makes a turn's messages searchable: its question and reply
+// together (a question whose reply only calls tools on its own); after
+// tool results, those results with the answer (or alone, when the model
+// called tools again).
 func (svc *Service) index(ctx context.Context, s *sessions.Session, res *TurnResult) error {
-	switch {
-	case res.User.Role == history.RoleTool:
-		if res.Reply.Content == "" {
-			return nil
-		}
-		return svc.Recall.IndexMessage(ctx, s, &res.Reply)
-	case res.Reply.Content == "":
-		return svc.Recall.IndexMessage(ctx, s, &res.User)
+	msgs := []history.Message{res.User, res.Reply}
+	if res.User.Role == history.RoleTool {
+		msgs = append(toolResultsUpTo(res.Tail, res.User), res.Reply)
 	}
-	return svc.Recall.Index(ctx, s, &res.User, &res.Reply)
+	_, err := svc.Recall.Index(ctx, s, msgs)
+	return err
 }
 
-// Indexer embeds a stored exchange, or a message with no partner, so
-// that its user can search it.
+// toolResultsUpTo is the tool results a turn stored, oldest first, ending
+// with last: last and the tool results before it in t.
+func toolResultsUpTo(t *history.Tail, last history.Message) []history.Message {
+	out := []history.Message{last}
+	if t == nil {
+		return out
+	}
+	for i := len(t.Messages) - 1; i >= 0; i-- {
+		if m := t.Messages[i]; m.Role == history.RoleTool && m.Seq == out[0].ParentSeq {
+			out = append([]history.Message{m}, out...)
+		}
+	}
+	return out
+}
+
+// Indexer makes stored messages searchable: it embeds and stores their
+// units (a question and its reply, a tool round's results with the answer
+// after them, a message with no partner), each once, and says how many.
 type Indexer interface {
-	Index(ctx context.Context, s *sessions.Session, question, reply *history.Message) error
-	IndexMessage(ctx context.Context, s *sessions.Session, m *history.Message) error
+	Index(ctx context.Context, s *sessions.Session, msgs []history.Message) (int, error)
 }
 
 func (svc *Service) title(ctx context.Context, s *sessions.Session, res *TurnResult) error {

@@ -3,7 +3,6 @@ package chat
 import (
 	"context"
 	"errors"
-	"strings"
 	"time"
 
 	"github.com/chatmemory/backend/history"
@@ -163,39 +162,22 @@ func (svc *Service) AfterAppend(ctx context.Context, a *Appended) {
 	}
 }
 
-// IndexExchanges embeds, for search and recall, what an append stored:
-// each exchange (a user message followed by the assistant's reply to it,
-// without tool calls, in the same batch), and each other message with
-// text as a unit of its own (a session's opening reply, a question left
-// unanswered, a reply appended apart from its question); tool calls and
-// tool results are not. Its tokens are charged to the user's day;
-// failures are logged (the messages are stored either way). It returns
-// how many units it stored.
+// IndexExchanges embeds, for search and recall, what an append stored,
+// as units (see Indexer): each question with its reply, each tool round's
+// results with the answer after them, and each other message search finds
+// on its own (a session's opening reply, a question left unanswered, a
+// reply appended apart from its question). Its tokens are charged to the
+// user's day; failures are logged (the messages are stored either way).
+// It returns how many units it stored.
 func (svc *Service) IndexExchanges(ctx context.Context, userID, sessionID string, msgs []history.Message) int {
 	if svc.Recall == nil {
 		return 0
 	}
 	ctx, meter := WithMeter(ctx)
 	defer func() { svc.chargeAfter(ctx, userID, sessionID, dayOf(msgs), meter.Tokens()) }()
-	s := &sessions.Session{ID: sessionID, UserID: userID}
-	stored := 0
-	for i := 0; i < len(msgs); i++ {
-		m := &msgs[i]
-		if !searchable(m) {
-			continue
-		}
-		var err error
-		if r := next(msgs, i); m.Role == history.RoleUser && r != nil && r.Role == history.RoleAssistant && r.ParentSeq == m.Seq && searchable(r) {
-			err = svc.Recall.Index(ctx, s, m, r)
-			i++
-		} else {
-			err = svc.Recall.IndexMessage(ctx, s, m)
-		}
-		if err != nil {
-			svc.logError(ctx, "embedding appended messages failed", sessionID, err)
-			continue
-		}
-		stored++
+	stored, err := svc.Recall.Index(ctx, &sessions.Session{ID: sessionID, UserID: userID}, msgs)
+	if err != nil {
+		svc.logError(ctx, "embedding appended messages failed", sessionID, err)
 	}
 	return stored
 }
@@ -204,23 +186,9 @@ func (svc *Service) IndexExchanges(ctx context.Context, userID, sessionID string
 func Searchable(msgs []history.Message) int {
 	n := 0
 	for i := range msgs {
-		if searchable(&msgs[i]) {
+		if msgs[i].Searchable() {
 			n++
 		}
 	}
 	return n
-}
-
-// searchable reports whether m is found by search: a user's or an
-// assistant's message with text, not a tool call.
-func searchable(m *history.Message) bool {
-	return (m.Role == history.RoleUser || m.Role == history.RoleAssistant) && len(m.ToolCalls) == 0 && strings.TrimSpace(m.Content) != ""
-}
-
-// next is the message after msgs[i], or nil.
-func next(msgs []history.Message, i int) *history.Message {
-	if i+1 < len(msgs) {
-		return &msgs[i+1]
-	}
-	return nil
 }

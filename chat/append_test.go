@@ -13,25 +13,22 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// fakeIndexer records what an append's after-work indexes.
+// fakeIndexer records the batches of messages given to it to index, each
+// as role:content.
 type fakeIndexer struct {
-	mu    sync.Mutex
-	pairs [][2]string // question, reply contents
-	lone  []string    // messages indexed on their own
+	mu      sync.Mutex
+	batches [][]string
 }
 
-func (f *fakeIndexer) Index(_ context.Context, _ *sessions.Session, q, r *history.Message) error {
+func (f *fakeIndexer) Index(_ context.Context, _ *sessions.Session, msgs []history.Message) (int, error) {
 	f.mu.Lock()
 	defer f.mu.Unlock()
-	f.pairs = append(f.pairs, [2]string{q.Content, r.Content})
-	return nil
-}
-
-func (f *fakeIndexer) IndexMessage(_ context.Context, _ *sessions.Session, m *history.Message) error {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	f.lone = append(f.lone, m.Content)
-	return nil
+	var b []string
+	for _, m := range msgs {
+		b = append(b, string(m.Role)+":"+m.Content)
+	}
+	f.batches = append(f.batches, b)
+	return len(msgs), nil
 }
 
 func (w *world) session(t *testing.T, in sessions.CreateInput) *sessions.Session {
@@ -115,9 +112,8 @@ func TestAppend(t *testing.T) {
 	}
 }
 
-// TestAfterAppend: what an append stored is indexed after the answer
-// (exchanges together, messages with no partner on their own, tool calls
-// not), and a summary is made when the session's budget needs one, with
+// TestAfterAppend: what an append stored is given to be indexed after the
+// answer, as one batch (recall.Units makes its units), and a summary is made when the session's budget needs one, with
 // the server's summarizer, unless the app makes its own.
 func TestAfterAppend(t *testing.T) {
 	ctx := context.Background()
@@ -137,8 +133,8 @@ func TestAfterAppend(t *testing.T) {
 		t.Errorf("searchable %d, want 4", n)
 	}
 	w.svc.AfterAppend(ctx, a)
-	if fmt.Sprint(idx.pairs) != "[[q1 a1]]" || fmt.Sprint(idx.lone) != "[Welcome! unanswered]" {
-		t.Errorf("indexed pairs %v, alone %v", idx.pairs, idx.lone)
+	if want := "[[assistant:Welcome! user:q1 assistant:a1 user:unanswered]]"; fmt.Sprint(idx.batches) != want {
+		t.Errorf("indexed %v, want %s", idx.batches, want)
 	}
 
 	for _, tc := range []struct {

@@ -248,18 +248,27 @@ func stored(w *world, sessionID string) ([]history.Message, error) {
 	return t.Messages, nil
 }
 
-// TestToolRoundIndexed: a tool round is searchable as its question and its
-// answer; the calls and results are not.
+// TestToolRoundIndexed: a turn whose reply calls tools gives its question
+// and reply to be indexed (the reply, a call, is not searchable), and the
+// turn that answers the calls gives every tool result it stored, oldest
+// first, with the answer after them.
 func TestToolRoundIndexed(t *testing.T) {
 	w := newWorld(t, chat.Limits{})
 	idx := &fakeIndexer{}
 	w.svc.Recall = idx
 	w.model.tools = callsWeather(false)
-	asked := w.turn(t, chat.TurnRequest{Message: "weather in Oslo", Tools: []chat.Tool{weather}})
+	asked := w.turn(t, chat.TurnRequest{Message: "weather in Oslo and Bergen", Tools: []chat.Tool{weather}})
 	w.turn(t, chat.TurnRequest{SessionID: asked.Session.ID, ToolResults: results(asked.Reply.ToolCalls), Tools: []chat.Tool{weather}})
 	idx.mu.Lock()
 	defer idx.mu.Unlock()
-	if len(idx.pairs) != 0 || fmt.Sprint(idx.lone) != "[weather in Oslo re: weather in Oslo]" {
-		t.Errorf("indexed pairs %q, alone %q", idx.pairs, idx.lone)
+	if len(idx.batches) != 2 || fmt.Sprint(idx.batches[0]) != "[user:weather in Oslo and Bergen assistant:]" {
+		t.Fatalf("indexed %q", idx.batches)
+	}
+	var want []string
+	for _, r := range results(asked.Reply.ToolCalls) {
+		want = append(want, "tool:"+r.Content)
+	}
+	if want = append(want, "assistant:re: weather in Oslo and Bergen"); len(want) != 3 || fmt.Sprint(idx.batches[1]) != fmt.Sprint(want) {
+		t.Errorf("the answering turn indexed %q, want %q", idx.batches[1], want)
 	}
 }

@@ -25,6 +25,7 @@ type exchangeDoc struct {
 	SessionTitle string             `firestore:"sessionTitle,omitempty"`
 	Question     excerptDoc         `firestore:"question"`
 	Reply        excerptDoc         `firestore:"reply"`
+	Tools        []excerptDoc       `firestore:"tools,omitempty"` // a tool round's results
 	Model        string             `firestore:"model"`
 	Embedding    firestore.Vector32 `firestore:"embedding"`
 	// The lexical leg's: the distinct terms (an array-contains query
@@ -38,8 +39,12 @@ type exchangeDoc struct {
 
 // exchange is the unit d holds.
 func (d exchangeDoc) exchange() recall.Exchange {
+	var tools []recall.Excerpt
+	for _, t := range d.Tools {
+		tools = append(tools, t.excerpt())
+	}
 	return recall.Exchange{UserID: d.UserID, SessionID: d.SessionID, SessionTitle: d.SessionTitle,
-		Question: d.Question.excerpt(), Reply: d.Reply.excerpt(), Model: d.Model,
+		Question: d.Question.excerpt(), Reply: d.Reply.excerpt(), Tools: tools, Model: d.Model,
 		Bag: recall.Bag{Terms: d.Terms, TF: d.TF, Len: d.Len, Lexicon: max(d.Lexicon, 1)}}
 }
 
@@ -94,8 +99,12 @@ func (db *DB) SaveExchange(ctx context.Context, e recall.Exchange) error {
 				return err
 			}
 		}
+		var tools []excerptDoc
+		for _, t := range e.Tools {
+			tools = append(tools, toExcerptDoc(t))
+		}
 		return tx.Set(db.recallOf(e.SessionID).Doc(e.ID()), exchangeDoc{UserID: e.UserID, SessionID: e.SessionID, SessionTitle: s.Title,
-			Question: toExcerptDoc(e.Question), Reply: toExcerptDoc(e.Reply), Model: e.Model, Embedding: firestore.Vector32(e.Vector),
+			Question: toExcerptDoc(e.Question), Reply: toExcerptDoc(e.Reply), Tools: tools, Model: e.Model, Embedding: firestore.Vector32(e.Vector),
 			Terms: e.Bag.Terms, TF: e.Bag.TF, Len: e.Bag.Len, Lexicon: e.Bag.Lexicon})
 	})
 }

@@ -116,6 +116,22 @@ type Message struct {
 	Op sessions.Operation `json:"-"`
 }
 
+// Searchable reports whether search finds m once it is indexed: a user's
+// message, an assistant's reply (not a call of tools) or a tool's result,
+// with text.
+func (m *Message) Searchable() bool {
+	switch m.Role {
+	case RoleUser, RoleTool:
+	case RoleAssistant:
+		if len(m.ToolCalls) > 0 {
+			return false
+		}
+	default:
+		return false
+	}
+	return strings.TrimSpace(m.Content) != ""
+}
+
 // sameContent reports whether a stored message is what d asks to store:
 // the test for an idempotent retry.
 func (m *Message) SameContent(d *Draft) bool {

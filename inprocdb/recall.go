@@ -21,7 +21,7 @@ func (db *DB) SaveExchange(_ context.Context, e recall.Exchange) error {
 	if db.recall[e.SessionID] == nil {
 		db.recall[e.SessionID] = map[string]recall.Exchange{}
 	}
-	e.Vector = slices.Clone(e.Vector)
+	e.Vector, e.Tools = slices.Clone(e.Vector), slices.Clone(e.Tools)
 	e.SessionTitle = s.Title
 	e.Bag = cloneBag(e.Bag)
 	db.recall[e.SessionID][e.ID()] = e

@@ -2,7 +2,6 @@ package recall
 
 import (
 	"context"
-	"strings"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
@@ -104,8 +103,8 @@ func (b *Backfill) session(ctx context.Context, s *sessions.Session, rep *Backfi
 		}
 		after = &msgs[len(msgs)-1].Seq
 	}
-	var pending []unitOf
-	for _, u := range unitsOf(all) {
+	var pending []Unit
+	for _, u := range Units(all) {
 		rep.Exchanges++
 		if done[u.id()] == (Indexed{Model: b.Embedder.Model(), Lexicon: Lexicon}) {
 			rep.Skipped++
@@ -124,68 +123,8 @@ func (b *Backfill) session(ctx context.Context, s *sessions.Session, rep *Backfi
 	return nil
 }
 
-// unitOf is a unit of search to store: a question and its reply, or one
-// message with no partner (the other nil).
-type unitOf struct{ q, r *history.Message }
-
-func (u unitOf) id() string {
-	if u.r != nil {
-		return u.r.ID
-	}
-	return u.q.ID
-}
-
-// texts are what u is embedded and weighed by.
-func (u unitOf) texts() []string {
-	var out []string
-	for _, m := range []*history.Message{u.q, u.r} {
-		if m != nil {
-			out = append(out, clip(m.Content, maxEmbedChars/2))
-		}
-	}
-	return out
-}
-
-// unitsOf are the units of search of a session's messages (every branch's:
-// a regenerated reply answers a question far back): each reply with text
-// and its question, and each other user or assistant message with text on
-// its own, as indexing after a turn or an append makes them.
-func unitsOf(all []history.Message) []unitOf {
-	text := func(m *history.Message) bool {
-		return (m.Role == history.RoleUser || m.Role == history.RoleAssistant) && len(m.ToolCalls) == 0 && strings.TrimSpace(m.Content) != ""
-	}
-	questions := map[int]*history.Message{}
-	answered := map[int]bool{}
-	var out []unitOf
-	for i := range all {
-		m := &all[i]
-		if m.Role == history.RoleUser {
-			questions[m.Seq] = m
-		}
-		if q := questions[m.ParentSeq]; m.Role == history.RoleAssistant && q != nil && text(m) && text(q) {
-			out = append(out, unitOf{q, m})
-			answered[q.Seq] = true
-		}
-	}
-	for i := range all {
-		m := &all[i]
-		if !text(m) || answered[m.Seq] {
-			continue
-		}
-		if m.Role == history.RoleAssistant && questions[m.ParentSeq] != nil && text(questions[m.ParentSeq]) {
-			continue // a reply in an exchange
-		}
-		if m.Role == history.RoleUser {
-			out = append(out, unitOf{q: m})
-		} else {
-			out = append(out, unitOf{r: m})
-		}
-	}
-	return out
-}
-
 // embed embeds units in one request and stores each.
-func (b *Backfill) embed(ctx context.Context, s *sessions.Session, xs []unitOf, rep *BackfillReport) {
+func (b *Backfill) embed(ctx context.Context, s *sessions.Session, xs []Unit, rep *BackfillReport) {
 	if b.Wait != nil {
 		if err := b.Wait(ctx); err != nil {
 			rep.Failed += len(xs)
@@ -194,7 +133,7 @@ func (b *Backfill) embed(ctx context.Context, s *sessions.Session, xs []unitOf, 
 	}
 	texts := make([]string, len(xs))
 	for i, x := range xs {
-		texts[i] = strings.Join(x.texts(), "\n")
+		texts[i] = x.text()
 	}
 	rep.Requests++
 	vs, err := b.Embedder.Embed(ctx, texts)
@@ -203,13 +142,8 @@ func (b *Backfill) embed(ctx context.Context, s *sessions.Session, xs []unitOf, 
 		return
 	}
 	for i, x := range xs {
-		e := Exchange{UserID: s.UserID, SessionID: s.ID, Model: b.Embedder.Model(), Vector: vs[i], Bag: BagOf(x.texts()...)}
-		if x.q != nil {
-			e.Question = excerpt(x.q)
-		}
-		if x.r != nil {
-			e.Reply = excerpt(x.r)
-		}
+		e := x.exchange(s, b.Embedder.Model())
+		e.Vector = vs[i]
 		err := b.Store.SaveExchange(ctx, e)
 		if err != nil {
 			rep.Failed++

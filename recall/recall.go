@@ -8,6 +8,7 @@ package recall
 
 import (
 	"context"
+	"slices"
 	"time"
 
 	"github.com/chatmemory/backend/kernel/vector"
@@ -25,12 +26,13 @@ type Embedder interface {
 	Model() string
 }
 
-// Exchange is one question and its reply, embedded: the unit of recall
-// and search. Its id is the reply's. A message with no partner (a
+// Exchange is a Unit as stored, embedded: the unit of recall and search,
+// usually one question and its reply. A message with no partner (a
 // session's opening reply, a question left unanswered, a reply appended
 // apart from its question) is a unit of its own: an Exchange with only
-// Reply (an assistant's message) or only Question (a user's) set, named
-// by that message. It carries the start of its messages, so that a turn's
+// Reply (an assistant's message) or only Question (a user's) set; a tool
+// round's results are in Tools, with the answer given after them as Reply
+// if there is one. It carries the start of its messages, so that a turn's
 // recall and a search read no messages (see MaxExcerptChars), and their
 // words for the lexical leg (Bag).
 type Exchange struct {
@@ -41,17 +43,24 @@ type Exchange struct {
 	// unit stored before units carried it.
 	SessionTitle    string
 	Question, Reply Excerpt
+	Tools           []Excerpt // tool results, when the unit is a tool round's
 	Model           string
 	Vector          []float32
 	Bag             Bag
 }
 
-// ID is the unit's id: its reply's, or its one message's.
+// ID is the unit's id: its reply's, else its question's, else its first
+// tool result's (see Unit).
 func (e Exchange) ID() string {
-	if e.Reply.ID != "" {
+	switch {
+	case e.Reply.ID != "":
 		return e.Reply.ID
+	case e.Question.ID != "":
+		return e.Question.ID
+	case len(e.Tools) > 0:
+		return e.Tools[0].ID
 	}
-	return e.Question.ID
+	return ""
 }
 
 // Excerpt is a message as an exchange keeps it.
@@ -163,7 +172,7 @@ func (v view) shows(x Exchange) bool {
 		return false
 	}
 	off := v.off[x.SessionID]
-	for _, m := range []Excerpt{x.Question, x.Reply} {
+	for _, m := range slices.Concat([]Excerpt{x.Question, x.Reply}, x.Tools) {
 		if m.ID != "" && off.Contains(m.Seq) {
 			return false
 		}

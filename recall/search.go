@@ -2,6 +2,7 @@ package recall
 
 import (
 	"context"
+	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -139,7 +140,7 @@ func titleOf(h Hit, userID string) (string, bool) {
 
 // onPath reports whether x's messages are on path.
 func onPath(p sessions.Path, x Exchange) bool {
-	for _, m := range []Excerpt{x.Question, x.Reply} {
+	for _, m := range slices.Concat([]Excerpt{x.Question, x.Reply}, x.Tools) {
 		if m.ID != "" && !p.Contains(m.Seq) {
 			return false
 		}
@@ -148,7 +149,8 @@ func onPath(p sessions.Path, x Exchange) bool {
 }
 
 // pick is the message of x a result shows, with its role, and whether it
-// holds phrase as written.
+// holds phrase as written: the first holding it, else the one whose words
+// weigh most for the query, else the last (the reply, when there is one).
 func pick(x Exchange, c Corpus, phrase string, terms []string) (Excerpt, history.Role, bool) {
 	type side struct {
 		m    Excerpt
@@ -157,6 +159,9 @@ func pick(x Exchange, c Corpus, phrase string, terms []string) (Excerpt, history
 	var sides []side
 	if x.Question.ID != "" {
 		sides = append(sides, side{x.Question, history.RoleUser})
+	}
+	for _, t := range x.Tools {
+		sides = append(sides, side{t, history.RoleTool})
 	}
 	if x.Reply.ID != "" {
 		sides = append(sides, side{x.Reply, history.RoleAssistant})

@@ -2,7 +2,7 @@ package recall
 
 import (
 	"context"
-	"strings"
+	"errors"
 	"unicode/utf8"
 
 	"github.com/chatmemory/backend/history"
@@ -30,58 +30,32 @@ func clip(s string, n int) string {
 	return s[:n]
 }
 
-// excerpt is m as an exchange keeps it.
-func excerpt(m *history.Message) Excerpt {
-	c := clip(m.Content, MaxExcerptChars)
+// excerpt is m as a unit keeps it: its first n bytes (whole runes).
+func excerpt(m *history.Message, n int) Excerpt {
+	c := clip(m.Content, n)
 	return Excerpt{ID: m.ID, Seq: m.Seq, Content: c, Clipped: len(c) < len(m.Content), CreatedAt: m.CreatedAt}
 }
 
-// Index embeds the exchange of question q and reply r of session s and
-// stores it with its words (one write).
-func (svc *Service) Index(ctx context.Context, s *sessions.Session, q, r *history.Message) error {
-	x, err := svc.unitOf(ctx, s, q, r)
-	if err != nil {
-		return err
+// Index embeds and stores the units of msgs (see Units) of session s,
+// one write each; it returns how many it stored, and the errors of those
+// it did not (each is tried).
+func (svc *Service) Index(ctx context.Context, s *sessions.Session, msgs []history.Message) (int, error) {
+	var errs []error
+	stored := 0
+	for _, u := range Units(msgs) {
+		x := u.exchange(s, svc.Embedder.Model())
+		v, err := svc.Embedder.Embed(ctx, []string{u.text()})
+		if err == nil {
+			x.Vector = v[0]
+			err = svc.Store.SaveExchange(ctx, x)
+		}
+		if err != nil {
+			errs = append(errs, err)
+			continue
+		}
+		stored++
 	}
-	return svc.Store.SaveExchange(ctx, x)
-}
-
-// IndexMessage embeds and stores message m of session s as a unit of its
-// own: a message with no partner (a session's opening reply, a question
-// left unanswered, a reply stored apart from its question).
-func (svc *Service) IndexMessage(ctx context.Context, s *sessions.Session, m *history.Message) error {
-	var q, r *history.Message
-	if m.Role == history.RoleUser {
-		q = m
-	} else {
-		r = m
-	}
-	x, err := svc.unitOf(ctx, s, q, r)
-	if err != nil {
-		return err
-	}
-	return svc.Store.SaveExchange(ctx, x)
-}
-
-// unitOf is the unit of question q and reply r (either may be nil),
-// embedded.
-func (svc *Service) unitOf(ctx context.Context, s *sessions.Session, q, r *history.Message) (Exchange, error) {
-	x := Exchange{UserID: s.UserID, SessionID: s.ID, Model: svc.Embedder.Model()}
-	var texts []string
-	if q != nil {
-		x.Question = excerpt(q)
-		texts = append(texts, clip(q.Content, maxEmbedChars/2))
-	}
-	if r != nil {
-		x.Reply = excerpt(r)
-		texts = append(texts, clip(r.Content, maxEmbedChars/2))
-	}
-	v, err := svc.Embedder.Embed(ctx, []string{strings.Join(texts, "\n")})
-	if err != nil {
-		return x, err
-	}
-	x.Vector, x.Bag = v[0], BagOf(texts...)
-	return x, nil
+	return stored, errors.Join(errs...)
 }
 
 // ExportUser says what the recall index holds for userID (for an export:

@@ -99,29 +99,83 @@ func TestSnippet(t *testing.T) {
 	}
 }
 
-// TestUnitsOf: a session's messages become the units indexing makes:
-// each reply with its question, every other message with text on its own
-// (an opening reply, a question left unanswered, a reply whose question
-// has no text), tool calls and tool results not.
-func TestUnitsOf(t *testing.T) {
+// TestUnits: a session's messages become the units indexing makes:
+// each reply with its question; a reply after tool results with those
+// results; the results of a round whose reply called tools again together;
+// every other message with text on its own (an opening reply, a question
+// left unanswered, a reply whose question has no text); tool calls not.
+func TestUnits(t *testing.T) {
 	msg := func(seq, parent int, role history.Role, content string) history.Message {
 		return history.Message{ID: fmt.Sprint("m", seq), Seq: seq, ParentSeq: parent, Role: role, Content: content}
 	}
-	call := msg(4, 3, history.RoleAssistant, "")
-	call.ToolCalls = []history.ToolCall{{ID: "c1"}}
-	all := []history.Message{
-		msg(0, -1, history.RoleAssistant, "Welcome!"),
-		msg(1, 0, history.RoleUser, "q1"), msg(2, 1, history.RoleAssistant, "a1"),
-		msg(3, 2, history.RoleUser, "look it up"), call, msg(5, 4, history.RoleTool, "result"),
-		msg(6, 5, history.RoleAssistant, "found it"),
-		msg(7, 1, history.RoleAssistant, "a1, regenerated"),
-		msg(8, 6, history.RoleUser, "unanswered"),
+	call := func(seq, parent int) history.Message {
+		m := msg(seq, parent, history.RoleAssistant, "")
+		m.ToolCalls = []history.ToolCall{{ID: fmt.Sprint("c", seq)}}
+		return m
 	}
-	var got []string
-	for _, u := range unitsOf(all) {
-		got = append(got, strings.Join(u.texts(), "|"))
+	for _, tc := range []struct {
+		name string
+		msgs []history.Message
+		want string
+	}{
+		{"a session", []history.Message{
+			msg(0, -1, history.RoleAssistant, "Welcome!"),
+			msg(1, 0, history.RoleUser, "q1"), msg(2, 1, history.RoleAssistant, "a1"),
+			msg(3, 2, history.RoleUser, "look it up"), call(4, 3), msg(5, 4, history.RoleTool, "result"),
+			msg(6, 5, history.RoleAssistant, "found it"),
+			msg(7, 1, history.RoleAssistant, "a1, regenerated"),
+			msg(8, 6, history.RoleUser, "unanswered"),
+		}, "[q1|a1 result|found it q1|a1, regenerated Welcome! look it up unanswered]"},
+		{"two tool rounds", []history.Message{
+			msg(0, -1, history.RoleUser, "weather in Oslo and Bergen"), call(1, 0),
+			msg(2, 1, history.RoleTool, "Oslo: sun"), msg(3, 2, history.RoleTool, "Bergen: rain"), call(4, 3),
+			msg(5, 4, history.RoleTool, "Tromsø: snow"), msg(6, 5, history.RoleAssistant, "sun, rain and snow"),
+		}, "[Tromsø: snow|sun, rain and snow weather in Oslo and Bergen Oslo: sun|Bergen: rain]"},
+		{"a turn's results and answer, without their call", []history.Message{
+			msg(5, 4, history.RoleTool, "r1"), msg(6, 5, history.RoleTool, "r2"), msg(7, 6, history.RoleAssistant, "done"),
+		}, "[r1|r2|done]"},
+		{"results whose answer calls again", []history.Message{
+			msg(5, 4, history.RoleTool, "r1"), call(6, 5),
+		}, "[r1]"},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			var got []string
+			for _, u := range Units(tc.msgs) {
+				got = append(got, strings.Join(u.texts(), "|"))
+			}
+			if fmt.Sprint(got) != tc.want {
+				t.Errorf("units %v, want %s", got, tc.want)
+			}
+		})
 	}
-	if want := "[q1|a1 q1|a1, regenerated Welcome! look it up found it unanswered]"; fmt.Sprint(got) != want {
-		t.Errorf("units %v, want %s", got, want)
+}
+
+// TestRankShowsToolResults: a tool round's unit shows the result that
+// holds the query (role tool), and its answer when none does; a result
+// off its session's active branch drops the unit.
+func TestRankShowsToolResults(t *testing.T) {
+	x := Exchange{UserID: "alice", SessionID: "s", SessionTitle: "Weather",
+		Tools: []Excerpt{{ID: "t1", Seq: 2, Content: "Oslo: sun"}, {ID: "t2", Seq: 3, Content: "Bergen: rain, LayerCake"}},
+		Reply: Excerpt{ID: "a", Seq: 4, Content: "sun and rain"}}
+	for _, tc := range []struct {
+		name, query string
+		off         sessions.Path
+		want        string
+	}{
+		{"the result holding the query", "layercake", nil, "t2 tool"},
+		{"the answer when none does", "weather", nil, "a assistant"},
+		{"a result off the branch", "layercake", sessions.Path{{From: 3, To: 3}}, ""},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			vis := Visibility{OffPath: map[string]sessions.Path{"s": tc.off}}
+			got := rank(retrieved{found: []fused{{hit: Hit{Exchange: x}, score: 0.1, words: true}}, visibility: vis}, "alice", tc.query, false, 10)
+			var shown string
+			if len(got) > 0 {
+				shown = got[0].MessageID + " " + string(got[0].Role)
+			}
+			if shown != tc.want {
+				t.Errorf("shown %q, want %q", shown, tc.want)
+			}
+		})
 	}
 }

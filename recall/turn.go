@@ -62,6 +62,9 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string
 	var out []Recalled
 	for _, f := range got.found {
 		x := f.hit.Exchange
+		if x.Question.ID == "" && x.Reply.ID == "" {
+			continue // a tool round's results alone: search shows them, a turn's context does not
+		}
 		rc := Recalled{SessionID: x.SessionID, SessionTitle: x.SessionTitle, Question: x.Question, Reply: x.Reply}
 		switch title, ok := titleOf(f.hit, s.UserID); {
 		case x.UserID != s.UserID:

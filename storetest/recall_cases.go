@@ -83,7 +83,18 @@ func testRecall(t *testing.T, e *Env) {
 		t.Fatalf("carol found %+v", hits)
 	}
 
-	if n, err := store.CountExchanges(ctx, "alice"); err != nil || n != 3 {
+	// A tool round's results, with no reply, named by the first.
+	results := recall.Exchange{UserID: "alice", SessionID: one.ID, Model: "test/4", Vector: []float32{0, 0, 1, 0},
+		Tools: []recall.Excerpt{{ID: "t1", Seq: 7, Content: "Oslo: sun", CreatedAt: Epoch}, {ID: "t2", Seq: 8, Content: "Bergen: rain", Clipped: true, CreatedAt: Epoch}}}
+	noErr(t, store.SaveExchange(ctx, results))
+	hits, err = store.Nearest(ctx, near("alice", one.ID, 1, 0, 0, 1, 0))
+	noErr(t, err)
+	if len(hits) != 1 || hits[0].Exchange.ID() != "t1" || len(hits[0].Exchange.Tools) != 2 || !hits[0].Exchange.Tools[0].CreatedAt.Equal(Epoch) ||
+		hits[0].Exchange.Tools[1].Content != "Bergen: rain" || !hits[0].Exchange.Tools[1].Clipped || hits[0].Exchange.Tools[1].Seq != 8 {
+		t.Fatalf("a tool round's results: %+v", hits)
+	}
+
+	if n, err := store.CountExchanges(ctx, "alice"); err != nil || n != 4 {
 		t.Fatalf("alice's exchanges counted: %d, %v", n, err)
 	}
 	// A deleted session takes no new exchanges; a purged one keeps none.
@@ -97,7 +108,7 @@ func testRecall(t *testing.T, e *Env) {
 			t.Fatalf("an exchange of a purged session: %+v", h)
 		}
 	}
-	if n, err := store.CountExchanges(ctx, "alice"); err != nil || n != 2 {
+	if n, err := store.CountExchanges(ctx, "alice"); err != nil || n != 3 {
 		t.Fatalf("alice's exchanges counted after the purge: %d, %v", n, err)
 	}
 }

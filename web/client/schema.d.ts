@@ -361,13 +361,14 @@ export interface paths {
         /**
          * Search your own conversations, by words and by meaning
          * @description Every stored message with text is indexed after it is stored: a
-         *     question and its reply together, a message with no partner on its
-         *     own (EMBEDDING_MODEL; offline, a lexical stand-in), with its words.
+         *     question and its reply together, a tool round's results with the
+         *     answer after them, a message with no partner on its own
+         *     (EMBEDDING_MODEL; offline, a lexical stand-in), with its words.
          *     A search runs two legs side by side over the caller's active and
          *     archived sessions (or `sessionId` only), on each session's active
          *     branch (an edited-away or regenerated message is not found): by
          *     words (Okapi BM25 over the caller's own units; stop words out,
-         *     plurals folded; a word said once is always found) and by meaning
+         *     words stemmed; a word said once is always found) and by meaning
          *     (the nearest by embedding, at least 0.2 cosine similarity; `q`'s
          *     tokens count against the day's like a model call's); their rankings
          *     are fused by reciprocal rank (`score`). Each result shows the
@@ -1692,7 +1693,8 @@ export interface operations {
                             sessionStatus: "active" | "archived";
                             messageId: string;
                             seq: number;
-                            role: string;
+                            /** @enum {string} */
+                            role: "user" | "assistant" | "tool";
                             snippet: string;
                             score: number;
                             exact: boolean;
