@@ -85,7 +85,7 @@ type Service struct {
 	History       *history.Service
 	Model         Model
 	Titler        Titler
-	Usage         UsageRepo
+	Usage         UsageStore
 	Limits        Limits
 	SystemPrompt  string
 	// AllowSystemMessages lets clients append messages with role system,

@@ -37,29 +37,6 @@ type Usage struct {
 	DayTokens      int
 }
 
-// UsageRepo stores usage.
-type UsageRepo interface {
-	// UpdateUsage reads the user's message window and their spend on day
-	// (zero if none), calls fn and stores the window, atomically; fn may
-	// run more than once.
-	UpdateUsage(ctx context.Context, userID, day string, fn func(*Usage) error) error
-	// AddTokens adds n to the user's spend on day without reading it, so
-	// that concurrent turns of one user never wait for each other.
-	AddTokens(ctx context.Context, userID, day string, n int) error
-	// ChargeAfter adds n to the user's spend on day for work done after
-	// a reply or an append of that day (a title, a summary, learning,
-	// embeddings), without reading it, and only if the day's spend is
-	// there (the reply's or the append's own commit wrote it): after an
-	// erasure it is not, ENOTFOUND is returned and nothing is written, so
-	// work that outlives an erasure leaves nothing of the user behind.
-	ChargeAfter(ctx context.Context, userID, day string, n int) error
-	// ChargeMemory adds n to the user's spend on day for work done on
-	// their long-term memory (a history roll-up), atomically with finding
-	// that memory still there; an erased one is ENOTFOUND and nothing is
-	// written.
-	ChargeMemory(ctx context.Context, userID, day string, n int) error
-}
-
 // Day is the UTC date of now, as usage is kept by.
 func Day(now time.Time) string { return now.UTC().Format(time.DateOnly) }
 
@@ -169,8 +146,30 @@ func limited(wait time.Duration, format string, args ...any) error {
 	return e
 }
 
-// UsageStore reads and deletes a user's usage, for export and erasure.
+// UsageStore keeps a user's usage: their appended-messages and search
+// windows, their spend by day and their turn slots; turns and charges
+// write it, the limits read it, export and erasure read and delete it.
 type UsageStore interface {
+	// UpdateUsage reads the user's message window and their spend on day
+	// (zero if none), calls fn and stores the window, atomically; fn may
+	// run more than once.
+	UpdateUsage(ctx context.Context, userID, day string, fn func(*Usage) error) error
+	// AddTokens adds n to the user's spend on day without reading it, so
+	// that concurrent turns of one user never wait for each other.
+	AddTokens(ctx context.Context, userID, day string, n int) error
+	// ChargeAfter adds n to the user's spend on day for work done after
+	// a reply or an append of that day (a title, a summary, learning,
+	// embeddings), without reading it, and only if the day's spend is
+	// there (the reply's or the append's own commit wrote it): after an
+	// erasure it is not, ENOTFOUND is returned and nothing is written, so
+	// work that outlives an erasure leaves nothing of the user behind.
+	ChargeAfter(ctx context.Context, userID, day string, n int) error
+	// ChargeMemory adds n to the user's spend on day for work done on
+	// their long-term memory (a history roll-up), atomically with finding
+	// that memory still there; an erased one is ENOTFOUND and nothing is
+	// written.
+	ChargeMemory(ctx context.Context, userID, day string, n int) error
+
 	// GetUsage returns the user's usage records, nil if none.
 	GetUsage(ctx context.Context, userID string) (*UsageRecord, error)
 	// UsageOn returns the user's message window, their spend on day (the

@@ -22,7 +22,6 @@ type Store interface {
 	history.FeedbackRepo
 	chat.TurnStore
 	chat.Drafts
-	chat.UsageRepo
 	chat.UsageStore
 	longterm.Repo
 	longterm.RollUpRepo

@@ -12,7 +12,7 @@ import (
 	"github.com/chatmemory/backend/kernel/errs"
 )
 
-// testUsage: chat.UsageRepo and chat.UsageStore. The message window is read
+// testUsage: chat.UsageStore. The message window is read
 // and written atomically, token spend is added without a read and never
 // lost under concurrency, one day's standing is read with the window and
 // the turn slots (UsageOn), users are apart, and deleting a user's usage
@@ -93,7 +93,7 @@ func testUsage(t *testing.T, e *Env) {
 	}
 }
 
-// testFencedCharges: chat.UsageRepo's charges for work after a reply land
+// testFencedCharges: chat.UsageStore's charges for work after a reply land
 // only while what the work followed is there: the day's spend the reply
 // or append wrote (ChargeAfter), or the user's long-term memory
 // (ChargeMemory); after an erasure they are ENOTFOUND and write nothing.
