@@ -6,12 +6,6 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// Recalled is an earlier exchange found for a turn.
-type Recalled struct {
-	SessionID, SessionTitle string
-	Question, Reply         Excerpt
-}
-
 // EmbedQuery embeds a turn's message for Recall (a turn starts it beside
 // its first read).
 func (svc *Service) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
@@ -35,13 +29,14 @@ type Scope struct {
 }
 
 // Recall returns up to k of the user's units most relevant to a turn's
-// message text (embedded as v), as search finds them (by words and by
-// meaning, fused): in session s only, or (scope.All) in every active and
+// message text (embedded as v), each with its session's title as it is
+// now, as search finds them (by words and by meaning, fused): in session s
+// only, or (scope.All) in every active and
 // archived session of the user, on each session's active branch; never
 // another user's or a deleted session's. Both legs run beside each other:
 // the turn waits for one round trip of the store after the embedding, as
 // it did for the vector query alone.
-func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string, v []float32, scope Scope, k int) ([]Recalled, error) {
+func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string, v []float32, scope Scope, k int) ([]Exchange, error) {
 	// Twice k: room for those the filters drop (each is a billed read).
 	r := retrieval{userID: s.UserID, sessionID: s.ID, text: text, vector: v, k: 2 * k, cheap: true}
 	if scope.All {
@@ -59,13 +54,12 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string
 		known = *scope.Known
 	}
 	view := known.view()
-	var out []Recalled
+	var out []Exchange
 	for _, f := range got.found {
 		x := f.hit.Exchange
 		if x.Question.ID == "" && x.Reply.ID == "" {
 			continue // a tool round's results alone: search shows them, a turn's context does not
 		}
-		rc := Recalled{SessionID: x.SessionID, SessionTitle: x.SessionTitle, Question: x.Question, Reply: x.Reply}
 		switch title, ok := titleOf(f.hit, s.UserID); {
 		case x.UserID != s.UserID:
 			continue
@@ -73,13 +67,13 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string
 			if !onPath(s.Path(), x) {
 				continue // another branch's
 			}
-			rc.SessionTitle = s.Title
+			x.SessionTitle = s.Title
 		case !ok || !view.shows(x):
 			continue
 		default:
-			rc.SessionTitle = title
+			x.SessionTitle = title
 		}
-		out = append(out, rc)
+		out = append(out, x)
 		if len(out) == k {
 			break
 		}
