@@ -93,7 +93,7 @@ func TestLayers(t *testing.T) {
 		"app":         append([]string{"functions", "llm"}, stores...), // the composition root
 		"emulator":    {"emulator"},
 		"rules":       {"emulator"},
-		"cmd":         {"app", "functions", "emulator", "bench", "llm/llmtest"},
+		"cmd":         {"app", "functions", "emulator", "bench", "llm/llmtest", "cmd/internal"},
 		"bench":       append([]string{"app", "functions", "llm", "firestoredb/firestoretest", "emulator"}, stores...),
 		"":            {"app"}, // the root: registration only
 	}

@@ -22,6 +22,7 @@ import (
 	"syscall"
 
 	"github.com/chatmemory/backend/app"
+	"github.com/chatmemory/backend/cmd/internal/command"
 )
 
 func main() {
@@ -45,22 +46,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintln(stderr, "embed: -rate must be above 0 and -batch from 1 to 256")
 		return 2
 	}
-	cfg, err := app.ConfigFromEnv(getenv)
-	if err != nil {
-		fmt.Fprintln(stderr, "embed:", err)
-		return 2
-	}
-	var logw io.Writer = io.Discard
-	if *verbose {
-		logw = stderr
-	}
-	backend, err := app.Open(ctx, cfg, logw)
-	if err != nil {
-		fmt.Fprintln(stderr, "embed:", err)
-		return 1
+	backend, code := command.Open(ctx, "embed", getenv, *verbose, stderr)
+	if backend == nil {
+		return code
 	}
 	defer backend.Close()
-	rep, err := backend.Backfill(ctx, *after, *batch, *rate, prefixed{stderr})
+	rep, err := backend.Backfill(ctx, *after, *batch, *rate, command.Progress{Name: "embed", W: stderr})
 	if errors.Is(err, app.ErrEmbeddingsOff) {
 		fmt.Fprintln(stderr, "embed:", err)
 		return 2
@@ -76,14 +67,4 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 1
 	}
 	return 0
-}
-
-// prefixed writes each line with the command's name first.
-type prefixed struct{ w io.Writer }
-
-func (p prefixed) Write(b []byte) (int, error) {
-	if _, err := fmt.Fprintf(p.w, "embed: %s", b); err != nil {
-		return 0, err
-	}
-	return len(b), nil
 }

@@ -21,7 +21,7 @@ import (
 	"os/signal"
 	"syscall"
 
-	"github.com/chatmemory/backend/app"
+	"github.com/chatmemory/backend/cmd/internal/command"
 )
 
 func main() {
@@ -43,22 +43,12 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		fmt.Fprintf(stderr, "migrate: unexpected argument %q\n", fs.Arg(0))
 		return 2
 	}
-	cfg, err := app.ConfigFromEnv(getenv)
-	if err != nil {
-		fmt.Fprintln(stderr, "migrate:", err)
-		return 2
-	}
-	var logw io.Writer = io.Discard
-	if *verbose {
-		logw = stderr
-	}
-	backend, err := app.Open(ctx, cfg, logw)
-	if err != nil {
-		fmt.Fprintln(stderr, "migrate:", err)
-		return 1
+	backend, code := command.Open(ctx, "migrate", getenv, *verbose, stderr)
+	if backend == nil {
+		return code
 	}
 	defer backend.Close()
-	rep, err := backend.Migrate(ctx, *after, prefixed{stderr})
+	rep, err := backend.Migrate(ctx, *after, command.Progress{Name: "migrate", W: stderr})
 	out, _ := json.MarshalIndent(rep, "", "  ")
 	fmt.Fprintln(stdout, string(out))
 	if err != nil {
@@ -66,14 +56,4 @@ func run(ctx context.Context, args []string, getenv func(string) string, stdout,
 		return 1
 	}
 	return 0
-}
-
-// prefixed writes each progress line after "migrate: ".
-type prefixed struct{ w io.Writer }
-
-func (p prefixed) Write(b []byte) (int, error) {
-	if _, err := fmt.Fprintf(p.w, "migrate: %s", b); err != nil {
-		return 0, err
-	}
-	return len(b), nil
 }

@@ -15,13 +15,12 @@ import (
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"os"
 	"os/signal"
 	"syscall"
 	"time"
 
-	"github.com/chatmemory/backend/app"
+	"github.com/chatmemory/backend/cmd/internal/command"
 )
 
 func main() {
@@ -31,21 +30,11 @@ func main() {
 	record := flag.Bool("record-accounts", false, "record every user who holds sessions and has no account record, then stop")
 	flag.Parse()
 
-	cfg, err := app.ConfigFromEnv(os.Getenv)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sweep:", err)
-		os.Exit(2)
-	}
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
 	defer stop()
-	var logw io.Writer = io.Discard
-	if *verbose {
-		logw = os.Stderr
-	}
-	backend, err := app.Open(ctx, cfg, logw)
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "sweep:", err)
-		os.Exit(1)
+	backend, code := command.Open(ctx, "sweep", os.Getenv, *verbose, os.Stderr)
+	if backend == nil {
+		os.Exit(code)
 	}
 	defer backend.Close()
 	if *record {
