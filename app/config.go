@@ -3,6 +3,7 @@ package app
 import (
 	"fmt"
 	"net"
+	"os"
 	"sort"
 	"strconv"
 	"strings"
@@ -59,6 +60,7 @@ type Config struct {
 	Embeddings          bool         // EMBEDDINGS: on (default) or off: exchanges embedded for search
 	EmbeddingModel      string       // EMBEDDING_MODEL
 	EmbeddingDimensions int          // EMBEDDING_DIMENSIONS: 1 to 2048
+	WordVectors         string       // WORD_VECTORS: the offline stand-in's word vectors: auto (default), off, or a file
 	SystemMessages      bool         // CLIENT_SYSTEM_MESSAGES: off (default) or on
 	AppCheck            AppCheckMode // APP_CHECK: off (default), monitor or enforce
 	AppCheckAppIDs      []string     // APP_CHECK_APP_IDS: if set, the only apps whose tokens are accepted
@@ -213,8 +215,14 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		Embeddings:          onOff("EMBEDDINGS", true),
 		EmbeddingModel:      str("EMBEDDING_MODEL", llm.DefaultEmbeddingModel),
 		EmbeddingDimensions: num("EMBEDDING_DIMENSIONS", llm.DefaultEmbeddingDimensions, 1, recall.MaxDimensions),
+		WordVectors:         str("WORD_VECTORS", "auto"),
 		SystemMessages:      onOff("CLIENT_SYSTEM_MESSAGES", false),
 		AppCheck:            AppCheckMode(str("APP_CHECK", string(AppCheckOff))),
+	}
+	if w := c.WordVectors; w != "auto" && w != "off" {
+		if _, err := os.Stat(w); err != nil {
+			bad("WORD_VECTORS must be auto, off or the word vectors' file, not %q (%v)", w, err)
+		}
 	}
 	switch c.AppCheck {
 	case AppCheckOff, AppCheckMonitor, AppCheckEnforce:

@@ -58,6 +58,7 @@ func TestConfigFromEnv(t *testing.T) {
 		"BadNumber":          {append(local, "RATE_TOKENS_PER_DAY", "lots"), "RATE_TOKENS_PER_DAY"},
 		"BadEmulatorHost":    {[]string{"GOOGLE_CLOUD_PROJECT", "demo-p", "FIRESTORE_EMULATOR_HOST", "nohost", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, "host:port"},
 		"TinyBodyCap":        {append(local, "MAX_BODY_BYTES", "10"), "MAX_BODY_BYTES"},
+		"NoWordVectors":      {append(local, "WORD_VECTORS", "/no/such/vectors.json"), "WORD_VECTORS"},
 		"ZeroModelTimeout":   {append(local, "MODEL_TIMEOUT_SECONDS", "0"), "MODEL_TIMEOUT_SECONDS"},
 		"MemoryNeedsNoHost":  {[]string{"GOOGLE_CLOUD_PROJECT", "demo-p", "STORAGE_BACKEND", "memory", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, ""},
 		"InProcessNoHost":    {[]string{"GOOGLE_CLOUD_PROJECT", "demo-p", "STORAGE_BACKEND", "inprocess", "FIREBASE_AUTH_EMULATOR_HOST", "h:2"}, ""},

@@ -136,12 +136,20 @@ func (q *Quality) String() string {
 		q.Embedder, q.Queries, q.Exchanges, q.SearchRecallAt5, q.SearchMRR, q.RecallRecallAt5, q.RecallMRR)
 }
 
+// StandIn is the offline stand-in as the server builds it here: with the
+// word vectors npm installed, when it finds them (see llm.WordVectors).
+func StandIn() recall.Embedder { return app.Config{Embeddings: true}.Embedder() }
+
 // QualityEmbedders are the embedders the bench measures on the fixture:
-// the offline stand-in, and the embedding model the environment configures
-// as the server reads it (OPENAI_API_KEY or OPENAI_BASE_URL,
-// EMBEDDING_MODEL, EMBEDDING_DIMENSIONS), if any.
+// the offline stand-in (first), without its word vectors too when it has
+// them, and the embedding model the environment configures as the server
+// reads it (OPENAI_API_KEY or OPENAI_BASE_URL, EMBEDDING_MODEL,
+// EMBEDDING_DIMENSIONS), if any.
 func QualityEmbedders(getenv func(string) string) ([]recall.Embedder, error) {
-	out := []recall.Embedder{llm.Lexical{}}
+	out := []recall.Embedder{StandIn()}
+	if out[0].Model() != (llm.Lexical{}).Model() {
+		out = append(out, llm.Lexical{})
+	}
 	cfg, err := app.ConfigFromEnv(getenv)
 	if err != nil {
 		return nil, err

@@ -5,7 +5,6 @@ import (
 	"testing"
 
 	"github.com/chatmemory/backend/history"
-	"github.com/chatmemory/backend/llm"
 )
 
 // TestRecallQuality: the offline stand-in finds the right exchange among
@@ -16,7 +15,7 @@ func TestRecallQuality(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	q, err := MeasureQuality(context.Background(), llm.Lexical{}, tok)
+	q, err := MeasureQuality(context.Background(), StandIn(), tok)
 	if err != nil {
 		t.Fatal(err)
 	}

