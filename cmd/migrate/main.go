@@ -17,18 +17,11 @@ import (
 	"flag"
 	"fmt"
 	"io"
-	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/chatmemory/backend/cmd/internal/command"
 )
 
-func main() {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	os.Exit(run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr))
-}
+func main() { command.Main(run) }
 
 // run is the command, apart from the process.
 func run(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int {

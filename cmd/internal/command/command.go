@@ -6,9 +6,22 @@ import (
 	"context"
 	"fmt"
 	"io"
+	"os"
+	"os/signal"
+	"syscall"
 
 	"github.com/chatmemory/backend/app"
 )
+
+// Main runs a command's run with the process's arguments, environment
+// and output, its context cancelled by Ctrl-C or SIGTERM, and exits with
+// the code run returns.
+func Main(run func(ctx context.Context, args []string, getenv func(string) string, stdout, stderr io.Writer) int) {
+	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
+	code := run(ctx, os.Args[1:], os.Getenv, os.Stdout, os.Stderr)
+	stop()
+	os.Exit(code)
+}
 
 // Open opens the backend the environment configures, as the server does,
 // logging as the deployed function does when verbose. When it cannot, it
