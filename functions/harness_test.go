@@ -50,6 +50,7 @@ type harness struct {
 	auth      *auth.Client
 	logs      *syncBuffer
 	sent      atomic.Int64 // requests sent with do
+	done      atomic.Int64 // requests the server finished (its handler returned: after-turn work included)
 	lookups   atomic.Int64 // calls of the Auth directory (the backstop's)
 	start     func()       // starts the server on a new instance of the app
 }
@@ -63,11 +64,11 @@ func (h *harness) restart() {
 }
 
 // idle waits until every request sent with do has finished on the server,
-// after-turn work included (its log line is written last).
+// after-turn work included (a turn's handler returns after it).
 func (h *harness) idle() {
 	h.t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
-		if int64(strings.Count(h.logs.String(), `"msg":"request"`)) >= h.sent.Load() {
+		if h.done.Load() >= h.sent.Load() {
 			return
 		}
 		if time.Now().After(deadline) {
@@ -160,12 +161,20 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*app.Config)) 
 			Now:       h.clock.Now,
 			Meter:     sdkmetric.NewMeterProvider(sdkmetric.WithReader(h.metrics)),
 		})
-		h.srv = httptest.NewServer(h.app.Handler())
+		h.srv = httptest.NewServer(counted(h.app.Handler(), &h.done))
 		t.Cleanup(h.srv.Close)
 	}
 	h.start()
 	t.Cleanup(h.logProblems)
 	return h
+}
+
+// counted serves with next and counts each request it finished in n.
+func counted(next http.Handler, n *atomic.Int64) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer n.Add(1)
+		next.ServeHTTP(w, r)
+	})
 }
 
 // logProblems shows the server's warnings and errors when a test failed.
