@@ -71,6 +71,6 @@ func WriteSearchCost(w io.Writer, c *SearchCost) {
 	if c == nil {
 		return
 	}
-	fmt.Fprintf(w, "What a search costs Firestore (%d searches of the dev part, stored in the emulator): %.1f documents read on average (at most %d), %.1f RPCs, %d one after another at the median, %d at most (the words queries, the count, the vector query and the user's list of deleted and archived sessions at once).\n\n",
+	fmt.Fprintf(w, "What a search costs Firestore (%d searches of the dev part, stored in the emulator): %.1f documents read on average (at most %d), %.1f RPCs, %d one after another at the median, %d at most (the words queries and their counts, the count of units, the vector query and the user's list of deleted and archived sessions, at once).\n\n",
 		c.Searches, c.ReadsMean, c.ReadsMax, c.RPCsMean, c.SequentialP50, c.SequentialMax)
 }

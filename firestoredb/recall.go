@@ -1,6 +1,7 @@
 package firestoredb
 
 import (
+	"cmp"
 	"context"
 	"sync"
 	"time"
@@ -184,14 +185,33 @@ func (db *DB) Lexical(ctx context.Context, q recall.LexicalQuery) (recall.Lexica
 	errs := make([]error, len(queries))
 	var wg sync.WaitGroup
 	for i, fq := range queries {
-		wg.Add(1)
-		go func() {
-			defer wg.Done()
-			found[i], errs[i] = fq.Documents(ctx).GetAll()
-		}()
+		wg.Go(func() { found[i], errs[i] = fq.Documents(ctx).GetAll() })
+	}
+	out := recall.LexicalHits{Found: map[string]int{}}
+	var counts []int
+	var countErr error
+	if q.Count {
+		counts = make([]int, len(q.Terms))
+		var mu sync.Mutex
+		for i, term := range q.Terms { // one aggregation a term, beside the queries
+			wg.Go(func() {
+				n, err := db.count(ctx, base.Where("terms", "array-contains", term))
+				mu.Lock()
+				defer mu.Unlock()
+				counts[i], countErr = n, cmp.Or(countErr, err)
+			})
+		}
 	}
 	wg.Wait()
-	out := recall.LexicalHits{Found: map[string]int{}}
+	if countErr != nil {
+		return out, countErr
+	}
+	if q.Count {
+		out.DF = map[string]int{}
+		for i, term := range q.Terms {
+			out.DF[term] = counts[i]
+		}
+	}
 	seen := map[string]bool{}
 	for i, snaps := range found {
 		if errs[i] != nil {

@@ -71,6 +71,17 @@ func (db *DB) Lexical(_ context.Context, q recall.LexicalQuery) (recall.LexicalH
 		}
 	}
 	out := recall.LexicalHits{Found: map[string]int{}}
+	if q.Count {
+		out.DF = map[string]int{}
+		for _, t := range q.Terms {
+			out.DF[t] = 0
+			for _, e := range units {
+				if holds(e, t) {
+					out.DF[t]++
+				}
+			}
+		}
+	}
 	if q.Any {
 		for _, e := range units {
 			if len(picked) < q.PerTerm && holds(e, q.Terms...) {
@@ -86,6 +97,7 @@ func (db *DB) Lexical(_ context.Context, q recall.LexicalQuery) (recall.LexicalH
 		}
 	} else {
 		for _, t := range q.Terms {
+			out.Found[t] = 0 // as many as found, none too
 			for _, e := range units {
 				if out.Found[t] < q.PerTerm && holds(e, t) {
 					out.Found[t]++

@@ -1,6 +1,7 @@
 package recall
 
 import (
+	"maps"
 	"slices"
 	"strings"
 	"testing"
@@ -88,5 +89,39 @@ func TestQueryTerms(t *testing.T) {
 	long := QueryTerms("one two three four five six seven eight nine ten eleven twelve thirteen extraordinarily")
 	if len(long) != MaxQueryTerms || long[0] != Terms("extraordinarily")[0] {
 		t.Errorf("QueryTerms of a long query: %v", long)
+	}
+}
+
+// TestCorpusOf: BM25's document frequencies are the counted ones when the
+// store counted them (a common term read only up to its page then weighs
+// as little as it should), else those found; the number of units is the
+// counted one, else ten times those found.
+func TestCorpusOf(t *testing.T) {
+	found := LexicalHits{Hits: make([]Hit, 4), Found: map[string]int{"melanie": 2, "sunrise": 2}}
+	counted := found
+	counted.DF = map[string]int{"melanie": 900, "sunrise": 3}
+	for _, tc := range []struct {
+		name  string
+		lex   LexicalHits
+		units int
+		want  Corpus
+	}{
+		{"counted", counted, 1000, Corpus{N: 1000, DF: counted.DF}},
+		{"found only", found, 1000, Corpus{N: 1000, DF: found.Found}},
+		{"no count of units", found, 0, Corpus{N: 40, DF: found.Found}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			got := corpusOf(tc.lex, tc.units)
+			if got.N != tc.want.N || !maps.Equal(got.DF, tc.want.DF) {
+				t.Errorf("corpus %+v, want %+v", got, tc.want)
+			}
+		})
+	}
+	term := Terms("melanie")[0]
+	b := BagOf("melanie and melanie")
+	common := Corpus{N: 1000, AvgLen: 2, DF: map[string]int{term: 900}}
+	capped := Corpus{N: 1000, AvgLen: 2, DF: map[string]int{term: 40}} // as found, at most a page
+	if c, f := common.BM25([]string{term}, b), capped.BM25([]string{term}, b); c <= 0 || c >= f/4 {
+		t.Errorf("a term in 900 of 1000 units weighs %.2f, as if in 40 %.2f", c, f)
 	}
 }

@@ -56,7 +56,7 @@ func (svc *Service) retrieve(ctx context.Context, r retrieval) (retrieved, error
 		wg.Go(func() { vis, vErr = svc.Store.Visibility(ctx, r.userID) })
 	}
 	if len(terms) > 0 {
-		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: perTerm}
+		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: perTerm, Count: !r.cheap}
 		if r.cheap {
 			q.Terms, q.PerTerm, q.Any = terms[:min(len(terms), anyTerms)], anyLimit, true
 		}
@@ -116,14 +116,18 @@ const (
 
 // corpusOf is what BM25 knows from a lexical query: the user's units
 // (without a count, ten times the units found: IDF then weighs terms by
-// how many of those found hold them), and for each term how many the store
-// found holding it (at most perTerm: a term that common weighs little
-// anyway), with their average length.
+// how many of those found hold them), and for each term how many units
+// hold it (counted, when the query counted them; else how many the store
+// found holding it, at most perTerm), with their average length.
 func corpusOf(lex LexicalHits, units int) Corpus {
 	if units == 0 {
 		units = 10 * len(lex.Hits)
 	}
-	c := Corpus{N: units, DF: lex.Found}
+	df := lex.Found
+	if lex.DF != nil {
+		df = lex.DF
+	}
+	c := Corpus{N: units, DF: df}
 	for _, h := range lex.Hits {
 		c.AvgLen += float64(h.Exchange.Bag.Len)
 	}

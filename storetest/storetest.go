@@ -141,6 +141,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("PrivacyRepo", func(t *testing.T) { testPrivacyRepo(t, env(t)) })
 	t.Run("Recall", func(t *testing.T) { testRecall(t, env(t)) })
 	t.Run("Visibility", func(t *testing.T) { testVisibility(t, env(t)) })
+	t.Run("Lexical", func(t *testing.T) { testLexical(t, env(t)) })
 	t.Run("RecallBackfill", func(t *testing.T) { testRecallBackfill(t, env(t)) })
 	t.Run("Feedback", func(t *testing.T) { testFeedback(t, env(t)) })
 	t.Run("TrimRepo", func(t *testing.T) { testTrimRepo(t, env(t)) })

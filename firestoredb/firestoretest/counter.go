@@ -147,6 +147,14 @@ func (s *countingStream) RecvMsg(m any) error {
 			s.docs++
 			s.c.reads.Add(1)
 		}
+	case *pb.RunAggregationQueryResponse:
+		if res := r.GetResult(); res != nil { // billed one read per 1,000 index entries, at least one
+			var n int64
+			for _, v := range res.GetAggregateFields() {
+				n = max(n, v.GetIntegerValue())
+			}
+			s.c.reads.Add(max(1, (n+999)/1000))
+		}
 	}
 	return nil
 }
