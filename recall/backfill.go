@@ -131,24 +131,8 @@ func (b *Backfill) embed(ctx context.Context, s *sessions.Session, xs []Unit, re
 			return
 		}
 	}
-	texts := make([]string, len(xs))
-	for i, x := range xs {
-		texts[i] = x.text()
-	}
 	rep.Requests++
-	vs, err := b.Embedder.Embed(ctx, texts)
-	if err != nil {
-		rep.Failed += len(xs)
-		return
-	}
-	for i, x := range xs {
-		e := x.exchange(s, b.Embedder.Model())
-		e.Vector = vs[i]
-		err := b.Store.SaveExchange(ctx, e)
-		if err != nil {
-			rep.Failed++
-			continue
-		}
-		rep.Embedded++
-	}
+	stored, _ := storeUnits(ctx, b.Embedder, b.Store, s, xs)
+	rep.Embedded += stored
+	rep.Failed += len(xs) - stored
 }

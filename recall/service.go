@@ -36,26 +36,42 @@ func excerpt(m *history.Message, n int) Excerpt {
 	return Excerpt{ID: m.ID, Seq: m.Seq, Content: c, Clipped: len(c) < len(m.Content), CreatedAt: m.CreatedAt}
 }
 
-// Index embeds and stores the units of msgs (see Units) of session s,
-// one write each; it returns how many it stored, and the errors of those
-// it did not (each is tried).
+// Index embeds the units of msgs (see Units) of session s in one request
+// and stores each, one write each; it returns how many it stored, and the
+// errors of those it did not (each is tried).
 func (svc *Service) Index(ctx context.Context, s *sessions.Session, msgs []history.Message) (int, error) {
+	units := Units(msgs)
+	if len(units) == 0 {
+		return 0, nil
+	}
+	stored, errs := storeUnits(ctx, svc.Embedder, svc.Store, s, units)
+	return stored, errors.Join(errs...)
+}
+
+// storeUnits embeds units of session s with e in one request and stores
+// each in st; it returns how many it stored and why the others were not
+// (the request's error once for all, when it failed).
+func storeUnits(ctx context.Context, e Embedder, st Store, s *sessions.Session, units []Unit) (int, []error) {
+	texts := make([]string, len(units))
+	for i, u := range units {
+		texts[i] = u.text()
+	}
+	vs, err := e.Embed(ctx, texts)
+	if err != nil {
+		return 0, []error{err}
+	}
 	var errs []error
 	stored := 0
-	for _, u := range Units(msgs) {
-		x := u.exchange(s, svc.Embedder.Model())
-		v, err := svc.Embedder.Embed(ctx, []string{u.text()})
-		if err == nil {
-			x.Vector = v[0]
-			err = svc.Store.SaveExchange(ctx, x)
-		}
-		if err != nil {
+	for i, u := range units {
+		x := u.exchange(s, e.Model())
+		x.Vector = vs[i]
+		if err := st.SaveExchange(ctx, x); err != nil {
 			errs = append(errs, err)
 			continue
 		}
 		stored++
 	}
-	return stored, errors.Join(errs...)
+	return stored, errs
 }
 
 // ExportUser says what the recall index holds for userID (for an export:
