@@ -22,8 +22,7 @@ import (
 	"net/http"
 	"os"
 	"runtime/coverage"
-	"strings"
-	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chatmemory/backend/app"
@@ -53,8 +52,7 @@ func run(ctx context.Context, out string) error {
 	if err != nil {
 		return err
 	}
-	logs := &requestLog{}
-	backend, err := app.Open(ctx, cfg, logs)
+	backend, err := app.Open(ctx, cfg, io.Discard)
 	if err != nil {
 		return err
 	}
@@ -63,7 +61,8 @@ func run(ctx context.Context, out string) error {
 	if err != nil {
 		return err
 	}
-	srv := &http.Server{Handler: backend.Handler()}
+	var done finished
+	srv := &http.Server{Handler: done.counting(backend.Handler())}
 	go srv.Serve(ln)
 	defer srv.Close()
 	base := "http://" + ln.Addr().String()
@@ -77,7 +76,7 @@ func run(ctx context.Context, out string) error {
 	if err := post(base+"/chat", token, map[string]any{"message": "hello"}, &first); err != nil {
 		return err
 	}
-	if err := logs.wait(1); err != nil {
+	if err := done.wait(1); err != nil {
 		return err
 	}
 	if err := coverage.ClearCounters(); err != nil {
@@ -86,7 +85,7 @@ func run(ctx context.Context, out string) error {
 	if err := post(base+"/chat", token, map[string]any{"sessionId": first.SessionID, "message": "and again"}, nil); err != nil {
 		return err
 	}
-	if err := logs.wait(2); err != nil {
+	if err := done.wait(2); err != nil {
 		return err
 	}
 	if err := coverage.WriteMetaDir(out); err != nil {
@@ -132,28 +131,23 @@ func post(url, token string, body, v any) error {
 	return json.Unmarshal(got, v)
 }
 
-// requestLog counts the server's request log lines: each is written once
-// its request, after-turn work included, is done.
-type requestLog struct {
-	mu  sync.Mutex
-	buf strings.Builder
+// finished counts the requests the server finished: a turn's handler
+// returns once its after-turn work is done.
+type finished struct{ n atomic.Int64 }
+
+func (f *finished) counting(next http.Handler) http.Handler {
+	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
+		defer f.n.Add(1)
+		next.ServeHTTP(w, r)
+	})
 }
 
-func (l *requestLog) Write(p []byte) (int, error) {
-	l.mu.Lock()
-	defer l.mu.Unlock()
-	return l.buf.Write(p)
-}
-
-// wait waits until n requests have been logged.
-func (l *requestLog) wait(n int) error {
+// wait waits until n requests have finished.
+func (f *finished) wait(n int64) error {
 	for deadline := time.Now().Add(30 * time.Second); time.Now().Before(deadline); time.Sleep(10 * time.Millisecond) {
-		l.mu.Lock()
-		got := strings.Count(l.buf.String(), `"message":"request"`)
-		l.mu.Unlock()
-		if got >= n {
+		if f.n.Load() >= n {
 			return nil
 		}
 	}
-	return fmt.Errorf("the server logged fewer than %d requests in 30 s", n)
+	return fmt.Errorf("the server finished fewer than %d requests in 30 s", n)
 }
