@@ -40,6 +40,17 @@ type deletedList struct {
 	Off      map[string][]int `firestore:"off,omitempty"`
 }
 
+// listed are the statuses the list holds the sessions of: its field, and
+// where a list read holds them.
+var listed = []struct {
+	field  string
+	status sessions.Status
+	ids    func(*deletedList) *[]string
+}{
+	{"ids", sessions.StatusDeleted, func(d *deletedList) *[]string { return &d.IDs }},
+	{"archived", sessions.StatusArchived, func(d *deletedList) *[]string { return &d.Archived }},
+}
+
 func (db *DB) deletedRef(userID string) *firestore.DocumentRef {
 	return db.usageRef(userID).Collection(SessionListsCollection).Doc(deletedListDocID)
 }
@@ -59,10 +70,7 @@ type listChange struct {
 // deleted everything under it, and its id then leaves the list.
 func (db *DB) listChangeOf(was, s *sessions.Session, gone bool) *listChange {
 	c := &listChange{ref: db.deletedRef(s.UserID), data: map[string]any{"userId": s.UserID}, merge: []firestore.FieldPath{{"userId"}}}
-	for _, l := range []struct {
-		field  string
-		status sessions.Status
-	}{{"ids", sessions.StatusDeleted}, {"archived", sessions.StatusArchived}} {
+	for _, l := range listed {
 		field := l.field
 		before := was != nil && was.Status == l.status
 		now := s.Status == l.status
@@ -148,15 +156,13 @@ func (db *DB) Visibility(ctx context.Context, userID string) (recall.Visibility,
 
 // apply makes the changes of writing s (read as was) to the list as read.
 func (d *deletedList) apply(was, s *sessions.Session) {
-	for _, l := range []struct {
-		ids    *[]string
-		status sessions.Status
-	}{{&d.IDs, sessions.StatusDeleted}, {&d.Archived, sessions.StatusArchived}} {
+	for _, l := range listed {
+		ids := l.ids(d)
 		before := was != nil && was.Status == l.status
 		if now := s.Status == l.status; before != now {
-			*l.ids = slices.DeleteFunc(*l.ids, func(id string) bool { return id == s.ID })
+			*ids = slices.DeleteFunc(*ids, func(id string) bool { return id == s.ID })
 			if now {
-				*l.ids = append(*l.ids, s.ID)
+				*ids = append(*ids, s.ID)
 			}
 		}
 	}

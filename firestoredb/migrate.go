@@ -2,6 +2,7 @@ package firestoredb
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"cloud.google.com/go/firestore"
@@ -41,7 +42,7 @@ func (db *DB) Migrate(ctx context.Context, after string, progress func(MigrateRe
 			break
 		}
 	}
-	for _, user := range sortedKeys(users) {
+	for _, user := range slices.Sorted(maps.Keys(users)) {
 		changed, err := db.rebuildList(ctx, user)
 		if err != nil {
 			return rep, err
@@ -64,15 +65,6 @@ type MigrateReport struct {
 
 // sessionsPage is how many sessions a migration reads at a time.
 const sessionsPage = 100
-
-func sortedKeys(m map[string]bool) []string {
-	out := make([]string, 0, len(m))
-	for k := range m {
-		out = append(out, k)
-	}
-	slices.Sort(out)
-	return out
-}
 
 // migrateSession moves s's context to a window if an earlier layout holds
 // it, and gives its units its title.

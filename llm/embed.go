@@ -142,17 +142,9 @@ func lexical(text string) []float32 {
 			add("t:"+string(r[j:j+3]), 0.7)
 		}
 	}
-	var n float64
-	for _, x := range v {
-		n += x * x
-	}
 	out := make([]float32, LexicalDimensions)
-	if n == 0 {
-		return out
-	}
-	n = math.Sqrt(n)
-	for i, x := range v {
-		out[i] = float32(x / n)
+	for i, x := range unit(v) {
+		out[i] = float32(x)
 	}
 	return out
 }
