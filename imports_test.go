@@ -74,7 +74,7 @@ func TestNoTestCodeInProduction(t *testing.T) {
 // Firestore, Firebase or OpenAI.
 func TestLayers(t *testing.T) {
 	domain := []string{"kernel", "prompts", "sessions", "history", "chat", "longterm", "retention", "recall"}
-	stores := append([]string{"firestoredb", "inprocdb", "storage"}, domain...)
+	stores := append([]string{"cache", "firestoredb", "inprocdb", "storage"}, domain...)
 	allowed := map[string][]string{ // package → the packages of ours it may import (by prefix)
 		"kernel":      {"kernel"},
 		"prompts":     {},
@@ -86,6 +86,7 @@ func TestLayers(t *testing.T) {
 		"recall":      {"kernel", "sessions", "history"},
 		"llm":         {"kernel", "prompts", "chat", "history", "recall"},
 		"storage":     domain,
+		"cache":       append([]string{"storage"}, domain...), // a store in front of a store
 		"firestoredb": domain,
 		"inprocdb":    domain,
 		"storetest":   append([]string{"firestoredb", "inprocdb", "storage", "emulator/emulatortest"}, domain...),

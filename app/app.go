@@ -22,6 +22,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/chatmemory/backend/cache"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/functions"
@@ -227,7 +228,13 @@ func openStore(ctx context.Context, cfg Config, log *slog.Logger) (functions.Sto
 	if err != nil {
 		return nil, nil, fmt.Errorf("firestore: %w", err)
 	}
-	return firestoredb.New(client, firestoredb.Timeout(cfg.FirestoreTimeout)), []func() error{client.Close}, nil
+	return Firestore(client, firestoredb.Timeout(cfg.FirestoreTimeout)), []func() error{client.Close}, nil
+}
+
+// Firestore is the Firestore store as an instance serves it: behind the
+// cache of what the instance last read or wrote (package cache).
+func Firestore(client *firestore.Client, opts ...firestoredb.Option) functions.Store {
+	return cache.New(firestoredb.New(client, opts...), cache.DefaultBytes)
 }
 
 // chooseModel is the model service cfg names, or the offline stand-in,

@@ -7,6 +7,7 @@ import (
 	"io"
 	"time"
 
+	"github.com/chatmemory/backend/cache"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/longterm"
@@ -101,7 +102,11 @@ var ErrEmbeddingsOff = errors.New("embeddings are off (EMBEDDINGS=off): nothing 
 // after; progress gets a line every few seconds. The in-process store has
 // nothing to migrate.
 func (a *App) Migrate(ctx context.Context, after string, progress io.Writer) (firestoredb.MigrateReport, error) {
-	db, ok := a.Store.(*firestoredb.DB)
+	store := a.Store
+	if c, ok := store.(*cache.Store); ok {
+		store = c.Source // the migration's writes go straight to Firestore; it serves no turns
+	}
+	db, ok := store.(*firestoredb.DB)
 	if !ok {
 		fmt.Fprintln(progress, "the in-process store holds nothing from earlier versions")
 		return firestoredb.MigrateReport{After: after}, nil

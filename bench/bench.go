@@ -23,7 +23,6 @@ import (
 
 	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/chat"
-	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm"
@@ -383,7 +382,7 @@ func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project
 	if cfg.Embeddings {
 		embedder = llm.NewEmbeddings(service, llm.DefaultEmbeddingModel, llm.DefaultEmbeddingDimensions)
 	}
-	a := app.New(cfg, app.Deps{Store: firestoredb.New(client), Model: model, Embedder: embedder, Tokens: tokens,
+	a := app.New(cfg, app.Deps{Store: app.Firestore(client), Model: model, Embedder: embedder, Tokens: tokens,
 		Log: slog.New(slog.DiscardHandler), Now: clk.Now})
 	return &benchApp{app: a, counter: counter, tokens: tokens, model: model, clock: clk, close: func() { client.Close() }}, nil
 }

@@ -96,7 +96,7 @@ func RunRetention(ctx context.Context, cfg RetentionConfig, log func(string, ...
 	fcfg := app.Config{ProjectID: authProject(), ChatModel: "gpt-4o-mini", MaxSessionMessages: 1 << 20, ContextStrategy: "summary_buffer",
 		WindowExchanges: 10, ModelTimeout: time.Minute, SweepBudget: cfg.Budget, MaxBodyBytes: app.DefaultMaxBodyBytes,
 		Embeddings: true, EmbeddingModel: llm.DefaultEmbeddingModel, EmbeddingDimensions: llm.DefaultEmbeddingDimensions}
-	backend := app.New(fcfg, app.Deps{Store: firestoredb.New(client), Auth: &functions.FirebaseVerifier{Client: authClient},
+	backend := app.New(fcfg, app.Deps{Store: app.Firestore(client), Auth: &functions.FirebaseVerifier{Client: authClient},
 		Model: llm.Offline{}, Embedder: fcfg.Embedder(), Tokens: tok, Log: slog.New(slog.DiscardHandler)})
 	const apps = 32
 	api, stop, err := serve(backend.Handler(), apps)

@@ -15,7 +15,7 @@ import (
 // a draft it started.
 func (st *TurnState) Apply(q TurnQuery, w *TurnWrite) *TurnState {
 	out := *st
-	out.Version, out.Slots = nil, slices.Clone(st.Slots)
+	out.Version, out.Slots, out.SlotVersions = nil, slices.Clone(st.Slots), slices.Clone(st.SlotVersions)
 	if w.Session != nil {
 		out.Session = w.Session
 	}

@@ -28,13 +28,13 @@ type TurnStore interface {
 	// a new id): the write that claims a turn creates the message under
 	// Key, so it lands only if there was none. A plan that refuses or
 	// writes nothing on such a state is given the full one, for its
-	// refusal may be a replay. Such a store may likewise plan from a
-	// state it kept of the session and of the user's slots instead of
-	// reading them, and commit at once, on condition that they did not
-	// change; it then reads Day's spend, the memory block and the reply
-	// under Key beside the commit. The state returned holds the spend as
-	// read then, which may exceed what plan was given: the caller checks
-	// it before the model is called.
+	// refusal may be a replay. A store with a cache in front of it may
+	// likewise plan from a state the cache kept of the session and of the
+	// user's slots instead of reading them, and commit at once, on
+	// condition that they did not change; it then reads Day's spend, the
+	// memory block and the reply under Key beside the commit. The state
+	// returned holds the spend as read then, which may exceed what plan
+	// was given: the caller checks it before the model is called.
 	RunTurn(ctx context.Context, q TurnQuery, prev *TurnState, plan func(*TurnState) (*TurnWrite, error)) (*TurnState, error)
 	// ReadTurn reads what q names, for a caller that writes nothing (a
 	// preview of the next context). A store may read less when what it
@@ -118,12 +118,15 @@ type TurnQuery struct {
 
 // TurnState is what a turn read (or, after a commit, what it wrote).
 type TurnState struct {
-	Session   *sessions.Session // nil if there is none
-	Tail      *history.Tail
-	Asked     *history.Message // the message the turn answers: AskedID's, or the one stored under Key
-	Answer    *history.Message // the message stored as ReplyID, if any
-	Slots     []int64          // the unix minute each slot of the query's was last taken in; 0 never
-	DayTokens int              // spent on Day
+	Session *sessions.Session // nil if there is none
+	Tail    *history.Tail
+	Asked   *history.Message // the message the turn answers: AskedID's, or the one stored under Key
+	Answer  *history.Message // the message stored as ReplyID, if any
+	Slots   []int64          // the unix minute each slot of the query's was last taken in; 0 never
+	// SlotVersions are the store's record of each of Slots, for its
+	// conditions (as Version is of the rest).
+	SlotVersions []any
+	DayTokens    int // spent on Day
 	// KeyUsed: with AskedID and Key, a message is stored under Key.
 	KeyUsed bool
 	Memory  MemoryBlock

@@ -15,12 +15,26 @@ import (
 // user's window and the day's spend in one BatchGetDocuments, and commits
 // the messages, the session, what changed of its context, the window and
 // the spend (each on condition of its update time) in one Commit; see
-// chat.TurnStore. Given the version this instance last read or wrote the
-// session at (q.IfMatch), with the user's window and spend kept from
-// their last append here, it reads nothing: the commit's conditions tell
-// whether all that is still current, and its Create of the key's
-// messages whether the key is new; a refused commit reads and plans again.
+// chat.TurnStore.
 func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (string, error) {
+	after, _, err := db.AppendKnown(ctx, q, nil, nil, plan)
+	if err != nil {
+		return "", err
+	}
+	return after.ContextVersion, nil
+}
+
+// AppendKnown runs an append as RunAppend does, but given known (the
+// session and its context as a cache kept them, at the version q.IfMatch
+// names) it plans from it instead of reading them, and given usage too
+// (the user's window and spend on q.Day, as an earlier AppendKnown
+// returned them) it reads nothing: the commit's conditions tell whether
+// all that is still current, and its Create of the key's messages whether
+// the key is new; a refused commit reads and plans again. It returns the
+// session and its context as the commit left them (with a nil write, as
+// read), and the user's window and spend; their Version, and usage, are
+// nil when the store cannot tell them.
+func (db *DB) AppendKnown(ctx context.Context, q chat.AppendQuery, known *chat.TurnState, usage any, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (*chat.TurnState, any, error) {
 	msgs := db.messagesOf(q.SessionID)
 	sref, uref, dref := db.sessionRef(q.SessionID), db.usageRef(q.UserID), db.dayRef(q.UserID, q.Day)
 	var names []string // an unkeyed batch's ids, kept across attempts
@@ -42,8 +56,9 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 		var st *stored
 		var snaps []*firestore.DocumentSnapshot
 		var err error
-		k := db.kept.get(q.SessionID, q.IfMatch)
-		ku, kok := db.kept.usageOn(q.UserID, q.Day)
+		k := knownAt(known, q.IfMatch)
+		ku, kok := usage.(usageRead)
+		kok = kok && ku.day == q.Day
 		switch {
 		case first && k != nil && kok:
 			st, ur = k, ku // nothing to read
@@ -53,7 +68,6 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 			st = k
 			snaps, err = get(extra)
 		default:
-			db.kept.drop(q.SessionID)
 			st, snaps, err = db.readStored(get, q.SessionID, extra...)
 		}
 		first, read, w = false, st, nil
@@ -114,22 +128,24 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 	})
 	switch {
 	case err != nil:
-		db.kept.drop(q.SessionID)
-		db.kept.dropUsage(q.UserID)
-		return "", err
-	case w == nil || res == nil: // nothing written, or written in a transaction, which reports no update times
-		if w == nil && read != nil { // as read just now: nothing was planned
-			db.kept.put(read)
-			db.kept.putUsage(q.UserID, ur)
-			return read.version(), nil
-		}
-		return "", nil
+		return nil, nil, err
+	case w == nil && read != nil: // as read just now: nothing was planned
+		return stateOf(read), ur, nil
+	case w == nil || res == nil: // written in a transaction, which reports no update times
+		return &chat.TurnState{}, nil, nil
 	}
 	after := read.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd, nil)
-	db.kept.put(after)
 	if now, ok := ur.after(b, res, uref, dref, w.Window, w.Tokens); ok {
-		db.kept.putUsage(q.UserID, now)
+		return stateOf(after), now, nil
 	}
-	db.kept.noteTurnUser(q.UserID, func(u *turnUser) { u.spent(q.Day, w.Tokens) })
-	return after.version(), nil
+	return stateOf(after), nil, nil
+}
+
+// knownAt is the session and context known holds, if it is at version v.
+func knownAt(known *chat.TurnState, v string) *stored {
+	kv, ok := stateVersion(known)
+	if !ok || v == "" || known.ContextVersion != v || kv.st.version() != v {
+		return nil
+	}
+	return kv.st.clone()
 }

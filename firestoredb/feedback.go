@@ -14,7 +14,6 @@ import (
 func (db *DB) UpdateFeedback(ctx context.Context, sessionID, messageID string, fn func(*sessions.Session, *history.Message) (bool, error)) (*history.Message, error) {
 	sref, mref := db.sessionRef(sessionID), db.messagesOf(sessionID).Doc(messageID)
 	var out *history.Message
-	db.kept.drop(sessionID) // a transaction tells no update times
 	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snaps, err := tx.GetAll([]*firestore.DocumentRef{sref, mref})
 		if err != nil {

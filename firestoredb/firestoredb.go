@@ -44,7 +44,6 @@ type DB struct {
 	timeout     time.Duration
 	purgeLease  time.Duration    // 0: DefaultPurgeLease
 	now         func() time.Time // the clock of purge leases; nil: time.Now
-	kept        *kept            // recent contexts (see kept.go)
 }
 
 // Option configures a DB.
@@ -69,7 +68,7 @@ func (db *DB) op(ctx context.Context) (context.Context, context.CancelFunc) {
 
 // New wraps a Firestore client. The caller owns the client.
 func New(client *firestore.Client, opts ...Option) *DB {
-	db := &DB{client: client, maxAttempts: DefaultMaxAttempts, kept: newKept(DefaultKeptBytes)}
+	db := &DB{client: client, maxAttempts: DefaultMaxAttempts}
 	for _, o := range opts {
 		o(db)
 	}

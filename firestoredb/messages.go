@@ -21,7 +21,6 @@ import (
 func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Plan) (*history.Appended, error) {
 	msgs := db.messagesOf(sessionID)
 	var out, written *history.Appended
-	db.kept.drop(sessionID)
 	var names []string // an unkeyed batch's ids, kept across attempts
 	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		var extra []*firestore.DocumentRef

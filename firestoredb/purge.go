@@ -312,7 +312,6 @@ func (db *DB) markerRef(id string) *firestore.DocumentRef {
 func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Session) error) (purgeTarget, error) {
 	ref := db.sessionRef(id)
 	var gone purgeTarget
-	db.kept.drop(id)
 	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snaps, err := tx.GetAll([]*firestore.DocumentRef{ref, db.windowRef(id)})
 		if err != nil {

@@ -2,16 +2,22 @@ package firestoredb
 
 import (
 	"context"
+	"time"
 
 	"cloud.google.com/go/firestore"
 	"google.golang.org/grpc/codes"
 	"google.golang.org/grpc/status"
 
-	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
 )
 
 func (db *DB) CreateSession(ctx context.Context, s *sessions.Session) error {
+	_, err := db.createSession(ctx, s)
+	return err
+}
+
+// createSession creates s and returns the update time it was created at.
+func (db *DB) createSession(ctx context.Context, s *sessions.Session) (time.Time, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
 	// Its user is recorded as seen alive in the same commit (see
@@ -22,14 +28,10 @@ func (db *DB) CreateSession(ctx context.Context, s *sessions.Session) error {
 	w.Set(db.accountRef(s.UserID), accountDoc{UserID: s.UserID, SeenAt: s.CreatedAt})
 	res, err := w.commit(ctx, db.client)
 	if err != nil {
-		return translate(err)
+		return time.Time{}, translate(err)
 	}
 	created, _ := w.time(res, ref)
-	// Kept as created, with no context yet: its first turn here can claim
-	// without reading it.
-	t := &history.Tail{}
-	db.kept.put(&stored{sessionID: s.ID, exists: true, sessionTime: created, s: s.Clone(), t: t, windowTail: t})
-	return nil
+	return created, nil
 }
 
 func (db *DB) GetSession(ctx context.Context, id string) (*sessions.Session, error) {
@@ -47,7 +49,6 @@ func (db *DB) GetSession(ctx context.Context, id string) (*sessions.Session, err
 
 func (db *DB) UpdateSession(ctx context.Context, id string, fn func(*sessions.Session) error) (*sessions.Session, error) {
 	ref := db.sessionRef(id)
-	db.kept.drop(id) // a transaction tells no update times
 	var out *sessions.Session
 	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		s, err := getSession(tx, ref)
@@ -94,7 +95,6 @@ func (db *DB) UpdateSessions(ctx context.Context, userID string, ids []string, f
 	refs := make([]*firestore.DocumentRef, len(ids))
 	for i, id := range ids {
 		refs[i] = db.sessionRef(id)
-		db.kept.drop(id)
 	}
 	list := db.deletedRef(userID)
 	out := make([]error, len(ids))

@@ -195,7 +195,6 @@ func (db *DB) ReadTail(ctx context.Context, sessionID string) (*sessions.Session
 }
 
 func (db *DB) UpdateTail(ctx context.Context, sessionID string, fn func(*sessions.Session, *history.Tail) error) error {
-	db.kept.drop(sessionID)
 	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		st, _, err := db.readStored(get, sessionID)
 		if err != nil {
@@ -220,7 +219,6 @@ func (db *DB) UpdateTail(ctx context.Context, sessionID string, fn func(*session
 
 func (db *DB) SaveCompaction(ctx context.Context, sessionID string, c *history.Compaction, fn func(*sessions.Session, *history.Tail) error) error {
 	cref := db.sessionRef(sessionID).Collection(CompactionsCollection).Doc(c.ID)
-	db.kept.drop(sessionID)
 	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		st, extra, err := db.readStored(get, sessionID, cref)
 		if err != nil {

@@ -72,7 +72,6 @@ func (db *DB) FirstMessageAfter(ctx context.Context, sessionID string, t time.Ti
 func (db *DB) TrimMessages(ctx context.Context, sessionID string, before, limit int, fn retention.TrimFunc) (int, bool, error) {
 	msgs := db.sessionRef(sessionID).Collection(MessagesCollection)
 	marker := db.contextOf(sessionID).Doc(recallMarkerDocID)
-	db.kept.drop(sessionID)
 	deleted, done := 0, false
 	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		snaps, err := msgs.Where("seq", "<", before).OrderBy("seq", firestore.Asc).Limit(limit).Documents(ctx).GetAll()

@@ -12,10 +12,10 @@ import (
 )
 
 // turnVersion is what a chat.TurnState was read (or written) as: the
-// update times its commit is conditioned on.
+// session and its context with the update times a commit is conditioned
+// on (each slot's is among the state's SlotVersions).
 type turnVersion struct {
-	st        *stored
-	slotTimes []time.Time // of each slot document; zero if none
+	st *stored
 }
 
 // draftDoc is chat_sessions/{sid}/context/draft: the partial text of the
@@ -39,22 +39,23 @@ func (db *DB) draftRef(sessionID string) *firestore.DocumentRef {
 // Commit, conditioned on the update times read; see chat.TurnStore.
 //
 // A turn that is not given a state and does not answer a stored message
-// is first planned from what this instance kept (claimFromKept), else
-// from a read that leaves the message under its key out (and an unkeyed
-// turn's reply, a new id): the commit that claims the turn creates that
-// message, so it lands only if there was none. A plan that refuses, or
-// writes nothing, on such a read is given a read with them: the refusal
-// may be a replay.
+// is first planned from a read that leaves the message under its key out
+// (and an unkeyed turn's reply, a new id): the commit that claims the
+// turn creates that message, so it lands only if there was none. A plan
+// that refuses, or writes nothing, on such a read is given a read with
+// them: the refusal may be a replay.
 func (db *DB) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {
 	if prev != nil || q.AskedID != "" {
 		out, _, err := db.runTurn(ctx, q, prev, plan, false)
 		return out, err
 	}
-	out, tried := db.claimFromKept(ctx, q, plan)
-	if out != nil {
-		return out, nil
-	}
-	out, keyLeftOut, err := db.runTurn(ctx, q, nil, plan, !tried) // a refused claim may have met the key's message: read it
+	return db.runTurnRead(ctx, q, plan, true)
+}
+
+// runTurnRead runs a turn from a read; with leaveKeyOut, first from one
+// that leaves the message under its key out (see RunTurn).
+func (db *DB) runTurnRead(ctx context.Context, q chat.TurnQuery, plan func(*chat.TurnState) (*chat.TurnWrite, error), leaveKeyOut bool) (*chat.TurnState, error) {
+	out, keyLeftOut, err := db.runTurn(ctx, q, nil, plan, leaveKeyOut)
 	if keyLeftOut && q.Key != "" {
 		out, _, err = db.runTurn(ctx, q, nil, plan, false)
 	}
@@ -178,11 +179,10 @@ func (db *DB) readTurnState(get getAll, q chat.TurnQuery, read func(getAll, stri
 	if err != nil {
 		return nil, err
 	}
-	v := &turnVersion{st: st, slotTimes: make([]time.Time, len(r.slots))}
-	ts := &chat.TurnState{Tail: st.t, Version: v, Slots: make([]int64, len(r.slots))}
+	ts := &chat.TurnState{Tail: st.t, Version: &turnVersion{st: st}, Slots: make([]int64, len(r.slots)),
+		SlotVersions: make([]any, len(r.slots))}
 	if st.exists {
 		ts.Session, ts.ContextVersion = st.s, st.version()
-		db.kept.put(st)
 	}
 	rest := snaps
 	if r.day != nil {
@@ -246,21 +246,11 @@ func (db *DB) readTurnState(get getAll, q chat.TurnQuery, read func(getAll, stri
 		if err := dataTo(snap, &d); err != nil {
 			return nil, err
 		}
+		ts.SlotVersions[i] = time.Time{}
 		if snap.Exists() {
-			ts.Slots[i], v.slotTimes[i] = d.Minute, snap.UpdateTime
+			ts.Slots[i], ts.SlotVersions[i] = d.Minute, snap.UpdateTime
 		}
 	}
-	db.kept.noteTurnUser(q.UserID, func(u *turnUser) {
-		for i, idx := range q.Slots {
-			u.slots[idx] = slotKnown{minute: ts.Slots[i], time: v.slotTimes[i]}
-		}
-		if r.day != nil {
-			u.day, u.dayFloor = q.Day, ts.DayTokens
-		}
-		if q.Memory {
-			u.memory = ts.Memory
-		}
-	})
 	return ts, nil
 }
 
@@ -309,7 +299,7 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 			return nil, nil, errs.Errorf(errs.EINTERNAL, "turn slot %d of %d", w.Slot, len(r.slots))
 		}
 		d := slotDoc{UserID: q.UserID, Minute: w.Minute}
-		if t := v.slotTimes[w.Slot]; t.IsZero() {
+		if t := slotTime(ts, w.Slot); t.IsZero() {
 			b.Create(r.slots[w.Slot], d)
 		} else {
 			b.Update(r.slots[w.Slot], fieldUpdates(d), firestore.LastUpdateTime(t))
@@ -326,13 +316,12 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		}
 	}
 	return b, func(res []*firestore.WriteResult) *chat.TurnState {
-		nv := &turnVersion{st: v.st.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd, next),
-			slotTimes: append([]time.Time(nil), v.slotTimes...)}
+		nv := &turnVersion{st: v.st.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd, next)}
 		out := ts.Apply(q, w)
 		out.Version = nv
 		out.Session, out.Tail = nv.st.s, nv.st.t // as stored, with what they were written as
-		if w.Slot >= 0 {
-			nv.slotTimes[w.Slot], _ = b.time(res, r.slots[w.Slot])
+		if w.Slot >= 0 && w.Slot < len(out.SlotVersions) {
+			out.SlotVersions[w.Slot], _ = b.time(res, r.slots[w.Slot])
 		}
 		if d := w.Draft; d != nil && d.Create {
 			if t, ok := b.time(res, r.draft); ok {
@@ -340,17 +329,8 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 			}
 		}
 		if res == nil { // committed in a transaction, which reports no update times
-			out.Version = nil // so a RunTurn given this state reads afresh
-			db.kept.drop(q.SessionID)
-			return out
+			out.Version, out.SlotVersions = nil, nil // so a RunTurn given this state reads afresh
 		}
-		db.kept.put(nv.st)
-		db.kept.noteTurnUser(q.UserID, func(u *turnUser) {
-			if w.Slot >= 0 {
-				u.slots[q.Slots[w.Slot]] = slotKnown{minute: w.Minute, time: nv.slotTimes[w.Slot]}
-			}
-			u.spent(q.Day, w.Tokens)
-		})
 		return out
 	}, nil
 }
@@ -426,15 +406,23 @@ func (db *DB) RequestStop(ctx context.Context, userID, sessionID, replyID string
 	return errs.Errorf(errs.EUNAVAILABLE, "the reply kept changing; try again")
 }
 
-// ReadTurn reads what q names for a caller that writes nothing: the
-// session and its context as this instance kept them when they prove
-// current (see peekStored), with the rest in the same round trip.
+// ReadTurn reads what q names for a caller that writes nothing, in one
+// round trip.
 func (db *DB) ReadTurn(ctx context.Context, q chat.TurnQuery) (*chat.TurnState, error) {
 	var out *chat.TurnState
 	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		var err error
-		out, err = db.readTurnState(get, q, db.peekStored)
+		out, err = db.readTurnState(get, q, db.readStored)
 		return nil, err
 	})
 	return out, err
+}
+
+// slotTime is the update time of slot i of ts as read (zero: none).
+func slotTime(ts *chat.TurnState, i int) time.Time {
+	if i < len(ts.SlotVersions) {
+		t, _ := ts.SlotVersions[i].(time.Time)
+		return t
+	}
+	return time.Time{}
 }

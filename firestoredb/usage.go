@@ -78,7 +78,6 @@ func (db *DB) slotRef(userID string, i int) *firestore.DocumentRef {
 func (db *DB) UpdateUsage(ctx context.Context, userID, day string, fn func(*chat.Usage) error) error {
 	ref, dref := db.usageRef(userID), db.dayRef(userID, day)
 	token := ids.New()
-	db.kept.dropUsage(userID)
 	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		snaps, err := get([]*firestore.DocumentRef{ref, dref})
 		if err != nil {
@@ -184,7 +183,6 @@ func dataTo(snap *firestore.DocumentSnapshot, v any) error {
 // addTokens adds n to the user's spend on day in w: an increment, so
 // concurrent turns never conflict over it.
 func (db *DB) addTokens(w *writes, userID, day string, n int, byModel map[string]int) {
-	db.kept.dropUsage(userID) // its spend will not be as kept
 	data := map[string]any{"userId": userID, "day": day, "tokens": firestore.Increment(n)}
 	if len(byModel) > 0 {
 		models := map[string]any{}
@@ -206,7 +204,6 @@ func (db *DB) AddTokens(ctx context.Context, userID, day string, n int) error {
 		db.addTokens(w, userID, day, n, nil)
 		return w, nil
 	})
-	db.kept.noteTurnUser(userID, func(u *turnUser) { u.spent(day, n) }) // landed or not: more is the safe side
 	return err
 }
 
@@ -216,21 +213,16 @@ func (db *DB) AddTokens(ctx context.Context, userID, day string, n int) error {
 // erasure, which deletes it, the update fails with NotFound and writes
 // nothing.
 func (db *DB) ChargeAfter(ctx context.Context, userID, day string, n int) error {
-	db.kept.dropUsage(userID) // its spend will not be as kept
 	opctx, cancel := db.op(ctx)
 	defer cancel()
 	_, err := db.dayRef(userID, day).Update(opctx, []firestore.Update{{Path: "tokens", Value: firestore.Increment(n)}})
-	if err = translate(err); errs.CodeOf(err) != errs.ENOTFOUND { // landed or not known: more is the safe side
-		db.kept.noteTurnUser(userID, func(u *turnUser) { u.spent(day, n) })
-	}
-	return err
+	return translate(err)
 }
 
 // ChargeMemory adds n to the day's spend in a transaction that reads the
 // user's memory document, so that an erasure (which deletes it) and a
 // charge for a roll-up of it cannot both land.
 func (db *DB) ChargeMemory(ctx context.Context, userID, day string, n int) error {
-	db.kept.dropUsage(userID)
 	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		if _, err := tx.Get(db.memoryRef(userID)); isNotFound(err) {
 			return errs.Errorf(errs.ENOTFOUND, "no long-term memory")
@@ -239,9 +231,6 @@ func (db *DB) ChargeMemory(ctx context.Context, userID, day string, n int) error
 		}
 		return tx.Set(db.dayRef(userID, day), map[string]any{"userId": userID, "day": day, "tokens": firestore.Increment(n)}, firestore.MergeAll)
 	})
-	if errs.CodeOf(err) != errs.ENOTFOUND {
-		db.kept.noteTurnUser(userID, func(u *turnUser) { u.spent(day, n) })
-	}
 	return err
 }
 

@@ -148,7 +148,7 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*app.Config)) 
 	h.start = func() {
 		h.metrics = sdkmetric.NewManualReader()
 		if backend == "firestore" {
-			store = firestoredb.New(h.firestore, firestoredb.Timeout(cfg.FirestoreTimeout))
+			store = app.Firestore(h.firestore, firestoredb.Timeout(cfg.FirestoreTimeout))
 		}
 		h.app = app.New(cfg, app.Deps{
 			Store:     store,

@@ -82,7 +82,7 @@ func secondInstance(t *testing.T, h *harness) *httptest.Server {
 	cfg := testConfig()
 	cfg.DraftInterval = draftInterval
 	backend := app.New(cfg, app.Deps{
-		Store:  firestoredb.New(h.firestore),
+		Store:  app.Firestore(h.firestore),
 		Auth:   &functions.FirebaseVerifier{Client: h.auth},
 		Model:  llm.NewOpenAI("test-key", h.model.BaseURL(), nil),
 		Tokens: storetest.Tokens(t),

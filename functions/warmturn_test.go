@@ -7,7 +7,6 @@ import (
 
 	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/chat"
-	"github.com/chatmemory/backend/firestoredb"
 )
 
 // TestWarmTurnLimits: a turn on the instance that ran the session's last
@@ -20,7 +19,7 @@ import (
 func TestWarmTurnLimits(t *testing.T) {
 	h := newHarnessOn(t, "firestore", func(c *app.Config) { c.TurnsPerMinute, c.TokensPerDay = 2, 10_000 })
 	alice := h.signUp()
-	elsewhere := firestoredb.New(h.firestore) // another instance
+	elsewhere := app.Firestore(h.firestore) // another instance
 	ctx := context.Background()
 	first := h.turn(alice.token, map[string]any{"message": "one"})
 	id := first.SessionID

@@ -1,4 +1,4 @@
-package firestoredb_test
+package cache_test
 
 import (
 	"context"
@@ -6,8 +6,9 @@ import (
 	"slices"
 	"testing"
 
+	"github.com/chatmemory/backend/cache"
 	"github.com/chatmemory/backend/chat"
-	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/storetest"
@@ -20,8 +21,9 @@ import (
 // domain does for a stale ifMatch), leaving the other's write alone.
 func TestKeptContextIsNotTrusted(t *testing.T) {
 	ctx := context.Background()
-	one, client := open(t)
-	other := firestoredb.New(client)
+	client, _ := emulatortest.Firestore(t)
+	one := instance(client)
+	other := instance(client)
 	e := storetest.NewEnv(t, one)
 	s := e.NewSession(t, "alice")
 	e.Say(t, s, history.RoleUser, "first")
@@ -32,7 +34,7 @@ func TestKeptContextIsNotTrusted(t *testing.T) {
 		t.Fatal(err)
 	}
 	v0 := read.ContextVersion
-	appendOne := func(db *firestoredb.DB, q chat.AppendQuery, text string, seen *[]string) (string, error) {
+	appendOne := func(db *cache.Store, q chat.AppendQuery, text string, seen *[]string) (string, error) {
 		plan, err := e.History.PlanFor(q.UserID, q.SessionID, q.Key, history.Draft{Role: history.RoleUser, Content: text})
 		if err != nil {
 			t.Fatal(err)
@@ -75,8 +77,9 @@ func TestKeptContextIsNotTrusted(t *testing.T) {
 // read as another request's.
 func TestKeptUsageIsNotTrusted(t *testing.T) {
 	ctx := context.Background()
-	one, client := open(t)
-	other := firestoredb.New(client)
+	client, _ := emulatortest.Firestore(t)
+	one := instance(client)
+	other := instance(client)
 	e := storetest.NewEnv(t, one)
 	s, elsewhere := e.NewSession(t, "alice"), e.NewSession(t, "alice")
 	const day, minute = "2026-01-15", int64(29_000_000)
@@ -84,7 +87,7 @@ func TestKeptUsageIsNotTrusted(t *testing.T) {
 		minuteMessages, dayTokens, stored int
 		mayHaveLanded                     bool
 	}
-	appendOne := func(db *firestoredb.DB, q chat.AppendQuery, text string, plans *[]seen) string {
+	appendOne := func(db *cache.Store, q chat.AppendQuery, text string, plans *[]seen) string {
 		t.Helper()
 		q.UserID, q.Day = "alice", day
 		plan, err := e.History.PlanFor(q.UserID, q.SessionID, q.Key, history.Draft{Role: history.RoleUser, Content: text})
@@ -152,12 +155,13 @@ func TestKeptUsageIsNotTrusted(t *testing.T) {
 // whole, and the turn reads and plans again after the other's message.
 func TestKeptTurnIsNotTrusted(t *testing.T) {
 	ctx := context.Background()
-	one, client := open(t)
-	other := firestoredb.New(client)
+	client, _ := emulatortest.Firestore(t)
+	one := instance(client)
+	other := instance(client)
 	e := storetest.NewEnv(t, one)
 	s := e.NewSession(t, "alice")
 	q := chat.TurnQuery{UserID: "alice", SessionID: s.ID, Day: "2026-01-15", Slots: []int{0, 1}}
-	say := func(db *firestoredb.DB, text string) []int {
+	say := func(db *cache.Store, text string) []int {
 		t.Helper()
 		var lasts []int // the seq of the last message of each tail planned from
 		_, err := db.RunTurn(ctx, q, nil, func(st *chat.TurnState) (*chat.TurnWrite, error) {

@@ -1,4 +1,4 @@
-package firestoredb_test
+package cache_test
 
 import (
 	"context"
@@ -7,9 +7,9 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/chatmemory/backend/cache"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/emulator/emulatortest"
-	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
@@ -29,12 +29,12 @@ func TestContextFence(t *testing.T) {
 	client, _ := emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {
 		return firestoretest.Dial(ctx, project, counter)
 	})
-	one, other := firestoredb.New(client), firestoredb.New(client)
+	one, other := instance(client), instance(client)
 	e := storetest.NewEnv(t, one)
 	s := e.NewSession(t, "alice")
 	e.Say(t, s, history.RoleUser, "first")
 	e.Say(t, s, history.RoleAssistant, "second")
-	preview := func(db *firestoredb.DB) (*chat.TurnState, firestoretest.Counts) {
+	preview := func(db *cache.Store) (*chat.TurnState, firestoretest.Counts) {
 		t.Helper()
 		before := counter.Snapshot()
 		st, err := db.ReadTurn(ctx, chat.TurnQuery{UserID: "alice", SessionID: s.ID})

@@ -1,0 +1,120 @@
+package cache_test
+
+import (
+	"context"
+	"testing"
+
+	"github.com/chatmemory/backend/cache"
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/inprocdb"
+	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/storetest"
+)
+
+// claims is an in-process store that names a version for every state it
+// returns, as a networked store does, and records each claim the cache
+// asks it to plan from a known state (it claims none: the turn then runs
+// from a read).
+type claims struct {
+	*inprocdb.DB
+	known []*chat.TurnState
+}
+
+func (c *claims) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {
+	out, err := c.DB.RunTurn(ctx, q, prev, plan)
+	if out != nil {
+		out.Version = out.ContextVersion
+		out.SlotVersions = make([]any, len(out.Slots))
+		for i, m := range out.Slots {
+			out.SlotVersions[i] = m
+		}
+	}
+	return out, err
+}
+
+func (c *claims) ClaimKnown(_ context.Context, _ chat.TurnQuery, known *chat.TurnState, _ func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, bool) {
+	c.known = append(c.known, known)
+	return nil, false
+}
+
+// TestWritesDropWhatWasKept: a turn of a session the cache kept, by a user
+// whose slots and spend it knows, is claimed from what was kept; after any
+// other write of the session through the cache it is not (the write tells
+// no version to keep), and a charge of the user's day raises the least
+// spend the claim plans with. What the cache holds stays within its bytes.
+func TestWritesDropWhatWasKept(t *testing.T) {
+	ctx := context.Background()
+	const day = "2026-01-15"
+	for _, tc := range []struct {
+		name      string
+		bytes     int
+		between   func(t *testing.T, e *storetest.Env, c *cache.Store, s, other *sessions.Session)
+		wantClaim bool
+		wantFloor int // the least spend the claim planned with
+	}{
+		{name: "nothing between", bytes: cache.DefaultBytes, wantClaim: true},
+		{name: "a message appended", bytes: cache.DefaultBytes, wantClaim: false,
+			between: func(t *testing.T, e *storetest.Env, _ *cache.Store, s, _ *sessions.Session) {
+				e.Say(t, s, history.RoleUser, "appended")
+			}},
+		{name: "a rename", bytes: cache.DefaultBytes, wantClaim: false,
+			between: func(t *testing.T, e *storetest.Env, c *cache.Store, s, _ *sessions.Session) {
+				if _, err := c.UpdateSession(ctx, s.ID, func(s *sessions.Session) error { s.Title = "renamed"; return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "the tail rewritten", bytes: cache.DefaultBytes, wantClaim: false,
+			between: func(t *testing.T, e *storetest.Env, c *cache.Store, s, _ *sessions.Session) {
+				if err := c.UpdateTail(ctx, s.ID, func(*sessions.Session, *history.Tail) error { return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "archived with others", bytes: cache.DefaultBytes, wantClaim: false,
+			between: func(t *testing.T, e *storetest.Env, c *cache.Store, s, other *sessions.Session) {
+				if _, err := c.UpdateSessions(ctx, s.UserID, []string{other.ID, s.ID}, func(*sessions.Session) error { return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "tokens charged", bytes: cache.DefaultBytes, wantClaim: true, wantFloor: 7,
+			between: func(t *testing.T, e *storetest.Env, c *cache.Store, s, _ *sessions.Session) {
+				if err := c.AddTokens(ctx, s.UserID, day, 7); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "pushed out by a newer session", bytes: 1500, wantClaim: false,
+			between: func(t *testing.T, e *storetest.Env, c *cache.Store, s, other *sessions.Session) {
+				q := chat.TurnQuery{UserID: s.UserID, SessionID: other.ID}
+				if _, err := c.RunTurn(ctx, q, nil, func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }); err != nil {
+					t.Fatal(err)
+				}
+			}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &claims{DB: inprocdb.New()}
+			c := cache.New(src, tc.bytes)
+			e := storetest.NewEnv(t, c)
+			s, other := e.NewSession(t, "alice"), e.NewSession(t, "alice")
+			q := chat.TurnQuery{UserID: "alice", SessionID: s.ID, Day: day, Slots: []int{0, 1}}
+			read := func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }
+			if _, err := c.RunTurn(ctx, q, nil, read); err != nil { // the user's slots and spend, known from here on
+				t.Fatal(err)
+			}
+			if tc.between != nil {
+				tc.between(t, e, c, s, other)
+			}
+			if _, err := c.RunTurn(ctx, q, nil, read); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(src.known) == 1; got != tc.wantClaim {
+				t.Fatalf("claimed from what was kept: %v, want %v", got, tc.wantClaim)
+			}
+			if tc.wantClaim {
+				if k := src.known[0]; k.Session.ID != s.ID || k.DayTokens != tc.wantFloor || len(k.Slots) != 2 {
+					t.Errorf("the claim planned from session %s, spend at least %d, %d slots; want %s, %d, 2",
+						k.Session.ID, k.DayTokens, len(k.Slots), s.ID, tc.wantFloor)
+				}
+			}
+		})
+	}
+}
