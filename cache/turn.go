@@ -31,7 +31,11 @@ func (c *Store) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnSt
 		}
 	}
 	out, err := c.Source.RunTurn(ctx, q, prev, watched)
-	c.learnTurn(q, out, last)
+	learned := q
+	if prev != nil {
+		learned.Slots = nil // the state's slots are prev's, which may be another query's
+	}
+	c.learnTurn(learned, out, last)
 	return out, err
 }
 
@@ -85,7 +89,7 @@ func (c *Store) learnTurn(q chat.TurnQuery, out *chat.TurnState, last *chat.Turn
 	}
 	c.put(q.SessionID, out)
 	c.note(q.UserID, func(u *user) {
-		if len(out.SlotVersions) == len(q.Slots) {
+		if len(q.Slots) > 0 && len(out.SlotVersions) == len(q.Slots) {
 			for i, idx := range q.Slots {
 				u.slots[idx] = slot{minute: out.Slots[i], version: out.SlotVersions[i]}
 			}
