@@ -48,82 +48,112 @@ const leaseMargin = 15 * time.Second
 // appends the user's message (or, answering a stored message, only takes
 // the lease), with the session's answering lease in the same commit.
 func (svc *Service) claim(st *TurnState, q TurnQuery, plan *turnPlan) (*TurnWrite, error) {
-	c, f := plan.claim, plan.fork
+	c := plan.claim
 	c.user, c.replay = history.Message{}, nil
-	now := c.at
-	s := st.Session
-	if s == nil {
-		if !q.New {
-			return nil, sessions.NotFound(q.SessionID)
-		}
-		var err error
-		if s, err = svc.Sessions.New(q.UserID, sessions.CreateInput{ID: q.SessionID}); err != nil {
-			return nil, err
-		}
-	} else {
-		s = s.Clone()
-		if err := s.CheckOwner(q.UserID); err != nil {
-			return nil, err
-		}
+	s, err := svc.sessionToClaim(st, q)
+	if err != nil {
+		return nil, err
 	}
 	if a := s.Answering; a != nil && a.Token == c.token {
 		// This request's claim is stored: its commit landed, but the
 		// answer was lost on the way. Carry on from what it wrote.
 		return nil, c.claimed(st, a.Seq)
 	}
-	if err := c.checkKey(st, q, s, plan.keyed, now); err != nil || c.replay != nil {
+	if err := c.checkKey(st, q, s, plan.keyed, c.at); err != nil || c.replay != nil {
 		return nil, err
 	}
-	if a := s.AnsweringAt(now); a != nil && q.Key != "" && a.Key == q.Key {
-		return nil, sessions.InProgress(now, a, "the request with clientMessageId %q is in progress; retry to get its reply", q.Key)
-	}
-	if err := s.CheckNotAnswering(now); err != nil {
+	if err := claimable(st, q, s, plan.fork, c.at); err != nil {
 		return nil, err
 	}
-	if f != nil && f.regenerate && st.Asked == nil {
-		return nil, errs.Errorf(errs.ENOTFOUND, "message %s not found", q.AskedID)
-	}
-	if err := s.CheckWritable(); err != nil {
-		return nil, err
-	}
-	slot, err := AdmitTurn(now, svc.Limits, st.DayTokens, st.Slots, rand.IntN)
-	if errs.CodeOf(err) == errs.ERATELIMITED && len(q.Slots) < min(svc.Limits.TurnsPerMinute, MaxTurnsPerMinute) &&
-		admitDay(now, svc.Limits, st.DayTokens) == nil {
-		return nil, errMoreSlots
-	}
+	slot, err := svc.admit(st, q, c.at)
 	if err != nil {
 		return nil, err
 	}
-	w := &TurnWrite{Session: s, Slot: slot, Minute: now.Unix() / 60}
-	if st.Asked != nil { // answer a stored message: a regeneration, or a retry taking a failed turn over
-		c.user = lastOfBatch(st.Asked, st.Tail.Messages)
-		if f != nil && f.regenerate { // answer it on its own branch
-			w.Tail = svc.History.ForkTail(s, f.base, f.leaf)
+	user, tail, msgs, err := svc.userMessage(st, q, s, plan)
+	if err != nil {
+		return nil, err
+	}
+	c.user = user
+	s.Answering = &sessions.Answering{Seq: user.Seq, ReplyID: c.replyID, Key: q.Key, Op: c.op, Token: c.token, Until: c.lease}
+	return &TurnWrite{Session: s, Tail: tail, Messages: msgs, Slot: slot, Minute: c.at.Unix() / 60, Draft: c.startDraft()}, nil
+}
+
+// sessionToClaim is the session a turn claims, as a copy to change: the
+// one read, owned by the user, or, for a turn that may start one, a new
+// one.
+func (svc *Service) sessionToClaim(st *TurnState, q TurnQuery) (*sessions.Session, error) {
+	if st.Session == nil {
+		if !q.New {
+			return nil, sessions.NotFound(q.SessionID)
 		}
-	} else {
-		tail := st.Tail
-		if f != nil { // an edit: the new message's parent is the edited one's
+		return svc.Sessions.New(q.UserID, sessions.CreateInput{ID: q.SessionID})
+	}
+	s := st.Session.Clone()
+	if err := s.CheckOwner(q.UserID); err != nil {
+		return nil, err
+	}
+	return s, nil
+}
+
+// claimable refuses a turn the session cannot take now: one under a key
+// still in progress, one while another reply is being written, a
+// regeneration of a message that is not there, a turn in a session that
+// is not writable.
+func claimable(st *TurnState, q TurnQuery, s *sessions.Session, f *fork, now time.Time) error {
+	if a := s.AnsweringAt(now); a != nil && q.Key != "" && a.Key == q.Key {
+		return sessions.InProgress(now, a, "the request with clientMessageId %q is in progress; retry to get its reply", q.Key)
+	}
+	if err := s.CheckNotAnswering(now); err != nil {
+		return err
+	}
+	if f != nil && f.regenerate && st.Asked == nil {
+		return errs.Errorf(errs.ENOTFOUND, "message %s not found", q.AskedID)
+	}
+	return s.CheckWritable()
+}
+
+// admit is the rate-limit slot a turn takes (see AdmitTurn); errMoreSlots
+// when every slot read is taken but others, unread, may be free.
+func (svc *Service) admit(st *TurnState, q TurnQuery, now time.Time) (int, error) {
+	slot, err := AdmitTurn(now, svc.Limits, st.DayTokens, st.Slots, rand.IntN)
+	if errs.CodeOf(err) == errs.ERATELIMITED && len(q.Slots) < min(svc.Limits.TurnsPerMinute, MaxTurnsPerMinute) &&
+		admitDay(now, svc.Limits, st.DayTokens) == nil {
+		return 0, errMoreSlots
+	}
+	return slot, err
+}
+
+// userMessage is the message a turn answers, with the tail and the
+// messages its claim writes: a stored one (a regeneration, on a branch of
+// its own, or a retry taking a failed turn over), or the request's, stored
+// after the tail (an edit's after the message it edits).
+func (svc *Service) userMessage(st *TurnState, q TurnQuery, s *sessions.Session, plan *turnPlan) (history.Message, *history.Tail, []history.Message, error) {
+	c, f := plan.claim, plan.fork
+	if st.Asked != nil {
+		var tail *history.Tail
+		if f != nil && f.regenerate {
 			tail = svc.History.ForkTail(s, f.base, f.leaf)
 		}
-		drafts, err := turnMessages(s, plan.req, plan.draft)
-		if err != nil {
-			return nil, err
-		}
-		msgs, t, err := svc.History.AppendMany(s, tail, q.Key, c.batchIDs(q.Key, drafts), drafts...)
-		if err != nil {
-			return nil, err
-		}
-		for i := range msgs {
-			if q.Key != "" {
-				msgs[i].Op = c.op
-			}
-		}
-		c.user = msgs[len(msgs)-1]
-		w.Tail, w.Messages = t, msgs
+		return lastOfBatch(st.Asked, st.Tail.Messages), tail, nil, nil
 	}
-	s.Answering = &sessions.Answering{Seq: c.user.Seq, ReplyID: c.replyID, Key: q.Key, Op: c.op, Token: c.token, Until: c.lease}
-	w.Draft = c.startDraft()
-	return w, nil
+	tail := st.Tail
+	if f != nil {
+		tail = svc.History.ForkTail(s, f.base, f.leaf)
+	}
+	drafts, err := turnMessages(s, plan.req, plan.draft)
+	if err != nil {
+		return history.Message{}, nil, nil, err
+	}
+	msgs, t, err := svc.History.AppendMany(s, tail, q.Key, c.batchIDs(q.Key, drafts), drafts...)
+	if err != nil {
+		return history.Message{}, nil, nil, err
+	}
+	if q.Key != "" {
+		for i := range msgs {
+			msgs[i].Op = c.op
+		}
+	}
+	return msgs[len(msgs)-1], t, msgs, nil
 }
 
 // batchIDs names the messages a turn stores: the one stored under the key
@@ -145,7 +175,7 @@ func (c *claim) batchIDs(key string, drafts []history.Draft) []string {
 		}
 		switch {
 		case key != "":
-			out[i] = history.KeyDocID(key, n)
+			out[i] = history.KeyedMessageID(key, n)
 		case n == 0:
 			out[i] = c.userID
 		default:

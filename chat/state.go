@@ -25,7 +25,7 @@ func (st *TurnState) Apply(q TurnQuery, w *TurnWrite) *TurnState {
 	for i := range w.Messages {
 		m := w.Messages[i]
 		switch {
-		case q.AskedID == "" && q.Key != "" && m.ID == history.KeyDocID(q.Key, 0):
+		case q.AskedID == "" && q.Key != "" && m.ID == history.KeyedMessageID(q.Key, 0):
 			out.Asked = &m
 		case q.ReplyID != "" && m.ID == q.ReplyID:
 			out.Answer = &m

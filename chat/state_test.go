@@ -13,12 +13,12 @@ func TestApply(t *testing.T) {
 	s1 := &sessions.Session{ID: "s", NextSeq: 3, Bookkeeping: sessions.Bookkeeping{Answering: &sessions.Answering{Seq: 2, Token: "t"}}}
 	t0 := &history.Tail{Messages: []history.Message{{Seq: 0}, {Seq: 1}}}
 	t1 := &history.Tail{Messages: []history.Message{{Seq: 0}, {Seq: 1}, {Seq: 2}}}
-	keyed := history.Message{ID: history.KeyDocID("k", 0), Seq: 2, Role: history.RoleUser}
-	reply := history.Message{ID: history.ReplyDocID("k"), Seq: 3, Role: history.RoleAssistant}
+	keyed := history.Message{ID: history.KeyedMessageID("k", 0), Seq: 2, Role: history.RoleUser}
+	reply := history.Message{ID: history.KeyedReplyID("k"), Seq: 3, Role: history.RoleAssistant}
 	base := func() *TurnState {
 		return &TurnState{Session: s0, Tail: t0, Slots: []int64{0, 5}, DayTokens: 10, DraftReplyID: "old", DraftVersion: 7, Version: "v"}
 	}
-	q := TurnQuery{Key: "k", ReplyID: history.ReplyDocID("k")}
+	q := TurnQuery{Key: "k", ReplyID: history.KeyedReplyID("k")}
 	for _, tc := range []struct {
 		name string
 		q    TurnQuery

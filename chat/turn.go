@@ -194,7 +194,7 @@ func (svc *Service) planTurn(ctx context.Context, req TurnRequest) (*turnPlan, e
 	c := &claim{token: ids.New(), replyID: ids.New(), userID: ids.New(),
 		draft: req.OnDelta != nil && svc.Drafts != nil, op: sessions.Operation{Kind: sessions.OpTurn}}
 	if q.Key != "" {
-		c.replyID, c.userID = history.ReplyDocID(q.Key), "" // a keyed message is named by its key
+		c.replyID, c.userID = history.KeyedReplyID(q.Key), "" // a keyed message is named by its key
 	}
 	if req.Regenerate != "" || req.Edit != "" {
 		f, err := svc.planFork(ctx, req)

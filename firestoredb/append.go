@@ -49,26 +49,13 @@ func (db *DB) AppendKnown(ctx context.Context, q chat.AppendQuery, known *chat.T
 		extra := []*firestore.DocumentRef{uref, dref}
 		switch {
 		case q.Key != "":
-			extra = append(extra, msgs.Doc(history.KeyDocID(q.Key, 0)))
+			extra = append(extra, msgs.Doc(history.KeyedMessageID(q.Key, 0)))
 		case written:
 			extra = append(extra, msgs.Doc(names[0]))
 		}
-		var st *stored
-		var snaps []*firestore.DocumentSnapshot
-		var err error
-		k := knownAt(known, q.IfMatch)
-		ku, kok := usage.(usageRead)
-		kok = kok && ku.day == q.Day
-		switch {
-		case first && k != nil && kok:
-			st, ur = k, ku // nothing to read
-		case first && k != nil:
-			// What the app's context was read from: the commit's
-			// conditions tell whether it still is.
-			st = k
-			snaps, err = get(extra)
-		default:
-			st, snaps, err = db.readStored(get, q.SessionID, extra...)
+		st, kept, snaps, err := db.appendStart(get, q, first, known, usage, extra)
+		if kept != nil {
+			ur = *kept
 		}
 		first, read, w = false, st, nil
 		if err != nil {
@@ -98,30 +85,13 @@ func (db *DB) AppendKnown(ctx context.Context, q chat.AppendQuery, known *chat.T
 			return nil, err
 		}
 		if q.Key == "" {
-			for len(names) < len(w.Messages) {
-				names = append(names, msgs.NewDoc().ID)
-			}
-			for i := range w.Messages {
-				w.Messages[i].ID = names[i]
-			}
+			names = nameBatch(names, w.Messages, msgs)
 		}
 		if len(w.Messages) > 0 {
 			plannedSeq = w.Messages[0].Seq
 		}
-		b = db.newWrites()
-		db.createMessages(b, q.SessionID, q.Key, w.Messages)
-		w.Tail.SetIDs(w.Messages)
-		db.writeSession(b, sref, st, w.Session)
-		if wd, err = db.writeContext(b, st, w.Session, w.Tail); err != nil {
+		if b, wd, err = db.writeAppend(q, st, ur, w); err != nil {
 			return nil, err
-		}
-		if st.next != nil {
-			b.addUpdate(sref, nextUpdate(nil)) // the window has it now, or it is stale
-		}
-		w.Window.UserID = q.UserID
-		writeWindow(b, uref, ur.windowTime, w.Window, "")
-		if w.Tokens > 0 {
-			db.spendOn(b, q.UserID, ur, w.Tokens)
 		}
 		written = true
 		return b, nil
@@ -148,4 +118,60 @@ func knownAt(known *chat.TurnState, v string) *stored {
 		return nil
 	}
 	return kv.st.clone()
+}
+
+// nameBatch names an unkeyed batch's messages with names, which it extends
+// with new ids as needed and returns: the same ids on every attempt, so
+// that a commit whose answer was lost is found by them.
+func nameBatch(names []string, batch []history.Message, msgs *firestore.CollectionRef) []string {
+	for len(names) < len(batch) {
+		names = append(names, msgs.NewDoc().ID)
+	}
+	for i := range batch {
+		batch[i].ID = names[i]
+	}
+	return names
+}
+
+// writeAppend plans the commit of an append's write w over the session
+// and context st and the user's window and spend ur, each on condition
+// that it is as read, and returns it with the window document it writes.
+func (db *DB) writeAppend(q chat.AppendQuery, st *stored, ur usageRead, w *chat.AppendWrite) (*writes, *windowDoc, error) {
+	b := db.newWrites()
+	sref := db.sessionRef(q.SessionID)
+	db.createMessages(b, q.SessionID, q.Key, w.Messages)
+	w.Tail.SetIDs(w.Messages)
+	db.writeSession(b, sref, st, w.Session)
+	wd, err := db.writeContext(b, st, w.Session, w.Tail)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.next != nil {
+		b.addUpdate(sref, nextUpdate(nil)) // the window has it now, or it is stale
+	}
+	w.Window.UserID = q.UserID
+	writeWindow(b, db.usageRef(q.UserID), ur.windowTime, w.Window, "")
+	if w.Tokens > 0 {
+		db.spendOn(b, q.UserID, ur, w.Tokens)
+	}
+	return b, wd, nil
+}
+
+// appendStart is what an attempt of an append starts from. The first,
+// given known at the version the app read (q.IfMatch), starts from it:
+// the commit's conditions tell whether it is still current. Given usage
+// too, it reads nothing and returns it as kept; else it reads extra (the
+// user's window and spend, and the key's message). Any other attempt
+// reads the session and its context with extra.
+func (db *DB) appendStart(get getAll, q chat.AppendQuery, first bool, known *chat.TurnState, usage any, extra []*firestore.DocumentRef) (_ *stored, kept *usageRead, _ []*firestore.DocumentSnapshot, _ error) {
+	k := knownAt(known, q.IfMatch)
+	if !first || k == nil {
+		st, snaps, err := db.readStored(get, q.SessionID, extra...)
+		return st, nil, snaps, err
+	}
+	if ku, ok := usage.(usageRead); ok && ku.day == q.Day {
+		return k, &ku, nil, nil // nothing to read
+	}
+	snaps, err := get(extra)
+	return k, nil, snaps, err
 }

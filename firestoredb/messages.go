@@ -26,7 +26,7 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 		var extra []*firestore.DocumentRef
 		switch {
 		case key != "":
-			extra = append(extra, msgs.Doc(history.KeyDocID(key, 0)))
+			extra = append(extra, msgs.Doc(history.KeyedMessageID(key, 0)))
 		case written != nil:
 			extra = append(extra, msgs.Doc(names[0]))
 		}
@@ -95,7 +95,7 @@ func (db *DB) createMessages(w *writes, sessionID, key string, msgs []history.Me
 		case msgs[i].ID != "":
 			ref = coll.Doc(msgs[i].ID)
 		case key != "":
-			ref = coll.Doc(history.KeyDocID(key, i))
+			ref = coll.Doc(history.KeyedMessageID(key, i))
 		}
 		msgs[i].ID = ref.ID
 		w.Create(ref, toMessageDoc(&msgs[i], batch))
@@ -122,7 +122,7 @@ func readBatch(getAll func([]*firestore.DocumentRef) ([]*firestore.DocumentSnaps
 	}
 	refs := make([]*firestore.DocumentRef, 0, size-1)
 	for i := 1; i < size; i++ {
-		refs = append(refs, msgs.Doc(history.KeyDocID(key, i)))
+		refs = append(refs, msgs.Doc(history.KeyedMessageID(key, i)))
 	}
 	snaps, err := getAll(refs)
 	if err != nil {

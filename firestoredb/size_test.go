@@ -53,7 +53,7 @@ func TestDocSizeIsFirestores(t *testing.T) {
 // randomMessage is a message the API accepts: tiny, ordinary, or as large
 // and tool-heavy as validation allows.
 func randomMessage(r *rand.Rand, seq int) history.Message {
-	m := history.Message{ID: history.KeyDocID(fmt.Sprint("key", seq), r.IntN(history.MaxBatch)), Seq: seq,
+	m := history.Message{ID: history.KeyedMessageID(fmt.Sprint("key", seq), r.IntN(history.MaxBatch)), Seq: seq,
 		CreatedAt: time.Now(), Tokens: r.IntN(100000)}
 	switch r.IntN(4) {
 	case 0: // tiny

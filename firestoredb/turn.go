@@ -9,6 +9,7 @@ import (
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/sessions"
 )
 
 // turnVersion is what a chat.TurnState was read (or written) as: the
@@ -16,21 +17,6 @@ import (
 // on (each slot's is among the state's SlotVersions).
 type turnVersion struct {
 	st *stored
-}
-
-// draftDoc is chat_sessions/{sid}/context/draft: the partial text of the
-// session's streaming reply, which clients follow with a listener.
-type draftDoc struct {
-	UserID        string    `firestore:"userId"`
-	ReplyID       string    `firestore:"replyId"`
-	UserMessageID string    `firestore:"userMessageId"`
-	Text          string    `firestore:"text"`
-	StopRequested bool      `firestore:"stopRequested"`
-	UpdatedAt     time.Time `firestore:"updatedAt"`
-}
-
-func (db *DB) draftRef(sessionID string) *firestore.DocumentRef {
-	return db.contextOf(sessionID).Doc(DraftDocID)
 }
 
 // RunTurn reads everything a turn needs in one BatchGetDocuments (the
@@ -139,7 +125,7 @@ func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
 	case q.AskedID != "":
 		r.asked = msgs.Doc(q.AskedID)
 	case q.Key != "":
-		r.asked = msgs.Doc(history.KeyDocID(q.Key, 0))
+		r.asked = msgs.Doc(history.KeyedMessageID(q.Key, 0))
 	}
 	if r.asked != nil {
 		list = append(list, r.asked)
@@ -149,7 +135,7 @@ func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
 		list = append(list, r.answer)
 	}
 	if q.AskedID != "" && q.Key != "" {
-		r.keyed = msgs.Doc(history.KeyDocID(q.Key, 0))
+		r.keyed = msgs.Doc(history.KeyedMessageID(q.Key, 0))
 		list = append(list, r.keyed)
 	}
 	for _, i := range q.Slots {
@@ -179,79 +165,118 @@ func (db *DB) readTurnState(get getAll, q chat.TurnQuery, read func(getAll, stri
 	if err != nil {
 		return nil, err
 	}
-	ts := &chat.TurnState{Tail: st.t, Version: &turnVersion{st: st}, Slots: make([]int64, len(r.slots)),
-		SlotVersions: make([]any, len(r.slots))}
+	ts := &chat.TurnState{Tail: st.t, Version: &turnVersion{st: st}}
 	if st.exists {
 		ts.Session, ts.ContextVersion = st.s, st.version()
 	}
-	rest := snaps
-	if r.day != nil {
-		var day dayDoc
-		if err := dataTo(rest[0], &day); err != nil {
-			return nil, err
-		}
-		ts.DayTokens, rest = day.Tokens, rest[1:]
+	rest := snapshots(snaps)
+	if err := decodeUserDocs(q, r, &rest, ts); err != nil {
+		return nil, err
 	}
-	if q.Memory {
-		u, err := decodeMemoryUser(rest[0], q.UserID) // a user with none yet too
-		if err != nil {
-			return nil, err
-		}
-		ts.Memory, rest = chat.MemoryOf(u), rest[1:]
+	if err := decodeMessages(r, &rest, ts); err != nil {
+		return nil, err
 	}
-	if q.Draft {
-		if rest[0].Exists() {
-			var d draftDoc
-			if err := dataTo(rest[0], &d); err != nil {
-				return nil, err
-			}
-			ts.DraftReplyID, ts.DraftText, ts.DraftVersion = d.ReplyID, d.Text, rest[0].UpdateTime
-		}
-		rest = rest[1:]
-	}
-	if r.deleted != nil {
-		v, err := decodeDeleted(rest[0])
-		if err != nil {
-			return nil, err
-		}
-		ts.Deleted, ts.OffPath = v.Deleted, v.OffPath
-		rest = rest[1:]
-	}
-	if r.asked != nil {
-		if rest[0].Exists() {
-			m, _, err := decodeMessage(rest[0])
-			if err != nil {
-				return nil, err
-			}
-			ts.Asked = &m
-		}
-		rest = rest[1:]
-	}
-	if r.answer != nil {
-		if rest[0].Exists() {
-			m, _, err := decodeMessage(rest[0])
-			if err != nil {
-				return nil, err
-			}
-			ts.Answer = &m
-		}
-		rest = rest[1:]
-	}
-	if r.keyed != nil {
-		ts.KeyUsed = rest[0].Exists()
-		rest = rest[1:]
-	}
-	for i, snap := range rest {
-		var d slotDoc
-		if err := dataTo(snap, &d); err != nil {
-			return nil, err
-		}
-		ts.SlotVersions[i] = time.Time{}
-		if snap.Exists() {
-			ts.Slots[i], ts.SlotVersions[i] = d.Minute, snap.UpdateTime
-		}
+	if ts.Slots, ts.SlotVersions, err = decodeSlots(rest); err != nil {
+		return nil, err
 	}
 	return ts, nil
+}
+
+// snapshots are the documents of a batched read still to decode, in the
+// order they were asked for.
+type snapshots []*firestore.DocumentSnapshot
+
+// next is the first of s, which it drops.
+func (s *snapshots) next() *firestore.DocumentSnapshot {
+	snap := (*s)[0]
+	*s = (*s)[1:]
+	return snap
+}
+
+// decodeUserDocs puts the user's documents a turn read into ts, in the
+// order turnRefs asked for them: the day's spend, the memory block, the
+// session's draft and the user's list of deleted sessions.
+func decodeUserDocs(q chat.TurnQuery, r turnRefs, rest *snapshots, ts *chat.TurnState) error {
+	if r.day != nil {
+		var day dayDoc
+		if err := dataTo(rest.next(), &day); err != nil {
+			return err
+		}
+		ts.DayTokens = day.Tokens
+	}
+	if q.Memory {
+		u, err := decodeMemoryUser(rest.next(), q.UserID) // a user with none yet too
+		if err != nil {
+			return err
+		}
+		ts.Memory = chat.MemoryOf(u)
+	}
+	if q.Draft {
+		if snap := rest.next(); snap.Exists() {
+			var d draftDoc
+			if err := dataTo(snap, &d); err != nil {
+				return err
+			}
+			ts.DraftReplyID, ts.DraftText, ts.DraftVersion = d.ReplyID, d.Text, snap.UpdateTime
+		}
+	}
+	if r.deleted != nil {
+		v, err := decodeDeleted(rest.next())
+		if err != nil {
+			return err
+		}
+		ts.Deleted, ts.OffPath = v.Deleted, v.OffPath
+	}
+	return nil
+}
+
+// decodeMessages puts the messages a turn read into ts: the one it
+// answers, its reply, and whether its key is used.
+func decodeMessages(r turnRefs, rest *snapshots, ts *chat.TurnState) error {
+	var err error
+	if r.asked != nil {
+		if ts.Asked, err = optionalMessage(rest.next()); err != nil {
+			return err
+		}
+	}
+	if r.answer != nil {
+		if ts.Answer, err = optionalMessage(rest.next()); err != nil {
+			return err
+		}
+	}
+	if r.keyed != nil {
+		ts.KeyUsed = rest.next().Exists()
+	}
+	return nil
+}
+
+// optionalMessage is the message snap holds; nil if there is none.
+func optionalMessage(snap *firestore.DocumentSnapshot) (*history.Message, error) {
+	if !snap.Exists() {
+		return nil, nil
+	}
+	m, _, err := decodeMessage(snap)
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// decodeSlots are the minutes the slot documents read were last taken in
+// (0: never), and their update times (zero: no document).
+func decodeSlots(snaps []*firestore.DocumentSnapshot) ([]int64, []any, error) {
+	minutes, versions := make([]int64, len(snaps)), make([]any, len(snaps))
+	for i, snap := range snaps {
+		var d slotDoc
+		if err := dataTo(snap, &d); err != nil {
+			return nil, nil, err
+		}
+		versions[i] = time.Time{}
+		if snap.Exists() {
+			minutes[i], versions[i] = d.Minute, snap.UpdateTime
+		}
+	}
+	return minutes, versions, nil
 }
 
 // writeTurn plans the commit of w over ts, every write conditioned on what
@@ -261,29 +286,9 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 	r, _ := db.turnRefs(q)
 	b := db.newWrites()
 	sref := db.sessionRef(q.SessionID)
-	if w.Session != nil {
-		db.writeSession(b, sref, v.st, w.Session)
-	}
-	s := w.Session
-	if s == nil {
-		s = ts.Session
-	}
-	var wd *windowDoc
-	var next *tailNextDoc // the message the session carries for its window
-	if w.Tail != nil && w.Session != nil {
-		next = deferTail(v.st, w.Session, w.Tail, w.Messages)
-	}
-	switch {
-	case next != nil:
-		b.addUpdate(sref, nextUpdate(next))
-	case w.Tail != nil:
-		var err error
-		if wd, err = db.writeContext(b, v.st, s, w.Tail); err != nil {
-			return nil, nil, err
-		}
-		if v.st.next != nil && w.Session != nil {
-			b.addUpdate(sref, nextUpdate(nil)) // the window has it now, or it is stale
-		}
+	wd, next, err := db.writeTurnContext(b, sref, v.st, ts.Session, w)
+	if err != nil {
+		return nil, nil, err
 	}
 	coll := db.messagesOf(q.SessionID)
 	for i := range w.Messages {
@@ -294,27 +299,13 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		}
 		b.Create(coll.Doc(m.ID), toMessageDoc(m, batch))
 	}
-	if w.Slot >= 0 {
-		if w.Slot >= len(r.slots) {
-			return nil, nil, errs.Errorf(errs.EINTERNAL, "turn slot %d of %d", w.Slot, len(r.slots))
-		}
-		d := slotDoc{UserID: q.UserID, Minute: w.Minute}
-		if t := slotTime(ts, w.Slot); t.IsZero() {
-			b.Create(r.slots[w.Slot], d)
-		} else {
-			b.Update(r.slots[w.Slot], fieldUpdates(d), firestore.LastUpdateTime(t))
-		}
+	if err := writeSlot(b, r, q, ts, w); err != nil {
+		return nil, nil, err
 	}
 	if w.Tokens > 0 {
 		db.addTokens(b, q.UserID, q.Day, w.Tokens, w.ByModel)
 	}
-	if d := w.Draft; d != nil {
-		if d.Create {
-			b.Set(r.draft, draftDoc{UserID: q.UserID, ReplyID: d.ReplyID, UserMessageID: d.UserMessageID, UpdatedAt: time.Now().UTC()})
-		} else if t, ok := ts.DraftVersion.(time.Time); ok && ts.DraftReplyID == d.ReplyID {
-			b.Delete(r.draft, firestore.LastUpdateTime(t))
-		}
-	}
+	writeDraft(b, r.draft, q.UserID, ts, w.Draft)
 	return b, func(res []*firestore.WriteResult) *chat.TurnState {
 		nv := &turnVersion{st: v.st.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd, next)}
 		out := ts.Apply(q, w)
@@ -335,75 +326,66 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 	}, nil
 }
 
-// SaveDraft writes the partial text of the session's streaming reply, on
-// condition that the draft is as this turn last wrote it. If it is not, it
-// reads it: a stop was requested, or another turn took the draft over
-// (chat.ErrDraftTaken).
-func (db *DB) SaveDraft(ctx context.Context, d *chat.Draft) (bool, error) {
-	ctx, cancel := db.op(ctx)
-	defer cancel()
-	ref := db.draftRef(d.SessionID)
-	for range 3 {
-		if t, ok := d.Version.(time.Time); ok && !t.IsZero() {
-			res, err := ref.Update(ctx, []firestore.Update{{Path: "text", Value: d.Text}, {Path: "updatedAt", Value: time.Now().UTC()}},
-				firestore.LastUpdateTime(t))
-			if err == nil {
-				d.Version = res.UpdateTime
-				return false, nil
-			}
-			if !stale(err) {
-				return false, translate(err)
-			}
-		}
-		snap, err := ref.Get(ctx)
-		if isNotFound(err) {
-			return false, chat.ErrDraftTaken
-		}
-		if err != nil {
-			return false, translate(err)
-		}
-		var cur draftDoc
-		if err := dataTo(snap, &cur); err != nil {
-			return false, err
-		}
-		if cur.ReplyID != d.ReplyID {
-			return false, chat.ErrDraftTaken
-		}
-		if cur.StopRequested {
-			return true, nil
-		}
-		d.Version = snap.UpdateTime
+// writeTurnContext writes in b the session and context w changes, as
+// read in st (was: the session as read): the window, or, for a claim's
+// plain append, the session's tailNext (see next.go), which it returns.
+func (db *DB) writeTurnContext(b *writes, sref *firestore.DocumentRef, st *stored, was *sessions.Session, w *chat.TurnWrite) (*windowDoc, *tailNextDoc, error) {
+	if w.Session != nil {
+		db.writeSession(b, sref, st, w.Session)
 	}
-	return false, errs.Errorf(errs.EUNAVAILABLE, "the draft keeps changing")
+	if w.Tail == nil {
+		return nil, nil, nil
+	}
+	if w.Session != nil {
+		if next := deferTail(st, w.Session, w.Tail, w.Messages); next != nil {
+			b.addUpdate(sref, nextUpdate(next))
+			return nil, next, nil
+		}
+	}
+	s := w.Session
+	if s == nil {
+		s = was
+	}
+	wd, err := db.writeContext(b, st, s, w.Tail)
+	if err != nil {
+		return nil, nil, err
+	}
+	if st.next != nil && w.Session != nil {
+		b.addUpdate(sref, nextUpdate(nil)) // the window has it now, or it is stale
+	}
+	return wd, nil, nil
 }
 
-// RequestStop marks the session's draft to be stopped if it follows
-// replyID and belongs to userID.
-func (db *DB) RequestStop(ctx context.Context, userID, sessionID, replyID string) error {
-	ctx, cancel := db.op(ctx)
-	defer cancel()
-	ref := db.draftRef(sessionID)
-	for range 5 {
-		snap, err := ref.Get(ctx)
-		if isNotFound(err) {
-			return errs.Errorf(errs.ENOTFOUND, "no reply %s is in progress", replyID)
-		}
-		if err != nil {
-			return translate(err)
-		}
-		var d draftDoc
-		if err := dataTo(snap, &d); err != nil {
-			return err
-		}
-		if d.UserID != userID || d.ReplyID != replyID {
-			return errs.Errorf(errs.ENOTFOUND, "no reply %s is in progress", replyID)
-		}
-		_, err = ref.Update(ctx, []firestore.Update{{Path: "stopRequested", Value: true}}, firestore.LastUpdateTime(snap.UpdateTime))
-		if err == nil || !stale(err) {
-			return translate(err)
+// writeSlot writes in b the rate-limit slot w takes, on condition that it
+// is as ts read it.
+func writeSlot(b *writes, r turnRefs, q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite) error {
+	if w.Slot < 0 {
+		return nil
+	}
+	if w.Slot >= len(r.slots) {
+		return errs.Errorf(errs.EINTERNAL, "turn slot %d of %d", w.Slot, len(r.slots))
+	}
+	d := slotDoc{UserID: q.UserID, Minute: w.Minute}
+	if t := slotTime(ts, w.Slot); t.IsZero() {
+		b.Create(r.slots[w.Slot], d)
+	} else {
+		b.Update(r.slots[w.Slot], fieldUpdates(d), firestore.LastUpdateTime(t))
+	}
+	return nil
+}
+
+// writeDraft starts the session's draft in b, or ends it on condition
+// that it is as ts read it.
+func writeDraft(b *writes, ref *firestore.DocumentRef, userID string, ts *chat.TurnState, d *chat.DraftWrite) {
+	switch {
+	case d == nil:
+	case d.Create:
+		b.Set(ref, draftDoc{UserID: userID, ReplyID: d.ReplyID, UserMessageID: d.UserMessageID, UpdatedAt: time.Now().UTC()})
+	default:
+		if t, ok := ts.DraftVersion.(time.Time); ok && ts.DraftReplyID == d.ReplyID {
+			b.Delete(ref, firestore.LastUpdateTime(t))
 		}
 	}
-	return errs.Errorf(errs.EUNAVAILABLE, "the reply kept changing; try again")
 }
 
 // ReadTurn reads what q names for a caller that writes nothing, in one

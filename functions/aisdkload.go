@@ -61,7 +61,7 @@ func uiMessagesOf(sessionID string, msgs []history.Message) []uiMessageOut {
 		switch m.Role {
 		case history.RoleUser:
 			id := m.ID
-			if m.ClientMessageID != "" && m.ID == history.KeyDocID(m.ClientMessageID, 0) {
+			if m.ClientMessageID != "" && m.ID == history.KeyedMessageID(m.ClientMessageID, 0) {
 				id = m.ClientMessageID
 			}
 			out = append(out, uiMessageOut{ID: id, Role: "user", Parts: []map[string]any{{"type": "text", "text": m.Content}}})

@@ -131,7 +131,7 @@ func (svc *Service) AppendAll(ctx context.Context, s *sessions.Session, key stri
 
 // AppendOne plans appending d to session s and a copy of tail t, unstored,
 // for callers that store the result in a commit of their own (a turn does).
-// The message is named id, or by KeyDocID when id is empty and key is set.
+// The message is named id, or by KeyedMessageID when id is empty and key is set.
 // It changes s and returns the message and the new tail.
 func (svc *Service) AppendOne(s *sessions.Session, t *Tail, key, id string, d Draft) (Message, *Tail, error) {
 	msgs, t, err := svc.AppendMany(s, t, key, []string{id}, d)
@@ -164,7 +164,7 @@ func (svc *Service) AppendMany(s *sessions.Session, t *Tail, key string, ids []s
 
 // Prepare validates drafts and returns the plan that appends them to
 // session s (as Append would): for callers that store the append together
-// with other writes. Messages of a keyed batch are named by KeyDocID.
+// with other writes. Messages of a keyed batch are named by KeyedMessageID.
 func (svc *Service) Prepare(s *sessions.Session, key string, drafts ...Draft) (Plan, error) {
 	return svc.PlanFor(s.UserID, s.ID, key, drafts...)
 }
@@ -192,7 +192,7 @@ func (svc *Service) PlanFor(userID, sessionID, key string, drafts ...Draft) (Pla
 			Metadata:        d.Metadata,
 		}
 		if key != "" {
-			msgs[i].ID = KeyDocID(key, i)
+			msgs[i].ID = KeyedMessageID(key, i)
 		}
 	}
 	counted, total := "", 0
@@ -257,16 +257,16 @@ func sameBatch(stored []Message, drafts []Draft) bool {
 	return true
 }
 
-// KeyDocID is the document id of message i of the batch stored under key:
+// KeyedMessageID is the id of message i of the batch stored under key:
 // deterministic, so a retry finds the batch by id rather than by a query,
 // and derived under the server's secret, so nobody can tell it from key.
-func KeyDocID(key string, i int) string {
+func KeyedMessageID(key string, i int) string {
 	return "k" + ids.Derive(32, "message", key) + "-" + strconv.Itoa(i)
 }
 
-// ReplyDocID is the document id of the reply to the turn keyed key. Its
-// prefix differs from KeyDocID's, so no client key can name a reply.
-func ReplyDocID(key string) string {
+// KeyedReplyID is the id of the reply to the turn keyed key. Its prefix
+// differs from KeyedMessageID's, so no client key can name a reply.
+func KeyedReplyID(key string) string {
 	return "r" + ids.Derive(32, "message", key)
 }
 

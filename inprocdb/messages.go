@@ -34,7 +34,7 @@ func (db *DB) Append(_ context.Context, sessionID, key string, plan history.Plan
 			return nil, errs.Errorf(errs.EINTERNAL, "inprocdb: seq %d out of order", m.Seq)
 		}
 		if key != "" {
-			m.ID = history.KeyDocID(key, i)
+			m.ID = history.KeyedMessageID(key, i)
 		} else {
 			m.ID = ids.New()
 		}

@@ -9,44 +9,6 @@ import (
 	"github.com/chatmemory/backend/longterm"
 )
 
-// draft is a session's streaming reply, as its followers see it.
-type draft struct {
-	userID, replyID, text string
-	stop                  bool
-	version               int64
-}
-
-// SaveDraft stores d's text if the session's draft still follows d's reply.
-func (db *DB) SaveDraft(_ context.Context, d *chat.Draft) (bool, error) {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	cur, ok := db.drafts[d.SessionID]
-	if !ok || cur.replyID != d.ReplyID {
-		return false, chat.ErrDraftTaken
-	}
-	if cur.stop {
-		return true, nil
-	}
-	db.draftSeq++
-	cur.text, cur.version = d.Text, db.draftSeq
-	d.Version = cur.version
-	return false, nil
-}
-
-// RequestStop marks the session's draft to stop if it follows replyID.
-func (db *DB) RequestStop(_ context.Context, userID, sessionID, replyID string) error {
-	db.mu.Lock()
-	defer db.mu.Unlock()
-	cur, ok := db.drafts[sessionID]
-	if !ok || cur.userID != userID || cur.replyID != replyID {
-		return errs.Errorf(errs.ENOTFOUND, "no reply %s is in progress", replyID)
-	}
-	cur.stop = true
-	db.draftSeq++
-	cur.version = db.draftSeq
-	return nil
-}
-
 // ReadTurn reads what q names.
 func (db *DB) ReadTurn(ctx context.Context, q chat.TurnQuery) (*chat.TurnState, error) {
 	return db.RunTurn(ctx, q, nil, func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil })
@@ -57,6 +19,16 @@ func (db *DB) ReadTurn(ctx context.Context, q chat.TurnQuery) (*chat.TurnState, 
 func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	st := db.readTurnLocked(q)
+	w, err := plan(st)
+	if err != nil || w == nil {
+		return st, err
+	}
+	return db.applyTurnLocked(q, st, w)
+}
+
+// readTurnLocked is what q names, as stored.
+func (db *DB) readTurnLocked(q chat.TurnQuery) *chat.TurnState {
 	st := &chat.TurnState{Tail: db.tail(q.SessionID), DayTokens: db.days[q.UserID][q.Day]}
 	if s, ok := db.sessions[q.SessionID]; ok {
 		st.Session = s.Clone()
@@ -102,10 +74,12 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 	if d, ok := db.drafts[q.SessionID]; q.Draft && ok {
 		st.DraftReplyID, st.DraftText, st.DraftVersion = d.replyID, d.text, d.version
 	}
-	w, err := plan(st)
-	if err != nil || w == nil {
-		return st, err
-	}
+	return st
+}
+
+// applyTurnLocked stores w, planned on st, and returns the state it
+// leaves.
+func (db *DB) applyTurnLocked(q chat.TurnQuery, st *chat.TurnState, w *chat.TurnWrite) (*chat.TurnState, error) {
 	if w.Session != nil {
 		if st.Session == nil {
 			if _, ok := db.sessions[w.Session.ID]; ok {
@@ -114,31 +88,8 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 		}
 		db.sessions[q.SessionID] = w.Session.Clone()
 	}
-	for _, m := range w.Messages {
-		if m.Seq != len(db.messages[q.SessionID]) {
-			return nil, errs.Errorf(errs.EINTERNAL, "inprocdb: seq %d out of order", m.Seq)
-		}
-		db.messages[q.SessionID] = append(db.messages[q.SessionID], cloneMessage(m))
-		switch {
-		case m.ClientMessageID != "":
-			if db.keys[q.SessionID] == nil {
-				db.keys[q.SessionID] = map[string][]int{}
-			}
-			// The message under the key is the one named by it (a batch's
-			// others follow it, in the order of their names).
-			seqs := db.keys[q.SessionID][m.ClientMessageID]
-			if m.ID == history.KeyDocID(m.ClientMessageID, 0) {
-				seqs = append([]int{m.Seq}, seqs...)
-			} else {
-				seqs = append(seqs, m.Seq)
-			}
-			db.keys[q.SessionID][m.ClientMessageID] = seqs
-		case q.ReplyID != "" && m.ID == q.ReplyID:
-			if db.replies[q.SessionID] == nil {
-				db.replies[q.SessionID] = map[string]int{}
-			}
-			db.replies[q.SessionID][m.ID] = m.Seq
-		}
+	if err := db.storeTurnMessagesLocked(q, w.Messages); err != nil {
+		return nil, err
 	}
 	if w.Tail != nil {
 		db.tails[q.SessionID] = cloneTail(w.Tail)
@@ -182,4 +133,36 @@ func (db *DB) RunTurn(_ context.Context, q chat.TurnQuery, _ *chat.TurnState, pl
 		out.Tail = cloneTail(w.Tail)
 	}
 	return out, nil
+}
+
+// storeTurnMessagesLocked stores the messages a turn's commit creates,
+// each under its key or as the turn's reply.
+func (db *DB) storeTurnMessagesLocked(q chat.TurnQuery, msgs []history.Message) error {
+	for _, m := range msgs {
+		if m.Seq != len(db.messages[q.SessionID]) {
+			return errs.Errorf(errs.EINTERNAL, "inprocdb: seq %d out of order", m.Seq)
+		}
+		db.messages[q.SessionID] = append(db.messages[q.SessionID], cloneMessage(m))
+		switch {
+		case m.ClientMessageID != "":
+			if db.keys[q.SessionID] == nil {
+				db.keys[q.SessionID] = map[string][]int{}
+			}
+			// The message under the key is the one named by it (a batch's
+			// others follow it, in the order of their names).
+			seqs := db.keys[q.SessionID][m.ClientMessageID]
+			if m.ID == history.KeyedMessageID(m.ClientMessageID, 0) {
+				seqs = append([]int{m.Seq}, seqs...)
+			} else {
+				seqs = append(seqs, m.Seq)
+			}
+			db.keys[q.SessionID][m.ClientMessageID] = seqs
+		case q.ReplyID != "" && m.ID == q.ReplyID:
+			if db.replies[q.SessionID] == nil {
+				db.replies[q.SessionID] = map[string]int{}
+			}
+			db.replies[q.SessionID][m.ID] = m.Seq
+		}
+	}
+	return nil
 }

@@ -65,12 +65,12 @@ func testAppends(t *testing.T, e *Env) {
 	}
 	// The key's batch is read whole; nothing is written again.
 	noErr(t, run(kq, appendsPlan(e, kq, &seen, two...)))
-	if len(seen.Stored) != 2 || seen.Stored[1].Content != "two" || seen.Stored[0].ID != history.KeyDocID("batch", 0) ||
+	if len(seen.Stored) != 2 || seen.Stored[1].Content != "two" || seen.Stored[0].ID != history.KeyedMessageID("batch", 0) ||
 		seen.Usage.MinuteMessages != 4 || seen.Usage.DayTokens != 12 || seen.Session.NextSeq != 4 {
 		t.Fatalf("the retry read %+v", seen)
 	}
 	all := e.All(t, e.Reload(t, s))
-	if len(all) != 4 || all[0].ID == "" || all[0].ID == all[1].ID || all[2].ID != history.KeyDocID("batch", 0) {
+	if len(all) != 4 || all[0].ID == "" || all[0].ID == all[1].ID || all[2].ID != history.KeyedMessageID("batch", 0) {
 		t.Fatalf("stored %+v", all)
 	}
 	if tail := seen.Tail.Messages; len(tail) != 4 || tail[0].ID != all[0].ID {

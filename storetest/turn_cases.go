@@ -54,7 +54,7 @@ func testTurns(t *testing.T, e *Env) {
 	}
 	day := "2026-01-15"
 	id := ids.New()
-	q := chat.TurnQuery{UserID: "alice", SessionID: id, New: true, Key: "k1", ReplyID: history.ReplyDocID("k1"), Day: day, Slots: []int{0, 1, 2}}
+	q := chat.TurnQuery{UserID: "alice", SessionID: id, New: true, Key: "k1", ReplyID: history.KeyedReplyID("k1"), Day: day, Slots: []int{0, 1, 2}}
 
 	// A turn that starts its session creates it in the same commit.
 	st := Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, appendPlan(e, q, "first")))
@@ -63,7 +63,7 @@ func testTurns(t *testing.T, e *Env) {
 	}
 	// Read back: the key's message, no reply, slots free, nothing spent.
 	read := Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }))
-	if read.Asked == nil || read.Asked.ID != history.KeyDocID("k1", 0) || read.Answer != nil ||
+	if read.Asked == nil || read.Asked.ID != history.KeyedMessageID("k1", 0) || read.Answer != nil ||
 		len(read.Slots) != 3 || read.DayTokens != 0 || read.Session.MessageCount != 1 {
 		t.Fatalf("read back: %+v", read)
 	}
@@ -74,7 +74,7 @@ func testTurns(t *testing.T, e *Env) {
 		Token: "t1", Until: Epoch.Add(time.Minute)}
 	done := Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, st, func(st *chat.TurnState) (*chat.TurnWrite, error) {
 		s := st.Session.Clone()
-		m, tl, err := e.History.AppendOne(s, st.Tail, "", history.ReplyDocID(q.Key), history.Draft{Role: history.RoleAssistant, Content: "reply"})
+		m, tl, err := e.History.AppendOne(s, st.Tail, "", history.KeyedReplyID(q.Key), history.Draft{Role: history.RoleAssistant, Content: "reply"})
 		if err != nil {
 			return nil, err
 		}
@@ -104,7 +104,7 @@ func testTurns(t *testing.T, e *Env) {
 	stale := done
 	e.Say(t, read.Session, history.RoleUser, "meanwhile")
 	q2 := q
-	q2.Key, q2.ReplyID = "k2", history.ReplyDocID("k2")
+	q2.Key, q2.ReplyID = "k2", history.KeyedReplyID("k2")
 	st = Must[*chat.TurnState](t)(turns.RunTurn(ctx, q2, stale, appendPlan(e, q2, "after")))
 	if st.Asked == nil || st.Asked.Seq != 3 || st.Session.NextSeq != 4 {
 		t.Fatalf("a stale state was not replanned: %+v", st.Asked)
@@ -116,7 +116,7 @@ func testTurns(t *testing.T, e *Env) {
 	concurrently(t, n, func(i int) error {
 		qi := q
 		qi.Key = fmt.Sprint("c", i)
-		qi.ReplyID = history.ReplyDocID(qi.Key) // each turn's own reply
+		qi.ReplyID = history.KeyedReplyID(qi.Key) // each turn's own reply
 		_, err := turns.RunTurn(ctx, qi, nil, func(st *chat.TurnState) (*chat.TurnWrite, error) {
 			w, err := appendPlan(e, qi, fmt.Sprint("concurrent ", i))(st)
 			if w != nil {
