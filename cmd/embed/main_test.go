@@ -5,11 +5,11 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
 	"strings"
 	"testing"
 
 	"github.com/chatmemory/backend/app"
+	"github.com/chatmemory/backend/cmd/internal/command"
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/recall"
@@ -20,32 +20,12 @@ import (
 // by search after the command ran; a second run embeds nothing; bad flags
 // and EMBEDDINGS=off are refused.
 func TestEmbedBackfills(t *testing.T) {
-	emulatortest.Require(t, "FIRESTORE_EMULATOR_HOST")
-	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
 	project := emulatortest.ProjectID()
-	env := func(extra ...string) func(string) string {
-		vars := map[string]string{"GOOGLE_CLOUD_PROJECT": project}
-		for i := 0; i+1 < len(extra); i += 2 {
-			vars[extra[i]] = extra[i+1]
-		}
-		return func(k string) string {
-			if v, ok := vars[k]; ok {
-				return v
-			}
-			if strings.HasSuffix(k, "_EMULATOR_HOST") {
-				return os.Getenv(k)
-			}
-			return ""
-		}
-	}
+	env := func(vars ...string) func(string) string { return emulatortest.Getenv(t, project, vars...) }
 	ctx := context.Background()
-	cfg, err := app.ConfigFromEnv(env("EMBEDDINGS", "off"))
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend, err := app.Open(ctx, cfg, io.Discard)
-	if err != nil {
-		t.Fatal(err)
+	backend, code := command.Open(ctx, "embed", env("EMBEDDINGS", "off"), false, io.Discard)
+	if backend == nil {
+		t.Fatalf("opening the backend: exit code %d", code)
 	}
 	defer backend.Close()
 	s, err := backend.Sessions.Create(ctx, "alice", sessions.CreateInput{Title: "trips"})

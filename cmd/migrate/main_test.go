@@ -5,11 +5,9 @@ import (
 	"context"
 	"encoding/json"
 	"io"
-	"os"
-	"strings"
 	"testing"
 
-	"github.com/chatmemory/backend/app"
+	"github.com/chatmemory/backend/cmd/internal/command"
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/history"
@@ -20,26 +18,11 @@ import (
 // one already in this version's layout: it looks at each session and
 // changes nothing), prints its report, and refuses bad arguments.
 func TestMigrateCommand(t *testing.T) {
-	emulatortest.Require(t, "FIRESTORE_EMULATOR_HOST")
-	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
-	vars := map[string]string{"GOOGLE_CLOUD_PROJECT": emulatortest.ProjectID()}
-	getenv := func(k string) string {
-		if v, ok := vars[k]; ok {
-			return v
-		}
-		if strings.HasSuffix(k, "_EMULATOR_HOST") {
-			return os.Getenv(k)
-		}
-		return ""
-	}
+	getenv := emulatortest.Getenv(t, emulatortest.ProjectID())
 	ctx := context.Background()
-	cfg, err := app.ConfigFromEnv(getenv)
-	if err != nil {
-		t.Fatal(err)
-	}
-	backend, err := app.Open(ctx, cfg, io.Discard)
-	if err != nil {
-		t.Fatal(err)
+	backend, code := command.Open(ctx, "migrate", getenv, false, io.Discard)
+	if backend == nil {
+		t.Fatalf("opening the backend: exit code %d", code)
 	}
 	defer backend.Close()
 	s, err := backend.Sessions.Create(ctx, "alice", sessions.CreateInput{Title: "trips"})

@@ -89,3 +89,19 @@ func Wipe(tb testing.TB, addr, project string) {
 	}
 	resp.Body.Close()
 }
+
+// Getenv requires both emulators and returns the environment a command
+// under test sees: the emulators' hosts, project, and vars (name, value,
+// name, value…); nothing else of the process's.
+func Getenv(tb testing.TB, project string, vars ...string) func(string) string {
+	tb.Helper()
+	set := map[string]string{
+		"FIRESTORE_EMULATOR_HOST":     Require(tb, "FIRESTORE_EMULATOR_HOST"),
+		"FIREBASE_AUTH_EMULATOR_HOST": Require(tb, "FIREBASE_AUTH_EMULATOR_HOST"),
+		"GOOGLE_CLOUD_PROJECT":        project,
+	}
+	for i := 0; i+1 < len(vars); i += 2 {
+		set[vars[i]] = vars[i+1]
+	}
+	return func(k string) string { return set[k] }
+}
