@@ -35,9 +35,9 @@ func (db *DB) claimFromKnown(ctx context.Context, q chat.TurnQuery, known *chat.
 	if !ok || !v.st.exists || q.AskedID != "" || q.Deleted || q.Day == "" || len(known.SlotVersions) != len(q.Slots) {
 		return nil, false
 	}
+	st := v.st.clone() // no plan given it changes what the cache kept
 	ts := *known
-	ts.Version = &turnVersion{st: v.st.clone()}
-	ts.Session, ts.Tail = ts.Version.(*turnVersion).st.s, ts.Version.(*turnVersion).st.t
+	ts.Session, ts.Tail, ts.Version = st.s, st.t, &turnVersion{st: st}
 	w, err := plan(&ts)
 	if err != nil || w == nil {
 		return nil, false // the read decides: what was kept may be stale
