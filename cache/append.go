@@ -13,11 +13,7 @@ import (
 // keeps what the store returns.
 func (c *Store) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (string, error) {
 	var last *chat.AppendWrite
-	watched := func(st *chat.AppendState) (*chat.AppendWrite, error) {
-		w, err := plan(st)
-		last = w
-		return w, err
-	}
+	watched := watch(plan, &last)
 	after, usage, err := c.Source.AppendKnown(ctx, q, c.at(q.SessionID, q.IfMatch), c.usageOn(q.UserID, q.Day), watched)
 	if err != nil {
 		c.drop(q.SessionID)

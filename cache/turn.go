@@ -2,6 +2,7 @@ package cache
 
 import (
 	"context"
+	"maps"
 	"slices"
 
 	"github.com/chatmemory/backend/chat"
@@ -14,11 +15,7 @@ import (
 // runs as the store runs it. Either way the cache keeps what it returns.
 func (c *Store) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {
 	var last *chat.TurnWrite
-	watched := func(st *chat.TurnState) (*chat.TurnWrite, error) {
-		w, err := plan(st)
-		last = w
-		return w, err
-	}
+	watched := watch(plan, &last)
 	if kq, known, done, ok := c.knownTurn(q, prev); ok {
 		out, tried := c.Source.ClaimKnown(ctx, kq, known, watched)
 		done()
@@ -61,13 +58,7 @@ func (c *Store) knownTurn(q chat.TurnQuery, prev *chat.TurnState) (_ chat.TurnQu
 		return q, nil, nil, false
 	}
 	if len(q.Slots) > 0 {
-		q.Slots = slices.Sorted(func(yield func(int) bool) {
-			for i := range u.slots {
-				if !yield(i) {
-					return
-				}
-			}
-		})
+		q.Slots = slices.Sorted(maps.Keys(u.slots))
 	}
 	st.DayTokens, st.Memory = u.dayFloor, u.memory
 	st.Slots, st.SlotVersions = make([]int64, len(q.Slots)), make([]any, len(q.Slots))
@@ -123,4 +114,15 @@ func (c *Store) ReadTurn(ctx context.Context, q chat.TurnQuery) (*chat.TurnState
 	}
 	c.learnTurn(q, out, nil)
 	return out, nil
+}
+
+// watch is plan, recording in *last the write it returned last (plans
+// may run more than once): what the cache learns of a commit it did not
+// plan.
+func watch[S, W any](plan func(S) (W, error), last *W) func(S) (W, error) {
+	return func(st S) (W, error) {
+		w, err := plan(st)
+		*last = w
+		return w, err
+	}
 }
