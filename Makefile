@@ -7,8 +7,9 @@
 # make fuzz  – each fuzz test for FUZZTIME (default 1m); make test runs only their seeds.
 # make deploy PROJECT=… [REGION=…] – deploys everything to a project (DRY_RUN=1 prints the commands);
 #              see README's Deploy section for the other variables.
-# make chatpath – the functions, files and folders one POST /chat runs, counted from coverage
-#              (see docs/architecture.md, "Following a turn").
+# make chatpath – the functions, files and folders one POST /chat runs, counted from coverage,
+#              then on the call graph: those on a call to the store, and the climbs back up
+#              a file (see docs/architecture.md, "Following a turn").
 # make chaos – CHAOS_TURNS (default 300) logical turns through Firestore, model and client
 #              faults, then every invariant checked (make test runs a short one: 48 turns).
 
@@ -81,7 +82,8 @@ deploy: deps
 	ENV_FILE='$(ENV_FILE)' RUNTIME='$(RUNTIME)' DRY_RUN='$(DRY_RUN)' $(GO) run ./cmd/deploy
 
 # What one plain POST /chat runs: a build with coverage records it (cmd/chatpath),
-# then each function that ran is listed and counted with its file and folder.
+# then each function that ran is listed and counted with its file and folder,
+# and counted again on the module's call graph (chatpath -paths).
 chatpath: deps
 	$(GO) build -o $(BIN)/emulators ./cmd/emulators
 	$(GO) build -cover -covermode=atomic -coverpkg=./... -o $(BIN)/chatpath ./cmd/chatpath
@@ -92,3 +94,4 @@ chatpath: deps
 	@awk '{ n = split($$1, d, "/"); dir = d[1]; for (i = 2; i < n; i++) dir = dir "/" d[i]; ds[dir]++ } \
 		END { for (x in ds) printf "  %4d  %s\n", ds[x], x }' $(BIN)/chatpath.txt | sort -k2
 	@echo "each function: $(BIN)/chatpath.txt"
+	$(GO) run ./cmd/chatpath -paths $(BIN)/chatpath.txt

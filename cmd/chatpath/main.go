@@ -8,7 +8,13 @@
 // after-turn work, and writes the counters to -out; `go tool covdata func`
 // then lists what ran.
 //
+// With -paths, it reads that listing instead and counts, on the module's
+// call graph, the functions that ran from the handler and those on a call
+// from the handler to Firestore's client, with their files, folders and
+// climbs: calls to a function declared higher in the same file.
+//
 //	chatpath -out DIR
+//	chatpath -paths LISTING [-each]
 package main
 
 import (
@@ -30,7 +36,17 @@ import (
 
 func main() {
 	out := flag.String("out", "", "the folder to write the coverage counters to")
+	paths := flag.String("paths", "", "instead of a turn: count the calls from the handler to the store among the functions this listing (`go tool covdata func`) says ran")
+	root := flag.String("root", "functions/handlers.go:*App.chat", "with -paths: the handler, as file:function")
+	each := flag.Bool("each", false, "with -paths: list each function and what it calls")
 	flag.Parse()
+	if *paths != "" {
+		if err := countPaths(os.Stdout, *paths, *root, *each); err != nil {
+			fmt.Fprintln(os.Stderr, "chatpath:", err)
+			os.Exit(1)
+		}
+		return
+	}
 	if *out == "" {
 		fmt.Fprintln(os.Stderr, "chatpath: -out is required")
 		os.Exit(2)
