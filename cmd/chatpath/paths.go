@@ -27,12 +27,21 @@ const module = "github.com/chatmemory/backend"
 // storePackage is where a call leaves the code for Firestore.
 const storePackage = "cloud.google.com/go/firestore"
 
-// A fn is one function as a reader meets it: declared in this module, with
-// its function literals and generic instances counted as part of it.
+// A fn is a function declared in this module (its generic instances
+// included), or a function literal in one. The graph keeps literals apart,
+// so a callback leads only where its own body does; they are counted as
+// the function they are written in, as a reader meets them.
 type fn struct {
 	key  string // "import/path/file.go:line", as `go tool covdata func` names it
 	name string // "*DB.RunTurn", as covdata names it
 	line int
+	lit  string // the literal's name in SSA ("claimTurn$1"); "" for the function itself
+}
+
+// decl is the declared function f is written in.
+func (f fn) decl() fn {
+	f.lit = ""
+	return f
 }
 
 func (f fn) file() string   { return f.key[:strings.LastIndex(f.key, ":")] }
@@ -147,10 +156,15 @@ func (g *graph) add(fset *token.FileSet, from fn, e *callgraph.Edge, ran map[str
 	follow(e)
 }
 
-// declared names the declared function f belongs to, if it ran.
+// declared names f (a literal as such) by the declared function it is
+// written in, if that ran.
 func declared(fset *token.FileSet, f *ssa.Function, ran map[string]string) (fn, bool) {
 	if f.Origin() != nil {
 		f = f.Origin()
+	}
+	lit := ""
+	if f.Parent() != nil {
+		lit = f.Name()
 	}
 	for f.Parent() != nil {
 		f = f.Parent()
@@ -161,7 +175,7 @@ func declared(fset *token.FileSet, f *ssa.Function, ran map[string]string) (fn, 
 	pos := fset.Position(f.Syntax().Pos())
 	key := f.Pkg.Pkg.Path() + "/" + filepath.Base(pos.Filename) + ":" + strconv.Itoa(pos.Line)
 	name, ok := ran[key]
-	return fn{key: key, name: name, line: pos.Line}, ok
+	return fn{key: key, name: name, line: pos.Line, lit: lit}, ok
 }
 
 func packageOf(f *ssa.Function) string {
@@ -181,7 +195,7 @@ func packageOf(f *ssa.Function) string {
 func findRoot(g *graph, root string) (fn, bool) {
 	file, name, _ := strings.Cut(root, ":")
 	for f := range g.calls {
-		if strings.HasSuffix(f.file(), "/"+file) && f.name == name {
+		if f.lit == "" && strings.HasSuffix(f.file(), "/"+file) && f.name == name {
 			return f, true
 		}
 	}
@@ -234,35 +248,51 @@ func (g *graph) toStore(reached map[fn]bool) map[fn]bool {
 // report prints how many functions, files and folders set holds, and its
 // climbs: calls within set to a function declared higher in the same file.
 func report(w io.Writer, title string, set map[fn]bool, g *graph, each bool) {
+	calls := declaredCalls(set, g)
 	files, folders := map[string]int{}, map[string]int{}
 	moves, climbs := 0, []string{}
-	for f := range set {
+	for f, to := range calls {
 		files[f.file()]++
 		folders[f.folder()]++
-		for _, to := range g.calls[f] {
-			if !set[to] {
-				continue
-			}
-			moves++
-			if to.file() == f.file() && to.line < f.line {
-				climbs = append(climbs, fmt.Sprintf("%s → %s", short(f), to.name))
+		moves += len(to)
+		for _, t := range to {
+			if t.file() == f.file() && t.line < f.line {
+				climbs = append(climbs, fmt.Sprintf("%s → %s", short(f), t.name))
 			}
 		}
 	}
 	fmt.Fprintf(w, "%s: %d functions in %d files, %d folders; %d calls between them, %d of them climbs back up a file\n",
-		title, len(set), len(files), len(folders), moves, len(climbs))
+		title, len(calls), len(files), len(folders), moves, len(climbs))
 	for _, d := range slices.Sorted(maps.Keys(folders)) {
 		fmt.Fprintf(w, "  %4d  %s\n", folders[d], strings.TrimPrefix(d, module+"/"))
 	}
 	slices.Sort(climbs)
-	if each {
-		for _, f := range slices.SortedFunc(maps.Keys(set), byKey) {
-			fmt.Fprintf(w, "  %s → %s\n", short(f), strings.Join(callees(f, g, set), ", "))
-		}
-	}
 	for _, c := range climbs {
 		fmt.Fprintf(w, "  climb: %s\n", c)
 	}
+	if each {
+		for _, f := range slices.SortedFunc(maps.Keys(calls), byKey) {
+			fmt.Fprintf(w, "  %s → %s\n", short(f), strings.Join(names(calls[f]), ", "))
+		}
+	}
+}
+
+// declaredCalls is set by declared function, each with the other declared
+// functions it (or a literal in it) calls within set.
+func declaredCalls(set map[fn]bool, g *graph) map[fn][]fn {
+	calls := map[fn][]fn{}
+	for f := range set {
+		from := f.decl()
+		if _, ok := calls[from]; !ok {
+			calls[from] = nil
+		}
+		for _, to := range g.calls[f] {
+			if set[to] && to.decl() != from && !slices.Contains(calls[from], to.decl()) {
+				calls[from] = append(calls[from], to.decl())
+			}
+		}
+	}
+	return calls
 }
 
 // short names f with its file, as a reader finds it.
@@ -270,13 +300,11 @@ func short(f fn) string {
 	return strings.TrimPrefix(f.file(), module+"/") + ":" + f.name
 }
 
-// callees names the functions of set that f calls.
-func callees(f fn, g *graph, set map[fn]bool) []string {
-	var out []string
-	for _, to := range g.calls[f] {
-		if set[to] {
-			out = append(out, to.name)
-		}
+// names lists the names of fs.
+func names(fs []fn) []string {
+	out := make([]string, len(fs))
+	for i, f := range fs {
+		out[i] = f.name
 	}
 	return out
 }
