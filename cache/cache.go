@@ -84,17 +84,6 @@ func New(src Source, maxBytes int) *Store {
 	return &Store{Source: src, max: maxBytes, order: list.New(), by: map[string]*list.Element{}, users: map[string]*user{}}
 }
 
-// sizeOf estimates what keeping st costs.
-func sizeOf(st *chat.TurnState) int {
-	n := 1024
-	if st.Tail != nil {
-		for _, m := range st.Tail.Messages {
-			n += len(m.Content) + 64
-		}
-	}
-	return n
-}
-
 // put keeps st, a state the store returned, in place of what was kept of
 // its session; a state the store could not name a version of drops it.
 func (c *Store) put(sessionID string, st *chat.TurnState) {
@@ -117,6 +106,28 @@ func (c *Store) put(sessionID string, st *chat.TurnState) {
 	}
 }
 
+// sizeOf estimates what keeping st costs.
+func sizeOf(st *chat.TurnState) int {
+	n := 1024
+	if st.Tail != nil {
+		for _, m := range st.Tail.Messages {
+			n += len(m.Content) + 64
+		}
+	}
+	return n
+}
+
+// at returns what is kept of the session if it is at version v.
+func (c *Store) at(sessionID, v string) *chat.TurnState {
+	if v == "" {
+		return nil
+	}
+	if st := c.latest(sessionID); st != nil && st.ContextVersion == v {
+		return st
+	}
+	return nil
+}
+
 // latest returns a copy of what is kept of the session, if anything.
 func (c *Store) latest(sessionID string) *chat.TurnState {
 	c.mu.Lock()
@@ -129,17 +140,6 @@ func (c *Store) latest(sessionID string) *chat.TurnState {
 	st := *e.Value.(*session).st
 	st.Session, st.Tail = st.Session.Clone(), st.Tail.Clone()
 	return &st
-}
-
-// at returns what is kept of the session if it is at version v.
-func (c *Store) at(sessionID, v string) *chat.TurnState {
-	if v == "" {
-		return nil
-	}
-	if st := c.latest(sessionID); st != nil && st.ContextVersion == v {
-		return st
-	}
-	return nil
 }
 
 // drop forgets what was kept of each session.

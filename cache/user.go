@@ -32,6 +32,19 @@ func (u *user) spent(day string, n int) {
 	}
 }
 
+// forget drops what is kept of userID.
+func (c *Store) forget(userID string) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	delete(c.users, userID)
+}
+
+// dropUsage forgets the user's window and spend as kept (a write changed
+// them).
+func (c *Store) dropUsage(userID string) {
+	c.note(userID, func(u *user) { u.usageDay, u.usage = "", nil })
+}
+
 // note changes what is kept of userID with fn.
 func (c *Store) note(userID string, fn func(*user)) {
 	if c.max <= 0 {
@@ -51,19 +64,6 @@ func (c *Store) note(userID string, fn func(*user)) {
 		c.users[userID] = u
 	}
 	fn(u)
-}
-
-// forget drops what is kept of userID.
-func (c *Store) forget(userID string) {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	delete(c.users, userID)
-}
-
-// dropUsage forgets the user's window and spend as kept (a write changed
-// them).
-func (c *Store) dropUsage(userID string) {
-	c.note(userID, func(u *user) { u.usageDay, u.usage = "", nil })
 }
 
 // usageOn returns what is kept of the user's window and their spend on

@@ -7,64 +7,6 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// fixed returns the tokens a request of session s holds besides its
-// history and memory: the operator's system prompt (counted once a model)
-// and the session's instructions.
-func (svc *Service) fixed(s *sessions.Session) int {
-	n := svc.systemPrompt(s.Model)
-	if s.Instructions != "" {
-		n += svc.History.Tokens.Count(s.Model, &history.Message{Role: history.RoleSystem, Content: s.Instructions})
-	}
-	return n
-}
-
-// systemPrompt returns the tokens of the system prompt for model, counted once.
-func (svc *Service) systemPrompt(model string) int {
-	if svc.SystemPrompt == "" {
-		return 0
-	}
-	if n, ok := svc.systemTokens.Load(model); ok {
-		return n.(int)
-	}
-	n := svc.History.Tokens.Count(model, &history.Message{Role: history.RoleSystem, Content: svc.SystemPrompt})
-	svc.systemTokens.Store(model, n)
-	return n
-}
-
-// memoryBlock is a user's long-term memory block and its tokens.
-type memoryBlock struct {
-	text   string
-	tokens int
-}
-
-// systemMessageTokens is what wrapping a text in a system message adds.
-const systemMessageTokens = 4
-
-// blockOf is the memory block a turn sends, as a system message.
-func blockOf(m MemoryBlock) memoryBlock {
-	if m.Text == "" {
-		return memoryBlock{}
-	}
-	return memoryBlock{text: m.Text, tokens: m.Tokens + systemMessageTokens}
-}
-
-// build chooses the session's context from its tail: no reads, no
-// tokenizing of stored messages.
-func (svc *Service) build(s *sessions.Session, t *history.Tail, mem memoryBlock, toolTokens int) (*history.Context, error) {
-	return history.Build(s, t, svc.History.BudgetFor(s), svc.fixed(s)+mem.tokens+toolTokens)
-}
-
-// request is what the model is sent for a built context: the system prompt,
-// the memory block, the summary in use as a system message, then the
-// messages verbatim.
-func (svc *Service) request(s *sessions.Session, c *history.Context, mem memoryBlock) Request {
-	msgs := c.Messages
-	if c.Compaction != nil {
-		msgs = append([]history.Message{history.SummaryMessage(c.Compaction)}, msgs...)
-	}
-	return Request{Model: s.Model, System: svc.SystemPrompt, Instructions: s.Instructions, Memory: mem.text, Messages: msgs}
-}
-
 // Preview is what the next turn of a session would send the model.
 type Preview struct {
 	Context *history.Context
@@ -108,4 +50,62 @@ func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Pre
 		p.CompactionDue = &plan
 	}
 	return p, nil
+}
+
+// memoryBlock is a user's long-term memory block and its tokens.
+type memoryBlock struct {
+	text   string
+	tokens int
+}
+
+// systemMessageTokens is what wrapping a text in a system message adds.
+const systemMessageTokens = 4
+
+// blockOf is the memory block a turn sends, as a system message.
+func blockOf(m MemoryBlock) memoryBlock {
+	if m.Text == "" {
+		return memoryBlock{}
+	}
+	return memoryBlock{text: m.Text, tokens: m.Tokens + systemMessageTokens}
+}
+
+// build chooses the session's context from its tail: no reads, no
+// tokenizing of stored messages.
+func (svc *Service) build(s *sessions.Session, t *history.Tail, mem memoryBlock, toolTokens int) (*history.Context, error) {
+	return history.Build(s, t, svc.History.BudgetFor(s), svc.fixed(s)+mem.tokens+toolTokens)
+}
+
+// fixed returns the tokens a request of session s holds besides its
+// history and memory: the operator's system prompt (counted once a model)
+// and the session's instructions.
+func (svc *Service) fixed(s *sessions.Session) int {
+	n := svc.systemPrompt(s.Model)
+	if s.Instructions != "" {
+		n += svc.History.Tokens.Count(s.Model, &history.Message{Role: history.RoleSystem, Content: s.Instructions})
+	}
+	return n
+}
+
+// systemPrompt returns the tokens of the system prompt for model, counted once.
+func (svc *Service) systemPrompt(model string) int {
+	if svc.SystemPrompt == "" {
+		return 0
+	}
+	if n, ok := svc.systemTokens.Load(model); ok {
+		return n.(int)
+	}
+	n := svc.History.Tokens.Count(model, &history.Message{Role: history.RoleSystem, Content: svc.SystemPrompt})
+	svc.systemTokens.Store(model, n)
+	return n
+}
+
+// request is what the model is sent for a built context: the system prompt,
+// the memory block, the summary in use as a system message, then the
+// messages verbatim.
+func (svc *Service) request(s *sessions.Session, c *history.Context, mem memoryBlock) Request {
+	msgs := c.Messages
+	if c.Compaction != nil {
+		msgs = append([]history.Message{history.SummaryMessage(c.Compaction)}, msgs...)
+	}
+	return Request{Model: s.Model, System: svc.SystemPrompt, Instructions: s.Instructions, Memory: mem.text, Messages: msgs}
 }

@@ -51,8 +51,13 @@ var listed = []struct {
 	{"archived", sessions.StatusArchived, func(d *deletedList) *[]string { return &d.Archived }},
 }
 
-func (db *DB) deletedRef(userID string) *firestore.DocumentRef {
-	return db.usageRef(userID).Collection(SessionListsCollection).Doc(deletedListDocID)
+// listInTx makes the change of the list that writing s (read as was)
+// makes, in tx.
+func (db *DB) listInTx(tx *firestore.Transaction, was, s *sessions.Session, gone bool) error {
+	if c := db.listChangeOf(was, s, gone); c != nil {
+		return tx.Set(c.ref, c.data, firestore.Merge(c.merge...))
+	}
+	return nil
 }
 
 // listChange is one write of the list: a Set merging data into the fields
@@ -110,13 +115,19 @@ func (db *DB) listChangeOf(was, s *sessions.Session, gone bool) *listChange {
 	return c
 }
 
-// listInTx makes the change of the list that writing s (read as was)
-// makes, in tx.
-func (db *DB) listInTx(tx *firestore.Transaction, was, s *sessions.Session, gone bool) error {
-	if c := db.listChangeOf(was, s, gone); c != nil {
-		return tx.Set(c.ref, c.data, firestore.Merge(c.merge...))
+// Visibility reads userID's list (one document).
+func (db *DB) Visibility(ctx context.Context, userID string) (recall.Visibility, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	snap, err := db.deletedRef(userID).Get(ctx)
+	if err != nil && status.Code(err) != codes.NotFound {
+		return recall.Visibility{}, translate(err)
 	}
-	return nil
+	return decodeDeleted(snap)
+}
+
+func (db *DB) deletedRef(userID string) *firestore.DocumentRef {
+	return db.usageRef(userID).Collection(SessionListsCollection).Doc(deletedListDocID)
 }
 
 // decodeDeleted is the list as read: the deleted and archived ids (empty,
@@ -141,17 +152,6 @@ func decodeDeleted(snap *firestore.DocumentSnapshot) (recall.Visibility, error) 
 	}
 	out.Deleted, out.Archived = append(out.Deleted, d.IDs...), append(out.Archived, d.Archived...)
 	return out, nil
-}
-
-// Visibility reads userID's list (one document).
-func (db *DB) Visibility(ctx context.Context, userID string) (recall.Visibility, error) {
-	ctx, cancel := db.op(ctx)
-	defer cancel()
-	snap, err := db.deletedRef(userID).Get(ctx)
-	if err != nil && status.Code(err) != codes.NotFound {
-		return recall.Visibility{}, translate(err)
-	}
-	return decodeDeleted(snap)
 }
 
 // apply makes the changes of writing s (read as was) to the list as read.

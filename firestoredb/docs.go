@@ -135,6 +135,24 @@ func utc(t *time.Time) *time.Time {
 	return &u
 }
 
+type toolCallDoc struct {
+	ID        string `firestore:"id"`
+	Type      string `firestore:"type"`
+	Name      string `firestore:"name"`
+	Arguments string `firestore:"arguments"`
+}
+
+func toMessageDoc(m *history.Message, batchSize int) *messageDoc {
+	var op *sessions.Operation
+	if m.Op.Kind != "" {
+		op = &m.Op
+	}
+	return &messageDoc{
+		UserID: m.UserID, msgFields: toMsgFields(m), ClientMessageID: m.ClientMessageID, BatchSize: batchSize, Op: op,
+		Metadata: m.Metadata, Feedback: m.Feedback,
+	}
+}
+
 // messageDoc is chat_sessions/{sid}/messages/{id} as stored. It carries the
 // owner's userId so that security rules need no get() of the session, and
 // erasure can find every message of a user.
@@ -169,34 +187,6 @@ func toMsgFields(m *history.Message) msgFields {
 		ToolCalls: toToolCallDocs(m.ToolCalls), ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt, Tokens: m.Tokens}
 }
 
-// message returns the message these fields describe.
-func (f *msgFields) message(id, sessionID string) history.Message {
-	parent := f.Seq - 1
-	if f.ParentSeq != nil {
-		parent = *f.ParentSeq
-	}
-	return history.Message{ID: id, SessionID: sessionID, Seq: f.Seq, ParentSeq: parent, Role: history.Role(f.Role), Content: f.Content,
-		Name: f.Name, ToolCalls: fromToolCallDocs(f.ToolCalls), ToolCallID: f.ToolCallID, CreatedAt: f.CreatedAt.UTC(), Tokens: f.Tokens}
-}
-
-type toolCallDoc struct {
-	ID        string `firestore:"id"`
-	Type      string `firestore:"type"`
-	Name      string `firestore:"name"`
-	Arguments string `firestore:"arguments"`
-}
-
-func toMessageDoc(m *history.Message, batchSize int) *messageDoc {
-	var op *sessions.Operation
-	if m.Op.Kind != "" {
-		op = &m.Op
-	}
-	return &messageDoc{
-		UserID: m.UserID, msgFields: toMsgFields(m), ClientMessageID: m.ClientMessageID, BatchSize: batchSize, Op: op,
-		Metadata: m.Metadata, Feedback: m.Feedback,
-	}
-}
-
 func decodeMessage(snap *firestore.DocumentSnapshot) (history.Message, int, error) {
 	var d messageDoc
 	if err := snap.DataTo(&d); err != nil {
@@ -209,6 +199,16 @@ func decodeMessage(snap *firestore.DocumentSnapshot) (history.Message, int, erro
 	}
 	m.Metadata, m.Feedback = d.Metadata, feedbackUTC(d.Feedback)
 	return m, d.BatchSize, nil
+}
+
+// message returns the message these fields describe.
+func (f *msgFields) message(id, sessionID string) history.Message {
+	parent := f.Seq - 1
+	if f.ParentSeq != nil {
+		parent = *f.ParentSeq
+	}
+	return history.Message{ID: id, SessionID: sessionID, Seq: f.Seq, ParentSeq: parent, Role: history.Role(f.Role), Content: f.Content,
+		Name: f.Name, ToolCalls: fromToolCallDocs(f.ToolCalls), ToolCallID: f.ToolCallID, CreatedAt: f.CreatedAt.UTC(), Tokens: f.Tokens}
 }
 
 // compactionDoc is chat_sessions/{sid}/compactions/{id}, and the copy of

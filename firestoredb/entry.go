@@ -42,43 +42,6 @@ func encodeEntry(m *history.Message) []byte {
 	return b
 }
 
-// entryReader reads an entry's fields in order; the first error sticks.
-type entryReader struct {
-	b   []byte
-	err error
-}
-
-func (r *entryReader) varint() int64 {
-	v, n := binary.Varint(r.b)
-	if n <= 0 {
-		r.err, r.b = errEntry, nil
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *entryReader) uvarint() uint64 {
-	v, n := binary.Uvarint(r.b)
-	if n <= 0 {
-		r.err, r.b = errEntry, nil
-		return 0
-	}
-	r.b = r.b[n:]
-	return v
-}
-
-func (r *entryReader) str() string {
-	n := r.uvarint()
-	if n > uint64(len(r.b)) {
-		r.err, r.b = errEntry, nil
-		return ""
-	}
-	s := string(r.b[:n])
-	r.b = r.b[n:]
-	return s
-}
-
 func decodeEntry(b []byte, sessionID string) (history.Message, error) {
 	if len(b) == 0 || b[0] != entryVersion {
 		return history.Message{}, errEntry
@@ -107,4 +70,41 @@ func decodeEntry(b []byte, sessionID string) (history.Message, error) {
 		return history.Message{}, errEntry
 	}
 	return m, nil
+}
+
+// entryReader reads an entry's fields in order; the first error sticks.
+type entryReader struct {
+	b   []byte
+	err error
+}
+
+func (r *entryReader) varint() int64 {
+	v, n := binary.Varint(r.b)
+	if n <= 0 {
+		r.err, r.b = errEntry, nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
+}
+
+func (r *entryReader) str() string {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) {
+		r.err, r.b = errEntry, nil
+		return ""
+	}
+	s := string(r.b[:n])
+	r.b = r.b[n:]
+	return s
+}
+
+func (r *entryReader) uvarint() uint64 {
+	v, n := binary.Uvarint(r.b)
+	if n <= 0 {
+		r.err, r.b = errEntry, nil
+		return 0
+	}
+	r.b = r.b[n:]
+	return v
 }

@@ -58,14 +58,6 @@ func MaxAttempts(n int) Option { return func(db *DB) { db.maxAttempts = n } }
 // Zero (the default) leaves operations to the caller's context alone.
 func Timeout(d time.Duration) Option { return func(db *DB) { db.timeout = d } }
 
-// op bounds one operation by the DB's timeout.
-func (db *DB) op(ctx context.Context) (context.Context, context.CancelFunc) {
-	if db.timeout <= 0 {
-		return ctx, func() {}
-	}
-	return context.WithTimeout(ctx, db.timeout)
-}
-
 // New wraps a Firestore client. The caller owns the client.
 func New(client *firestore.Client, opts ...Option) *DB {
 	db := &DB{client: client, maxAttempts: DefaultMaxAttempts}
@@ -86,12 +78,12 @@ func (db *DB) Ping(ctx context.Context) error {
 	return translate(err)
 }
 
-func (db *DB) sessionRef(id string) *firestore.DocumentRef {
-	return db.client.Collection(SessionsCollection).Doc(id)
-}
-
 func (db *DB) messagesOf(sessionID string) *firestore.CollectionRef {
 	return db.sessionRef(sessionID).Collection(MessagesCollection)
+}
+
+func (db *DB) sessionRef(id string) *firestore.DocumentRef {
+	return db.client.Collection(SessionsCollection).Doc(id)
 }
 
 func (db *DB) runTx(ctx context.Context, fn func(context.Context, *firestore.Transaction) error) error {
@@ -104,43 +96,6 @@ func (db *DB) runTx(ctx context.Context, fn func(context.Context, *firestore.Tra
 		return errs.Wrap(errs.EUNAVAILABLE, err, "the database is unavailable; try again")
 	}
 	return translate(err)
-}
-
-// translate turns Firestore's errors into the application's codes. Errors
-// that already carry a code (from domain callbacks) pass through.
-func translate(err error) error {
-	if err == nil {
-		return nil
-	}
-	var e *errs.Error
-	if errors.As(err, &e) {
-		return err
-	}
-	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
-		return errs.Wrap(errs.EUNAVAILABLE, err, "the request was cancelled or timed out")
-	}
-	switch status.Code(err) {
-	case codes.NotFound:
-		return errs.Wrap(errs.ENOTFOUND, err, "not found")
-	case codes.AlreadyExists:
-		return errs.Wrap(errs.ECONFLICT, err, "already exists")
-	case codes.InvalidArgument:
-		// A request the database refuses as malformed (an id it cannot
-		// store, say): the caller's to fix, not an outage. The edge
-		// checks every id first, so this is a backstop.
-		return errs.Wrap(errs.EINVALID, err, "the request names something the database cannot store")
-	case codes.Aborted:
-		return errs.Wrap(errs.EUNAVAILABLE, err, "too many concurrent writes; try again")
-	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled:
-		return errs.Wrap(errs.EUNAVAILABLE, err, "the database is unavailable; try again")
-	case codes.Internal, codes.Unknown:
-		if _, ok := status.FromError(err); ok { // Firestore's own: retried with backoff, it passes
-			return errs.Wrap(errs.EUNAVAILABLE, err, "the database is unavailable; try again")
-		}
-		return errs.Wrap(errs.EINTERNAL, err, "internal error")
-	default:
-		return errs.Wrap(errs.EINTERNAL, err, "internal error")
-	}
 }
 
 // getAll reads documents in one round trip: the client's, or a
@@ -204,13 +159,49 @@ func (db *DB) optimistic(ctx context.Context, attempt func(ctx context.Context, 
 	return nil, translate(err)
 }
 
-// faultTries is how many faults that may pass one operation rides out.
-const faultTries = 8
+// op bounds one operation by the DB's timeout.
+func (db *DB) op(ctx context.Context) (context.Context, context.CancelFunc) {
+	if db.timeout <= 0 {
+		return ctx, func() {}
+	}
+	return context.WithTimeout(ctx, db.timeout)
+}
 
-// isDomain reports an error a plan or a decoder returned, not Firestore.
-func isDomain(err error) bool {
+// translate turns Firestore's errors into the application's codes. Errors
+// that already carry a code (from domain callbacks) pass through.
+func translate(err error) error {
+	if err == nil {
+		return nil
+	}
 	var e *errs.Error
-	return errors.As(err, &e)
+	if errors.As(err, &e) {
+		return err
+	}
+	if errors.Is(err, context.Canceled) || errors.Is(err, context.DeadlineExceeded) {
+		return errs.Wrap(errs.EUNAVAILABLE, err, "the request was cancelled or timed out")
+	}
+	switch status.Code(err) {
+	case codes.NotFound:
+		return errs.Wrap(errs.ENOTFOUND, err, "not found")
+	case codes.AlreadyExists:
+		return errs.Wrap(errs.ECONFLICT, err, "already exists")
+	case codes.InvalidArgument:
+		// A request the database refuses as malformed (an id it cannot
+		// store, say): the caller's to fix, not an outage. The edge
+		// checks every id first, so this is a backstop.
+		return errs.Wrap(errs.EINVALID, err, "the request names something the database cannot store")
+	case codes.Aborted:
+		return errs.Wrap(errs.EUNAVAILABLE, err, "too many concurrent writes; try again")
+	case codes.Unavailable, codes.DeadlineExceeded, codes.ResourceExhausted, codes.Canceled:
+		return errs.Wrap(errs.EUNAVAILABLE, err, "the database is unavailable; try again")
+	case codes.Internal, codes.Unknown:
+		if _, ok := status.FromError(err); ok { // Firestore's own: retried with backoff, it passes
+			return errs.Wrap(errs.EUNAVAILABLE, err, "the database is unavailable; try again")
+		}
+		return errs.Wrap(errs.EINTERNAL, err, "internal error")
+	default:
+		return errs.Wrap(errs.EINTERNAL, err, "internal error")
+	}
 }
 
 // transient reports a failure of Firestore that may pass on its own: the
@@ -230,6 +221,15 @@ func transient(ctx context.Context, err error) bool {
 		return true
 	}
 	return false
+}
+
+// faultTries is how many faults that may pass one operation rides out.
+const faultTries = 8
+
+// isDomain reports an error a plan or a decoder returned, not Firestore.
+func isDomain(err error) bool {
+	var e *errs.Error
+	return errors.As(err, &e)
 }
 
 // stale reports a commit refused because what it was planned on changed.
@@ -256,6 +256,23 @@ func backoff(ctx context.Context, attempt int) error {
 }
 
 func isNotFound(err error) bool { return status.Code(err) == codes.NotFound }
+
+// changedUpdates lists the top-level fields of doc that differ from old's
+// (both document structs of one type), at least one, so that an update
+// conditioned on old's update time sends and rewrites only what changed.
+func changedUpdates(old, doc any) []firestore.Update {
+	was, now := fieldUpdates(old), fieldUpdates(doc)
+	var out []firestore.Update
+	for i := range now {
+		if !sameValue(was[i].Value, now[i].Value) {
+			out = append(out, now[i])
+		}
+	}
+	if len(out) == 0 {
+		out = now[:1] // the condition still needs a write
+	}
+	return out
+}
 
 // fieldUpdates lists every top-level field of a document struct (by its
 // firestore tags) as an update: Update with these replaces the document's
@@ -285,23 +302,6 @@ func structUpdates(v reflect.Value) []firestore.Update {
 			value = v.Field(i).Interface()
 		}
 		out = append(out, firestore.Update{FieldPath: firestore.FieldPath{name}, Value: value})
-	}
-	return out
-}
-
-// changedUpdates lists the top-level fields of doc that differ from old's
-// (both document structs of one type), at least one, so that an update
-// conditioned on old's update time sends and rewrites only what changed.
-func changedUpdates(old, doc any) []firestore.Update {
-	was, now := fieldUpdates(old), fieldUpdates(doc)
-	var out []firestore.Update
-	for i := range now {
-		if !sameValue(was[i].Value, now[i].Value) {
-			out = append(out, now[i])
-		}
-	}
-	if len(out) == 0 {
-		out = now[:1] // the condition still needs a write
 	}
 	return out
 }
@@ -338,11 +338,6 @@ type writeOp struct {
 
 func (db *DB) newWrites() *writes { return &writes{at: map[string]int{}} }
 
-func (w *writes) add(op writeOp) {
-	w.at[op.ref.Path] = len(w.ops)
-	w.ops = append(w.ops, op)
-}
-
 // addUpdate adds u to the update of ref planned already, if there is one.
 func (w *writes) addUpdate(ref *firestore.DocumentRef, u firestore.Update) bool {
 	i, ok := w.at[ref.Path]
@@ -367,6 +362,11 @@ func (w *writes) Update(ref *firestore.DocumentRef, u []firestore.Update, pre ..
 
 func (w *writes) Delete(ref *firestore.DocumentRef, pre ...firestore.Precondition) {
 	w.add(writeOp{kind: 'd', ref: ref, pre: pre})
+}
+
+func (w *writes) add(op writeOp) {
+	w.at[op.ref.Path] = len(w.ops)
+	w.ops = append(w.ops, op)
 }
 
 // commit writes w as one batch: all or nothing, in one round trip.

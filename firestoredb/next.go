@@ -40,29 +40,6 @@ const maxNextBytes = 16 << 10
 
 const tailNextField = "tailNext"
 
-// nextOf returns the message n carries if it continues the window's tail
-// wt in session s, and the tail it makes.
-func nextOf(n *tailNextDoc, wt *history.Tail, s *sessions.Session) (*history.Tail, bool) {
-	if n == nil {
-		return nil, false
-	}
-	m, err := decodeEntry(n.Entry, s.ID)
-	if err != nil || m.Seq >= s.NextSeq || !s.Path().Contains(m.Seq) {
-		return nil, false
-	}
-	if k := len(wt.Messages); k > 0 && (m.Seq <= wt.Messages[k-1].Seq || m.ParentSeq != wt.Messages[k-1].Seq) {
-		return nil, false
-	}
-	t := &history.Tail{Compaction: wt.Compaction, CompactingUntil: wt.CompactingUntil}
-	for _, old := range wt.Messages {
-		if old.Seq >= n.From {
-			t.Messages = append(t.Messages, old)
-		}
-	}
-	t.Messages = append(t.Messages, m)
-	return t, true
-}
-
 // deferTail returns the tailNext that stores tail t of session s, written
 // with created as its only new message, in the session document instead
 // of the window, when a read would give t back exactly; nil if the window
@@ -98,6 +75,29 @@ func deferTail(st *stored, s *sessions.Session, t *history.Tail, created []histo
 		}
 	}
 	return n
+}
+
+// nextOf returns the message n carries if it continues the window's tail
+// wt in session s, and the tail it makes.
+func nextOf(n *tailNextDoc, wt *history.Tail, s *sessions.Session) (*history.Tail, bool) {
+	if n == nil {
+		return nil, false
+	}
+	m, err := decodeEntry(n.Entry, s.ID)
+	if err != nil || m.Seq >= s.NextSeq || !s.Path().Contains(m.Seq) {
+		return nil, false
+	}
+	if k := len(wt.Messages); k > 0 && (m.Seq <= wt.Messages[k-1].Seq || m.ParentSeq != wt.Messages[k-1].Seq) {
+		return nil, false
+	}
+	t := &history.Tail{Compaction: wt.Compaction, CompactingUntil: wt.CompactingUntil}
+	for _, old := range wt.Messages {
+		if old.Seq >= n.From {
+			t.Messages = append(t.Messages, old)
+		}
+	}
+	t.Messages = append(t.Messages, m)
+	return t, true
 }
 
 // nextUpdate is the session document's update that sets its tailNext to

@@ -12,12 +12,93 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-func (db *DB) contextOf(sessionID string) *firestore.CollectionRef {
-	return db.sessionRef(sessionID).Collection(ContextCollection)
+func (db *DB) ReadTail(ctx context.Context, sessionID string) (*sessions.Session, *history.Tail, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	st, _, err := db.readStored(db.getAllFn(ctx), sessionID)
+	if err != nil {
+		return nil, nil, translate(err)
+	}
+	if !st.exists {
+		return nil, nil, sessions.NotFound(sessionID)
+	}
+	return st.s, st.t, nil
 }
 
-func (db *DB) windowRef(sessionID string) *firestore.DocumentRef {
-	return db.contextOf(sessionID).Doc(windowDocID)
+func (db *DB) UpdateTail(ctx context.Context, sessionID string, fn func(*sessions.Session, *history.Tail) error) error {
+	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
+		st, _, err := db.readStored(get, sessionID)
+		if err != nil {
+			return nil, err
+		}
+		if !st.exists {
+			return nil, sessions.NotFound(sessionID)
+		}
+		s, t := st.s.Clone(), st.t.Clone()
+		if err := fn(s, t); err != nil {
+			return nil, err
+		}
+		w := db.newWrites()
+		if !reflect.DeepEqual(s, st.s) {
+			db.writeSession(w, db.sessionRef(sessionID), st, s)
+		}
+		_, err = db.writeContext(w, st, s, t)
+		return w, err
+	})
+	return err
+}
+
+func (db *DB) SaveCompaction(ctx context.Context, sessionID string, c *history.Compaction, fn func(*sessions.Session, *history.Tail) error) error {
+	cref := db.sessionRef(sessionID).Collection(CompactionsCollection).Doc(c.ID)
+	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
+		st, extra, err := db.readStored(get, sessionID, cref)
+		if err != nil {
+			return nil, err
+		}
+		if !st.exists {
+			return nil, sessions.NotFound(sessionID)
+		}
+		if extra[0].Exists() {
+			return nil, errs.Errorf(errs.ECONFLICT, "compaction %s exists", c.ID)
+		}
+		s, t := st.s.Clone(), st.t.Clone()
+		if err := fn(s, t); err != nil {
+			return nil, err
+		}
+		w := db.newWrites()
+		w.Create(cref, toCompactionDoc(s.UserID, c))
+		db.writeSession(w, db.sessionRef(sessionID), st, s)
+		_, err = db.writeContext(w, st, s, t)
+		return w, err
+	})
+	return err
+}
+
+// readStored reads a session and its context, with extra, in one round
+// trip. A session with messages and no window was stored by an earlier
+// version and not migrated: it is refused (errUnmigrated), not read as
+// empty.
+func (db *DB) readStored(get getAll, sessionID string, extra ...*firestore.DocumentRef) (*stored, []*firestore.DocumentSnapshot, error) {
+	st, rest, err := db.readStoredAsIs(get, sessionID, extra...)
+	if err == nil && st.exists && st.window == nil && st.s.NextSeq > 0 {
+		return nil, nil, unmigrated(sessionID)
+	}
+	return st, rest, err
+}
+
+// readStoredAsIs is readStored for the migration: a session whose
+// context an earlier layout holds is read without one.
+func (db *DB) readStoredAsIs(get getAll, sessionID string, extra ...*firestore.DocumentRef) (*stored, []*firestore.DocumentSnapshot, error) {
+	refs := append([]*firestore.DocumentRef{db.sessionRef(sessionID), db.windowRef(sessionID)}, extra...)
+	snaps, err := get(refs)
+	if err != nil {
+		return nil, nil, err
+	}
+	st, err := decodeStored(snaps[0], snaps[1], sessionID)
+	if err != nil {
+		return nil, nil, err
+	}
+	return st, snaps[2:], nil
 }
 
 // stored is a session and its context as read, with what a conditional
@@ -80,31 +161,30 @@ func (st *stored) setWindow(d *windowDoc, at time.Time, t *history.Tail) {
 	}
 }
 
-// readStored reads a session and its context, with extra, in one round
-// trip. A session with messages and no window was stored by an earlier
-// version and not migrated: it is refused (errUnmigrated), not read as
-// empty.
-func (db *DB) readStored(get getAll, sessionID string, extra ...*firestore.DocumentRef) (*stored, []*firestore.DocumentSnapshot, error) {
-	st, rest, err := db.readStoredAsIs(get, sessionID, extra...)
-	if err == nil && st.exists && st.window == nil && st.s.NextSeq > 0 {
-		return nil, nil, unmigrated(sessionID)
+// after returns what st becomes once a commit of w wrote session s and
+// tail t as window d (nil: the context was not written), with the
+// session's tailNext set to next (nil: as it was, or removed if the window
+// was written).
+func (st *stored) after(w *writes, res []*firestore.WriteResult, sref, wref *firestore.DocumentRef, s *sessions.Session, t *history.Tail, d *windowDoc, next *tailNextDoc) *stored {
+	n := *st
+	if s != nil {
+		n.exists, n.s = true, s
 	}
-	return st, rest, err
-}
-
-// readStoredAsIs is readStored for the migration: a session whose
-// context an earlier layout holds is read without one.
-func (db *DB) readStoredAsIs(get getAll, sessionID string, extra ...*firestore.DocumentRef) (*stored, []*firestore.DocumentSnapshot, error) {
-	refs := append([]*firestore.DocumentRef{db.sessionRef(sessionID), db.windowRef(sessionID)}, extra...)
-	snaps, err := get(refs)
-	if err != nil {
-		return nil, nil, err
+	if at, ok := w.time(res, sref); ok { // a write of the window writes the session document too
+		n.sessionTime = at
 	}
-	st, err := decodeStored(snaps[0], snaps[1], sessionID)
-	if err != nil {
-		return nil, nil, err
+	switch {
+	case d != nil:
+		n.t, n.window, n.windowTail, n.legacy = t, d, t, nil
+		n.windowTime, _ = w.time(res, wref)
+		n.nextApplied = false
+		if s != nil {
+			n.next = nil
+		}
+	case next != nil:
+		n.t, n.next, n.nextApplied = t, next, true
 	}
-	return st, snaps[2:], nil
+	return &n
 }
 
 // writeSession writes s in b on condition that the session document is as
@@ -155,92 +235,12 @@ func (db *DB) writeContext(w *writes, st *stored, s *sessions.Session, t *histor
 	return p.apply(st.window), nil
 }
 
-// after returns what st becomes once a commit of w wrote session s and
-// tail t as window d (nil: the context was not written), with the
-// session's tailNext set to next (nil: as it was, or removed if the window
-// was written).
-func (st *stored) after(w *writes, res []*firestore.WriteResult, sref, wref *firestore.DocumentRef, s *sessions.Session, t *history.Tail, d *windowDoc, next *tailNextDoc) *stored {
-	n := *st
-	if s != nil {
-		n.exists, n.s = true, s
-	}
-	if at, ok := w.time(res, sref); ok { // a write of the window writes the session document too
-		n.sessionTime = at
-	}
-	switch {
-	case d != nil:
-		n.t, n.window, n.windowTail, n.legacy = t, d, t, nil
-		n.windowTime, _ = w.time(res, wref)
-		n.nextApplied = false
-		if s != nil {
-			n.next = nil
-		}
-	case next != nil:
-		n.t, n.next, n.nextApplied = t, next, true
-	}
-	return &n
+func (db *DB) windowRef(sessionID string) *firestore.DocumentRef {
+	return db.contextOf(sessionID).Doc(windowDocID)
 }
 
-func (db *DB) ReadTail(ctx context.Context, sessionID string) (*sessions.Session, *history.Tail, error) {
-	ctx, cancel := db.op(ctx)
-	defer cancel()
-	st, _, err := db.readStored(db.getAllFn(ctx), sessionID)
-	if err != nil {
-		return nil, nil, translate(err)
-	}
-	if !st.exists {
-		return nil, nil, sessions.NotFound(sessionID)
-	}
-	return st.s, st.t, nil
-}
-
-func (db *DB) UpdateTail(ctx context.Context, sessionID string, fn func(*sessions.Session, *history.Tail) error) error {
-	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
-		st, _, err := db.readStored(get, sessionID)
-		if err != nil {
-			return nil, err
-		}
-		if !st.exists {
-			return nil, sessions.NotFound(sessionID)
-		}
-		s, t := st.s.Clone(), st.t.Clone()
-		if err := fn(s, t); err != nil {
-			return nil, err
-		}
-		w := db.newWrites()
-		if !reflect.DeepEqual(s, st.s) {
-			db.writeSession(w, db.sessionRef(sessionID), st, s)
-		}
-		_, err = db.writeContext(w, st, s, t)
-		return w, err
-	})
-	return err
-}
-
-func (db *DB) SaveCompaction(ctx context.Context, sessionID string, c *history.Compaction, fn func(*sessions.Session, *history.Tail) error) error {
-	cref := db.sessionRef(sessionID).Collection(CompactionsCollection).Doc(c.ID)
-	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
-		st, extra, err := db.readStored(get, sessionID, cref)
-		if err != nil {
-			return nil, err
-		}
-		if !st.exists {
-			return nil, sessions.NotFound(sessionID)
-		}
-		if extra[0].Exists() {
-			return nil, errs.Errorf(errs.ECONFLICT, "compaction %s exists", c.ID)
-		}
-		s, t := st.s.Clone(), st.t.Clone()
-		if err := fn(s, t); err != nil {
-			return nil, err
-		}
-		w := db.newWrites()
-		w.Create(cref, toCompactionDoc(s.UserID, c))
-		db.writeSession(w, db.sessionRef(sessionID), st, s)
-		_, err = db.writeContext(w, st, s, t)
-		return w, err
-	})
-	return err
+func (db *DB) contextOf(sessionID string) *firestore.CollectionRef {
+	return db.sessionRef(sessionID).Collection(ContextCollection)
 }
 
 func (db *DB) ListCompactions(ctx context.Context, sessionID string) ([]history.Compaction, error) {

@@ -88,62 +88,6 @@ func (db *DB) runTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnStat
 	return written(res), false, nil
 }
 
-func stateVersion(st *chat.TurnState) (*turnVersion, bool) {
-	if st == nil {
-		return nil, false
-	}
-	v, ok := st.Version.(*turnVersion)
-	return v, ok
-}
-
-// turnRefs are the documents a turn reads, after its context's.
-type turnRefs struct {
-	asked, answer, day, memory, draft, deleted *firestore.DocumentRef
-	keyed                                      *firestore.DocumentRef // the message under Key, when Asked is AskedID's
-	slots                                      []*firestore.DocumentRef
-}
-
-func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
-	msgs := db.messagesOf(q.SessionID)
-	r := turnRefs{memory: db.memoryRef(q.UserID), draft: db.draftRef(q.SessionID)}
-	var list []*firestore.DocumentRef
-	if q.Day != "" {
-		r.day = db.dayRef(q.UserID, q.Day)
-		list = append(list, r.day)
-	}
-	if q.Memory {
-		list = append(list, r.memory)
-	}
-	if q.Draft {
-		list = append(list, r.draft)
-	}
-	if q.Deleted {
-		r.deleted = db.deletedRef(q.UserID)
-		list = append(list, r.deleted)
-	}
-	switch {
-	case q.AskedID != "":
-		r.asked = msgs.Doc(q.AskedID)
-	case q.Key != "":
-		r.asked = msgs.Doc(history.KeyedMessageID(q.Key, 0))
-	}
-	if r.asked != nil {
-		list = append(list, r.asked)
-	}
-	if q.ReplyID != "" {
-		r.answer = msgs.Doc(q.ReplyID)
-		list = append(list, r.answer)
-	}
-	if q.AskedID != "" && q.Key != "" {
-		r.keyed = msgs.Doc(history.KeyedMessageID(q.Key, 0))
-		list = append(list, r.keyed)
-	}
-	for _, i := range q.Slots {
-		r.slots = append(r.slots, db.slotRef(q.UserID, i))
-	}
-	return r, append(list, r.slots...)
-}
-
 // readTurn reads what q names in one round trip; with leaveKeyOut, all
 // but the message under its key (and an unkeyed turn's reply, a new id),
 // and it then reports that it left them out.
@@ -156,127 +100,6 @@ func (db *DB) readTurn(get getAll, q chat.TurnQuery, leaveKeyOut bool) (_ *chat.
 	}
 	ts, err := db.readTurnState(get, q, db.readStored)
 	return ts, leaveKeyOut, err
-}
-
-// readTurnState reads what q names in one round trip with read.
-func (db *DB) readTurnState(get getAll, q chat.TurnQuery, read func(getAll, string, ...*firestore.DocumentRef) (*stored, []*firestore.DocumentSnapshot, error)) (*chat.TurnState, error) {
-	r, refs := db.turnRefs(q)
-	st, snaps, err := read(get, q.SessionID, refs...)
-	if err != nil {
-		return nil, err
-	}
-	ts := &chat.TurnState{Tail: st.t, Version: &turnVersion{st: st}}
-	if st.exists {
-		ts.Session, ts.ContextVersion = st.s, st.version()
-	}
-	rest := snapshots(snaps)
-	if err := decodeUserDocs(q, r, &rest, ts); err != nil {
-		return nil, err
-	}
-	if err := decodeMessages(r, &rest, ts); err != nil {
-		return nil, err
-	}
-	if ts.Slots, ts.SlotVersions, err = decodeSlots(rest); err != nil {
-		return nil, err
-	}
-	return ts, nil
-}
-
-// snapshots are the documents of a batched read still to decode, in the
-// order they were asked for.
-type snapshots []*firestore.DocumentSnapshot
-
-// next is the first of s, which it drops.
-func (s *snapshots) next() *firestore.DocumentSnapshot {
-	snap := (*s)[0]
-	*s = (*s)[1:]
-	return snap
-}
-
-// decodeUserDocs puts the user's documents a turn read into ts, in the
-// order turnRefs asked for them: the day's spend, the memory block, the
-// session's draft and the user's list of deleted sessions.
-func decodeUserDocs(q chat.TurnQuery, r turnRefs, rest *snapshots, ts *chat.TurnState) error {
-	if r.day != nil {
-		var day dayDoc
-		if err := dataTo(rest.next(), &day); err != nil {
-			return err
-		}
-		ts.DayTokens = day.Tokens
-	}
-	if q.Memory {
-		u, err := decodeMemoryUser(rest.next(), q.UserID) // a user with none yet too
-		if err != nil {
-			return err
-		}
-		ts.Memory = chat.MemoryOf(u)
-	}
-	if q.Draft {
-		if snap := rest.next(); snap.Exists() {
-			var d draftDoc
-			if err := dataTo(snap, &d); err != nil {
-				return err
-			}
-			ts.DraftReplyID, ts.DraftText, ts.DraftVersion = d.ReplyID, d.Text, snap.UpdateTime
-		}
-	}
-	if r.deleted != nil {
-		v, err := decodeDeleted(rest.next())
-		if err != nil {
-			return err
-		}
-		ts.Deleted, ts.OffPath = v.Deleted, v.OffPath
-	}
-	return nil
-}
-
-// decodeMessages puts the messages a turn read into ts: the one it
-// answers, its reply, and whether its key is used.
-func decodeMessages(r turnRefs, rest *snapshots, ts *chat.TurnState) error {
-	var err error
-	if r.asked != nil {
-		if ts.Asked, err = optionalMessage(rest.next()); err != nil {
-			return err
-		}
-	}
-	if r.answer != nil {
-		if ts.Answer, err = optionalMessage(rest.next()); err != nil {
-			return err
-		}
-	}
-	if r.keyed != nil {
-		ts.KeyUsed = rest.next().Exists()
-	}
-	return nil
-}
-
-// optionalMessage is the message snap holds; nil if there is none.
-func optionalMessage(snap *firestore.DocumentSnapshot) (*history.Message, error) {
-	if !snap.Exists() {
-		return nil, nil
-	}
-	m, _, err := decodeMessage(snap)
-	if err != nil {
-		return nil, err
-	}
-	return &m, nil
-}
-
-// decodeSlots are the minutes the slot documents read were last taken in
-// (0: never), and their update times (zero: no document).
-func decodeSlots(snaps []*firestore.DocumentSnapshot) ([]int64, []any, error) {
-	minutes, versions := make([]int64, len(snaps)), make([]any, len(snaps))
-	for i, snap := range snaps {
-		var d slotDoc
-		if err := dataTo(snap, &d); err != nil {
-			return nil, nil, err
-		}
-		versions[i] = time.Time{}
-		if snap.Exists() {
-			minutes[i], versions[i] = d.Minute, snap.UpdateTime
-		}
-	}
-	return minutes, versions, nil
 }
 
 // writeTurn plans the commit of w over ts, every write conditioned on what
@@ -324,6 +147,14 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		}
 		return out
 	}, nil
+}
+
+func stateVersion(st *chat.TurnState) (*turnVersion, bool) {
+	if st == nil {
+		return nil, false
+	}
+	v, ok := st.Version.(*turnVersion)
+	return v, ok
 }
 
 // writeTurnContext writes in b the session and context w changes, as
@@ -398,6 +229,175 @@ func (db *DB) ReadTurn(ctx context.Context, q chat.TurnQuery) (*chat.TurnState, 
 		return nil, err
 	})
 	return out, err
+}
+
+// readTurnState reads what q names in one round trip with read.
+func (db *DB) readTurnState(get getAll, q chat.TurnQuery, read func(getAll, string, ...*firestore.DocumentRef) (*stored, []*firestore.DocumentSnapshot, error)) (*chat.TurnState, error) {
+	r, refs := db.turnRefs(q)
+	st, snaps, err := read(get, q.SessionID, refs...)
+	if err != nil {
+		return nil, err
+	}
+	ts := &chat.TurnState{Tail: st.t, Version: &turnVersion{st: st}}
+	if st.exists {
+		ts.Session, ts.ContextVersion = st.s, st.version()
+	}
+	rest := snapshots(snaps)
+	if err := decodeUserDocs(q, r, &rest, ts); err != nil {
+		return nil, err
+	}
+	if err := decodeMessages(r, &rest, ts); err != nil {
+		return nil, err
+	}
+	if ts.Slots, ts.SlotVersions, err = decodeSlots(rest); err != nil {
+		return nil, err
+	}
+	return ts, nil
+}
+
+// turnRefs are the documents a turn reads, after its context's.
+type turnRefs struct {
+	asked, answer, day, memory, draft, deleted *firestore.DocumentRef
+	keyed                                      *firestore.DocumentRef // the message under Key, when Asked is AskedID's
+	slots                                      []*firestore.DocumentRef
+}
+
+func (db *DB) turnRefs(q chat.TurnQuery) (turnRefs, []*firestore.DocumentRef) {
+	msgs := db.messagesOf(q.SessionID)
+	r := turnRefs{memory: db.memoryRef(q.UserID), draft: db.draftRef(q.SessionID)}
+	var list []*firestore.DocumentRef
+	if q.Day != "" {
+		r.day = db.dayRef(q.UserID, q.Day)
+		list = append(list, r.day)
+	}
+	if q.Memory {
+		list = append(list, r.memory)
+	}
+	if q.Draft {
+		list = append(list, r.draft)
+	}
+	if q.Deleted {
+		r.deleted = db.deletedRef(q.UserID)
+		list = append(list, r.deleted)
+	}
+	switch {
+	case q.AskedID != "":
+		r.asked = msgs.Doc(q.AskedID)
+	case q.Key != "":
+		r.asked = msgs.Doc(history.KeyedMessageID(q.Key, 0))
+	}
+	if r.asked != nil {
+		list = append(list, r.asked)
+	}
+	if q.ReplyID != "" {
+		r.answer = msgs.Doc(q.ReplyID)
+		list = append(list, r.answer)
+	}
+	if q.AskedID != "" && q.Key != "" {
+		r.keyed = msgs.Doc(history.KeyedMessageID(q.Key, 0))
+		list = append(list, r.keyed)
+	}
+	for _, i := range q.Slots {
+		r.slots = append(r.slots, db.slotRef(q.UserID, i))
+	}
+	return r, append(list, r.slots...)
+}
+
+// decodeUserDocs puts the user's documents a turn read into ts, in the
+// order turnRefs asked for them: the day's spend, the memory block, the
+// session's draft and the user's list of deleted sessions.
+func decodeUserDocs(q chat.TurnQuery, r turnRefs, rest *snapshots, ts *chat.TurnState) error {
+	if r.day != nil {
+		var day dayDoc
+		if err := dataTo(rest.next(), &day); err != nil {
+			return err
+		}
+		ts.DayTokens = day.Tokens
+	}
+	if q.Memory {
+		u, err := decodeMemoryUser(rest.next(), q.UserID) // a user with none yet too
+		if err != nil {
+			return err
+		}
+		ts.Memory = chat.MemoryOf(u)
+	}
+	if q.Draft {
+		if snap := rest.next(); snap.Exists() {
+			var d draftDoc
+			if err := dataTo(snap, &d); err != nil {
+				return err
+			}
+			ts.DraftReplyID, ts.DraftText, ts.DraftVersion = d.ReplyID, d.Text, snap.UpdateTime
+		}
+	}
+	if r.deleted != nil {
+		v, err := decodeDeleted(rest.next())
+		if err != nil {
+			return err
+		}
+		ts.Deleted, ts.OffPath = v.Deleted, v.OffPath
+	}
+	return nil
+}
+
+// decodeMessages puts the messages a turn read into ts: the one it
+// answers, its reply, and whether its key is used.
+func decodeMessages(r turnRefs, rest *snapshots, ts *chat.TurnState) error {
+	var err error
+	if r.asked != nil {
+		if ts.Asked, err = optionalMessage(rest.next()); err != nil {
+			return err
+		}
+	}
+	if r.answer != nil {
+		if ts.Answer, err = optionalMessage(rest.next()); err != nil {
+			return err
+		}
+	}
+	if r.keyed != nil {
+		ts.KeyUsed = rest.next().Exists()
+	}
+	return nil
+}
+
+// snapshots are the documents of a batched read still to decode, in the
+// order they were asked for.
+type snapshots []*firestore.DocumentSnapshot
+
+// next is the first of s, which it drops.
+func (s *snapshots) next() *firestore.DocumentSnapshot {
+	snap := (*s)[0]
+	*s = (*s)[1:]
+	return snap
+}
+
+// optionalMessage is the message snap holds; nil if there is none.
+func optionalMessage(snap *firestore.DocumentSnapshot) (*history.Message, error) {
+	if !snap.Exists() {
+		return nil, nil
+	}
+	m, _, err := decodeMessage(snap)
+	if err != nil {
+		return nil, err
+	}
+	return &m, nil
+}
+
+// decodeSlots are the minutes the slot documents read were last taken in
+// (0: never), and their update times (zero: no document).
+func decodeSlots(snaps []*firestore.DocumentSnapshot) ([]int64, []any, error) {
+	minutes, versions := make([]int64, len(snaps)), make([]any, len(snaps))
+	for i, snap := range snaps {
+		var d slotDoc
+		if err := dataTo(snap, &d); err != nil {
+			return nil, nil, err
+		}
+		versions[i] = time.Time{}
+		if snap.Exists() {
+			minutes[i], versions[i] = d.Minute, snap.UpdateTime
+		}
+	}
+	return minutes, versions, nil
 }
 
 // slotTime is the update time of slot i of ts as read (zero: none).

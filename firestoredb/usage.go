@@ -47,28 +47,6 @@ type slotDoc struct {
 	Minute int64  `firestore:"minute"`
 }
 
-// UserDocID is the document id used for a user's own documents: the uid
-// itself when it is a safe id, else its hash.
-func UserDocID(uid string) string {
-	if ids.Valid(uid) {
-		return uid
-	}
-	h := sha256.Sum256([]byte(uid))
-	return "h" + hex.EncodeToString(h[:20])
-}
-
-func (db *DB) usageRef(userID string) *firestore.DocumentRef {
-	return db.client.Collection(UsageCollection).Doc(UserDocID(userID))
-}
-
-func (db *DB) dayRef(userID, day string) *firestore.DocumentRef {
-	return db.usageRef(userID).Collection(UsageDaysCollection).Doc(day)
-}
-
-func (db *DB) slotRef(userID string, i int) *firestore.DocumentRef {
-	return db.usageRef(userID).Collection(TurnSlotsCollection).Doc(fmt.Sprintf("s%02d", i))
-}
-
 // UpdateUsage reads the window and the day in one round trip and writes the
 // window in one commit, on condition that it did not change meanwhile: no
 // transaction, so no BeginTransaction round trip, and concurrent appends of
@@ -169,15 +147,17 @@ func usageDocOf(u chat.Usage, token string) usageDoc {
 		SearchMin: u.SearchMinute, MinuteSrch: u.MinuteSearches, Token: token}
 }
 
-// dataTo decodes snap into v, leaving v as it is if there is no document.
-func dataTo(snap *firestore.DocumentSnapshot, v any) error {
-	if !snap.Exists() {
-		return nil
-	}
-	if err := snap.DataTo(v); err != nil {
-		return errs.Wrap(errs.EINTERNAL, err, "internal error")
-	}
-	return nil
+// AddTokens adds n to the day's spend with an increment, which needs no
+// read. It is tried again when it fails before landing or conflicts; a
+// lost answer is tried again too, so n may then be counted twice: an
+// over-count of the day's spend is the safe side of a limit.
+func (db *DB) AddTokens(ctx context.Context, userID, day string, n int) error {
+	_, err := db.optimistic(ctx, func(context.Context, getAll) (*writes, error) {
+		w := db.newWrites()
+		db.addTokens(w, userID, day, n, nil)
+		return w, nil
+	})
+	return err
 }
 
 // addTokens adds n to the user's spend on day in w: an increment, so
@@ -192,19 +172,6 @@ func (db *DB) addTokens(w *writes, userID, day string, n int, byModel map[string
 		data["models"] = models
 	}
 	w.Set(db.dayRef(userID, day), data, firestore.MergeAll)
-}
-
-// AddTokens adds n to the day's spend with an increment, which needs no
-// read. It is tried again when it fails before landing or conflicts; a
-// lost answer is tried again too, so n may then be counted twice: an
-// over-count of the day's spend is the safe side of a limit.
-func (db *DB) AddTokens(ctx context.Context, userID, day string, n int) error {
-	_, err := db.optimistic(ctx, func(context.Context, getAll) (*writes, error) {
-		w := db.newWrites()
-		db.addTokens(w, userID, day, n, nil)
-		return w, nil
-	})
-	return err
 }
 
 // ChargeAfter adds n to the day's spend with an increment on condition
@@ -353,4 +320,37 @@ func (db *DB) UsageOn(ctx context.Context, userID, day string, slots int) (*chat
 		}
 	}
 	return r, nil
+}
+
+func (db *DB) dayRef(userID, day string) *firestore.DocumentRef {
+	return db.usageRef(userID).Collection(UsageDaysCollection).Doc(day)
+}
+
+func (db *DB) slotRef(userID string, i int) *firestore.DocumentRef {
+	return db.usageRef(userID).Collection(TurnSlotsCollection).Doc(fmt.Sprintf("s%02d", i))
+}
+
+func (db *DB) usageRef(userID string) *firestore.DocumentRef {
+	return db.client.Collection(UsageCollection).Doc(UserDocID(userID))
+}
+
+// UserDocID is the document id used for a user's own documents: the uid
+// itself when it is a safe id, else its hash.
+func UserDocID(uid string) string {
+	if ids.Valid(uid) {
+		return uid
+	}
+	h := sha256.Sum256([]byte(uid))
+	return "h" + hex.EncodeToString(h[:20])
+}
+
+// dataTo decodes snap into v, leaving v as it is if there is no document.
+func dataTo(snap *firestore.DocumentSnapshot, v any) error {
+	if !snap.Exists() {
+		return nil
+	}
+	if err := snap.DataTo(v); err != nil {
+		return errs.Wrap(errs.EINTERNAL, err, "internal error")
+	}
+	return nil
 }

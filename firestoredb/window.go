@@ -45,15 +45,6 @@ type windowDoc struct {
 	Messages        map[string][]byte `firestore:"messages"` // seqKey → entry (see entry.go)
 }
 
-// seqKey is a message's key in windowDoc.Messages: a plain identifier,
-// so that field paths to it need no quoting.
-func seqKey(seq int) string { return fmt.Sprintf("s%09d", seq) }
-
-func keySeq(k string) (int, bool) {
-	n, err := strconv.Atoi(strings.TrimPrefix(k, "s"))
-	return n, err == nil && strings.HasPrefix(k, "s")
-}
-
 // tailOf decodes a window document's tail, oldest message first.
 func (d *windowDoc) tailOf(sessionID string) (*history.Tail, error) {
 	t := &history.Tail{CompactingUntil: d.CompactingUntil.UTC()}
@@ -69,6 +60,11 @@ func (d *windowDoc) tailOf(sessionID string) (*history.Tail, error) {
 	}
 	slices.SortFunc(t.Messages, func(a, b history.Message) int { return a.Seq - b.Seq })
 	return t, nil
+}
+
+func keySeq(k string) (int, bool) {
+	n, err := strconv.Atoi(strings.TrimPrefix(k, "s"))
+	return n, err == nil && strings.HasPrefix(k, "s")
 }
 
 // windowPlan is how to write a tail: the whole document (Doc) when there
@@ -140,6 +136,10 @@ func entries(msgs []history.Message) map[string][]byte {
 	}
 	return out
 }
+
+// seqKey is a message's key in windowDoc.Messages: a plain identifier,
+// so that field paths to it need no quoting.
+func seqKey(seq int) string { return fmt.Sprintf("s%09d", seq) }
 
 // apply returns d as the plan leaves it (what Firestore stores after it).
 func (p *windowPlan) apply(d *windowDoc) *windowDoc {

@@ -18,15 +18,6 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// sessionID reads {id} from the path and notes it for the request log.
-func sessionID(r *http.Request) string {
-	id := r.PathValue("id")
-	if ids.Valid(id) {
-		info(r.Context()).sessionID = id
-	}
-	return id
-}
-
 func (a *App) createSession(w http.ResponseWriter, r *http.Request) {
 	var in sessions.CreateInput
 	if err := a.decode(r, &in); err != nil {
@@ -199,36 +190,6 @@ func (a *App) appendMessages(w http.ResponseWriter, r *http.Request) {
 	a.Chat.AfterAppend(context.WithoutCancel(r.Context()), res)
 }
 
-type chatRequest struct {
-	SessionID       string `json:"sessionId,omitempty"`
-	Message         string `json:"message"`
-	ClientMessageID string `json:"clientMessageId,omitempty"`
-	Stream          bool   `json:"stream,omitempty"`
-	Regenerate      string `json:"regenerate,omitempty"` // id of a message to answer anew
-	Edit            string `json:"edit,omitempty"`       // id of a user message to send anew as message
-	// The app's tools (see chat.TurnRequest).
-	Tools        []chat.Tool       `json:"tools,omitempty"`
-	ToolChoice   string            `json:"toolChoice,omitempty"`
-	ToolResults  []chat.ToolResult `json:"toolResults,omitempty"`
-	AbandonTools bool              `json:"abandonTools,omitempty"`
-}
-
-type chatResponse struct {
-	SessionID   string          `json:"sessionId"`
-	UserMessage history.Message `json:"userMessage"` // the message the reply answers (with tool results: the last of them)
-	Reply       history.Message `json:"reply"`
-	Replayed    bool            `json:"replayed,omitempty"`
-	// Status is "completed", or "requires_action" when the reply asks for
-	// ToolCalls: the app runs them and sends their results.
-	Status    string             `json:"status"`
-	ToolCalls []history.ToolCall `json:"toolCalls,omitempty"`
-}
-
-func responseOf(res *chat.TurnResult) chatResponse {
-	return chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed,
-		Status: res.Status(), ToolCalls: res.Reply.ToolCalls}
-}
-
 func (a *App) chat(w http.ResponseWriter, r *http.Request) {
 	var req chatRequest
 	if err := a.decode(r, &req); err != nil {
@@ -316,6 +277,36 @@ func (a *App) streamChat(w http.ResponseWriter, r *http.Request, turn chat.TurnR
 	}
 }
 
+type chatRequest struct {
+	SessionID       string `json:"sessionId,omitempty"`
+	Message         string `json:"message"`
+	ClientMessageID string `json:"clientMessageId,omitempty"`
+	Stream          bool   `json:"stream,omitempty"`
+	Regenerate      string `json:"regenerate,omitempty"` // id of a message to answer anew
+	Edit            string `json:"edit,omitempty"`       // id of a user message to send anew as message
+	// The app's tools (see chat.TurnRequest).
+	Tools        []chat.Tool       `json:"tools,omitempty"`
+	ToolChoice   string            `json:"toolChoice,omitempty"`
+	ToolResults  []chat.ToolResult `json:"toolResults,omitempty"`
+	AbandonTools bool              `json:"abandonTools,omitempty"`
+}
+
+type chatResponse struct {
+	SessionID   string          `json:"sessionId"`
+	UserMessage history.Message `json:"userMessage"` // the message the reply answers (with tool results: the last of them)
+	Reply       history.Message `json:"reply"`
+	Replayed    bool            `json:"replayed,omitempty"`
+	// Status is "completed", or "requires_action" when the reply asks for
+	// ToolCalls: the app runs them and sends their results.
+	Status    string             `json:"status"`
+	ToolCalls []history.ToolCall `json:"toolCalls,omitempty"`
+}
+
+func responseOf(res *chat.TurnResult) chatResponse {
+	return chatResponse{SessionID: res.Session.ID, UserMessage: res.User, Reply: res.Reply, Replayed: res.Replayed,
+		Status: res.Status(), ToolCalls: res.Reply.ToolCalls}
+}
+
 // contextResponse is what the next turn would send the model.
 type contextResponse struct {
 	Strategy   string                         `json:"strategy"`
@@ -386,15 +377,6 @@ func (a *App) eraseAccount(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, e)
 }
 
-func (a *App) getMemory(w http.ResponseWriter, r *http.Request) {
-	v, err := a.Memory.Get(r.Context(), UserID(r.Context()))
-	if err != nil {
-		a.writeError(w, r, err)
-		return
-	}
-	writeJSON(w, http.StatusOK, v)
-}
-
 type memorySwitch struct {
 	Enabled *bool `json:"enabled"`
 }
@@ -415,6 +397,15 @@ func (a *App) setMemory(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	a.getMemory(w, r)
+}
+
+func (a *App) getMemory(w http.ResponseWriter, r *http.Request) {
+	v, err := a.Memory.Get(r.Context(), UserID(r.Context()))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, v)
 }
 
 func (a *App) patchProfile(w http.ResponseWriter, r *http.Request) {
@@ -454,6 +445,15 @@ func (a *App) stopReply(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusAccepted, map[string]any{"stopping": true})
+}
+
+// sessionID reads {id} from the path and notes it for the request log.
+func sessionID(r *http.Request) string {
+	id := r.PathValue("id")
+	if ids.Valid(id) {
+		info(r.Context()).sessionID = id
+	}
+	return id
 }
 
 // ifMatchOf is the version an append is conditioned on: the If-Match

@@ -29,8 +29,6 @@ import (
 // tracerName names this backend's own spans.
 const tracerName = "github.com/chatmemory/backend"
 
-func tracer() trace.Tracer { return otel.GetTracerProvider().Tracer(tracerName) }
-
 // propagator reads trace context from W3C traceparent headers, which
 // Cloud Run and Cloud Functions (2nd gen) send.
 var propagator = propagation.TraceContext{}
@@ -163,19 +161,7 @@ func (m tracedModel) Generate(ctx context.Context, req chat.Request, onDelta fun
 	return reply, nil
 }
 
-// traceLogs adds to each log record written within a span the fields by
-// which Cloud Logging links it to its trace.
-type traceLogs struct {
-	slog.Handler
-	project string
-}
-
-func withTraceIDs(h slog.Handler, project string) slog.Handler {
-	if _, ok := h.(traceLogs); ok {
-		return h
-	}
-	return traceLogs{Handler: h, project: project}
-}
+func tracer() trace.Tracer { return otel.GetTracerProvider().Tracer(tracerName) }
 
 func (h traceLogs) Handle(ctx context.Context, r slog.Record) error {
 	if sc := trace.SpanContextFromContext(ctx); sc.IsValid() {
@@ -207,3 +193,17 @@ func TracedModel(m chat.Model, x *Metrics) chat.Model { return tracedModel{Model
 // WithTraceIDs is h writing each record's trace and span ids where Cloud
 // Logging looks for them, for project.
 func WithTraceIDs(h slog.Handler, project string) slog.Handler { return withTraceIDs(h, project) }
+
+// traceLogs adds to each log record written within a span the fields by
+// which Cloud Logging links it to its trace.
+type traceLogs struct {
+	slog.Handler
+	project string
+}
+
+func withTraceIDs(h slog.Handler, project string) slog.Handler {
+	if _, ok := h.(traceLogs); ok {
+		return h
+	}
+	return traceLogs{Handler: h, project: project}
+}

@@ -41,61 +41,6 @@ func ContextWindow(model string) int {
 	return n
 }
 
-// unit is a run of messages that must be sent together or not at all: an
-// assistant message with tool calls and all of its results, or one other
-// message.
-type unit struct {
-	msgs   []Message
-	tokens int
-}
-
-// units groups msgs (oldest first) into units, leaving out what cannot be
-// sent: tool results whose call is not in msgs, and assistant tool calls
-// whose results are not all in msgs.
-func units(msgs []Message) []unit {
-	var out []unit
-	for i := 0; i < len(msgs); i++ {
-		m := msgs[i]
-		switch {
-		case m.Role == RoleTool:
-			continue // its call is not here (it was before the window)
-		case len(m.ToolCalls) == 0:
-			out = append(out, unit{msgs: msgs[i : i+1], tokens: m.Tokens})
-			continue
-		}
-		want := map[string]bool{}
-		for _, c := range m.ToolCalls {
-			want[c.ID] = true
-		}
-		j, tokens := i+1, m.Tokens
-		for ; j < len(msgs) && msgs[j].Role == RoleTool && want[msgs[j].ToolCallID]; j++ {
-			delete(want, msgs[j].ToolCallID)
-			tokens += msgs[j].Tokens
-		}
-		if len(want) == 0 {
-			out = append(out, unit{msgs: msgs[i:j], tokens: tokens})
-		}
-		i = j - 1
-	}
-	return out
-}
-
-// FitBudget returns the most recent whole units of msgs (oldest first) whose
-// tokens sum to at most budget, oldest first. Tool exchanges stay whole.
-func FitBudget(msgs []Message, budget int) []Message {
-	us := units(msgs)
-	start, used := len(us), 0
-	for start > 0 && used+us[start-1].tokens <= budget {
-		start--
-		used += us[start].tokens
-	}
-	var out []Message
-	for _, u := range us[start:] {
-		out = append(out, u.msgs...)
-	}
-	return out
-}
-
 // Context is what a turn sends the model, besides its system prompt.
 type Context struct {
 	Strategy   sessions.Strategy `json:"strategy"`
@@ -157,6 +102,61 @@ func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
 		c.Tokens += c.Compaction.Tokens
 	}
 	return c, nil
+}
+
+// FitBudget returns the most recent whole units of msgs (oldest first) whose
+// tokens sum to at most budget, oldest first. Tool exchanges stay whole.
+func FitBudget(msgs []Message, budget int) []Message {
+	us := units(msgs)
+	start, used := len(us), 0
+	for start > 0 && used+us[start-1].tokens <= budget {
+		start--
+		used += us[start].tokens
+	}
+	var out []Message
+	for _, u := range us[start:] {
+		out = append(out, u.msgs...)
+	}
+	return out
+}
+
+// unit is a run of messages that must be sent together or not at all: an
+// assistant message with tool calls and all of its results, or one other
+// message.
+type unit struct {
+	msgs   []Message
+	tokens int
+}
+
+// units groups msgs (oldest first) into units, leaving out what cannot be
+// sent: tool results whose call is not in msgs, and assistant tool calls
+// whose results are not all in msgs.
+func units(msgs []Message) []unit {
+	var out []unit
+	for i := 0; i < len(msgs); i++ {
+		m := msgs[i]
+		switch {
+		case m.Role == RoleTool:
+			continue // its call is not here (it was before the window)
+		case len(m.ToolCalls) == 0:
+			out = append(out, unit{msgs: msgs[i : i+1], tokens: m.Tokens})
+			continue
+		}
+		want := map[string]bool{}
+		for _, c := range m.ToolCalls {
+			want[c.ID] = true
+		}
+		j, tokens := i+1, m.Tokens
+		for ; j < len(msgs) && msgs[j].Role == RoleTool && want[msgs[j].ToolCallID]; j++ {
+			delete(want, msgs[j].ToolCallID)
+			tokens += msgs[j].Tokens
+		}
+		if len(want) == 0 {
+			out = append(out, unit{msgs: msgs[i:j], tokens: tokens})
+		}
+		i = j - 1
+	}
+	return out
 }
 
 func tokensOf(msgs []Message) int {

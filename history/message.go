@@ -146,14 +146,26 @@ func nilIfEmpty(c []ToolCall) []ToolCall {
 	return c
 }
 
-var (
-	nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
-	idRE   = regexp.MustCompile(`^[\x21-\x7e]{1,128}$`) // printable ASCII, no spaces
-)
+// Validate checks a batch of drafts and its key without storing anything.
+func Validate(key string, drafts ...Draft) error { return validateBatch(key, drafts) }
 
-// invalid is the error for messages[i] of a batch.
-func invalid(i int, format string, args ...any) error {
-	return errs.Errorf(errs.EINVALID, "messages[%d]: "+format, append([]any{i}, args...)...)
+// validateBatch checks a whole append before anything is counted or written.
+func validateBatch(key string, drafts []Draft) error {
+	if len(drafts) == 0 {
+		return errs.Errorf(errs.EINVALID, "no messages to append")
+	}
+	if len(drafts) > MaxBatch {
+		return errs.Errorf(errs.EINVALID, "at most %d messages in one append", MaxBatch)
+	}
+	if err := ValidateKey(key); err != nil {
+		return err
+	}
+	for i := range drafts {
+		if err := drafts[i].validate(i); err != nil {
+			return err
+		}
+	}
+	return nil
 }
 
 // validate checks one draft on its own; i is its place in the batch.
@@ -240,28 +252,6 @@ func ValidateKey(key string) error {
 	return nil
 }
 
-// Validate checks a batch of drafts and its key without storing anything.
-func Validate(key string, drafts ...Draft) error { return validateBatch(key, drafts) }
-
-// validateBatch checks a whole append before anything is counted or written.
-func validateBatch(key string, drafts []Draft) error {
-	if len(drafts) == 0 {
-		return errs.Errorf(errs.EINVALID, "no messages to append")
-	}
-	if len(drafts) > MaxBatch {
-		return errs.Errorf(errs.EINVALID, "at most %d messages in one append", MaxBatch)
-	}
-	if err := ValidateKey(key); err != nil {
-		return err
-	}
-	for i := range drafts {
-		if err := drafts[i].validate(i); err != nil {
-			return err
-		}
-	}
-	return nil
-}
-
 // toolSequence checks that every tool message in msgs answers an open call,
 // given the calls still open before them, and returns the calls open after.
 // An assistant message with tool calls opens its calls; any message other
@@ -289,6 +279,16 @@ func toolSequence(open []string, msgs []Message) ([]string, error) {
 		return nil, nil
 	}
 	return open, nil
+}
+
+var (
+	nameRE = regexp.MustCompile(`^[A-Za-z0-9_-]{1,64}$`)
+	idRE   = regexp.MustCompile(`^[\x21-\x7e]{1,128}$`) // printable ASCII, no spaces
+)
+
+// invalid is the error for messages[i] of a batch.
+func invalid(i int, format string, args ...any) error {
+	return errs.Errorf(errs.EINVALID, "messages[%d]: "+format, append([]any{i}, args...)...)
 }
 
 func indexOf(list []string, s string) int {

@@ -86,22 +86,6 @@ type Service struct {
 	Window func(model string) int
 }
 
-// BudgetFor returns the context budget of s in tokens, never more than
-// the context window of its model.
-func (svc *Service) BudgetFor(s *sessions.Session) int {
-	window := ContextWindow(s.Model)
-	if svc.Window != nil {
-		window = svc.Window(s.Model)
-	}
-	switch {
-	case s.Context.BudgetTokens > 0:
-		return min(s.Context.BudgetTokens, window)
-	case svc.DefaultBudget > 0:
-		return min(svc.DefaultBudget, window)
-	}
-	return window * 3 / 4
-}
-
 // NewService returns a service with the default policy and the system clock.
 func NewService(repo Repo, tokens Counter) *Service {
 	return &Service{Repo: repo, Tokens: tokens, Policy: sessions.DefaultPolicy(), Now: time.Now}
@@ -243,6 +227,22 @@ func (svc *Service) PlanFor(userID, sessionID, key string, drafts ...Draft) (Pla
 		t.add(out, svc.BudgetFor(cur))
 		return out, nil
 	}, nil
+}
+
+// BudgetFor returns the context budget of s in tokens, never more than
+// the context window of its model.
+func (svc *Service) BudgetFor(s *sessions.Session) int {
+	window := ContextWindow(s.Model)
+	if svc.Window != nil {
+		window = svc.Window(s.Model)
+	}
+	switch {
+	case s.Context.BudgetTokens > 0:
+		return min(s.Context.BudgetTokens, window)
+	case svc.DefaultBudget > 0:
+		return min(svc.DefaultBudget, window)
+	}
+	return window * 3 / 4
 }
 
 func sameBatch(stored []Message, drafts []Draft) bool {

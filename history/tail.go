@@ -35,18 +35,6 @@ func (t *Tail) Complete(s *sessions.Session) bool {
 	return t.Messages[0].Seq == first
 }
 
-// StoredBytes bounds from above what a message takes in a tail as a store
-// keeps it: its text plus a generous allowance for field names, numbers
-// and times (Firestore's storage-size rules give 90 to 250 bytes for the
-// fields of a short message; its size function is tested against this).
-func StoredBytes(m *Message) int {
-	n := 256 + len(m.Role) + len(m.Content) + len(m.Name) + len(m.ToolCallID)
-	for _, c := range m.ToolCalls {
-		n += 64 + len(c.ID) + len(c.Type) + len(c.Function.Name) + len(c.Function.Arguments)
-	}
-	return n
-}
-
 // add appends msgs and drops the oldest messages while the tail holds more
 // than keep tokens or MaxTailBytes. Tool results are dropped with the call
 // they answer, never left behind on their own.
@@ -71,6 +59,18 @@ func (t *Tail) add(msgs []Message, keep int) {
 		}
 	}
 	t.Messages = append([]Message(nil), t.Messages[drop:]...)
+}
+
+// StoredBytes bounds from above what a message takes in a tail as a store
+// keeps it: its text plus a generous allowance for field names, numbers
+// and times (Firestore's storage-size rules give 90 to 250 bytes for the
+// fields of a short message; its size function is tested against this).
+func StoredBytes(m *Message) int {
+	n := 256 + len(m.Role) + len(m.Content) + len(m.Name) + len(m.ToolCallID)
+	for _, c := range m.ToolCalls {
+		n += 64 + len(c.ID) + len(c.Type) + len(c.Function.Name) + len(c.Function.Arguments)
+	}
+	return n
 }
 
 // SetIDs gives the tail's copies of written the ids the store gave them

@@ -50,6 +50,29 @@ func NewTikToken() (*TikToken, error) {
 	return t, nil
 }
 
+// Count returns the tokens m costs in a chat request for model.
+func (t *TikToken) Count(model string, m *Message) int {
+	n := tokensPerMessage + t.Text(model, string(m.Role)) + t.Text(model, m.Content)
+	if m.Name != "" {
+		n += tokensPerName + t.Text(model, m.Name)
+	}
+	for _, c := range m.ToolCalls {
+		n += tokensPerTool + t.Text(model, c.Function.Name) + t.Text(model, c.Function.Arguments)
+	}
+	if m.ToolCallID != "" {
+		n += t.Text(model, m.ToolCallID)
+	}
+	return n
+}
+
+// Text counts the tokens of a string alone, in time linear in its length.
+func (t *TikToken) Text(model, s string) int {
+	if s == "" {
+		return 0
+	}
+	return countLinear(t.encs[EncodingFor(model)].count, s)
+}
+
 // EncodingFor names the encoding of a model: o200k_base for the gpt-4o
 // generation and everything unknown, cl100k_base for gpt-4 and gpt-3.5.
 func EncodingFor(model string) string {
@@ -61,14 +84,6 @@ func EncodingFor(model string) string {
 		return tiktoken.MODEL_CL100K_BASE
 	}
 	return tiktoken.MODEL_O200K_BASE
-}
-
-// Text counts the tokens of a string alone, in time linear in its length.
-func (t *TikToken) Text(model, s string) int {
-	if s == "" {
-		return 0
-	}
-	return countLinear(t.encs[EncodingFor(model)].count, s)
 }
 
 // MaxRun is the longest run of characters of one kind (white space, or
@@ -161,20 +176,5 @@ func (c *chunked) chunk(s string) int {
 	}
 	c.counts[strings.Clone(s)] = n
 	c.mu.Unlock()
-	return n
-}
-
-// Count returns the tokens m costs in a chat request for model.
-func (t *TikToken) Count(model string, m *Message) int {
-	n := tokensPerMessage + t.Text(model, string(m.Role)) + t.Text(model, m.Content)
-	if m.Name != "" {
-		n += tokensPerName + t.Text(model, m.Name)
-	}
-	for _, c := range m.ToolCalls {
-		n += tokensPerTool + t.Text(model, c.Function.Name) + t.Text(model, c.Function.Arguments)
-	}
-	if m.ToolCallID != "" {
-		n += t.Text(model, m.ToolCallID)
-	}
 	return n
 }

@@ -75,14 +75,6 @@ func offlineReply(text string) *chat.Reply {
 	return &chat.Reply{Content: text, Model: OfflineModel, FinishReason: "stop"}
 }
 
-// clipWords is s cut to n runes, marked when cut.
-func clipWords(s string, n int) string {
-	if r := []rune(s); len(r) > n {
-		return strings.TrimSpace(string(r[:n])) + "…"
-	}
-	return s
-}
-
 // offlineTitle is the first six words of the user's first message (the
 // first line of a title request), without punctuation at its ends,
 // capitalized.
@@ -200,4 +192,12 @@ func offlineToolResults(msgs []history.Message) string {
 		out = append([]string{clipWords(msgs[i].Content, 100)}, out...)
 	}
 	return strings.Join(out, "; ")
+}
+
+// clipWords is s cut to n runes, marked when cut.
+func clipWords(s string, n int) string {
+	if r := []rune(s); len(r) > n {
+		return strings.TrimSpace(string(r[:n])) + "…"
+	}
+	return s
 }

@@ -103,37 +103,6 @@ func (b *Branches) clone() *Branches {
 	return &Branches{Leaf: b.Leaf, Forks: slices.Clone(b.Forks)}
 }
 
-// fork returns the fork of message seq, if it is one.
-func (b *Branches) fork(seq int) (Fork, bool) {
-	if b == nil {
-		return Fork{}, false
-	}
-	i := sort.Search(len(b.Forks), func(i int) bool { return b.Forks[i].Seq >= seq })
-	if i < len(b.Forks) && b.Forks[i].Seq == seq {
-		return b.Forks[i], true
-	}
-	return Fork{}, false
-}
-
-// Leaf is the seq of the active branch's last message; -1 if there is none.
-func (s *Session) Leaf() int {
-	if s.Branches == nil {
-		return s.NextSeq - 1
-	}
-	return s.Branches.Leaf
-}
-
-// Parent is the seq of message seq's parent; -1 for a first message.
-func (s *Session) Parent(seq int) int {
-	if f, ok := s.Branches.fork(seq); ok {
-		return f.Parent
-	}
-	return seq - 1
-}
-
-// Path is the active branch.
-func (s *Session) Path() Path { return s.PathTo(s.Leaf()) }
-
 // OffPath is the messages written so far that are not on the active
 // branch (edited away, regenerated, or on a branch switched from), as
 // spans; nil for a session never branched. It changes only when the
@@ -158,6 +127,9 @@ func (s *Session) OffPath() Path {
 	return off
 }
 
+// Path is the active branch.
+func (s *Session) Path() Path { return s.PathTo(s.Leaf()) }
+
 // PathTo is the branch that ends at message leaf.
 func (s *Session) PathTo(leaf int) Path {
 	var rev Path
@@ -180,6 +152,30 @@ func (s *Session) PathTo(leaf int) Path {
 	return rev
 }
 
+// Siblings are the seqs of the messages that share message seq's parent,
+// itself included, in the order they were written.
+func (s *Session) Siblings(seq int) []int { return s.Children(s.Parent(seq)) }
+
+// Parent is the seq of message seq's parent; -1 for a first message.
+func (s *Session) Parent(seq int) int {
+	if f, ok := s.Branches.fork(seq); ok {
+		return f.Parent
+	}
+	return seq - 1
+}
+
+// LatestLeaf is the leaf a switch to message seq makes active: from seq
+// down, always the latest version, as chat apps show a branch.
+func (s *Session) LatestLeaf(seq int) int {
+	for {
+		ch := s.Children(seq)
+		if len(ch) == 0 {
+			return seq
+		}
+		seq = ch[len(ch)-1]
+	}
+}
+
 // Children are the seqs of the messages whose parent is seq (-1: the
 // messages that start a conversation), in the order they were written.
 func (s *Session) Children(seq int) []int {
@@ -200,20 +196,16 @@ func (s *Session) Children(seq int) []int {
 	return out
 }
 
-// Siblings are the seqs of the messages that share message seq's parent,
-// itself included, in the order they were written.
-func (s *Session) Siblings(seq int) []int { return s.Children(s.Parent(seq)) }
-
-// LatestLeaf is the leaf a switch to message seq makes active: from seq
-// down, always the latest version, as chat apps show a branch.
-func (s *Session) LatestLeaf(seq int) int {
-	for {
-		ch := s.Children(seq)
-		if len(ch) == 0 {
-			return seq
-		}
-		seq = ch[len(ch)-1]
+// fork returns the fork of message seq, if it is one.
+func (b *Branches) fork(seq int) (Fork, bool) {
+	if b == nil {
+		return Fork{}, false
 	}
+	i := sort.Search(len(b.Forks), func(i int) bool { return b.Forks[i].Seq >= seq })
+	if i < len(b.Forks) && b.Forks[i].Seq == seq {
+		return b.Forks[i], true
+	}
+	return Fork{}, false
 }
 
 // SetLeaf makes the branch ending at message leaf the active one; the next
@@ -247,4 +239,12 @@ func (s *Session) Continue(seq int) (int, error) {
 	s.Branches.Forks = append(s.Branches.Forks, Fork{Seq: seq, Parent: parent})
 	s.Branches.Leaf = seq
 	return parent, nil
+}
+
+// Leaf is the seq of the active branch's last message; -1 if there is none.
+func (s *Session) Leaf() int {
+	if s.Branches == nil {
+		return s.NextSeq - 1
+	}
+	return s.Branches.Leaf
 }
