@@ -82,7 +82,7 @@ func TestLayers(t *testing.T) {
 		"history":     {"kernel", "prompts", "sessions"},
 		"longterm":    {"kernel", "prompts", "sessions", "history"},
 		"retention":   {"kernel", "sessions", "history"},
-		"chat":        {"kernel", "sessions", "history", "longterm"},
+		"chat":        {"kernel", "sessions", "history", "longterm", "recall"},
 		"recall":      {"kernel", "sessions", "history"},
 		"llm":         {"kernel", "prompts", "chat", "history", "recall"},
 		"storage":     domain,

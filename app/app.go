@@ -121,7 +121,7 @@ func services(cfg Config, d Deps) *functions.App {
 	var rc *recall.Service
 	if d.Embedder != nil {
 		rc = &recall.Service{Embedder: d.Embedder, Store: d.Store}
-		cs.Recall, cs.Finder = rc, finder{rc}
+		cs.Recall, cs.Finder = rc, rc
 	}
 	// Whatever was learned from a purged session goes with it, whether or
 	// not learning is on now.
@@ -335,30 +335,6 @@ func Sweep(ctx context.Context, _ event.Event) error {
 	_, err = a.Sweep(ctx, false)
 	flushMetrics(ctx)
 	return err
-}
-
-// finder is recall as a turn asks for it.
-type finder struct{ svc *recall.Service }
-
-func (f finder) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
-	return f.svc.EmbedQuery(ctx, text)
-}
-
-func (f finder) Recall(ctx context.Context, s *sessions.Session, text string, v []float32, all bool, o *chat.Others, k int) ([]chat.Recalled, error) {
-	scope := recall.Scope{All: all}
-	if o != nil {
-		scope.Known = &recall.Visibility{Deleted: o.Deleted, OffPath: o.OffPath}
-	}
-	got, err := f.svc.Recall(ctx, s, text, v, scope, k)
-	out := make([]chat.Recalled, len(got))
-	excerpt := func(x recall.Excerpt) chat.Excerpt {
-		return chat.Excerpt{ID: x.ID, Content: x.Content, Clipped: x.Clipped}
-	}
-	for i, x := range got {
-		out[i] = chat.Recalled{SessionID: x.SessionID, SessionTitle: x.SessionTitle, At: x.Reply.CreatedAt,
-			Question: excerpt(x.Question), Reply: excerpt(x.Reply)}
-	}
-	return out, err
 }
 
 // Embedder is the embedding model cfg names: nil with EMBEDDINGS=off, the

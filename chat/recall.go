@@ -5,57 +5,34 @@ import (
 	"fmt"
 	"strings"
 	"sync"
-	"time"
 	"unicode/utf8"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
 )
 
 // Recaller finds a user's earlier exchanges relevant to a message (see
 // sessions.ContextSettings.Recall), in two steps so that the first can
-// start before the session is read.
+// start before the session is read: recall.Service.
 type Recaller interface {
 	// EmbedQuery embeds a turn's message.
 	EmbedQuery(ctx context.Context, text string) ([]float32, error)
-	// Recall returns up to k exchanges of s's user nearest to v: in s, or
-	// (all) in every active and archived session of the user, on each
-	// session's active branch, leaving out what others tells of the
-	// user's other sessions as the turn read it (nil: not read; the
-	// recall then reads the sessions its hits are in).
-	// The message's text is looked for by its words beside its embedding.
-	Recall(ctx context.Context, s *sessions.Session, text string, v []float32, all bool, others *Others, k int) ([]Recalled, error)
+	// Recall returns up to k exchanges of s's user nearest to v, in s or
+	// in the sessions scope says; the message's text is looked for by its
+	// words beside its embedding.
+	Recall(ctx context.Context, s *sessions.Session, text string, v []float32, scope recall.Scope, k int) ([]recall.Exchange, error)
 }
 
-// Others is what a turn read of its user's other sessions for a recall
-// from all of them, in its first read: which are deleted, and which of
-// each one's messages are off its active branch.
-type Others struct {
-	Deleted []string
-	OffPath map[string]sessions.Path
-}
-
-// others is what st read of the user's other sessions; nil if nothing.
-func others(st *TurnState) *Others {
+// others is what st read of the user's other sessions (which are
+// deleted, and which of each one's messages are off its active branch),
+// for a recall from all of them; nil if it read nothing of them.
+func others(st *TurnState) *recall.Visibility {
 	if st.Deleted == nil {
 		return nil
 	}
-	return &Others{Deleted: st.Deleted, OffPath: st.OffPath}
-}
-
-// Recalled is an earlier exchange a turn adds to what the model sees.
-type Recalled struct {
-	SessionID, SessionTitle string
-	At                      time.Time // the reply's
-	Question, Reply         Excerpt
-}
-
-// Excerpt is the start of a recalled message.
-type Excerpt struct {
-	ID      string
-	Content string
-	Clipped bool // Content is not all of the message
+	return &recall.Visibility{Deleted: st.Deleted, OffPath: st.OffPath}
 }
 
 // recallHeader opens the recalled excerpts, so that the model knows what
@@ -72,7 +49,7 @@ type recaller struct {
 	vector                []float32
 	embedErr              error
 	done                  chan struct{}
-	got                   []Recalled
+	got                   []recall.Exchange
 	err                   error
 }
 
@@ -91,18 +68,18 @@ func (svc *Service) embed(ctx context.Context, r *recaller, query string) {
 // recall if s asks for it, the choice of long-term facts by relevance if
 // the user's block leaves some out (choose). o is what the turn read of
 // the user's other sessions, if it did.
-func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Session, query string, choose bool, o *Others) {
+func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Session, query string, choose bool, o *recall.Visibility) {
 	mode := s.Context.Recall
-	recall := mode != "" && mode != sessions.RecallOff
+	recalls := mode != "" && mode != sessions.RecallOff
 	if svc.Finder == nil || query == "" {
 		return
 	}
-	svc.recallHints.set(s.ID, hint{embed: recall || choose, all: mode == sessions.RecallAll})
-	if !recall && !choose {
+	svc.recallHints.set(s.ID, hint{embed: recalls || choose, all: mode == sessions.RecallAll})
+	if !recalls && !choose {
 		return
 	}
 	svc.embed(ctx, r, query)
-	if !recall {
+	if !recalls {
 		return
 	}
 	r.recallOnce.Do(func() {
@@ -115,7 +92,8 @@ func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Se
 				r.err = r.embedErr
 				return
 			}
-			r.got, r.err = svc.Finder.Recall(ctx, s, query, r.vector, mode == sessions.RecallAll, o, k)
+			scope := recall.Scope{All: mode == sessions.RecallAll, Known: o}
+			r.got, r.err = svc.Finder.Recall(ctx, s, query, r.vector, scope, k)
 		}()
 	})
 }
@@ -226,7 +204,7 @@ func (svc *Service) recallBlock(ctx context.Context, r *recaller, s *sessions.Se
 			title = "this conversation"
 		}
 		q := clipExcerpt(x.Question, chars/3)
-		text := fmt.Sprintf("\n\n[%s, %q]\nuser: %s\nassistant: %s", x.At.UTC().Format("2006-01-02"), title,
+		text := fmt.Sprintf("\n\n[%s, %q]\nuser: %s\nassistant: %s", x.Reply.CreatedAt.UTC().Format("2006-01-02"), title,
 			q, clipExcerpt(x.Reply, chars-utf8.RuneCountInString(q)))
 		if n := count(text); tokens+n <= limit {
 			tokens += n
@@ -241,7 +219,7 @@ func (svc *Service) recallBlock(ctx context.Context, r *recaller, s *sessions.Se
 
 // clipExcerpt is up to n runes of x's text, marked when it is not all of
 // the message.
-func clipExcerpt(x Excerpt, n int) string {
+func clipExcerpt(x recall.Excerpt, n int) string {
 	text, clipped := x.Content, x.Clipped
 	if utf8.RuneCountInString(text) > n {
 		text, clipped = string([]rune(text)[:max(n, 0)]), true

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -21,10 +22,11 @@ func (f *fakeRecaller) EmbedQuery(context.Context, string) ([]float32, error) {
 	return []float32{1, 0}, nil
 }
 
-func (f *fakeRecaller) Recall(_ context.Context, s *sessions.Session, text string, _ []float32, all bool, _ *chat.Others, k int) ([]chat.Recalled, error) {
-	f.texts, f.all = append(f.texts, text), append(f.all, all)
-	return []chat.Recalled{{SessionID: "elsewhere", SessionTitle: "Boats", At: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC),
-		Question: chat.Excerpt{ID: "q", Content: "What is the mooring number?"}, Reply: chat.Excerpt{ID: "r", Content: "It is 47-BRAVO."}}}, nil
+func (f *fakeRecaller) Recall(_ context.Context, s *sessions.Session, text string, _ []float32, scope recall.Scope, k int) ([]recall.Exchange, error) {
+	f.texts, f.all = append(f.texts, text), append(f.all, scope.All)
+	return []recall.Exchange{{SessionID: "elsewhere", SessionTitle: "Boats",
+		Question: recall.Excerpt{ID: "q", Content: "What is the mooring number?"},
+		Reply:    recall.Excerpt{ID: "r", Content: "It is 47-BRAVO.", CreatedAt: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}}}, nil
 }
 
 // TestRecallInTurn: a session that recalls sends the model the exchanges
