@@ -68,6 +68,43 @@ type Tokens interface {
 	longterm.TokenCounter
 }
 
+// Open builds the App that cfg describes: Firestore or memory storage,
+// Firebase Auth, and an OpenAI-compatible model or the offline stand-in.
+func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
+	level := slog.LevelInfo
+	if cfg.LogLevel == "debug" {
+		level = slog.LevelDebug
+	}
+	log := slog.New(functions.LogHandler(logw, level))
+	if cfg.IDSecret != "" {
+		if err := ids.SetSecret([]byte(cfg.IDSecret)); err != nil {
+			return nil, fmt.Errorf("ID_SECRET: %w", err)
+		}
+	}
+	d, err := openFirebase(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	if d.Tokens, err = history.NewTikToken(); err != nil {
+		return nil, err
+	}
+	d.Log = log
+	store, closers, err := openStore(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	d.Store = store
+	d.Model = chooseModel(&cfg, log)
+	d.Embedder = openEmbedder(cfg, log)
+	stops, err := openTelemetry(ctx, cfg)
+	if err != nil {
+		return nil, err
+	}
+	a := New(cfg, d)
+	a.closers = append(closers, stops...)
+	return a, nil
+}
+
 // New wires services around deps with the settings of cfg, and the HTTP
 // edge over them.
 func New(cfg Config, d Deps) *App {
@@ -155,43 +192,6 @@ func chatService(cfg Config, d Deps, ss *sessions.Service, hs *history.Service, 
 		Now:                 d.Now,
 		Log:                 d.Log,
 	}
-}
-
-// Open builds the App that cfg describes: Firestore or memory storage,
-// Firebase Auth, and an OpenAI-compatible model or the offline stand-in.
-func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
-	level := slog.LevelInfo
-	if cfg.LogLevel == "debug" {
-		level = slog.LevelDebug
-	}
-	log := slog.New(functions.LogHandler(logw, level))
-	if cfg.IDSecret != "" {
-		if err := ids.SetSecret([]byte(cfg.IDSecret)); err != nil {
-			return nil, fmt.Errorf("ID_SECRET: %w", err)
-		}
-	}
-	d, err := openFirebase(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	if d.Tokens, err = history.NewTikToken(); err != nil {
-		return nil, err
-	}
-	d.Log = log
-	store, closers, err := openStore(ctx, cfg, log)
-	if err != nil {
-		return nil, err
-	}
-	d.Store = store
-	d.Model = chooseModel(&cfg, log)
-	d.Embedder = openEmbedder(cfg, log)
-	stops, err := openTelemetry(ctx, cfg)
-	if err != nil {
-		return nil, err
-	}
-	a := New(cfg, d)
-	a.closers = append(closers, stops...)
-	return a, nil
 }
 
 // openFirebase makes the Firebase clients: the ID-token verifier, the

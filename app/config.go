@@ -87,37 +87,6 @@ const (
 	AppCheckEnforce = functions.AppCheckEnforce
 )
 
-// parseModels reads CHAT_MODELS: "name[:window],…"; a model without a
-// window has the one known for its name. The default model is always
-// offered, first.
-func parseModels(v, def string) ([]ChatModel, error) {
-	out := []ChatModel{{Name: def, ContextWindow: history.ContextWindow(def)}}
-	for _, item := range strings.Split(v, ",") {
-		item = strings.TrimSpace(item)
-		if item == "" {
-			continue
-		}
-		name, window, hasWindow := strings.Cut(item, ":")
-		m := ChatModel{Name: strings.TrimSpace(name), ContextWindow: history.ContextWindow(name)}
-		if hasWindow {
-			n, err := strconv.Atoi(strings.TrimSpace(window))
-			if err != nil || n < 1000 || n > 10_000_000 {
-				return nil, fmt.Errorf("CHAT_MODELS: %q: the context window must be a whole number of tokens from 1000 to 10000000", item)
-			}
-			m.ContextWindow = n
-		}
-		if m.Name == "" || strings.ContainsAny(m.Name, " \t") {
-			return nil, fmt.Errorf("CHAT_MODELS: %q is not a model name", item)
-		}
-		if m.Name == def {
-			out[0] = m
-			continue
-		}
-		out = append(out, m)
-	}
-	return out, nil
-}
-
 // Defaults.
 const (
 	DefaultChatModel          = "gpt-4o-mini"
@@ -309,6 +278,37 @@ func ConfigFromEnv(getenv func(string) string) (Config, error) {
 		return c, fmt.Errorf("configuration:\n  - %s", strings.Join(problems, "\n  - "))
 	}
 	return c, nil
+}
+
+// parseModels reads CHAT_MODELS: "name[:window],…"; a model without a
+// window has the one known for its name. The default model is always
+// offered, first.
+func parseModels(v, def string) ([]ChatModel, error) {
+	out := []ChatModel{{Name: def, ContextWindow: history.ContextWindow(def)}}
+	for _, item := range strings.Split(v, ",") {
+		item = strings.TrimSpace(item)
+		if item == "" {
+			continue
+		}
+		name, window, hasWindow := strings.Cut(item, ":")
+		m := ChatModel{Name: strings.TrimSpace(name), ContextWindow: history.ContextWindow(name)}
+		if hasWindow {
+			n, err := strconv.Atoi(strings.TrimSpace(window))
+			if err != nil || n < 1000 || n > 10_000_000 {
+				return nil, fmt.Errorf("CHAT_MODELS: %q: the context window must be a whole number of tokens from 1000 to 10000000", item)
+			}
+			m.ContextWindow = n
+		}
+		if m.Name == "" || strings.ContainsAny(m.Name, " \t") {
+			return nil, fmt.Errorf("CHAT_MODELS: %q is not a model name", item)
+		}
+		if m.Name == def {
+			out[0] = m
+			continue
+		}
+		out = append(out, m)
+	}
+	return out, nil
 }
 
 // emulatorRisks lists what would let anyone be anyone: the Auth emulator

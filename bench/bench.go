@@ -212,18 +212,6 @@ func (t *timedModel) call() (time.Duration, firestoretest.Counts) {
 	return t.last, t.atCall
 }
 
-// words makes deterministic filler text of about n words.
-func words(seed, n int) string {
-	vocab := strings.Fields("the plan for the trip includes trains hotels museums and a day by the sea with friends " +
-		"budget dates weather packing list restaurants tickets reservations questions answers notes ideas")
-	var b strings.Builder
-	for i := 0; i < n; i++ {
-		b.WriteString(vocab[(seed*7+i*13)%len(vocab)])
-		b.WriteByte(' ')
-	}
-	return strings.TrimSpace(b.String())
-}
-
 // Reply is the model of a run, answering at once: about 60 words for a
 // turn, a short summary for a summary request, one new fact for each
 // long-term memory extraction (so facts grow to their cap as they would).
@@ -333,60 +321,6 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 	return rep, nil
 }
 
-type benchApp struct {
-	app     *app.App
-	counter *firestoretest.Counter
-	tokens  *countingTokens
-	model   *timedModel
-	clock   *clock
-	close   func()
-}
-
-// clock is the app's clock: real time, moved on a minute per turn by the
-// long run, so that the default turn limit applies as in production.
-type clock struct {
-	mu  sync.Mutex
-	off time.Duration
-}
-
-func (c *clock) Now() time.Time {
-	c.mu.Lock()
-	defer c.mu.Unlock()
-	return time.Now().Add(c.off)
-}
-
-func (c *clock) advance(d time.Duration) {
-	c.mu.Lock()
-	c.off += d
-	c.mu.Unlock()
-}
-
-// newApp is the backend with its default limits and long-term memory on.
-func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project string, configure ...func(*app.Config)) (*benchApp, error) {
-	counter := &firestoretest.Counter{}
-	client, err := firestoretest.Dial(ctx, project, counter)
-	if err != nil {
-		return nil, err
-	}
-	tokens := &countingTokens{TikToken: tok}
-	service := llm.NewOpenAI("bench", modelURL, nil)
-	model := &timedModel{Model: service, counter: counter}
-	clk := &clock{}
-	cfg := app.Config{ChatModel: "gpt-4o-mini", SystemPrompt: "You are a helpful assistant.",
-		MaxSessionMessages: 1 << 20, ModelTimeout: time.Minute, ContextStrategy: "summary_buffer", WindowExchanges: 10, LongTermMemory: true,
-		TurnsPerMinute: app.DefaultTurnsPerMinute, MessagesPerMinute: app.DefaultMessagesPerMinute}
-	for _, c := range configure {
-		c(&cfg)
-	}
-	var embedder recall.Embedder // as deployed when cfg.Embeddings is set
-	if cfg.Embeddings {
-		embedder = llm.NewEmbeddings(service, llm.DefaultEmbeddingModel, llm.DefaultEmbeddingDimensions)
-	}
-	a := app.New(cfg, app.Deps{Store: app.Firestore(client), Model: model, Embedder: embedder, Tokens: tokens,
-		Log: slog.New(slog.DiscardHandler), Now: clk.Now})
-	return &benchApp{app: a, counter: counter, tokens: tokens, model: model, clock: clk, close: func() { client.Close() }}, nil
-}
-
 // runDefaults runs a conversation of up to AmortizedTurns turns on a
 // session with default settings and records its round trips per turn,
 // everything included: the amortized cost of a turn.
@@ -426,6 +360,60 @@ func runDefaults(ctx context.Context, cfg Config, modelURL string, tok *history.
 	return nil
 }
 
+func (c *clock) advance(d time.Duration) {
+	c.mu.Lock()
+	c.off += d
+	c.mu.Unlock()
+}
+
+// newApp is the backend with its default limits and long-term memory on.
+func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project string, configure ...func(*app.Config)) (*benchApp, error) {
+	counter := &firestoretest.Counter{}
+	client, err := firestoretest.Dial(ctx, project, counter)
+	if err != nil {
+		return nil, err
+	}
+	tokens := &countingTokens{TikToken: tok}
+	service := llm.NewOpenAI("bench", modelURL, nil)
+	model := &timedModel{Model: service, counter: counter}
+	clk := &clock{}
+	cfg := app.Config{ChatModel: "gpt-4o-mini", SystemPrompt: "You are a helpful assistant.",
+		MaxSessionMessages: 1 << 20, ModelTimeout: time.Minute, ContextStrategy: "summary_buffer", WindowExchanges: 10, LongTermMemory: true,
+		TurnsPerMinute: app.DefaultTurnsPerMinute, MessagesPerMinute: app.DefaultMessagesPerMinute}
+	for _, c := range configure {
+		c(&cfg)
+	}
+	var embedder recall.Embedder // as deployed when cfg.Embeddings is set
+	if cfg.Embeddings {
+		embedder = llm.NewEmbeddings(service, llm.DefaultEmbeddingModel, llm.DefaultEmbeddingDimensions)
+	}
+	a := app.New(cfg, app.Deps{Store: app.Firestore(client), Model: model, Embedder: embedder, Tokens: tokens,
+		Log: slog.New(slog.DiscardHandler), Now: clk.Now})
+	return &benchApp{app: a, counter: counter, tokens: tokens, model: model, clock: clk, close: func() { client.Close() }}, nil
+}
+
+type benchApp struct {
+	app     *app.App
+	counter *firestoretest.Counter
+	tokens  *countingTokens
+	model   *timedModel
+	clock   *clock
+	close   func()
+}
+
+// clock is the app's clock: real time, moved on a minute per turn by the
+// long run, so that the default turn limit applies as in production.
+type clock struct {
+	mu  sync.Mutex
+	off time.Duration
+}
+
+func (c *clock) Now() time.Time {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	return time.Now().Add(c.off)
+}
+
 func tokenizerRate(tok *history.TikToken, n int) float64 {
 	msgs := make([]history.Message, n)
 	for i := range msgs {
@@ -436,6 +424,18 @@ func tokenizerRate(tok *history.TikToken, n int) float64 {
 		tok.Count("gpt-4o-mini", &msgs[i])
 	}
 	return float64(n) / time.Since(start).Seconds()
+}
+
+// words makes deterministic filler text of about n words.
+func words(seed, n int) string {
+	vocab := strings.Fields("the plan for the trip includes trains hotels museums and a day by the sea with friends " +
+		"budget dates weather packing list restaurants tickets reservations questions answers notes ideas")
+	var b strings.Builder
+	for i := 0; i < n; i++ {
+		b.WriteString(vocab[(seed*7+i*13)%len(vocab)])
+		b.WriteByte(' ')
+	}
+	return strings.TrimSpace(b.String())
 }
 
 func bands(samples []Sample, ranges [][2]int) []Band {

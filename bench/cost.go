@@ -28,32 +28,6 @@ type Cost struct {
 	FreeTurnsPerDay int `json:"freeTurnsPerDay"`
 }
 
-// CostOf prices a turn of r reads, w writes and d deletes.
-func CostOf(r, w, d float64) Cost {
-	c := Cost{Reads: r, Writes: w, Deletes: d,
-		DollarsPer1000: 1000 * (r*PricePer100kReads + w*PricePer100kWrites + d*PricePer100kDeletes) / 100_000}
-	free := math.Inf(1)
-	for _, x := range [][2]float64{{r, FreeReadsPerDay}, {w, FreeWritesPerDay}, {d, FreeDeletesPerDay}} {
-		if x[0] > 0 {
-			free = math.Min(free, x[1]/x[0])
-		}
-	}
-	if !math.IsInf(free, 1) {
-		c.FreeTurnsPerDay = int(free)
-	}
-	return c
-}
-
-// streamedDefault is the draft run at the default interval, if measured.
-func (r *Report) streamedDefault() *DraftRun {
-	for i := range r.Drafts {
-		if r.Drafts[i].Default {
-			return &r.Drafts[i]
-		}
-	}
-	return nil
-}
-
 // writeCosts writes the money table and the draft intervals' table.
 func (r *Report) writeCosts(w io.Writer) {
 	fmt.Fprintf(w, "Firestore list prices (multi-region): $%.2f per 100k reads, $%.2f per 100k writes, $%.2f per 100k deletes; free tier %d reads, %d writes, %d deletes a day.\n\n",
@@ -92,4 +66,30 @@ func (r *Report) writeCosts(w io.Writer) {
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %.0f / %.0f |\n", name, d.ExtraReads, d.ExtraWrites, d.ExtraDeletes, d.CatchUpMeanMs, d.CatchUpMaxMs)
 	}
 	fmt.Fprintln(w)
+}
+
+// CostOf prices a turn of r reads, w writes and d deletes.
+func CostOf(r, w, d float64) Cost {
+	c := Cost{Reads: r, Writes: w, Deletes: d,
+		DollarsPer1000: 1000 * (r*PricePer100kReads + w*PricePer100kWrites + d*PricePer100kDeletes) / 100_000}
+	free := math.Inf(1)
+	for _, x := range [][2]float64{{r, FreeReadsPerDay}, {w, FreeWritesPerDay}, {d, FreeDeletesPerDay}} {
+		if x[0] > 0 {
+			free = math.Min(free, x[1]/x[0])
+		}
+	}
+	if !math.IsInf(free, 1) {
+		c.FreeTurnsPerDay = int(free)
+	}
+	return c
+}
+
+// streamedDefault is the draft run at the default interval, if measured.
+func (r *Report) streamedDefault() *DraftRun {
+	for i := range r.Drafts {
+		if r.Drafts[i].Default {
+			return &r.Drafts[i]
+		}
+	}
+	return nil
 }

@@ -136,10 +136,6 @@ func (q *Quality) String() string {
 		q.Embedder, q.Queries, q.Exchanges, q.SearchRecallAt5, q.SearchMRR, q.RecallRecallAt5, q.RecallMRR)
 }
 
-// StandIn is the offline stand-in as the server builds it here: with the
-// word vectors npm installed, when it finds them (see llm.WordVectors).
-func StandIn() recall.Embedder { return app.Config{Embeddings: true}.Embedder() }
-
 // QualityEmbedders are the embedders the bench measures on the fixture:
 // the offline stand-in (first), without its word vectors too when it has
 // them, and the embedding model the environment configures as the server
@@ -159,3 +155,7 @@ func QualityEmbedders(getenv func(string) string) ([]recall.Embedder, error) {
 	}
 	return out, nil
 }
+
+// StandIn is the offline stand-in as the server builds it here: with the
+// word vectors npm installed, when it finds them (see llm.WordVectors).
+func StandIn() recall.Embedder { return app.Config{Embeddings: true}.Embedder() }

@@ -12,37 +12,6 @@ type Ratio struct {
 	P50   float64 `json:"p50BaselineOverProject"`
 }
 
-// Ratios compares the two sides band by band.
-func (r *Report) Ratios() []Ratio {
-	var out []Ratio
-	for i, p := range r.Project.Bands {
-		if i >= len(r.Baseline.Bands) {
-			break
-		}
-		b := r.Baseline.Bands[i]
-		out = append(out, Ratio{Band: fmt.Sprintf("%d–%d", p.From, p.To), Reads: div(b.Reads, p.Reads), P50: div(b.P50Ms, p.P50Ms)})
-	}
-	return out
-}
-
-// eachBand calls fn with each band of this backend, then the baseline's
-// band of the same turns.
-func (r *Report) eachBand(fn func(b Band, baseline bool)) {
-	for i := range r.Project.Bands {
-		fn(r.Project.Bands[i], false)
-		if i < len(r.Baseline.Bands) {
-			fn(r.Baseline.Bands[i], true)
-		}
-	}
-}
-
-func div(a, b float64) float64 {
-	if b == 0 {
-		return 0
-	}
-	return a / b
-}
-
 // WriteTable writes the report as Markdown tables.
 func (r *Report) WriteTable(w io.Writer) {
 	fmt.Fprintf(w, "Machine: %s. Started %s.\n\n", r.Machine, r.Started.Format("2006-01-02 15:04 MST"))
@@ -84,4 +53,35 @@ func (r *Report) WriteTable(w io.Writer) {
 	for _, n := range r.Notes {
 		fmt.Fprintln(w, "- "+n)
 	}
+}
+
+// Ratios compares the two sides band by band.
+func (r *Report) Ratios() []Ratio {
+	var out []Ratio
+	for i, p := range r.Project.Bands {
+		if i >= len(r.Baseline.Bands) {
+			break
+		}
+		b := r.Baseline.Bands[i]
+		out = append(out, Ratio{Band: fmt.Sprintf("%d–%d", p.From, p.To), Reads: div(b.Reads, p.Reads), P50: div(b.P50Ms, p.P50Ms)})
+	}
+	return out
+}
+
+// eachBand calls fn with each band of this backend, then the baseline's
+// band of the same turns.
+func (r *Report) eachBand(fn func(b Band, baseline bool)) {
+	for i := range r.Project.Bands {
+		fn(r.Project.Bands[i], false)
+		if i < len(r.Baseline.Bands) {
+			fn(r.Baseline.Bands[i], true)
+		}
+	}
+}
+
+func div(a, b float64) float64 {
+	if b == 0 {
+		return 0
+	}
+	return a / b
 }

@@ -49,14 +49,6 @@ func signUpUsers(ctx context.Context, n int) ([]string, error) {
 	return tokens, err
 }
 
-// authProject is the project the Auth emulator issues tokens for.
-func authProject() string {
-	if p := os.Getenv("GOOGLE_CLOUD_PROJECT"); p != "" {
-		return p
-	}
-	return emulator.DefaultProjectID
-}
-
 // serve serves h on a local port for the run, as cmd/server would, and
 // returns a client for each of n apps calling it.
 func serve(h http.Handler, n int) ([]*apiClient, func(), error) {
@@ -76,6 +68,33 @@ func serve(h http.Handler, n int) ([]*apiClient, func(), error) {
 		apps[i] = &apiClient{base: "http://" + l.Addr().String(), http: &http.Client{Timeout: time.Minute, Transport: tr}}
 	}
 	return apps, func() { srv.Close() }, nil
+}
+
+// seedSession creates a session of kind for the user of token through
+// the API, appends messages messages, and archives or deletes it as its
+// kind says; it returns the session's id.
+func (c *apiClient) seedSession(ctx context.Context, token, kind string, i, messages int) (string, error) {
+	var s struct{ ID string }
+	if err := c.call(ctx, token, "POST", "/sessions", map[string]any{"metadata": map[string]any{"topic": kind}}, &s, http.StatusCreated); err != nil {
+		return "", err
+	}
+	if messages > 0 {
+		msgs := make([]map[string]any, messages)
+		for j := range msgs {
+			msgs[j] = map[string]any{"role": []string{"user", "assistant"}[j%2],
+				"content": fmt.Sprintf("%s session %d, message %d: a sentence or two of ordinary conversation.", kind, i, j)}
+		}
+		if err := c.call(ctx, token, "POST", "/sessions/"+s.ID+"/messages", map[string]any{"messages": msgs}, nil, http.StatusCreated); err != nil {
+			return "", err
+		}
+	}
+	switch kind {
+	case "deleted":
+		return s.ID, c.call(ctx, token, "DELETE", "/sessions/"+s.ID, nil, nil, http.StatusOK)
+	case "archived":
+		return s.ID, c.call(ctx, token, "POST", "/sessions/"+s.ID+"/archive", nil, nil, http.StatusOK)
+	}
+	return s.ID, nil
 }
 
 // call sends body (nil: none) and decodes the answer into out (nil:
@@ -107,33 +126,6 @@ func (c *apiClient) call(ctx context.Context, token, method, path string, body, 
 	return nil
 }
 
-// seedSession creates a session of kind for the user of token through
-// the API, appends messages messages, and archives or deletes it as its
-// kind says; it returns the session's id.
-func (c *apiClient) seedSession(ctx context.Context, token, kind string, i, messages int) (string, error) {
-	var s struct{ ID string }
-	if err := c.call(ctx, token, "POST", "/sessions", map[string]any{"metadata": map[string]any{"topic": kind}}, &s, http.StatusCreated); err != nil {
-		return "", err
-	}
-	if messages > 0 {
-		msgs := make([]map[string]any, messages)
-		for j := range msgs {
-			msgs[j] = map[string]any{"role": []string{"user", "assistant"}[j%2],
-				"content": fmt.Sprintf("%s session %d, message %d: a sentence or two of ordinary conversation.", kind, i, j)}
-		}
-		if err := c.call(ctx, token, "POST", "/sessions/"+s.ID+"/messages", map[string]any{"messages": msgs}, nil, http.StatusCreated); err != nil {
-			return "", err
-		}
-	}
-	switch kind {
-	case "deleted":
-		return s.ID, c.call(ctx, token, "DELETE", "/sessions/"+s.ID, nil, nil, http.StatusOK)
-	case "archived":
-		return s.ID, c.call(ctx, token, "POST", "/sessions/"+s.ID+"/archive", nil, nil, http.StatusOK)
-	}
-	return s.ID, nil
-}
-
 // makeDue moves only the expiry of each session in ids to before now, as
 // time passing would: the sweep then finds it due.
 func makeDue(ctx context.Context, client *firestore.Client, ids []string, now time.Time) error {
@@ -147,4 +139,12 @@ func makeDue(ctx context.Context, client *firestore.Client, ids []string, now ti
 // emulator's tokens.
 func newFirebaseApp(ctx context.Context) (*firebase.App, error) {
 	return firebase.NewApp(ctx, &firebase.Config{ProjectID: authProject()})
+}
+
+// authProject is the project the Auth emulator issues tokens for.
+func authProject() string {
+	if p := os.Getenv("GOOGLE_CLOUD_PROJECT"); p != "" {
+		return p
+	}
+	return emulator.DefaultProjectID
 }

@@ -59,34 +59,6 @@ func MeasureSearch(ctx context.Context, e recall.Embedder, tok history.Counter) 
 	return out, nil
 }
 
-// storeFixture stores fx as alice's sessions in db through the backend's
-// services, indexing each exchange with svc as a turn's after-work does,
-// and returns the question and reply ids of each exchange by session.
-func storeFixture(ctx context.Context, db fixtureStore, tok history.Counter, svc *recall.Service, fx []fixtureSession) ([][][2]string, error) {
-	ss, hs := sessions.NewService(db, "gpt-4o-mini"), history.NewService(db, tok)
-	ids := make([][][2]string, len(fx)) // session → exchange → question and reply ids
-	for i, f := range fx {
-		s, err := ss.Create(ctx, "alice", sessions.CreateInput{Title: f.title})
-		if err != nil {
-			return nil, err
-		}
-		for _, x := range f.exchanges {
-			msgs, err := hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: x[0]}, history.Draft{Role: history.RoleAssistant, Content: x[1]})
-			if err != nil {
-				return nil, err
-			}
-			if s, err = ss.Get(ctx, "alice", s.ID); err != nil {
-				return nil, err
-			}
-			if _, err := svc.Index(ctx, s, msgs); err != nil {
-				return nil, err
-			}
-			ids[i] = append(ids[i], [2]string{msgs[0].ID, msgs[1].ID})
-		}
-	}
-	return ids, nil
-}
-
 // fixtureStore is what storeFixture stores into.
 type fixtureStore interface {
 	sessions.Repo
@@ -173,6 +145,34 @@ func measurePart(ctx context.Context, e recall.Embedder, tok history.Counter, na
 		out = append(out, sq)
 	}
 	return out, nil
+}
+
+// storeFixture stores fx as alice's sessions in db through the backend's
+// services, indexing each exchange with svc as a turn's after-work does,
+// and returns the question and reply ids of each exchange by session.
+func storeFixture(ctx context.Context, db fixtureStore, tok history.Counter, svc *recall.Service, fx []fixtureSession) ([][][2]string, error) {
+	ss, hs := sessions.NewService(db, "gpt-4o-mini"), history.NewService(db, tok)
+	ids := make([][][2]string, len(fx)) // session → exchange → question and reply ids
+	for i, f := range fx {
+		s, err := ss.Create(ctx, "alice", sessions.CreateInput{Title: f.title})
+		if err != nil {
+			return nil, err
+		}
+		for _, x := range f.exchanges {
+			msgs, err := hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: x[0]}, history.Draft{Role: history.RoleAssistant, Content: x[1]})
+			if err != nil {
+				return nil, err
+			}
+			if s, err = ss.Get(ctx, "alice", s.ID); err != nil {
+				return nil, err
+			}
+			if _, err := svc.Index(ctx, s, msgs); err != nil {
+				return nil, err
+			}
+			ids[i] = append(ids[i], [2]string{msgs[0].ID, msgs[1].ID})
+		}
+	}
+	return ids, nil
 }
 
 func b2f(b bool) float64 {

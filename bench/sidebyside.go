@@ -68,6 +68,29 @@ func repeat(ctx context.Context, cfg Config, modelURL string, tok *history.TikTo
 	return nil
 }
 
+// warmUpTurns is how many turns of each design warm the emulator's JVM
+// up before anything is measured: with 30 of this backend's alone, the
+// first band of both designs ran about five times slower than later ones.
+const warmUpTurns = 150
+
+// warmUp runs both designs' turns, alternating, in a session each that
+// nothing measures, so that the first band does not measure the JVM
+// compiling its code paths.
+func warmUp(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken) error {
+	cfg.Turns = min(cfg.Turns, warmUpTurns)
+	p, err := newProject(ctx, cfg, modelURL, tok, &Report{})
+	if err != nil {
+		return err
+	}
+	defer p.close()
+	b, err := newBaseline(ctx, cfg, modelURL, tok)
+	if err != nil {
+		return err
+	}
+	defer b.close()
+	return alternate(cfg.Turns, p, b)
+}
+
 func newProject(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken, rep *Report) (*stepper, error) {
 	a, err := newApp(ctx, modelURL, tok, fmt.Sprintf("bench-project-%d", time.Now().UnixNano()))
 	if err != nil {
@@ -117,29 +140,6 @@ func newProject(ctx context.Context, cfg Config, modelURL string, tok *history.T
 		return nil
 	}
 	return st, nil
-}
-
-// warmUpTurns is how many turns of each design warm the emulator's JVM
-// up before anything is measured: with 30 of this backend's alone, the
-// first band of both designs ran about five times slower than later ones.
-const warmUpTurns = 150
-
-// warmUp runs both designs' turns, alternating, in a session each that
-// nothing measures, so that the first band does not measure the JVM
-// compiling its code paths.
-func warmUp(ctx context.Context, cfg Config, modelURL string, tok *history.TikToken) error {
-	cfg.Turns = min(cfg.Turns, warmUpTurns)
-	p, err := newProject(ctx, cfg, modelURL, tok, &Report{})
-	if err != nil {
-		return err
-	}
-	defer p.close()
-	b, err := newBaseline(ctx, cfg, modelURL, tok)
-	if err != nil {
-		return err
-	}
-	defer b.close()
-	return alternate(cfg.Turns, p, b)
 }
 
 // alternate runs turns 1 to n of each stepper, one turn of each in turn.

@@ -23,9 +23,14 @@ const (
 	streamedChunk = 100 * time.Millisecond
 )
 
-// streamMarker starts a user message whose reply streams slowly for the
-// given time.
-func streamMarker(d time.Duration) string { return fmt.Sprintf("[slow stream %dms]", d.Milliseconds()) }
+// ChunkDelay is how long the model of a run waits between the streamed
+// pieces of a reply: only the draft measurement's replies stream slowly.
+func ChunkDelay(r openai.ChatCompletionRequest) time.Duration {
+	if r.Stream && streamed(r) > 0 {
+		return streamedChunk
+	}
+	return 0
+}
 
 // streamed is how long the reply to r is to stream; 0 for at once.
 func streamed(r openai.ChatCompletionRequest) time.Duration {
@@ -37,15 +42,6 @@ func streamed(r openai.ChatCompletionRequest) time.Duration {
 			}
 			return 0
 		}
-	}
-	return 0
-}
-
-// ChunkDelay is how long the model of a run waits between the streamed
-// pieces of a reply: only the draft measurement's replies stream slowly.
-func ChunkDelay(r openai.ChatCompletionRequest) time.Duration {
-	if r.Stream && streamed(r) > 0 {
-		return streamedChunk
 	}
 	return 0
 }
@@ -185,3 +181,7 @@ func runDraft(ctx context.Context, modelURL string, tok *history.TikToken, inter
 	}
 	return run, nil
 }
+
+// streamMarker starts a user message whose reply streams slowly for the
+// given time.
+func streamMarker(d time.Duration) string { return fmt.Sprintf("[slow stream %dms]", d.Milliseconds()) }

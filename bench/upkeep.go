@@ -38,11 +38,6 @@ type UpkeepCost struct {
 	Ms         float64 `json:"ms"`
 }
 
-func cost(name string, items int, d firestoretest.Counts, calls int64, took time.Duration) UpkeepCost {
-	return UpkeepCost{Name: name, Items: items, Reads: d.Reads, Writes: d.Writes, Deletes: d.Deletes, RoundTrips: d.RoundTrips,
-		ModelCalls: calls, Ms: float64(took.Microseconds()) / 1000}
-}
-
 // runUpkeep measures both on fresh projects of one emulator: exchanges
 // trimmed out of a session of exchanges (one every 1.2 hours over 10 days,
 // with a 5-day period), and a user's history over sessions (one every 6
@@ -123,6 +118,11 @@ func runUpkeep(ctx context.Context, modelURL string, tok *history.TikToken, exch
 	}
 	run.BlockTokens = v.BlockTokens
 	return run, nil
+}
+
+func cost(name string, items int, d firestoretest.Counts, calls int64, took time.Duration) UpkeepCost {
+	return UpkeepCost{Name: name, Items: items, Reads: d.Reads, Writes: d.Writes, Deletes: d.Deletes, RoundTrips: d.RoundTrips,
+		ModelCalls: calls, Ms: float64(took.Microseconds()) / 1000}
 }
 
 func (r *Report) writeUpkeep(w io.Writer) {

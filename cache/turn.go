@@ -68,6 +68,28 @@ func (c *Store) knownTurn(q chat.TurnQuery, prev *chat.TurnState) (_ chat.TurnQu
 	return q, st, done, true
 }
 
+// ReadTurn reads what q names; of a session kept here, while kept
+// sessions have proven current (see fenceWorth), through the store's
+// ReadKnown, which may read less.
+func (c *Store) ReadTurn(ctx context.Context, q chat.TurnQuery) (*chat.TurnState, error) {
+	k := c.latest(q.SessionID)
+	var out *chat.TurnState
+	var err error
+	if k != nil && c.fenceWorth() {
+		out, err = c.Source.ReadKnown(ctx, q, k)
+	} else {
+		out, err = c.Source.ReadTurn(ctx, q)
+	}
+	if err != nil {
+		return nil, err
+	}
+	if k != nil {
+		c.noteFence(out.ContextVersion == k.ContextVersion)
+	}
+	c.learnTurn(q, out, nil)
+	return out, nil
+}
+
 // learnTurn keeps what a turn's run returned: the session and its
 // context, the slots it read or took, the day's spend and the memory
 // block; last is the write its plan returned last (nil: none).
@@ -92,28 +114,6 @@ func (c *Store) learnTurn(q chat.TurnQuery, out *chat.TurnState, last *chat.Turn
 			u.memory = out.Memory
 		}
 	})
-}
-
-// ReadTurn reads what q names; of a session kept here, while kept
-// sessions have proven current (see fenceWorth), through the store's
-// ReadKnown, which may read less.
-func (c *Store) ReadTurn(ctx context.Context, q chat.TurnQuery) (*chat.TurnState, error) {
-	k := c.latest(q.SessionID)
-	var out *chat.TurnState
-	var err error
-	if k != nil && c.fenceWorth() {
-		out, err = c.Source.ReadKnown(ctx, q, k)
-	} else {
-		out, err = c.Source.ReadTurn(ctx, q)
-	}
-	if err != nil {
-		return nil, err
-	}
-	if k != nil {
-		c.noteFence(out.ContextVersion == k.ContextVersion)
-	}
-	c.learnTurn(q, out, nil)
-	return out, nil
 }
 
 // watch is plan, recording in *last the write it returned last (plans

@@ -85,29 +85,6 @@ func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch 
 	return &Appended{UserID: userID, SessionID: sessionID, Messages: out, Version: version, compactionDue: due, fixed: fixed, replayed: replayed}, nil
 }
 
-// Appended is what an append stored.
-type Appended struct {
-	UserID, SessionID string
-	Messages          []history.Message
-	Version           string
-	compactionDue     bool
-	fixed             int // the session's system prompt and instructions, in tokens
-	// replayed: another request stored the batch (a retry under its key),
-	// and did what follows it.
-	replayed bool
-}
-
-// day is the day whose spend the append charged.
-func (a *Appended) day() string { return dayOf(a.Messages) }
-
-// dayOf is the day whose spend the append that stored msgs charged.
-func dayOf(msgs []history.Message) string {
-	if len(msgs) == 0 {
-		return ""
-	}
-	return Day(msgs[0].CreatedAt)
-}
-
 // mayBeDue is what an append, which reads no memory, reserves besides the
 // history to tell whether a summary may be due: the system prompt and the
 // memory block's cap. It only decides whether AfterAppend looks closer
@@ -118,19 +95,6 @@ func (svc *Service) mayBeDue(s *sessions.Session) int {
 		n += longterm.DefaultSettings().BlockTokens + systemMessageTokens
 	}
 	return n
-}
-
-// summaryFixed is what a request of userID's holds besides the history,
-// as a summary is planned against: the system prompt and the memory block
-// as it stands (one read; nothing when memory is off or empty), as GET
-// …/context counts it.
-func (svc *Service) summaryFixed(ctx context.Context, userID string, fixed int) (int, error) {
-	n := fixed
-	if svc.Memory == nil {
-		return n, nil
-	}
-	text, tokens, err := svc.Memory.Block(ctx, userID)
-	return n + blockOf(MemoryBlock{Text: text, Tokens: tokens}).tokens, err
 }
 
 // AfterAppend does what follows an append once its caller has the answer:
@@ -162,6 +126,34 @@ func (svc *Service) AfterAppend(ctx context.Context, a *Appended) {
 	}
 }
 
+// Appended is what an append stored.
+type Appended struct {
+	UserID, SessionID string
+	Messages          []history.Message
+	Version           string
+	compactionDue     bool
+	fixed             int // the session's system prompt and instructions, in tokens
+	// replayed: another request stored the batch (a retry under its key),
+	// and did what follows it.
+	replayed bool
+}
+
+// day is the day whose spend the append charged.
+func (a *Appended) day() string { return dayOf(a.Messages) }
+
+// summaryFixed is what a request of userID's holds besides the history,
+// as a summary is planned against: the system prompt and the memory block
+// as it stands (one read; nothing when memory is off or empty), as GET
+// …/context counts it.
+func (svc *Service) summaryFixed(ctx context.Context, userID string, fixed int) (int, error) {
+	n := fixed
+	if svc.Memory == nil {
+		return n, nil
+	}
+	text, tokens, err := svc.Memory.Block(ctx, userID)
+	return n + blockOf(MemoryBlock{Text: text, Tokens: tokens}).tokens, err
+}
+
 // IndexExchanges embeds, for search and recall, what an append stored,
 // as units (see Indexer): each question with its reply, each tool round's
 // results with the answer after them, and each other message search finds
@@ -180,6 +172,14 @@ func (svc *Service) IndexExchanges(ctx context.Context, userID, sessionID string
 		svc.logError(ctx, "embedding appended messages failed", sessionID, err)
 	}
 	return stored
+}
+
+// dayOf is the day whose spend the append that stored msgs charged.
+func dayOf(msgs []history.Message) string {
+	if len(msgs) == 0 {
+		return ""
+	}
+	return Day(msgs[0].CreatedAt)
 }
 
 // Searchable is how many of msgs search finds once they are indexed.

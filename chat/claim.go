@@ -213,14 +213,6 @@ func (c *claim) claimed(st *TurnState, seq int) error {
 	return errs.Errorf(errs.EINTERNAL, "the claimed message %d is not in the session's tail", seq)
 }
 
-// opOf is the operation a keyed message was stored by.
-func opOf(m *history.Message) sessions.Operation {
-	if m.Op.Kind == "" {
-		return sessions.Operation{Kind: sessions.OpTurn}
-	}
-	return m.Op
-}
-
 // checkKey holds a key to one operation on one session, as Stripe's
 // idempotency keys: reused with another kind of request, another target
 // or another message, it is ECONFLICT; reused with the same request that
@@ -247,6 +239,14 @@ func (c *claim) checkKey(st *TurnState, q TurnQuery, s *sessions.Session, draft 
 	}
 	c.replay = &TurnResult{Session: s, User: *st.Asked, Reply: *st.Answer, Replayed: true}
 	return nil
+}
+
+// opOf is the operation a keyed message was stored by.
+func opOf(m *history.Message) sessions.Operation {
+	if m.Op.Kind == "" {
+		return sessions.Operation{Kind: sessions.OpTurn}
+	}
+	return m.Op
 }
 
 // startDraft is the draft a streaming turn starts in its claim.

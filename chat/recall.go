@@ -35,35 +35,6 @@ func others(st *TurnState) *recall.Visibility {
 	return &recall.Visibility{Deleted: st.Deleted, OffPath: st.OffPath}
 }
 
-// recallHeader opens the recalled excerpts, so that the model knows what
-// they are.
-const recallHeader = "Excerpts recalled from the user's earlier conversations (by relevance to the current message; they may be out of date):"
-
-// recaller runs a turn's recall beside its reads and its claim: the query
-// embedding starts once (at the turn's start when this instance has seen
-// the session recall before, else once the claim is planned), the vector
-// query once the claim is planned; block waits and returns what to add.
-type recaller struct {
-	embedOnce, recallOnce sync.Once
-	embedded              chan struct{}
-	vector                []float32
-	embedErr              error
-	done                  chan struct{}
-	got                   []recall.Exchange
-	err                   error
-}
-
-// embed starts the query embedding, once.
-func (svc *Service) embed(ctx context.Context, r *recaller, query string) {
-	r.embedOnce.Do(func() {
-		r.embedded = make(chan struct{})
-		go func() {
-			defer close(r.embedded)
-			r.vector, r.embedErr = svc.Finder.EmbedQuery(ctx, query)
-		}()
-	})
-}
-
 // startEmbeds begins what a turn of s embeds its message for (once): the
 // recall if s asks for it, the choice of long-term facts by relevance if
 // the user's block leaves some out (choose). o is what the turn read of
@@ -94,6 +65,35 @@ func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Se
 			}
 			scope := recall.Scope{All: mode == sessions.RecallAll, Known: o}
 			r.got, r.err = svc.Finder.Recall(ctx, s, query, r.vector, scope, k)
+		}()
+	})
+}
+
+// recallHeader opens the recalled excerpts, so that the model knows what
+// they are.
+const recallHeader = "Excerpts recalled from the user's earlier conversations (by relevance to the current message; they may be out of date):"
+
+// recaller runs a turn's recall beside its reads and its claim: the query
+// embedding starts once (at the turn's start when this instance has seen
+// the session recall before, else once the claim is planned), the vector
+// query once the claim is planned; block waits and returns what to add.
+type recaller struct {
+	embedOnce, recallOnce sync.Once
+	embedded              chan struct{}
+	vector                []float32
+	embedErr              error
+	done                  chan struct{}
+	got                   []recall.Exchange
+	err                   error
+}
+
+// embed starts the query embedding, once.
+func (svc *Service) embed(ctx context.Context, r *recaller, query string) {
+	r.embedOnce.Do(func() {
+		r.embedded = make(chan struct{})
+		go func() {
+			defer close(r.embedded)
+			r.vector, r.embedErr = svc.Finder.EmbedQuery(ctx, query)
 		}()
 	})
 }

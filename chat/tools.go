@@ -197,18 +197,6 @@ func toolResultDrafts(pending []string, results []ToolResult) ([]history.Draft, 
 	return out, nil
 }
 
-// toolRounds counts the replies with tool calls since the last user
-// message of msgs (oldest first).
-func toolRounds(msgs []history.Message) int {
-	n := 0
-	for i := len(msgs) - 1; i >= 0 && msgs[i].Role != history.RoleUser; i-- {
-		if len(msgs[i].ToolCalls) > 0 {
-			n++
-		}
-	}
-	return n
-}
-
 // toolsFor are the tools and the choice a turn's model request carries:
 // the request's, until the replies since the user's message have called
 // tools MaxToolRounds times; then the model must answer in text.
@@ -224,6 +212,18 @@ func (svc *Service) toolsFor(req TurnRequest, t *history.Tail) ([]Tool, string) 
 		return req.Tools, ToolChoiceNone
 	}
 	return req.Tools, req.ToolChoice
+}
+
+// toolRounds counts the replies with tool calls since the last user
+// message of msgs (oldest first).
+func toolRounds(msgs []history.Message) int {
+	n := 0
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role != history.RoleUser; i-- {
+		if len(msgs[i].ToolCalls) > 0 {
+			n++
+		}
+	}
+	return n
 }
 
 // toolTokens estimates what the tools' definitions cost in the prompt.

@@ -37,9 +37,6 @@ type Usage struct {
 	DayTokens      int
 }
 
-// Day is the UTC date of now, as usage is kept by.
-func Day(now time.Time) string { return now.UTC().Format(time.DateOnly) }
-
 // AdmitTurn admits a turn at now, given the user's spend today and the
 // minute each of their rate-limit slots was last taken in, and returns the
 // slot to take (NoSlot without a turn limit). A turn takes a slot that was
@@ -262,3 +259,6 @@ func (d UsageData) Standing(ctx context.Context, userID string, l Limits, now ti
 	}
 	return st, nil
 }
+
+// Day is the UTC date of now, as usage is kept by.
+func Day(now time.Time) string { return now.UTC().Format(time.DateOnly) }

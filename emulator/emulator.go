@@ -37,24 +37,6 @@ type Config struct {
 	StartTimeout  time.Duration
 }
 
-func (c *Config) defaults() {
-	if c.FirestoreAddr == "" {
-		c.FirestoreAddr = DefaultFirestoreAddr
-	}
-	if c.AuthAddr == "" {
-		c.AuthAddr = DefaultAuthAddr
-	}
-	if c.ProjectID == "" {
-		c.ProjectID = DefaultProjectID
-	}
-	if c.Log == nil {
-		c.Log = io.Discard
-	}
-	if c.StartTimeout == 0 {
-		c.StartTimeout = 2 * time.Minute
-	}
-}
-
 // Emulators are the running emulators, some perhaps started by someone else.
 type Emulators struct {
 	cfg     Config
@@ -101,6 +83,24 @@ func Start(ctx context.Context, cfg Config) (*Emulators, error) {
 		fmt.Fprintf(cfg.Log, "emulator: %s ready on %s\n", m.name, m.addr)
 	}
 	return e, nil
+}
+
+func (c *Config) defaults() {
+	if c.FirestoreAddr == "" {
+		c.FirestoreAddr = DefaultFirestoreAddr
+	}
+	if c.AuthAddr == "" {
+		c.AuthAddr = DefaultAuthAddr
+	}
+	if c.ProjectID == "" {
+		c.ProjectID = DefaultProjectID
+	}
+	if c.Log == nil {
+		c.Log = io.Discard
+	}
+	if c.StartTimeout == 0 {
+		c.StartTimeout = 2 * time.Minute
+	}
 }
 
 func (e *Emulators) spawn(name string, argv []string) (*process, error) {
@@ -170,22 +170,6 @@ func (e *Emulators) Env() []string {
 	}
 }
 
-var probe = &http.Client{Timeout: 2 * time.Second}
-
-func get(ctx context.Context, url string) (int, []byte, error) {
-	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
-	if err != nil {
-		return 0, nil, err
-	}
-	resp, err := probe.Do(req)
-	if err != nil {
-		return 0, nil, err
-	}
-	defer resp.Body.Close()
-	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
-	return resp.StatusCode, body, err
-}
-
 // firestoreReady: the emulator answers "Ok" on its root.
 func firestoreReady(ctx context.Context, addr string) bool {
 	code, body, err := get(ctx, "http://"+addr+"/")
@@ -204,6 +188,22 @@ func authReady(ctx context.Context, addr string) bool {
 		} `json:"authEmulator"`
 	}
 	return json.Unmarshal(body, &info) == nil && info.AuthEmulator.Ready
+}
+
+var probe = &http.Client{Timeout: 2 * time.Second}
+
+func get(ctx context.Context, url string) (int, []byte, error) {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0, nil, err
+	}
+	resp, err := probe.Do(req)
+	if err != nil {
+		return 0, nil, err
+	}
+	defer resp.Body.Close()
+	body, err := io.ReadAll(io.LimitReader(resp.Body, 1<<16))
+	return resp.StatusCode, body, err
 }
 
 // prefixed writes each line of output behind "[name] ".

@@ -23,10 +23,6 @@ type accountDoc struct {
 	SeenAt time.Time `firestore:"seenAt"`
 }
 
-func (db *DB) accountRef(userID string) *firestore.DocumentRef {
-	return db.client.Collection(AccountsCollection).Doc(UserDocID(userID))
-}
-
 // AccountsSeenBefore returns up to limit accounts last seen before t, by
 // seenAt then document id, after cursor.
 func (db *DB) AccountsSeenBefore(ctx context.Context, t time.Time, after *retention.AccountCursor, limit int) ([]retention.Account, error) {
@@ -83,4 +79,8 @@ func (db *DB) MarkSeen(ctx context.Context, userIDs []string, at time.Time) erro
 		}
 	}
 	return nil
+}
+
+func (db *DB) accountRef(userID string) *firestore.DocumentRef {
+	return db.client.Collection(AccountsCollection).Doc(UserDocID(userID))
 }

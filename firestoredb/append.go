@@ -111,15 +111,6 @@ func (db *DB) AppendKnown(ctx context.Context, q chat.AppendQuery, known *chat.T
 	return stateOf(after), nil, nil
 }
 
-// knownAt is the session and context known holds, if it is at version v.
-func knownAt(known *chat.TurnState, v string) *stored {
-	kv, ok := stateVersion(known)
-	if !ok || v == "" || known.ContextVersion != v || kv.st.version() != v {
-		return nil
-	}
-	return kv.st.clone()
-}
-
 // nameBatch names an unkeyed batch's messages with names, which it extends
 // with new ids as needed and returns: the same ids on every attempt, so
 // that a commit whose answer was lost is found by them.
@@ -174,4 +165,13 @@ func (db *DB) appendStart(get getAll, q chat.AppendQuery, first bool, known *cha
 	}
 	snaps, err := get(extra)
 	return k, nil, snaps, err
+}
+
+// knownAt is the session and context known holds, if it is at version v.
+func knownAt(known *chat.TurnState, v string) *stored {
+	kv, ok := stateVersion(known)
+	if !ok || v == "" || known.ContextVersion != v || kv.st.version() != v {
+		return nil
+	}
+	return kv.st.clone()
 }

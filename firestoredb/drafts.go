@@ -21,10 +21,6 @@ type draftDoc struct {
 	UpdatedAt     time.Time `firestore:"updatedAt"`
 }
 
-func (db *DB) draftRef(sessionID string) *firestore.DocumentRef {
-	return db.contextOf(sessionID).Doc(DraftDocID)
-}
-
 // SaveDraft writes the partial text of the session's streaming reply, on
 // condition that the draft is as this turn last wrote it. If it is not, it
 // reads it: a stop was requested, or another turn took the draft over
@@ -94,4 +90,8 @@ func (db *DB) RequestStop(ctx context.Context, userID, sessionID, replyID string
 		}
 	}
 	return errs.Errorf(errs.EUNAVAILABLE, "the reply kept changing; try again")
+}
+
+func (db *DB) draftRef(sessionID string) *firestore.DocumentRef {
+	return db.contextOf(sessionID).Doc(DraftDocID)
 }

@@ -81,12 +81,6 @@ func (st *stored) clone() *stored {
 	return &cp
 }
 
-// keyedReply reports whether the reply under a turn's key is read beside
-// a claim from what was kept. A key is one operation's: a turn's claim
-// creates the key's message, which a regeneration under the key does not
-// store; its reply is where this turn's would go.
-func keyedReply(q chat.TurnQuery) bool { return q.Key != "" && q.ReplyID != "" }
-
 // besideRefs are what a claim from what was kept reads beside its commit:
 // the day's spend, the memory block, and the reply under the key.
 func (db *DB) besideRefs(q chat.TurnQuery) []*firestore.DocumentRef {
@@ -99,6 +93,12 @@ func (db *DB) besideRefs(q chat.TurnQuery) []*firestore.DocumentRef {
 	}
 	return refs
 }
+
+// keyedReply reports whether the reply under a turn's key is read beside
+// a claim from what was kept. A key is one operation's: a turn's claim
+// creates the key's message, which a regeneration under the key does not
+// store; its reply is where this turn's would go.
+func keyedReply(q chat.TurnQuery) bool { return q.Key != "" && q.ReplyID != "" }
 
 // readBeside puts the day's spend and the memory block read beside a
 // claim into out.

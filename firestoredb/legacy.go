@@ -26,17 +26,6 @@ const (
 	legacyPageSlots    = 16
 )
 
-func legacyPageID(slot int) string { return fmt.Sprintf("p%02d", slot) }
-
-// legacyDocIDs are the ids of every document an earlier layout may have.
-func legacyDocIDs() []string {
-	ids := []string{legacyHeadDocID, legacySummaryDocID, legacyTailDocID}
-	for i := range legacyPageSlots {
-		ids = append(ids, legacyPageID(i))
-	}
-	return ids
-}
-
 // contextDocIDs are the ids of every document a context may have.
 func contextDocIDs() []string {
 	return append([]string{windowDocID, DraftDocID, recallMarkerDocID}, legacyDocIDs()...)
@@ -121,6 +110,17 @@ func (db *DB) readLegacy(get getAll, st *stored) error {
 	}
 	return nil
 }
+
+// legacyDocIDs are the ids of every document an earlier layout may have.
+func legacyDocIDs() []string {
+	ids := []string{legacyHeadDocID, legacySummaryDocID, legacyTailDocID}
+	for i := range legacyPageSlots {
+		ids = append(ids, legacyPageID(i))
+	}
+	return ids
+}
+
+func legacyPageID(slot int) string { return fmt.Sprintf("p%02d", slot) }
 
 // tailMsgDoc is a message as earlier layouts kept it in a context.
 type tailMsgDoc struct {

@@ -73,43 +73,6 @@ type factDoc struct {
 	Vec             []byte     `firestore:"vec,omitempty"` // live facts only (packVector)
 }
 
-func toFactDoc(userID string, f longterm.Fact) factDoc {
-	d := factDoc{ID: f.ID, UserID: userID, Content: f.Content, Category: string(f.Category), Confidence: f.Confidence,
-		Sources: f.Sources, CreatedAt: f.CreatedAt,
-		LastConfirmedAt: f.LastConfirmedAt, InvalidAt: f.InvalidAt, SupersededBy: f.SupersededBy}
-	if d.Sources == nil {
-		d.Sources = []longterm.Source{}
-	}
-	return d
-}
-
-func fromFactDoc(d factDoc) longterm.Fact {
-	f := longterm.Fact{ID: d.ID, UserID: d.UserID, Content: d.Content, Category: longterm.Category(d.Category),
-		Confidence: d.Confidence, CreatedAt: d.CreatedAt.UTC(),
-		LastConfirmedAt: d.LastConfirmedAt.UTC(), InvalidAt: utc(d.InvalidAt), SupersededBy: d.SupersededBy, Vector: unpackVector(d.Vec)}
-	if len(d.Sources) > 0 {
-		f.Sources = d.Sources
-	}
-	if len(f.Sources) == 0 && d.SessionID != "" {
-		f.Sources = []longterm.Source{{SessionID: d.SessionID, StartSeq: d.StartSeq, EndSeq: d.EndSeq}}
-	}
-	return f
-}
-
-func (db *DB) memoryRef(userID string) *firestore.DocumentRef {
-	return db.client.Collection(UsersCollection).Doc(UserDocID(userID))
-}
-
-func (db *DB) liveFactsRef(userID string) *firestore.DocumentRef {
-	return db.memoryRef(userID).Collection(MemoryCollection).Doc(liveFactsDocID)
-}
-
-// lp is a profile field as read: its time in UTC.
-func lp(p longterm.ProfileField) longterm.ProfileField {
-	p.UpdatedAt = utc(p.UpdatedAt)
-	return p
-}
-
 // GetUser reads the memory document and its live facts in one round trip.
 func (db *DB) GetUser(ctx context.Context, userID string) (*longterm.User, error) {
 	ctx, cancel := db.op(ctx)
@@ -176,6 +139,12 @@ func decodeMemoryUser(snap *firestore.DocumentSnapshot, userID string) (*longter
 	return u, nil
 }
 
+// lp is a profile field as read: its time in UTC.
+func lp(p longterm.ProfileField) longterm.ProfileField {
+	p.UpdatedAt = utc(p.UpdatedAt)
+	return p
+}
+
 func (db *DB) ListSuperseded(ctx context.Context, userID string) ([]longterm.Fact, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
@@ -192,6 +161,19 @@ func (db *DB) ListSuperseded(ctx context.Context, userID string) ([]longterm.Fac
 		out = append(out, fromFactDoc(d))
 	}
 	return out, nil
+}
+
+func fromFactDoc(d factDoc) longterm.Fact {
+	f := longterm.Fact{ID: d.ID, UserID: d.UserID, Content: d.Content, Category: longterm.Category(d.Category),
+		Confidence: d.Confidence, CreatedAt: d.CreatedAt.UTC(),
+		LastConfirmedAt: d.LastConfirmedAt.UTC(), InvalidAt: utc(d.InvalidAt), SupersededBy: d.SupersededBy, Vector: unpackVector(d.Vec)}
+	if len(d.Sources) > 0 {
+		f.Sources = d.Sources
+	}
+	if len(f.Sources) == 0 && d.SessionID != "" {
+		f.Sources = []longterm.Source{{SessionID: d.SessionID, StartSeq: d.StartSeq, EndSeq: d.EndSeq}}
+	}
+	return f
 }
 
 // SaveMemory reads the source sessions in its transaction: a purge, which
@@ -259,6 +241,20 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 	})
 }
 
+func toFactDoc(userID string, f longterm.Fact) factDoc {
+	d := factDoc{ID: f.ID, UserID: userID, Content: f.Content, Category: string(f.Category), Confidence: f.Confidence,
+		Sources: f.Sources, CreatedAt: f.CreatedAt,
+		LastConfirmedAt: f.LastConfirmedAt, InvalidAt: f.InvalidAt, SupersededBy: f.SupersededBy}
+	if d.Sources == nil {
+		d.Sources = []longterm.Source{}
+	}
+	return d
+}
+
+func (db *DB) liveFactsRef(userID string) *firestore.DocumentRef {
+	return db.memoryRef(userID).Collection(MemoryCollection).Doc(liveFactsDocID)
+}
+
 func (db *DB) EraseMemory(ctx context.Context, userID string) (int, error) {
 	ref := db.memoryRef(userID)
 	n, err := db.deleteUnder(ctx, ref)
@@ -274,4 +270,8 @@ func (db *DB) EraseMemory(ctx context.Context, userID string) (int, error) {
 		return n, translate(err)
 	}
 	return n + 1, nil
+}
+
+func (db *DB) memoryRef(userID string) *firestore.DocumentRef {
+	return db.client.Collection(UsersCollection).Doc(UserDocID(userID))
 }

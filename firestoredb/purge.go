@@ -80,6 +80,16 @@ func (db *DB) PurgeSessions(ctx context.Context, ids []string, check func(*sessi
 	return out
 }
 
+// ResumePurge finishes one purge that was cut off (see ResumePurges); a
+// purge already finished is 0 documents and no error.
+func (db *DB) ResumePurge(ctx context.Context, id string, forget sessions.Forget) (int, error) {
+	p := db.ResumePurges(ctx, []string{id}, forget)[0]
+	if errs.CodeOf(p.Err) == errs.ENOTFOUND {
+		return 0, nil
+	}
+	return p.Documents, p.Err
+}
+
 // ResumePurges finishes purges that were cut off, each unless another
 // sweep holds its lease (then its error is a precondition error).
 func (db *DB) ResumePurges(ctx context.Context, ids []string, forget sessions.Forget) []retention.Purged {
@@ -95,19 +105,6 @@ func (db *DB) ResumePurges(ctx context.Context, ids []string, forget sessions.Fo
 	db.finishPurges(ctx, out, claimed, forget)
 	return out
 }
-
-// ResumePurge finishes one purge that was cut off (see ResumePurges); a
-// purge already finished is 0 documents and no error.
-func (db *DB) ResumePurge(ctx context.Context, id string, forget sessions.Forget) (int, error) {
-	p := db.ResumePurges(ctx, []string{id}, forget)[0]
-	if errs.CodeOf(p.Err) == errs.ENOTFOUND {
-		return 0, nil
-	}
-	return p.Documents, p.Err
-}
-
-// inParallel runs fn(0..n-1), purgeWorkers at a time.
-func inParallel(n int, fn func(i int)) { parallel.Each(n, purgeWorkers, fn) }
 
 // purgeTarget is a session being purged: as it was last stored, with the
 // window of its context (nil if it had none), or, with NextSeq -1, only
@@ -173,6 +170,9 @@ func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []p
 		out[i].Err = translate(out[i].Err)
 	}
 }
+
+// inParallel runs fn(0..n-1), purgeWorkers at a time.
+func inParallel(n int, fn func(i int)) { parallel.Each(n, purgeWorkers, fn) }
 
 // unlistPurged queues, for each user, the removal from their list of the
 // sessions whose purges in out have deleted everything under them: listed
@@ -288,24 +288,6 @@ func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, 
 	return pending, nil
 }
 
-func (db *DB) leaseClock() time.Time {
-	if db.now != nil {
-		return db.now().UTC()
-	}
-	return time.Now().UTC()
-}
-
-func (db *DB) lease() time.Duration {
-	if db.purgeLease > 0 {
-		return db.purgeLease
-	}
-	return DefaultPurgeLease
-}
-
-func (db *DB) markerRef(id string) *firestore.DocumentRef {
-	return db.client.Collection(PurgesCollection).Doc(id)
-}
-
 // markPurge checks the session, deletes its document and leaves a marker
 // with a lease, atomically; it returns the session as it was, with the
 // window of its context, read in the same round trip.
@@ -378,6 +360,24 @@ func (db *DB) claimPurge(ctx context.Context, id string) (string, error) {
 		return "", sessions.NotFound(id) // the marker of a live session was dropped
 	}
 	return userID, err
+}
+
+func (db *DB) leaseClock() time.Time {
+	if db.now != nil {
+		return db.now().UTC()
+	}
+	return time.Now().UTC()
+}
+
+func (db *DB) lease() time.Duration {
+	if db.purgeLease > 0 {
+		return db.purgeLease
+	}
+	return DefaultPurgeLease
+}
+
+func (db *DB) markerRef(id string) *firestore.DocumentRef {
+	return db.client.Collection(PurgesCollection).Doc(id)
 }
 
 // sessionContents is what a purge found under a session without a query.

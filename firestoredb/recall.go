@@ -38,43 +38,6 @@ type exchangeDoc struct {
 	Lexicon int            `firestore:"lexicon,omitempty"` // 0: 1 (see recall.Lexicon)
 }
 
-// exchange is the unit d holds.
-func (d exchangeDoc) exchange() recall.Exchange {
-	var tools []recall.Excerpt
-	for _, t := range d.Tools {
-		tools = append(tools, t.excerpt())
-	}
-	return recall.Exchange{UserID: d.UserID, SessionID: d.SessionID, SessionTitle: d.SessionTitle,
-		Question: d.Question.excerpt(), Reply: d.Reply.excerpt(), Tools: tools, Model: d.Model,
-		Bag: recall.Bag{Terms: d.Terms, TF: d.TF, Len: d.Len, Lexicon: max(d.Lexicon, 1)}}
-}
-
-type excerptDoc struct {
-	ID        string    `firestore:"id"`
-	Seq       int       `firestore:"seq"`
-	Text      string    `firestore:"text"`
-	Clipped   bool      `firestore:"clipped,omitempty"`
-	CreatedAt time.Time `firestore:"createdAt"`
-}
-
-func toExcerptDoc(x recall.Excerpt) excerptDoc {
-	return excerptDoc{ID: x.ID, Seq: x.Seq, Text: x.Content, Clipped: x.Clipped, CreatedAt: x.CreatedAt}
-}
-
-func (d excerptDoc) excerpt() recall.Excerpt {
-	return recall.Excerpt{ID: d.ID, Seq: d.Seq, Content: d.Text, Clipped: d.Clipped, CreatedAt: d.CreatedAt}
-}
-
-// recallMarkerDocID is context/recall, written once with a session's first
-// exchange: a purge looks for exchanges only under a session that has it.
-// (A mark on the session document would change its version under an app
-// that holds it for ifMatch.)
-const recallMarkerDocID = "recall"
-
-func (db *DB) recallOf(sessionID string) *firestore.CollectionRef {
-	return db.sessionRef(sessionID).Collection(RecallCollection)
-}
-
 // SaveExchange stores e in a transaction that reads its session, so that a
 // purge (which deletes the session document first) and an exchange saved
 // after it cannot both land: nothing is left under a purged session.
@@ -108,6 +71,18 @@ func (db *DB) SaveExchange(ctx context.Context, e recall.Exchange) error {
 			Question: toExcerptDoc(e.Question), Reply: toExcerptDoc(e.Reply), Tools: tools, Model: e.Model, Embedding: firestore.Vector32(e.Vector),
 			Terms: e.Bag.Terms, TF: e.Bag.TF, Len: e.Bag.Len, Lexicon: e.Bag.Lexicon})
 	})
+}
+
+type excerptDoc struct {
+	ID        string    `firestore:"id"`
+	Seq       int       `firestore:"seq"`
+	Text      string    `firestore:"text"`
+	Clipped   bool      `firestore:"clipped,omitempty"`
+	CreatedAt time.Time `firestore:"createdAt"`
+}
+
+func toExcerptDoc(x recall.Excerpt) excerptDoc {
+	return excerptDoc{ID: x.ID, Seq: x.Seq, Text: x.Content, Clipped: x.Clipped, CreatedAt: x.CreatedAt}
 }
 
 // Nearest runs one vector query.
@@ -242,6 +217,21 @@ func (db *DB) Lexical(ctx context.Context, q recall.LexicalQuery) (recall.Lexica
 	return out, nil
 }
 
+// exchange is the unit d holds.
+func (d exchangeDoc) exchange() recall.Exchange {
+	var tools []recall.Excerpt
+	for _, t := range d.Tools {
+		tools = append(tools, t.excerpt())
+	}
+	return recall.Exchange{UserID: d.UserID, SessionID: d.SessionID, SessionTitle: d.SessionTitle,
+		Question: d.Question.excerpt(), Reply: d.Reply.excerpt(), Tools: tools, Model: d.Model,
+		Bag: recall.Bag{Terms: d.Terms, TF: d.TF, Len: d.Len, Lexicon: max(d.Lexicon, 1)}}
+}
+
+func (d excerptDoc) excerpt() recall.Excerpt {
+	return recall.Excerpt{ID: d.ID, Seq: d.Seq, Content: d.Text, Clipped: d.Clipped, CreatedAt: d.CreatedAt}
+}
+
 // SessionsAfter pages every user's sessions by document id.
 func (db *DB) SessionsAfter(ctx context.Context, after string, limit int) ([]*sessions.Session, error) {
 	ctx, cancel := db.op(ctx)
@@ -278,6 +268,16 @@ func (db *DB) Embedded(ctx context.Context, sessionID string) (map[string]recall
 		out[snap.Ref.ID] = recall.Indexed{Model: d.Model, Lexicon: max(d.Lexicon, 1)}
 	}
 	return out, nil
+}
+
+// recallMarkerDocID is context/recall, written once with a session's first
+// exchange: a purge looks for exchanges only under a session that has it.
+// (A mark on the session document would change its version under an app
+// that holds it for ifMatch.)
+const recallMarkerDocID = "recall"
+
+func (db *DB) recallOf(sessionID string) *firestore.CollectionRef {
+	return db.sessionRef(sessionID).Collection(RecallCollection)
 }
 
 // CountExchanges counts userID's stored exchanges (an aggregation).

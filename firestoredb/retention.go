@@ -161,14 +161,6 @@ func (db *DB) DeleteUserDocuments(ctx context.Context, userID string) (int, erro
 	return total + n, err
 }
 
-// getAll runs a query under the operation timeout.
-func (db *DB) getAll(ctx context.Context, q firestore.Query) ([]*firestore.DocumentSnapshot, error) {
-	ctx, cancel := db.op(ctx)
-	defer cancel()
-	snaps, err := q.Documents(ctx).GetAll()
-	return snaps, translate(err)
-}
-
 // deleteQuery deletes every document q matches, a page at a time.
 func (db *DB) deleteQuery(ctx context.Context, q firestore.Query) (int, error) {
 	total := 0
@@ -183,6 +175,14 @@ func (db *DB) deleteQuery(ctx context.Context, q firestore.Query) (int, error) {
 			return total, err
 		}
 	}
+}
+
+// getAll runs a query under the operation timeout.
+func (db *DB) getAll(ctx context.Context, q firestore.Query) ([]*firestore.DocumentSnapshot, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	snaps, err := q.Documents(ctx).GetAll()
+	return snaps, translate(err)
 }
 
 // deleteAll deletes snaps' documents with a BulkWriter.

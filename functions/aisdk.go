@@ -57,21 +57,6 @@ type uiPart struct {
 	ErrorText  string          `json:"errorText,omitempty"`
 }
 
-// aiChatSession is the session a chat id names for a user: derived under
-// the server's secret, so two users' chats never meet and nobody can name
-// another's.
-func aiChatSession(userID, chatID string) string {
-	return ids.Derive(20, "ai-sdk-chat", userID, chatID)
-}
-
-// checkChatID checks a chat id from a client.
-func checkChatID(id string) error {
-	if !ids.Valid(id) {
-		return errs.Errorf(errs.EINVALID, "id (the chat's) must be 1 to 128 letters, digits, '_' or '-'")
-	}
-	return nil
-}
-
 func (a *App) aiChat(w http.ResponseWriter, r *http.Request) {
 	var req aiChatRequest
 	if err := a.decode(r, &req); err != nil {
@@ -136,6 +121,21 @@ func (a *App) aiTurn(ctx context.Context, req aiChatRequest) (chat.TurnRequest, 
 		return turn, last.ID, nil
 	}
 	return turn, "", errs.Errorf(errs.EINVALID, "messages[%d].role must be user, or assistant with tool outputs", len(req.Messages)-1)
+}
+
+// aiChatSession is the session a chat id names for a user: derived under
+// the server's secret, so two users' chats never meet and nobody can name
+// another's.
+func aiChatSession(userID, chatID string) string {
+	return ids.Derive(20, "ai-sdk-chat", userID, chatID)
+}
+
+// checkChatID checks a chat id from a client.
+func checkChatID(id string) error {
+	if !ids.Valid(id) {
+		return errs.Errorf(errs.EINVALID, "id (the chat's) must be 1 to 128 letters, digits, '_' or '-'")
+	}
+	return nil
 }
 
 // toolOutputs are the results an assistant message carries for the calls

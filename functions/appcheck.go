@@ -61,26 +61,6 @@ func (c *AppCheck) Counts() (missing, invalid int64) {
 	return c.missing.Load(), c.invalid.Load()
 }
 
-// verdict checks token; it never panics on a token it cannot read.
-func (c *AppCheck) verdict(token string) (verdict string, why error) {
-	if token == "" {
-		return appCheckMissing, nil
-	}
-	defer func() {
-		if p := recover(); p != nil {
-			verdict, why = appCheckInvalid, fmt.Errorf("unreadable token: %v", p)
-		}
-	}()
-	t, err := c.Client.VerifyToken(token)
-	switch {
-	case err != nil:
-		return appCheckInvalid, err
-	case len(c.AppIDs) > 0 && !slices.Contains(c.AppIDs, t.AppID):
-		return appCheckInvalid, fmt.Errorf("app %q is not one of APP_CHECK_APP_IDS", t.AppID)
-	}
-	return appCheckValid, nil
-}
-
 // checkApp admits a request by its App Check token as the mode says, and
 // notes the verdict for the request log. It reports whether to go on.
 func (a *App) checkApp(w http.ResponseWriter, r *http.Request) bool {
@@ -109,4 +89,24 @@ func (a *App) checkApp(w http.ResponseWriter, r *http.Request) bool {
 	a.Log.WarnContext(r.Context(), "App Check token "+v+": refused", "appCheck", v, "count", n, "reason", reason)
 	a.writeError(w, r, errs.Errorf(errs.EUNAUTHENTICATED, "this app could not be verified: send a valid App Check token in %s", AppCheckHeader))
 	return false
+}
+
+// verdict checks token; it never panics on a token it cannot read.
+func (c *AppCheck) verdict(token string) (verdict string, why error) {
+	if token == "" {
+		return appCheckMissing, nil
+	}
+	defer func() {
+		if p := recover(); p != nil {
+			verdict, why = appCheckInvalid, fmt.Errorf("unreadable token: %v", p)
+		}
+	}()
+	t, err := c.Client.VerifyToken(token)
+	switch {
+	case err != nil:
+		return appCheckInvalid, err
+	case len(c.AppIDs) > 0 && !slices.Contains(c.AppIDs, t.AppID):
+		return appCheckInvalid, fmt.Errorf("app %q is not one of APP_CHECK_APP_IDS", t.AppID)
+	}
+	return appCheckValid, nil
 }

@@ -187,10 +187,6 @@ func UserID(ctx context.Context) string {
 	return uid
 }
 
-func withUserID(ctx context.Context, uid string) context.Context {
-	return context.WithValue(ctx, uidKey{}, uid)
-}
-
 // authenticate admits requests that carry a valid Firebase ID token.
 func (a *App) authenticate(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
@@ -216,4 +212,8 @@ func (a *App) authenticate(next http.Handler) http.Handler {
 		info(r.Context()).userID = uid
 		next.ServeHTTP(w, r.WithContext(withUserID(r.Context(), uid)))
 	})
+}
+
+func withUserID(ctx context.Context, uid string) context.Context {
+	return context.WithValue(ctx, uidKey{}, uid)
 }

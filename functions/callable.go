@@ -68,17 +68,6 @@ type callableError struct {
 	Details map[string]any `json:"details,omitempty"`
 }
 
-// toCallableError is b in the callable protocol, with the HTTP status the
-// protocol gives it.
-func toCallableError(b errorBody) (callableError, int) {
-	a := answerOf(b.Error.Code)
-	d := map[string]any{"code": b.Error.Code}
-	if b.Error.RetryAfter > 0 {
-		d["retryAfter"] = strconv.Itoa(b.Error.RetryAfter)
-	}
-	return callableError{Status: a.callable, Message: b.Error.Message, Details: d}, a.callableHTTP
-}
-
 func isCallable(r *http.Request) bool { return strings.HasPrefix(r.URL.Path, "/callable/") }
 
 // writeCallableError answers a callable request with err (see
@@ -236,6 +225,7 @@ type captured struct {
 }
 
 func (c *captured) Header() http.Header { return c.header }
+
 func (c *captured) WriteHeader(status int) {
 	if c.status == 0 {
 		c.status = status
@@ -247,25 +237,6 @@ func (c *captured) Write(b []byte) (int, error) {
 	}
 	return c.body.Write(b)
 }
-
-// callableStream turns a REST turn's server-sent events (session, delta,
-// done, error) into the streaming callable protocol's, as they are
-// written; a JSON error sent before any event becomes an error event.
-type callableStream struct {
-	w       http.ResponseWriter
-	header  http.Header
-	status  int
-	started bool
-	buf     bytes.Buffer
-}
-
-func (s *callableStream) Header() http.Header {
-	if s.header == nil {
-		s.header = http.Header{}
-	}
-	return s.header
-}
-
 func (s *callableStream) WriteHeader(status int) {
 	if s.status == 0 {
 		s.status = status
@@ -291,10 +262,22 @@ func (s *callableStream) Write(b []byte) (int, error) {
 	return len(b), nil
 }
 
-func (s *callableStream) Flush() {
-	if f, ok := s.w.(http.Flusher); ok {
-		f.Flush()
+// callableStream turns a REST turn's server-sent events (session, delta,
+// done, error) into the streaming callable protocol's, as they are
+// written; a JSON error sent before any event becomes an error event.
+type callableStream struct {
+	w       http.ResponseWriter
+	header  http.Header
+	status  int
+	started bool
+	buf     bytes.Buffer
+}
+
+func (s *callableStream) Header() http.Header {
+	if s.header == nil {
+		s.header = http.Header{}
 	}
+	return s.header
 }
 
 // frame translates one event.
@@ -324,6 +307,28 @@ func (s *callableStream) frame(frame string) {
 	}
 }
 
+// end answers a stream that never started (an error before the turn ran).
+func (s *callableStream) end() {
+	if s.started || s.buf.Len() == 0 {
+		return
+	}
+	var b errorBody
+	json.Unmarshal(s.buf.Bytes(), &b)
+	e, _ := toCallableError(b)
+	s.send(map[string]any{"error": e})
+}
+
+// toCallableError is b in the callable protocol, with the HTTP status the
+// protocol gives it.
+func toCallableError(b errorBody) (callableError, int) {
+	a := answerOf(b.Error.Code)
+	d := map[string]any{"code": b.Error.Code}
+	if b.Error.RetryAfter > 0 {
+		d["retryAfter"] = strconv.Itoa(b.Error.RetryAfter)
+	}
+	return callableError{Status: a.callable, Message: b.Error.Message, Details: d}, a.callableHTTP
+}
+
 func (s *callableStream) send(v any) {
 	if !s.started {
 		h := s.w.Header()
@@ -338,13 +343,8 @@ func (s *callableStream) send(v any) {
 	s.Flush()
 }
 
-// end answers a stream that never started (an error before the turn ran).
-func (s *callableStream) end() {
-	if s.started || s.buf.Len() == 0 {
-		return
+func (s *callableStream) Flush() {
+	if f, ok := s.w.(http.Flusher); ok {
+		f.Flush()
 	}
-	var b errorBody
-	json.Unmarshal(s.buf.Bytes(), &b)
-	e, _ := toCallableError(b)
-	s.send(map[string]any{"error": e})
 }

@@ -43,16 +43,75 @@ var answers = map[errs.Code]answer{
 	eTimeout:              {http.StatusRequestTimeout, "DEADLINE_EXCEEDED", 504},
 }
 
-// answerOf returns how code is answered; an unknown code as internal.
-func answerOf(code errs.Code) answer {
-	if a, ok := answers[code]; ok {
-		return a
+// writeError answers with err. Server-side failures are logged with their
+// cause; the caller sees only the code and the safe message.
+func (a *App) writeError(w http.ResponseWriter, r *http.Request, err error) {
+	status := StatusOf(err)
+	a.logFailure(r, status, err)
+	route := info(r.Context()).route
+	if route == "" {
+		route = "unrouted"
 	}
-	return answers[errs.EINTERNAL]
+	a.Metrics.error(r.Context(), apiCode(err), route)
+	if d := retryAfter(err); d > 0 {
+		w.Header().Set("Retry-After", strconv.Itoa(int(d.Seconds())))
+	}
+	if isCallable(r) {
+		writeCallableError(w, r, err)
+		return
+	}
+	writeJSON(w, status, bodyOf(err))
 }
 
-// StatusOf returns the HTTP status for err.
-func StatusOf(err error) int { return answerOf(errs.CodeOf(err)).http }
+func (a *App) logFailure(r *http.Request, status int, err error) {
+	switch {
+	case status >= 500:
+		a.Log.ErrorContext(r.Context(), "request failed", "status", status, "error", err.Error())
+	case status != http.StatusNotFound && status != http.StatusUnauthorized:
+		a.Log.InfoContext(r.Context(), "request refused", "status", status, "code", string(errs.CodeOf(err)))
+	}
+}
+
+// LogHandler writes JSON log lines Cloud Logging understands to w, from
+// level up.
+func LogHandler(w interface{ Write([]byte) (int, error) }, level slog.Level) slog.Handler {
+	return logHandler(w, level)
+}
+
+// logHandler returns a JSON slog handler whose records Cloud Logging reads:
+// "severity" and "message" instead of slog's "level" and "msg".
+func logHandler(w interface{ Write([]byte) (int, error) }, level slog.Level) slog.Handler {
+	return slog.NewJSONHandler(w, &slog.HandlerOptions{
+		Level: level,
+		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
+			if len(groups) > 0 {
+				return a
+			}
+			switch a.Key {
+			case slog.LevelKey:
+				lvl := a.Value.Any().(slog.Level)
+				sev := "INFO"
+				switch {
+				case lvl >= slog.LevelError:
+					sev = "ERROR"
+				case lvl >= slog.LevelWarn:
+					sev = "WARNING"
+				case lvl < slog.LevelInfo:
+					sev = "DEBUG"
+				}
+				return slog.String("severity", sev)
+			case slog.MessageKey:
+				return slog.Attr{Key: "message", Value: a.Value}
+			}
+			return a
+		},
+	})
+}
+
+// WriteError answers err as every endpoint does.
+func WriteError(w http.ResponseWriter, err error) {
+	writeJSON(w, StatusOf(err), bodyOf(err))
+}
 
 type errorBody struct {
 	Error errorDetail `json:"error"`
@@ -90,33 +149,15 @@ func retryAfter(err error) time.Duration {
 	return d
 }
 
-// writeError answers with err. Server-side failures are logged with their
-// cause; the caller sees only the code and the safe message.
-func (a *App) writeError(w http.ResponseWriter, r *http.Request, err error) {
-	status := StatusOf(err)
-	a.logFailure(r, status, err)
-	route := info(r.Context()).route
-	if route == "" {
-		route = "unrouted"
-	}
-	a.Metrics.error(r.Context(), apiCode(err), route)
-	if d := retryAfter(err); d > 0 {
-		w.Header().Set("Retry-After", strconv.Itoa(int(d.Seconds())))
-	}
-	if isCallable(r) {
-		writeCallableError(w, r, err)
-		return
-	}
-	writeJSON(w, status, bodyOf(err))
-}
+// StatusOf returns the HTTP status for err.
+func StatusOf(err error) int { return answerOf(errs.CodeOf(err)).http }
 
-func (a *App) logFailure(r *http.Request, status int, err error) {
-	switch {
-	case status >= 500:
-		a.Log.ErrorContext(r.Context(), "request failed", "status", status, "error", err.Error())
-	case status != http.StatusNotFound && status != http.StatusUnauthorized:
-		a.Log.InfoContext(r.Context(), "request refused", "status", status, "code", string(errs.CodeOf(err)))
+// answerOf returns how code is answered; an unknown code as internal.
+func answerOf(code errs.Code) answer {
+	if a, ok := answers[code]; ok {
+		return a
 	}
+	return answers[errs.EINTERNAL]
 }
 
 // writeJSON answers with v. The length is set, so a client has the whole
@@ -135,45 +176,4 @@ func writeJSON(w http.ResponseWriter, status int, v any) {
 	if f, ok := w.(http.Flusher); ok {
 		f.Flush()
 	}
-}
-
-// logHandler returns a JSON slog handler whose records Cloud Logging reads:
-// "severity" and "message" instead of slog's "level" and "msg".
-func logHandler(w interface{ Write([]byte) (int, error) }, level slog.Level) slog.Handler {
-	return slog.NewJSONHandler(w, &slog.HandlerOptions{
-		Level: level,
-		ReplaceAttr: func(groups []string, a slog.Attr) slog.Attr {
-			if len(groups) > 0 {
-				return a
-			}
-			switch a.Key {
-			case slog.LevelKey:
-				lvl := a.Value.Any().(slog.Level)
-				sev := "INFO"
-				switch {
-				case lvl >= slog.LevelError:
-					sev = "ERROR"
-				case lvl >= slog.LevelWarn:
-					sev = "WARNING"
-				case lvl < slog.LevelInfo:
-					sev = "DEBUG"
-				}
-				return slog.String("severity", sev)
-			case slog.MessageKey:
-				return slog.Attr{Key: "message", Value: a.Value}
-			}
-			return a
-		},
-	})
-}
-
-// LogHandler writes JSON log lines Cloud Logging understands to w, from
-// level up.
-func LogHandler(w interface{ Write([]byte) (int, error) }, level slog.Level) slog.Handler {
-	return logHandler(w, level)
-}
-
-// WriteError answers err as every endpoint does.
-func WriteError(w http.ResponseWriter, err error) {
-	writeJSON(w, StatusOf(err), bodyOf(err))
 }

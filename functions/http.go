@@ -20,6 +20,127 @@ import (
 	"github.com/chatmemory/backend/kernel/strictjson"
 )
 
+// statusProbe records only the status a handler would send.
+type statusProbe struct {
+	header http.Header
+	status int
+}
+
+func (p *statusProbe) Header() http.Header { return p.header }
+
+func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
+
+func (p *statusProbe) WriteHeader(status int) { p.status = status }
+
+// statusWriter remembers the status for the request log and passes
+// flushes through, for streaming.
+type statusWriter struct {
+	http.ResponseWriter
+	status int
+}
+
+func (w *statusWriter) WriteHeader(status int) {
+	if w.status == 0 {
+		w.status = status
+	}
+	w.ResponseWriter.WriteHeader(status)
+}
+func (w *statusWriter) Write(b []byte) (int, error) {
+	if w.status == 0 {
+		w.status = http.StatusOK
+	}
+	return w.ResponseWriter.Write(b)
+}
+func (w *statusWriter) Flush() {
+	if f, ok := w.ResponseWriter.(http.Flusher); ok {
+		f.Flush()
+	}
+}
+
+func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
+
+type panicError struct{ v any }
+
+func (p panicError) Error() string { return fmt.Sprint("panic: ", p.v) }
+
+// deadlineBody lifts the read deadline when the body has been read.
+type deadlineBody struct {
+	io.ReadCloser
+	lift   func()
+	lifted bool
+}
+
+func (b *deadlineBody) Read(p []byte) (int, error) {
+	n, err := b.ReadCloser.Read(p)
+	if err != nil && !b.lifted {
+		b.lifted = true
+		var ne net.Error
+		if !errors.As(err, &ne) || !ne.Timeout() {
+			b.lift()
+		}
+	}
+	return n, err
+}
+
+// decode reads a JSON body strictly into v.
+func (a *App) decode(r *http.Request, v any) error {
+	data, err := io.ReadAll(r.Body)
+	var mbe *http.MaxBytesError
+	var ne net.Error
+	switch {
+	case errors.As(err, &mbe):
+		return tooLarge(mbe.Limit)
+	case errors.As(err, &ne) && ne.Timeout():
+		return errs.Errorf(eTimeout, "the request body did not arrive within %s", a.ReadTimeout)
+	case err != nil:
+		return errs.Wrap(errs.EINVALID, err, "could not read the request body")
+	case len(strings.TrimSpace(string(data))) == 0:
+		return errs.Errorf(errs.EINVALID, "the request body is empty; send JSON")
+	}
+	return strictjson.Decode(data, v)
+}
+
+// queryInt reads an optional whole-number query parameter.
+// queryLimit reads a page size: absent is the default (0), anything given
+// must be within 1 and paging.MaxSize.
+func queryLimit(r *http.Request) (int, error) {
+	n, err := queryInt(r, "limit")
+	if err == nil && r.URL.Query().Has("limit") && n < 1 {
+		return 0, errs.Errorf(errs.EINVALID, "limit must be between 1 and %d", paging.MaxSize)
+	}
+	return n, err
+}
+
+func queryInt(r *http.Request, name string) (int, error) {
+	v := r.URL.Query().Get(name)
+	if v == "" {
+		return 0, nil
+	}
+	n, err := strconv.Atoi(v)
+	if err != nil {
+		return 0, errs.Errorf(errs.EINVALID, "%s must be a whole number", name)
+	}
+	return n, nil
+}
+
+// NewServer is the HTTP server of local runs: headers must arrive within
+// 10 seconds and idle connections close after two minutes; the App bounds
+// each request's body by its ReadTimeout. (There is no whole-request read
+// timeout: it would cut streamed replies.)
+func NewServer(addr string, h http.Handler) *http.Server {
+	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
+}
+
+// APIPrefixes are the top-level paths of the API's routes ("/chat",
+// "/sessions", …): a server that also serves the web app sends these to
+// the API and the rest to the files.
+func (a *App) APIPrefixes() []string {
+	if a.prefixes == nil {
+		a.Handler()
+	}
+	return slices.Clone(a.prefixes)
+}
+
 // Handler returns every endpoint under its path, behind logging, panic
 // recovery, CORS and the body cap.
 func (a *App) Handler() http.Handler {
@@ -131,16 +252,6 @@ func (a *App) checkPathIDs(pattern string, h http.HandlerFunc) http.HandlerFunc 
 	}
 }
 
-// statusProbe records only the status a handler would send.
-type statusProbe struct {
-	header http.Header
-	status int
-}
-
-func (p *statusProbe) Header() http.Header         { return p.header }
-func (p *statusProbe) Write(b []byte) (int, error) { return len(b), nil }
-func (p *statusProbe) WriteHeader(status int)      { p.status = status }
-
 // requestInfo is filled in as a request is handled and logged at its end.
 type requestInfo struct {
 	id        string
@@ -158,35 +269,6 @@ func info(ctx context.Context) *requestInfo {
 	}
 	return &requestInfo{}
 }
-
-// statusWriter remembers the status for the request log and passes
-// flushes through, for streaming.
-type statusWriter struct {
-	http.ResponseWriter
-	status int
-}
-
-func (w *statusWriter) WriteHeader(status int) {
-	if w.status == 0 {
-		w.status = status
-	}
-	w.ResponseWriter.WriteHeader(status)
-}
-
-func (w *statusWriter) Write(b []byte) (int, error) {
-	if w.status == 0 {
-		w.status = http.StatusOK
-	}
-	return w.ResponseWriter.Write(b)
-}
-
-func (w *statusWriter) Flush() {
-	if f, ok := w.ResponseWriter.(http.Flusher); ok {
-		f.Flush()
-	}
-}
-
-func (w *statusWriter) Unwrap() http.ResponseWriter { return w.ResponseWriter }
 
 // logRequests writes one structured line per request: never bodies or
 // message content.
@@ -229,10 +311,6 @@ func (a *App) recoverPanics(next http.Handler) http.Handler {
 		next.ServeHTTP(w, r)
 	})
 }
-
-type panicError struct{ v any }
-
-func (p panicError) Error() string { return fmt.Sprint("panic: ", p.v) }
 
 // cors answers preflights and marks responses for the allowed origins.
 // "*" allows any origin (safe here: credentials travel in the
@@ -284,76 +362,8 @@ func (a *App) limitBody(next http.Handler) http.Handler {
 	})
 }
 
-// deadlineBody lifts the read deadline when the body has been read.
-type deadlineBody struct {
-	io.ReadCloser
-	lift   func()
-	lifted bool
-}
-
-func (b *deadlineBody) Read(p []byte) (int, error) {
-	n, err := b.ReadCloser.Read(p)
-	if err != nil && !b.lifted {
-		b.lifted = true
-		var ne net.Error
-		if !errors.As(err, &ne) || !ne.Timeout() {
-			b.lift()
-		}
-	}
-	return n, err
-}
-
 func tooLarge(n int64) error {
 	return errs.Errorf(errs.ETOOLARGE, "the request body is larger than %d bytes", n)
-}
-
-// decode reads a JSON body strictly into v.
-func (a *App) decode(r *http.Request, v any) error {
-	data, err := io.ReadAll(r.Body)
-	var mbe *http.MaxBytesError
-	var ne net.Error
-	switch {
-	case errors.As(err, &mbe):
-		return tooLarge(mbe.Limit)
-	case errors.As(err, &ne) && ne.Timeout():
-		return errs.Errorf(eTimeout, "the request body did not arrive within %s", a.ReadTimeout)
-	case err != nil:
-		return errs.Wrap(errs.EINVALID, err, "could not read the request body")
-	case len(strings.TrimSpace(string(data))) == 0:
-		return errs.Errorf(errs.EINVALID, "the request body is empty; send JSON")
-	}
-	return strictjson.Decode(data, v)
-}
-
-// queryInt reads an optional whole-number query parameter.
-// queryLimit reads a page size: absent is the default (0), anything given
-// must be within 1 and paging.MaxSize.
-func queryLimit(r *http.Request) (int, error) {
-	n, err := queryInt(r, "limit")
-	if err == nil && r.URL.Query().Has("limit") && n < 1 {
-		return 0, errs.Errorf(errs.EINVALID, "limit must be between 1 and %d", paging.MaxSize)
-	}
-	return n, err
-}
-
-func queryInt(r *http.Request, name string) (int, error) {
-	v := r.URL.Query().Get(name)
-	if v == "" {
-		return 0, nil
-	}
-	n, err := strconv.Atoi(v)
-	if err != nil {
-		return 0, errs.Errorf(errs.EINVALID, "%s must be a whole number", name)
-	}
-	return n, nil
-}
-
-// NewServer is the HTTP server of local runs: headers must arrive within
-// 10 seconds and idle connections close after two minutes; the App bounds
-// each request's body by its ReadTimeout. (There is no whole-request read
-// timeout: it would cut streamed replies.)
-func NewServer(addr string, h http.Handler) *http.Server {
-	return &http.Server{Addr: addr, Handler: h, ReadHeaderTimeout: 10 * time.Second, IdleTimeout: 2 * time.Minute, MaxHeaderBytes: 64 << 10}
 }
 
 func (a *App) healthz(w http.ResponseWriter, r *http.Request) {
@@ -365,14 +375,4 @@ func (a *App) healthz(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	writeJSON(w, http.StatusOK, map[string]string{"status": "ok", "storage": "ok"})
-}
-
-// APIPrefixes are the top-level paths of the API's routes ("/chat",
-// "/sessions", …): a server that also serves the web app sends these to
-// the API and the rest to the files.
-func (a *App) APIPrefixes() []string {
-	if a.prefixes == nil {
-		a.Handler()
-	}
-	return slices.Clone(a.prefixes)
 }

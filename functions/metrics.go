@@ -54,22 +54,6 @@ func NewMetrics(mp metric.MeterProvider) *Metrics {
 	return &x
 }
 
-// turnTimes is what a turn's metrics measure while it runs.
-type turnTimes struct {
-	start      time.Time
-	replied    time.Time    // when the reply was stored (set before turn reads it)
-	firstToken atomic.Int64 // unix nanos of the first delta or the reply
-	modelNanos atomic.Int64 // spent waiting for the model
-	rpcs       atomic.Int64 // Firestore RPCs made for the turn
-}
-
-type turnTimesKey struct{}
-
-func timesOf(ctx context.Context) *turnTimes {
-	t, _ := ctx.Value(turnTimesKey{}).(*turnTimes)
-	return t
-}
-
 // turn records a finished turn: that it ran (and how it ended) and, when
 // it answered, its time to first token, its backend path (its time
 // without the model's) and its Firestore round trips.
@@ -166,6 +150,22 @@ func FirestoreRPCCounting() []grpc.DialOption {
 			return streamer(ctx, desc, cc, method, opts...)
 		}),
 	}
+}
+
+// turnTimes is what a turn's metrics measure while it runs.
+type turnTimes struct {
+	start      time.Time
+	replied    time.Time    // when the reply was stored (set before turn reads it)
+	firstToken atomic.Int64 // unix nanos of the first delta or the reply
+	modelNanos atomic.Int64 // spent waiting for the model
+	rpcs       atomic.Int64 // Firestore RPCs made for the turn
+}
+
+type turnTimesKey struct{}
+
+func timesOf(ctx context.Context) *turnTimes {
+	t, _ := ctx.Value(turnTimesKey{}).(*turnTimes)
+	return t
 }
 
 // apiCode is the code an error answers with.

@@ -24,6 +24,42 @@ func newUIStream(w http.ResponseWriter, r *http.Request) *uiStream {
 	return &uiStream{w: w, r: r, flusher: f}
 }
 
+// begin starts the assistant message messageID (and its first step).
+func (s *uiStream) begin(messageID string, metadata map[string]any) {
+	s.send(map[string]any{"type": "start", "messageId": messageID, "messageMetadata": metadata})
+	s.send(map[string]any{"type": "start-step"})
+}
+
+// finish ends the text part textID (if one is open), sends the calls the
+// reply asks for, and ends the step, the message (with the stored reply's
+// metadata) and the stream.
+func (s *uiStream) finish(textID, sessionID string, reply history.Message) {
+	if textID != "" {
+		s.send(map[string]any{"type": "text-end", "id": textID})
+	}
+	for _, c := range reply.ToolCalls {
+		s.send(map[string]any{"type": "tool-input-available", "toolCallId": c.ID, "toolName": c.Function.Name, "input": toolInput(c.Function.Arguments)})
+	}
+	s.send(map[string]any{"type": "finish-step"})
+	s.send(map[string]any{"type": "finish", "finishReason": uiFinishReason(reply), "messageMetadata": replyMetadata(sessionID, reply)})
+	s.write("data: [DONE]\n\n")
+	s.end()
+}
+
+// fail ends the stream with an error chunk: its text, its code, and
+// whether (and after how long) a retry may succeed, where the JSON API
+// would send Retry-After.
+func (s *uiStream) fail(err error) {
+	body := bodyOf(err)
+	chunk := map[string]any{"type": "error", "errorText": body.Error.Message, "code": body.Error.Code}
+	if body.Error.RetryAfter > 0 {
+		chunk["retryable"], chunk["retryAfter"] = true, body.Error.RetryAfter
+	}
+	s.send(chunk)
+	s.write("data: [DONE]\n\n")
+	s.end()
+}
+
 // send writes one chunk, starting the response with the first.
 func (s *uiStream) send(chunk any) {
 	data, _ := json.Marshal(chunk)
@@ -52,28 +88,6 @@ func (s *uiStream) write(line string) {
 	}
 }
 
-// begin starts the assistant message messageID (and its first step).
-func (s *uiStream) begin(messageID string, metadata map[string]any) {
-	s.send(map[string]any{"type": "start", "messageId": messageID, "messageMetadata": metadata})
-	s.send(map[string]any{"type": "start-step"})
-}
-
-// finish ends the text part textID (if one is open), sends the calls the
-// reply asks for, and ends the step, the message (with the stored reply's
-// metadata) and the stream.
-func (s *uiStream) finish(textID, sessionID string, reply history.Message) {
-	if textID != "" {
-		s.send(map[string]any{"type": "text-end", "id": textID})
-	}
-	for _, c := range reply.ToolCalls {
-		s.send(map[string]any{"type": "tool-input-available", "toolCallId": c.ID, "toolName": c.Function.Name, "input": toolInput(c.Function.Arguments)})
-	}
-	s.send(map[string]any{"type": "finish-step"})
-	s.send(map[string]any{"type": "finish", "finishReason": uiFinishReason(reply), "messageMetadata": replyMetadata(sessionID, reply)})
-	s.write("data: [DONE]\n\n")
-	s.end()
-}
-
 // end ends the response now, so that the client's stream (which ends with
 // the body, not with [DONE]) ends with the reply while the work after it
 // (a title, learning, embedding) goes on in the handler. Over HTTP/1.1 it
@@ -96,20 +110,6 @@ func (s *uiStream) end() {
 	buf.WriteString("0\r\n\r\n")
 	buf.Flush()
 	conn.Close()
-}
-
-// fail ends the stream with an error chunk: its text, its code, and
-// whether (and after how long) a retry may succeed, where the JSON API
-// would send Retry-After.
-func (s *uiStream) fail(err error) {
-	body := bodyOf(err)
-	chunk := map[string]any{"type": "error", "errorText": body.Error.Message, "code": body.Error.Code}
-	if body.Error.RetryAfter > 0 {
-		chunk["retryable"], chunk["retryAfter"] = true, body.Error.RetryAfter
-	}
-	s.send(chunk)
-	s.write("data: [DONE]\n\n")
-	s.end()
 }
 
 // toolInput is a call's arguments as the SDK's tool parts hold them: the

@@ -12,6 +12,59 @@ import (
 // branchReadPage is how many messages BranchTail reads per query.
 const branchReadPage = 100
 
+// SwitchBranch makes active the branch through message seq of the caller's
+// session, down to its latest version of every later message (as chat
+// apps show a branch), and rebuilds the session's context for it. The next
+// turn continues that branch. Nothing is written or deleted but the
+// session's active leaf and its context.
+func (svc *Service) SwitchBranch(ctx context.Context, userID, sessionID string, seq int) (*sessions.Session, error) {
+	s, _, err := svc.ReadTail(ctx, userID, sessionID)
+	if err != nil {
+		return nil, err
+	}
+	if seq < 0 || seq >= s.NextSeq {
+		return nil, errs.Errorf(errs.EINVALID, "seq must name a message of the session (0 to %d)", s.NextSeq-1)
+	}
+	if seq < s.HistoryFrom {
+		return nil, errs.Errorf(errs.ENOTFOUND, "message %d was deleted by message retention: the session's history starts at %d", seq, s.HistoryFrom)
+	}
+	if err := s.CheckWritable(); err != nil {
+		return nil, err
+	}
+	leaf := s.LatestLeaf(seq)
+	if leaf == s.Leaf() {
+		return s, nil
+	}
+	base, err := svc.BranchTail(ctx, s, leaf)
+	if err != nil {
+		return nil, err
+	}
+	var out *sessions.Session
+	err = svc.Repo.UpdateTail(ctx, sessionID, func(cur *sessions.Session, t *Tail) error {
+		if err := cur.CheckOwner(userID); err != nil {
+			return err
+		}
+		if err := cur.CheckWritable(); err != nil {
+			return err
+		}
+		// The tree only grows, so leaf is still where it was; a message
+		// written under it meanwhile would make it no longer the leaf.
+		if cur.LatestLeaf(leaf) != leaf {
+			return errs.Errorf(errs.ECONFLICT, "the branch changed meanwhile; try again")
+		}
+		lease := t.CompactingUntil
+		*t = *svc.ForkTail(cur, base, leaf)
+		t.CompactingUntil = lease
+		cur.UpdatedAt = clock.Stored(svc.Now)
+		out = cur
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	return out, nil
+}
+
 // BranchTail builds, from stored messages, the tail a session has while
 // the branch ending at message leaf is active: the branch's latest summary
 // (a summary covers the branch it was made on, so one made on another
@@ -77,6 +130,19 @@ func (svc *Service) BranchTail(ctx context.Context, s *sessions.Session, leaf in
 	return t, nil
 }
 
+// ForkTail makes the branch ending at message leaf the active one of s
+// (its leaf, pending tool calls and summary) and returns its tail: base, a
+// BranchTail read before the plan that calls this, trimmed to s's current
+// budget. Turns that fork and switches use it.
+func (svc *Service) ForkTail(s *sessions.Session, base *Tail, leaf int) *Tail {
+	t := &Tail{Compaction: base.Compaction}
+	t.add(base.Messages, svc.BudgetFor(s))
+	s.SetLeaf(leaf)
+	s.PendingToolCalls = pendingCalls(t.Messages)
+	s.Summary = summaryOf(t)
+	return t
+}
+
 // pendingCalls are the tool calls the last message of msgs left open: the
 // session's PendingToolCalls once msgs ends its active branch.
 func pendingCalls(msgs []Message) []string {
@@ -91,72 +157,6 @@ func pendingCalls(msgs []Message) []string {
 		return open
 	}
 	return nil
-}
-
-// SwitchBranch makes active the branch through message seq of the caller's
-// session, down to its latest version of every later message (as chat
-// apps show a branch), and rebuilds the session's context for it. The next
-// turn continues that branch. Nothing is written or deleted but the
-// session's active leaf and its context.
-func (svc *Service) SwitchBranch(ctx context.Context, userID, sessionID string, seq int) (*sessions.Session, error) {
-	s, _, err := svc.ReadTail(ctx, userID, sessionID)
-	if err != nil {
-		return nil, err
-	}
-	if seq < 0 || seq >= s.NextSeq {
-		return nil, errs.Errorf(errs.EINVALID, "seq must name a message of the session (0 to %d)", s.NextSeq-1)
-	}
-	if seq < s.HistoryFrom {
-		return nil, errs.Errorf(errs.ENOTFOUND, "message %d was deleted by message retention: the session's history starts at %d", seq, s.HistoryFrom)
-	}
-	if err := s.CheckWritable(); err != nil {
-		return nil, err
-	}
-	leaf := s.LatestLeaf(seq)
-	if leaf == s.Leaf() {
-		return s, nil
-	}
-	base, err := svc.BranchTail(ctx, s, leaf)
-	if err != nil {
-		return nil, err
-	}
-	var out *sessions.Session
-	err = svc.Repo.UpdateTail(ctx, sessionID, func(cur *sessions.Session, t *Tail) error {
-		if err := cur.CheckOwner(userID); err != nil {
-			return err
-		}
-		if err := cur.CheckWritable(); err != nil {
-			return err
-		}
-		// The tree only grows, so leaf is still where it was; a message
-		// written under it meanwhile would make it no longer the leaf.
-		if cur.LatestLeaf(leaf) != leaf {
-			return errs.Errorf(errs.ECONFLICT, "the branch changed meanwhile; try again")
-		}
-		lease := t.CompactingUntil
-		*t = *svc.ForkTail(cur, base, leaf)
-		t.CompactingUntil = lease
-		cur.UpdatedAt = clock.Stored(svc.Now)
-		out = cur
-		return nil
-	})
-	if err != nil {
-		return nil, err
-	}
-	return out, nil
-}
-
-// ForkTail makes the branch ending at message leaf the active one of s
-// (its leaf, pending tool calls and summary) and returns its tail: base, a
-// BranchTail read before the plan that calls this, trimmed to s's current
-// budget. Turns that fork and switches use it.
-func (svc *Service) ForkTail(s *sessions.Session, base *Tail, leaf int) *Tail {
-	t := &Tail{Compaction: base.Compaction}
-	t.add(base.Messages, svc.BudgetFor(s))
-	s.SetLeaf(leaf)
-	s.PendingToolCalls = pendingCalls(t.Messages)
-	s.Summary = summaryOf(t)
-	return t
 }
 
 // summaryOf is the session's summary while t is its context: that of the

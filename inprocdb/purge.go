@@ -7,6 +7,16 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
+// PurgeSessions purges each session in turn.
+func (db *DB) PurgeSessions(ctx context.Context, ids []string, check func(*sessions.Session) error, forget sessions.Forget) []retention.Purged {
+	out := make([]retention.Purged, len(ids))
+	for i, id := range ids {
+		n, err := db.PurgeSession(ctx, id, check, forget)
+		out[i] = retention.Purged{SessionID: id, Documents: n, Err: err}
+	}
+	return out
+}
+
 func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error, forget sessions.Forget) (int, error) {
 	db.mu.Lock()
 	s, ok := db.sessions[id]
@@ -46,16 +56,6 @@ func (db *DB) purgeLocked(id string) int {
 	delete(db.compact, id)
 	delete(db.recall, id)
 	return n
-}
-
-// PurgeSessions purges each session in turn.
-func (db *DB) PurgeSessions(ctx context.Context, ids []string, check func(*sessions.Session) error, forget sessions.Forget) []retention.Purged {
-	out := make([]retention.Purged, len(ids))
-	for i, id := range ids {
-		n, err := db.PurgeSession(ctx, id, check, forget)
-		out[i] = retention.Purged{SessionID: id, Documents: n, Err: err}
-	}
-	return out
 }
 
 // PendingPurges is always empty: a purge here is one atomic step.

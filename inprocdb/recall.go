@@ -28,14 +28,6 @@ func (db *DB) SaveExchange(_ context.Context, e recall.Exchange) error {
 	return nil
 }
 
-func cloneBag(b recall.Bag) recall.Bag {
-	tf := make(map[string]int, len(b.TF))
-	for t, n := range b.TF {
-		tf[t] = n
-	}
-	return recall.Bag{Terms: slices.Clone(b.Terms), TF: tf, Len: b.Len, Lexicon: b.Lexicon}
-}
-
 // Lexical finds, for each term, up to q.PerTerm of the user's units that
 // hold it (with q.Any, up to q.PerTerm holding any), in order of session
 // and unit id, as Firestore's queries find them in order of path.
@@ -112,6 +104,14 @@ func (db *DB) Lexical(_ context.Context, q recall.LexicalQuery) (recall.LexicalH
 		out.Hits = append(out.Hits, h)
 	}
 	return out, nil
+}
+
+func cloneBag(b recall.Bag) recall.Bag {
+	tf := make(map[string]int, len(b.TF))
+	for t, n := range b.TF {
+		tf[t] = n
+	}
+	return recall.Bag{Terms: slices.Clone(b.Terms), TF: tf, Len: b.Len, Lexicon: b.Lexicon}
 }
 
 // SessionsOf reads sessions by id.

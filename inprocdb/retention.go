@@ -10,6 +10,12 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
+// CountExpired counts what ExpiredSessions would list.
+func (db *DB) CountExpired(ctx context.Context, st sessions.Status, now time.Time) (int, error) {
+	all, err := db.ExpiredSessions(ctx, st, now, nil, math.MaxInt)
+	return len(all), err
+}
+
 func (db *DB) ExpiredSessions(_ context.Context, st sessions.Status, now time.Time, after *retention.Cursor, limit int) ([]*sessions.Session, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -33,12 +39,6 @@ func (db *DB) ExpiredSessions(_ context.Context, st sessions.Status, now time.Ti
 		out = out[:limit]
 	}
 	return out, nil
-}
-
-// CountExpired counts what ExpiredSessions would list.
-func (db *DB) CountExpired(ctx context.Context, st sessions.Status, now time.Time) (int, error) {
-	all, err := db.ExpiredSessions(ctx, st, now, nil, math.MaxInt)
-	return len(all), err
 }
 
 // LastBacklog returns what SaveBacklog recorded.

@@ -9,27 +9,6 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// tail returns a copy of a session's tail (empty if none); db.mu is held.
-func (db *DB) tail(sessionID string) *history.Tail {
-	if t, ok := db.tails[sessionID]; ok {
-		return cloneTail(t)
-	}
-	return &history.Tail{}
-}
-
-func cloneTail(t *history.Tail) *history.Tail {
-	c := *t
-	c.Messages = make([]history.Message, len(t.Messages))
-	for i, m := range t.Messages {
-		c.Messages[i] = cloneMessage(m)
-	}
-	if t.Compaction != nil {
-		cp := *t.Compaction
-		c.Compaction = &cp
-	}
-	return &c
-}
-
 func (db *DB) ReadTail(_ context.Context, sessionID string) (*sessions.Session, *history.Tail, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -76,6 +55,27 @@ func (db *DB) SaveCompaction(_ context.Context, sessionID string, c *history.Com
 	db.sessions[sessionID] = sc
 	db.tails[sessionID] = t
 	return nil
+}
+
+// tail returns a copy of a session's tail (empty if none); db.mu is held.
+func (db *DB) tail(sessionID string) *history.Tail {
+	if t, ok := db.tails[sessionID]; ok {
+		return cloneTail(t)
+	}
+	return &history.Tail{}
+}
+
+func cloneTail(t *history.Tail) *history.Tail {
+	c := *t
+	c.Messages = make([]history.Message, len(t.Messages))
+	for i, m := range t.Messages {
+		c.Messages[i] = cloneMessage(m)
+	}
+	if t.Compaction != nil {
+		cp := *t.Compaction
+		c.Compaction = &cp
+	}
+	return &c
 }
 
 func (db *DB) ListCompactions(_ context.Context, sessionID string) ([]history.Compaction, error) {

@@ -15,6 +15,11 @@ import (
 // seq, so that a session's messages stay indexed by seq; every read skips
 // tombstones.
 
+func (db *DB) CountHistoriesDue(ctx context.Context, q retention.TrimQuery) (int, error) {
+	all, err := db.HistoriesDue(ctx, q, nil, math.MaxInt)
+	return len(all), err
+}
+
 func (db *DB) HistoriesDue(_ context.Context, q retention.TrimQuery, after *retention.Cursor, limit int) ([]*sessions.Session, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
@@ -47,11 +52,6 @@ func (db *DB) HistoriesDue(_ context.Context, q retention.TrimQuery, after *rete
 		list = append(list, d.s)
 	}
 	return list, nil
-}
-
-func (db *DB) CountHistoriesDue(ctx context.Context, q retention.TrimQuery) (int, error) {
-	all, err := db.HistoriesDue(ctx, q, nil, math.MaxInt)
-	return len(all), err
 }
 
 func (db *DB) FirstMessageAfter(_ context.Context, sessionID string, t time.Time) (int, bool, error) {

@@ -26,15 +26,6 @@ func (s Summarizer) Summarize(ctx context.Context, model, previous string, msgs 
 	return reply.Content, reply.Model, nil
 }
 
-// instruct asks model one thing: user text under a system instruction.
-func instruct(ctx context.Context, m chat.Model, model, system, user string) (*chat.Reply, error) {
-	return m.Generate(ctx, chat.Request{
-		Model:    model,
-		System:   system,
-		Messages: []history.Message{{Role: history.RoleUser, Content: user}},
-	}, nil)
-}
-
 // quote is m as a summary request quotes it.
 func quote(m history.Message) prompts.Quote {
 	q := prompts.Quote{Role: string(m.Role), Text: m.Content, ToolCallID: m.ToolCallID}
@@ -70,4 +61,13 @@ func (c Completer) Complete(ctx context.Context, model, system, user string) (st
 		return "", err
 	}
 	return r.Content, nil
+}
+
+// instruct asks model one thing: user text under a system instruction.
+func instruct(ctx context.Context, m chat.Model, model, system, user string) (*chat.Reply, error) {
+	return m.Generate(ctx, chat.Request{
+		Model:    model,
+		System:   system,
+		Messages: []history.Message{{Role: history.RoleUser, Content: user}},
+	}, nil)
 }

@@ -118,14 +118,6 @@ func readPackage(path string) (*WordVectors, error) {
 	return wv, nil
 }
 
-func expectDelim(dec *json.Decoder, d json.Delim) error {
-	t, err := dec.Token()
-	if err == nil && t != d {
-		err = fmt.Errorf("%v where %v was expected", t, d)
-	}
-	return err
-}
-
 // readVectors reads the "vectors" object, keeping the maxWords most
 // frequent words, in that order.
 func (wv *WordVectors) readVectors(dec *json.Decoder) error {
@@ -158,6 +150,14 @@ func (wv *WordVectors) readVectors(dec *json.Decoder) error {
 		}
 	}
 	return expectDelim(dec, '}')
+}
+
+func expectDelim(dec *json.Decoder, d json.Delim) error {
+	t, err := dec.Token()
+	if err == nil && t != d {
+		err = fmt.Errorf("%v where %v was expected", t, d)
+	}
+	return err
 }
 
 // isWord reports whether w is a word the stand-in looks up: letters only.

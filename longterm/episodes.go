@@ -85,6 +85,64 @@ func (h *History) DueAt(now time.Time) time.Time {
 	return due
 }
 
+// ageOut moves episodes older than the recent tier into their months'
+// notes, and notes older than the middle tier into the background, as of
+// now. It reports what changed.
+func (h *History) ageOut(now time.Time) (changed bool) {
+	cutoff := now.Add(-recentDays * 24 * time.Hour)
+	kept := h.Episodes[:0:0]
+	for _, e := range h.Episodes {
+		if e.At.After(cutoff) {
+			kept = append(kept, e)
+			continue
+		}
+		h.noteFor(monthOf(e.At)).add(e)
+		changed = true
+	}
+	h.Episodes = kept
+	oldest := monthOf(now.AddDate(0, -monthsKept, 0))
+	notes := h.Notes[:0:0]
+	for _, n := range h.Notes {
+		if n.Month >= oldest {
+			notes = append(notes, n)
+			continue
+		}
+		if n.Text != "" { // a note with no text yet has nothing to give the background
+			h.Background = append(h.Background, MonthNote{Month: n.Month, Text: n.Text, Sessions: n.Sessions})
+			h.EarlierStale = true
+		}
+		changed = true
+	}
+	h.Notes = notes
+	slices.SortFunc(h.Background, func(a, b MonthNote) int { return strings.Compare(b.Month, a.Month) })
+	if len(h.Background) > maxBackground {
+		h.Background = h.Background[:maxBackground] // the oldest fade: Earlier is made again without them
+		h.EarlierStale = true
+	}
+	return changed
+}
+
+// see records session activity: the session's episode in the recent tier
+// (moved there from a month's note if it was active again).
+func (h *History) see(e Episode) {
+	for i := range h.Notes {
+		before := len(h.Notes[i].Episodes)
+		h.Notes[i].Episodes = slices.DeleteFunc(h.Notes[i].Episodes, func(x Episode) bool { return x.SessionID == e.SessionID })
+		if len(h.Notes[i].Episodes) != before {
+			h.Notes[i].Stale = true
+		}
+	}
+	h.Episodes = slices.DeleteFunc(h.Episodes, func(x Episode) bool { return x.SessionID == e.SessionID })
+	h.Episodes = append(h.Episodes, e)
+	slices.SortFunc(h.Episodes, func(a, b Episode) int { return b.At.Compare(a.At) })
+	if len(h.Episodes) > maxEpisodes {
+		for _, old := range h.Episodes[maxEpisodes:] { // the oldest leave for their months early
+			h.noteFor(monthOf(old.At)).add(old)
+		}
+		h.Episodes = h.Episodes[:maxEpisodes]
+	}
+}
+
 // Tier is one tier of the history.
 type Tier struct {
 	Text      string     `json:"text" firestore:"text"`
@@ -132,43 +190,6 @@ const (
 // monthOf is t's calendar month, as notes name it.
 func monthOf(t time.Time) string { return t.UTC().Format("2006-01") }
 
-// ageOut moves episodes older than the recent tier into their months'
-// notes, and notes older than the middle tier into the background, as of
-// now. It reports what changed.
-func (h *History) ageOut(now time.Time) (changed bool) {
-	cutoff := now.Add(-recentDays * 24 * time.Hour)
-	kept := h.Episodes[:0:0]
-	for _, e := range h.Episodes {
-		if e.At.After(cutoff) {
-			kept = append(kept, e)
-			continue
-		}
-		h.noteFor(monthOf(e.At)).add(e)
-		changed = true
-	}
-	h.Episodes = kept
-	oldest := monthOf(now.AddDate(0, -monthsKept, 0))
-	notes := h.Notes[:0:0]
-	for _, n := range h.Notes {
-		if n.Month >= oldest {
-			notes = append(notes, n)
-			continue
-		}
-		if n.Text != "" { // a note with no text yet has nothing to give the background
-			h.Background = append(h.Background, MonthNote{Month: n.Month, Text: n.Text, Sessions: n.Sessions})
-			h.EarlierStale = true
-		}
-		changed = true
-	}
-	h.Notes = notes
-	slices.SortFunc(h.Background, func(a, b MonthNote) int { return strings.Compare(b.Month, a.Month) })
-	if len(h.Background) > maxBackground {
-		h.Background = h.Background[:maxBackground] // the oldest fade: Earlier is made again without them
-		h.EarlierStale = true
-	}
-	return changed
-}
-
 // noteFor is the note of month, added if there is none.
 func (h *History) noteFor(month string) *MonthNote {
 	for i := range h.Notes {
@@ -191,27 +212,6 @@ func (n *MonthNote) add(e Episode) {
 		n.Episodes = n.Episodes[:maxNoteEpisodes]
 	}
 	n.Stale = true
-}
-
-// see records session activity: the session's episode in the recent tier
-// (moved there from a month's note if it was active again).
-func (h *History) see(e Episode) {
-	for i := range h.Notes {
-		before := len(h.Notes[i].Episodes)
-		h.Notes[i].Episodes = slices.DeleteFunc(h.Notes[i].Episodes, func(x Episode) bool { return x.SessionID == e.SessionID })
-		if len(h.Notes[i].Episodes) != before {
-			h.Notes[i].Stale = true
-		}
-	}
-	h.Episodes = slices.DeleteFunc(h.Episodes, func(x Episode) bool { return x.SessionID == e.SessionID })
-	h.Episodes = append(h.Episodes, e)
-	slices.SortFunc(h.Episodes, func(a, b Episode) int { return b.At.Compare(a.At) })
-	if len(h.Episodes) > maxEpisodes {
-		for _, old := range h.Episodes[maxEpisodes:] { // the oldest leave for their months early
-			h.noteFor(monthOf(old.At)).add(old)
-		}
-		h.Episodes = h.Episodes[:maxEpisodes]
-	}
 }
 
 // forget removes session id's contribution: its episode, and a background

@@ -97,43 +97,6 @@ func (f *Fact) dropSource(id string) (changed, left bool) {
 	return changed, len(kept) > 0
 }
 
-// Live reports whether the fact may be shown to the model.
-func (f *Fact) Live() bool { return f.InvalidAt == nil }
-
-// Effective is the fact's confidence decayed by the weeks since it was last
-// confirmed. Every live fact decays at the same rate, so their order by
-// effective confidence does not change with time.
-func (f *Fact) Effective(now time.Time, decayPerWeek float64) float64 {
-	weeks := now.Sub(f.LastConfirmedAt).Hours() / (24 * 7)
-	return math.Max(0, f.Confidence-decayPerWeek*math.Max(0, weeks))
-}
-
-// ProfileField is one part of the profile.
-type ProfileField struct {
-	Text      string     `json:"text" firestore:"text"`
-	UpdatedAt *time.Time `json:"updatedAt" firestore:"updatedAt"`
-	// SessionID is the session the text was learned from; empty when the
-	// user wrote it. It goes when that session is purged.
-	SessionID string `json:"sessionId,omitempty" firestore:"sessionId,omitempty"`
-}
-
-// Profile is a short picture of the user.
-type Profile struct {
-	Work     ProfileField `json:"work"`     // work context
-	Personal ProfileField `json:"personal"` // personal context and preferences
-	Focus    ProfileField `json:"focus"`    // current focus
-}
-
-func (p *Profile) fields() []struct {
-	label string
-	f     *ProfileField
-} {
-	return []struct {
-		label string
-		f     *ProfileField
-	}{{"Work", &p.Work}, {"Personal", &p.Personal}, {"Current focus", &p.Focus}}
-}
-
 // User is a user's memory document: the switch, the profile, the live
 // facts (at most MaxFacts short sentences: one read brings them all) and
 // the block the model sees, precomputed whenever memory changes.
@@ -195,17 +158,6 @@ func DefaultSettings() Settings {
 	return Settings{Threshold: 0.7, MaxFacts: 100, DecayPerWeek: 0.01, BlockTokens: 2000, EveryK: 6, Similar: 0.5, MaxContent: 300, Merge: 0.9, HistoryShare: 0.3}
 }
 
-// words is the set of content words of s, for similarity.
-func words(s string) map[string]bool {
-	out := map[string]bool{}
-	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
-		if len(w) > 2 && !stop[w] {
-			out[w] = true
-		}
-	}
-	return out
-}
-
 var stop = map[string]bool{"the": true, "and": true, "for": true, "with": true, "that": true, "this": true,
 	"user": true, "users": true, "are": true, "was": true, "has": true, "have": true, "their": true, "they": true, "not": true}
 
@@ -228,6 +180,24 @@ func Similarity(a, b string) float64 {
 	return float64(inter) / float64(min(len(wa), len(wb)))
 }
 
+// words is the set of content words of s, for similarity.
+func words(s string) map[string]bool {
+	out := map[string]bool{}
+	for _, w := range strings.FieldsFunc(strings.ToLower(s), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsDigit(r) }) {
+		if len(w) > 2 && !stop[w] {
+			out[w] = true
+		}
+	}
+	return out
+}
+
+// BuildBlock renders the memory block: the profile first, then live facts
+// by effective confidence, cut so that it never exceeds capTokens.
+func BuildBlock(u *User, facts []Fact, now time.Time, s Settings, tok TokenCounter) (string, int) {
+	text, n, _ := buildBlock(u, byEffective(facts, now, s.DecayPerWeek), s, tok)
+	return text, n
+}
+
 // byEffective orders live facts by effective confidence, highest first.
 func byEffective(facts []Fact, now time.Time, decay float64) []Fact {
 	var live []Fact
@@ -246,23 +216,15 @@ func byEffective(facts []Fact, now time.Time, decay float64) []Fact {
 	return live
 }
 
-// TokenCounter counts the tokens of a text.
-type TokenCounter interface {
-	Text(model, s string) int
-}
+// Live reports whether the fact may be shown to the model.
+func (f *Fact) Live() bool { return f.InvalidAt == nil }
 
-// blockTokens counts s for both encodings in use (o200k for the gpt-4o
-// generation, cl100k for gpt-4 and gpt-3.5) and keeps the larger, so the
-// block's cap holds whatever model a session uses.
-func blockTokens(tok TokenCounter, s string) int {
-	return max(tok.Text("gpt-4o", s), tok.Text("gpt-4", s))
-}
-
-// BuildBlock renders the memory block: the profile first, then live facts
-// by effective confidence, cut so that it never exceeds capTokens.
-func BuildBlock(u *User, facts []Fact, now time.Time, s Settings, tok TokenCounter) (string, int) {
-	text, n, _ := buildBlock(u, byEffective(facts, now, s.DecayPerWeek), s, tok)
-	return text, n
+// Effective is the fact's confidence decayed by the weeks since it was last
+// confirmed. Every live fact decays at the same rate, so their order by
+// effective confidence does not change with time.
+func (f *Fact) Effective(now time.Time, decayPerWeek float64) float64 {
+	weeks := now.Sub(f.LastConfirmedAt).Hours() / (24 * 7)
+	return math.Max(0, f.Confidence-decayPerWeek*math.Max(0, weeks))
 }
 
 // buildBlock renders the profile, then facts in the order given, within
@@ -284,6 +246,60 @@ func buildBlock(u *User, facts []Fact, s Settings, tok TokenCounter) (text strin
 	}
 	text, tokens, kept := fitLines(prompts.MemoryHeader, lines, s.BlockTokens, count)
 	return text, tokens, kept < len(lines)
+}
+
+// ProfileField is one part of the profile.
+type ProfileField struct {
+	Text      string     `json:"text" firestore:"text"`
+	UpdatedAt *time.Time `json:"updatedAt" firestore:"updatedAt"`
+	// SessionID is the session the text was learned from; empty when the
+	// user wrote it. It goes when that session is purged.
+	SessionID string `json:"sessionId,omitempty" firestore:"sessionId,omitempty"`
+}
+
+// Profile is a short picture of the user.
+type Profile struct {
+	Work     ProfileField `json:"work"`     // work context
+	Personal ProfileField `json:"personal"` // personal context and preferences
+	Focus    ProfileField `json:"focus"`    // current focus
+}
+
+func (p *Profile) fields() []struct {
+	label string
+	f     *ProfileField
+} {
+	return []struct {
+		label string
+		f     *ProfileField
+	}{{"Work", &p.Work}, {"Personal", &p.Personal}, {"Current focus", &p.Focus}}
+}
+
+// TokenCounter counts the tokens of a text.
+type TokenCounter interface {
+	Text(model, s string) int
+}
+
+// blockTokens counts s for both encodings in use (o200k for the gpt-4o
+// generation, cl100k for gpt-4 and gpt-3.5) and keeps the larger, so the
+// block's cap holds whatever model a session uses.
+func blockTokens(tok TokenCounter, s string) int {
+	return max(tok.Text("gpt-4o", s), tok.Text("gpt-4", s))
+}
+
+// historyLines are the tiers of h that fit within limit tokens, newest
+// tier first, one line each.
+func historyLines(h *History, limit int, count func(string) int) []string {
+	var lines []string
+	for i, t := range []Tier{h.Recent, h.Months, h.Earlier} {
+		if text := strings.TrimSpace(t.Text); text != "" {
+			lines = append(lines, "- "+prompts.HistoryLabels[i]+": "+text)
+		}
+	}
+	if len(lines) == 0 || limit <= 0 {
+		return nil
+	}
+	_, _, kept := fitLines("", lines, limit, count)
+	return lines[:kept]
 }
 
 // fitLines returns header with the longest prefix of lines (each on a line
@@ -327,22 +343,6 @@ func fitLines(header string, lines []string, limit int, count func(string) int) 
 		return header, n, 0
 	}
 	return text(k), counts[k], k
-}
-
-// historyLines are the tiers of h that fit within limit tokens, newest
-// tier first, one line each.
-func historyLines(h *History, limit int, count func(string) int) []string {
-	var lines []string
-	for i, t := range []Tier{h.Recent, h.Months, h.Earlier} {
-		if text := strings.TrimSpace(t.Text); text != "" {
-			lines = append(lines, "- "+prompts.HistoryLabels[i]+": "+text)
-		}
-	}
-	if len(lines) == 0 || limit <= 0 {
-		return nil
-	}
-	_, _, kept := fitLines("", lines, limit, count)
-	return lines[:kept]
 }
 
 func clip(s string, n int) string {

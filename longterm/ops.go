@@ -27,74 +27,6 @@ type HistoryView struct {
 	RolledUpAt *time.Time `json:"rolledUpAt"`
 }
 
-func viewOf(h *History) HistoryView {
-	v := HistoryView{Recent: h.Recent, Months: h.Months, Earlier: h.Earlier}
-	for _, t := range []*Tier{&v.Recent, &v.Months, &v.Earlier} {
-		if t.Sessions == nil {
-			t.Sessions = []string{}
-		}
-	}
-	if !h.RolledUpAt.IsZero() {
-		at := h.RolledUpAt
-		v.RolledUpAt = &at
-	}
-	return v
-}
-
-// FactView is a live fact with its confidence as it stands now.
-type FactView struct {
-	Fact
-	Effective float64 `json:"effectiveConfidence"`
-}
-
-// Get returns the user's profile and live facts, by effective confidence.
-func (svc *Service) Get(ctx context.Context, userID string) (*View, error) {
-	u, err := svc.Repo.GetUser(ctx, userID)
-	if err != nil {
-		return nil, err
-	}
-	now := svc.now()
-	v := &View{Enabled: !u.Disabled, Profile: u.Profile, History: viewOf(&u.History), BlockTokens: u.BlockTokens, Facts: []FactView{}}
-	for _, f := range byEffective(u.Facts, now, svc.Settings.DecayPerWeek) {
-		v.Facts = append(v.Facts, FactView{Fact: f, Effective: f.Effective(now, svc.Settings.DecayPerWeek)})
-	}
-	return v, nil
-}
-
-// errUnchanged tells change that fn changed nothing: nothing is saved.
-var errUnchanged = errors.New("longterm: unchanged")
-
-// change applies fn to the user's memory and saves it with a fresh block,
-// retrying when another change landed meanwhile.
-func (svc *Service) change(ctx context.Context, userID string, fn func(u *User) (Change, error)) error {
-	for attempt := 0; ; attempt++ {
-		u, err := svc.Repo.GetUser(ctx, userID)
-		if err != nil {
-			return err
-		}
-		c, err := fn(u)
-		if errors.Is(err, errUnchanged) {
-			return nil
-		}
-		if err != nil {
-			return err
-		}
-		err = svc.save(ctx, u, c)
-		if errs.CodeOf(err) != errs.ECONFLICT || attempt == 2 {
-			return err
-		}
-	}
-}
-
-// SetEnabled turns the user's memory on or off. Off, nothing is learned and
-// nothing is shown to the model; what was learned stays until forgotten.
-func (svc *Service) SetEnabled(ctx context.Context, userID string, on bool) error {
-	return svc.change(ctx, userID, func(u *User) (Change, error) {
-		u.Disabled = !on
-		return Change{KeepFacts: true}, nil
-	})
-}
-
 // ProfilePatch changes parts of the profile; nil leaves a part as it is.
 type ProfilePatch struct {
 	Work     *string `json:"work,omitempty"`
@@ -222,6 +154,15 @@ func (svc *Service) ForgetAll(ctx context.Context, userID string) error {
 	return nil
 }
 
+// SetEnabled turns the user's memory on or off. Off, nothing is learned and
+// nothing is shown to the model; what was learned stays until forgotten.
+func (svc *Service) SetEnabled(ctx context.Context, userID string, on bool) error {
+	return svc.change(ctx, userID, func(u *User) (Change, error) {
+		u.Disabled = !on
+		return Change{KeepFacts: true}, nil
+	})
+}
+
 // ExportUser returns everything the user's memory holds, superseded facts
 // included.
 func (svc *Service) ExportUser(ctx context.Context, userID string) (any, error) {
@@ -307,4 +248,63 @@ func (svc *Service) UpdateHistory(ctx context.Context, userID string, p HistoryP
 		return nil, err
 	}
 	return svc.Get(ctx, userID)
+}
+
+// FactView is a live fact with its confidence as it stands now.
+type FactView struct {
+	Fact
+	Effective float64 `json:"effectiveConfidence"`
+}
+
+// Get returns the user's profile and live facts, by effective confidence.
+func (svc *Service) Get(ctx context.Context, userID string) (*View, error) {
+	u, err := svc.Repo.GetUser(ctx, userID)
+	if err != nil {
+		return nil, err
+	}
+	now := svc.now()
+	v := &View{Enabled: !u.Disabled, Profile: u.Profile, History: viewOf(&u.History), BlockTokens: u.BlockTokens, Facts: []FactView{}}
+	for _, f := range byEffective(u.Facts, now, svc.Settings.DecayPerWeek) {
+		v.Facts = append(v.Facts, FactView{Fact: f, Effective: f.Effective(now, svc.Settings.DecayPerWeek)})
+	}
+	return v, nil
+}
+
+func viewOf(h *History) HistoryView {
+	v := HistoryView{Recent: h.Recent, Months: h.Months, Earlier: h.Earlier}
+	for _, t := range []*Tier{&v.Recent, &v.Months, &v.Earlier} {
+		if t.Sessions == nil {
+			t.Sessions = []string{}
+		}
+	}
+	if !h.RolledUpAt.IsZero() {
+		at := h.RolledUpAt
+		v.RolledUpAt = &at
+	}
+	return v
+}
+
+// errUnchanged tells change that fn changed nothing: nothing is saved.
+var errUnchanged = errors.New("longterm: unchanged")
+
+// change applies fn to the user's memory and saves it with a fresh block,
+// retrying when another change landed meanwhile.
+func (svc *Service) change(ctx context.Context, userID string, fn func(u *User) (Change, error)) error {
+	for attempt := 0; ; attempt++ {
+		u, err := svc.Repo.GetUser(ctx, userID)
+		if err != nil {
+			return err
+		}
+		c, err := fn(u)
+		if errors.Is(err, errUnchanged) {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		err = svc.save(ctx, u, c)
+		if errs.CodeOf(err) != errs.ECONFLICT || attempt == 2 {
+			return err
+		}
+	}
 }

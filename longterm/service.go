@@ -85,8 +85,6 @@ type Service struct {
 	HistoryModel string
 }
 
-func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }
-
 // Block returns the user's memory block and its tokens: one read, whatever
 // the user knows. It is empty when memory is off or holds nothing.
 func (svc *Service) Block(ctx context.Context, userID string) (string, int, error) {
@@ -270,6 +268,8 @@ func (svc *Service) save(ctx context.Context, u *User, c Change) error {
 	u.UpdatedAt = now
 	return svc.Repo.SaveMemory(ctx, u.UserID, u.Version, u, c)
 }
+
+func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }
 
 // malformed logs output the model got wrong and ignores it: memory stays
 // as it was, and the batch counts as done. The log says what was wrong in

@@ -57,6 +57,28 @@ func SummaryMessage(endSeq int, summary string) string {
 	return fmt.Sprintf(summaryHeader, endSeq) + summary
 }
 
+// SummaryRequest is the user text of a summary request: the summary so far
+// (if any), then the new messages.
+func SummaryRequest(previous string, msgs []Quote) string {
+	var b strings.Builder
+	if previous != "" {
+		b.WriteString("Summary so far:\n" + previous + "\n\n")
+	} else {
+		b.WriteString("There is no summary yet.\n\n")
+	}
+	b.WriteString("New messages:\n")
+	for _, m := range msgs {
+		b.WriteString(m.Line())
+		b.WriteByte('\n')
+	}
+	return b.String()
+}
+
+// TitleRequest is the user text of a title request: the first exchange.
+func TitleRequest(user, reply string) string {
+	return Quote{Role: "user", Text: user}.Line() + "\n" + Quote{Role: "assistant", Text: reply}.Line()
+}
+
 // MaxQuoted bounds how much of one message a summary or title request
 // quotes, so each request costs a bounded amount.
 const MaxQuoted = 4000
@@ -82,28 +104,6 @@ func (q Quote) Line() string {
 		return "assistant called " + strings.Join(q.Calls, ", ") + " " + text
 	}
 	return q.Role + ": " + text
-}
-
-// SummaryRequest is the user text of a summary request: the summary so far
-// (if any), then the new messages.
-func SummaryRequest(previous string, msgs []Quote) string {
-	var b strings.Builder
-	if previous != "" {
-		b.WriteString("Summary so far:\n" + previous + "\n\n")
-	} else {
-		b.WriteString("There is no summary yet.\n\n")
-	}
-	b.WriteString("New messages:\n")
-	for _, m := range msgs {
-		b.WriteString(m.Line())
-		b.WriteByte('\n')
-	}
-	return b.String()
-}
-
-// TitleRequest is the user text of a title request: the first exchange.
-func TitleRequest(user, reply string) string {
-	return Quote{Role: "user", Text: user}.Line() + "\n" + Quote{Role: "assistant", Text: reply}.Line()
 }
 
 // ProfileLine is one part of the user's profile as an extraction request

@@ -39,23 +39,6 @@ const (
 // (Porter2) English stemmer.
 const Lexicon = 2
 
-// Terms returns the terms of text, in order, repeats included: its words
-// lower-cased, English stop words and lone letters out, each stemmed by
-// the Snowball English stemmer ("swimming" and "swim" are one term,
-// "hotels" and "hotel", "cities" and "city"). A rare word is stemmed the
-// same way in a unit and in a query, so it is still found.
-func Terms(text string) []string {
-	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
-	out := make([]string, 0, len(words))
-	for _, w := range words {
-		if stopWords[w] || (len(w) == 1 && !unicode.IsNumber([]rune(w)[0])) {
-			continue
-		}
-		out = append(out, english.Stem(w, false))
-	}
-	return out
-}
-
 // Bag is what the lexical leg keeps of a unit: its distinct terms (at
 // most MaxUnitTerms), how often each occurs, its length in terms, and the
 // Lexicon that made them.
@@ -98,6 +81,23 @@ func QueryTerms(query string) []string {
 	if len(out) > MaxQueryTerms {
 		sort.SliceStable(out, func(i, j int) bool { return len(out[i]) > len(out[j]) })
 		out = out[:MaxQueryTerms]
+	}
+	return out
+}
+
+// Terms returns the terms of text, in order, repeats included: its words
+// lower-cased, English stop words and lone letters out, each stemmed by
+// the Snowball English stemmer ("swimming" and "swim" are one term,
+// "hotels" and "hotel", "cities" and "city"). A rare word is stemmed the
+// same way in a unit and in a query, so it is still found.
+func Terms(text string) []string {
+	words := strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) && !unicode.IsNumber(r) })
+	out := make([]string, 0, len(words))
+	for _, w := range words {
+		if stopWords[w] || (len(w) == 1 && !unicode.IsNumber([]rune(w)[0])) {
+			continue
+		}
+		out = append(out, english.Stem(w, false))
 	}
 	return out
 }

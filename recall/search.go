@@ -48,26 +48,6 @@ const (
 	perTerm = 40
 )
 
-// CheckSearch refuses a search that could find nothing as asked, naming
-// the parameter at fault.
-func CheckSearch(query, sessionID string, limit int) error {
-	query = strings.TrimSpace(query)
-	switch {
-	case query == "":
-		return errs.Errorf(errs.EINVALID, "q: a search needs some text")
-	case utf8.RuneCountInString(query) > MaxQueryChars:
-		return errs.Errorf(errs.EINVALID, "q: at most %d characters", MaxQueryChars)
-	case limit < 1 || limit > MaxResults:
-		return errs.Errorf(errs.EINVALID, "limit: from 1 to %d", MaxResults)
-	}
-	if sessionID != "" {
-		if err := sessions.CheckID(sessionID); err != nil {
-			return errs.Errorf(errs.EINVALID, "sessionId: %s", errs.Message(err))
-		}
-	}
-	return nil
-}
-
 // Search returns userID's best matches for query, in sessionID only if it
 // is set, from their active and archived sessions, on each session's
 // active branch, best first. Two legs run side by side: by words (BM25
@@ -90,6 +70,26 @@ func (svc *Service) Search(ctx context.Context, userID, query, sessionID string,
 		return nil, err
 	}
 	return rank(got, userID, phrase, quoted, limit), nil
+}
+
+// CheckSearch refuses a search that could find nothing as asked, naming
+// the parameter at fault.
+func CheckSearch(query, sessionID string, limit int) error {
+	query = strings.TrimSpace(query)
+	switch {
+	case query == "":
+		return errs.Errorf(errs.EINVALID, "q: a search needs some text")
+	case utf8.RuneCountInString(query) > MaxQueryChars:
+		return errs.Errorf(errs.EINVALID, "q: at most %d characters", MaxQueryChars)
+	case limit < 1 || limit > MaxResults:
+		return errs.Errorf(errs.EINVALID, "limit: from 1 to %d", MaxResults)
+	}
+	if sessionID != "" {
+		if err := sessions.CheckID(sessionID); err != nil {
+			return errs.Errorf(errs.EINVALID, "sessionId: %s", errs.Message(err))
+		}
+	}
+	return nil
 }
 
 // rank turns what retrieval found for userID into results: a unit of

@@ -20,6 +20,12 @@ type Service struct {
 // about).
 const maxEmbedChars = 16000
 
+// excerpt is m as a unit keeps it: its first n bytes (whole runes).
+func excerpt(m *history.Message, n int) Excerpt {
+	c := clip(m.Content, n)
+	return Excerpt{ID: m.ID, Seq: m.Seq, Content: c, Clipped: len(c) < len(m.Content), CreatedAt: m.CreatedAt}
+}
+
 func clip(s string, n int) string {
 	if len(s) <= n {
 		return s
@@ -28,12 +34,6 @@ func clip(s string, n int) string {
 		n--
 	}
 	return s[:n]
-}
-
-// excerpt is m as a unit keeps it: its first n bytes (whole runes).
-func excerpt(m *history.Message, n int) Excerpt {
-	c := clip(m.Content, n)
-	return Excerpt{ID: m.ID, Seq: m.Seq, Content: c, Clipped: len(c) < len(m.Content), CreatedAt: m.CreatedAt}
 }
 
 // Index embeds the units of msgs (see Units) of session s in one request

@@ -39,17 +39,6 @@ func (u Unit) id() string {
 	return u.Tools[0].ID
 }
 
-// texts are what u is weighed by, in order: question, tool results, reply.
-func (u Unit) texts() []string {
-	var out []string
-	for _, m := range slices.Concat([]*history.Message{u.Question}, u.Tools, []*history.Message{u.Reply}) {
-		if m != nil {
-			out = append(out, clip(m.Content, maxEmbedChars/(2+len(u.Tools))))
-		}
-	}
-	return out
-}
-
 // text is what u is embedded as.
 func (u Unit) text() string { return strings.Join(u.texts(), "\n") }
 
@@ -66,6 +55,17 @@ func (u Unit) exchange(s *sessions.Session, model string) Exchange {
 		x.Tools = append(x.Tools, excerpt(m, maxToolExcerpt))
 	}
 	return x
+}
+
+// texts are what u is weighed by, in order: question, tool results, reply.
+func (u Unit) texts() []string {
+	var out []string
+	for _, m := range slices.Concat([]*history.Message{u.Question}, u.Tools, []*history.Message{u.Reply}) {
+		if m != nil {
+			out = append(out, clip(m.Content, maxEmbedChars/(2+len(u.Tools))))
+		}
+	}
+	return out
 }
 
 // Units are the units of search of msgs (a session's, every branch's: a

@@ -53,9 +53,6 @@ type Backlog struct {
 	ToTrim int `json:"toTrim"`
 }
 
-// Total is the backlog in sessions.
-func (b Backlog) Total() int { return b.ToSoftDelete + b.ToPurge + b.PurgesPending + b.ToTrim }
-
 // Action is one change a dry run would make.
 type Action struct {
 	SessionID string          `json:"sessionId"`
@@ -100,5 +97,8 @@ func (sw *Sweeper) log(ctx context.Context, r *Report, err error) {
 		sw.Log.InfoContext(ctx, "retention sweep", attrs...)
 	}
 }
+
+// Total is the backlog in sessions.
+func (b Backlog) Total() int { return b.ToSoftDelete + b.ToPurge + b.PurgesPending + b.ToTrim }
 
 func round1(f float64) float64 { return math.Round(f*10) / 10 }

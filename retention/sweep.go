@@ -86,56 +86,6 @@ func NewSweeper(repo Repo) *Sweeper {
 	return &Sweeper{Repo: repo, Policy: sessions.DefaultPolicy(), Now: time.Now, Budget: 8 * time.Minute, PageSize: 500}
 }
 
-// errSkip ends a transaction that found the session no longer due.
-var errSkip = errors.New("retention: no longer due")
-
-// stopMargin is the share of the budget kept back to stop cleanly.
-const stopMargin = 10
-
-// softDeleteWorkers is how many soft-deletes run at once (each is a
-// transaction on its own session, so they do not contend).
-const softDeleteWorkers = 16
-
-// work is one kind of due work: sessions in a status, and what to do.
-type work struct {
-	status    sessions.Status
-	action    sessions.Action
-	cursor    *Cursor
-	queued    []*sessions.Session // found due and not handled yet
-	exhausted bool                // no more due sessions past cursor
-	done      bool
-}
-
-// queryPages is how many pages of due sessions one query finds: a query
-// costs a read per session found wherever it is, but its own round trip
-// (and, on the emulator, a scan of every session) per call, so a few
-// large queries beat many small ones; the sessions are still handled a
-// page at a time, each kind in turn.
-const queryPages = 10
-
-// next returns k's next page of due sessions at now, querying for
-// queryPages pages when none is queued.
-func (sw *Sweeper) next(ctx context.Context, k *work, now time.Time) ([]*sessions.Session, error) {
-	if len(k.queued) == 0 && !k.exhausted {
-		found, err := sw.Repo.ExpiredSessions(ctx, k.status, now, k.cursor, queryPages*sw.pageSize())
-		if err != nil {
-			return nil, err
-		}
-		if len(found) < queryPages*sw.pageSize() {
-			k.exhausted = true
-		} else {
-			last := found[len(found)-1]
-			k.cursor = &Cursor{ExpiresAt: last.ExpiresAt, ID: last.ID}
-		}
-		k.queued = found
-	}
-	n := min(sw.pageSize(), len(k.queued))
-	page := k.queued[:n]
-	k.queued = k.queued[n:]
-	k.done = k.exhausted && len(k.queued) == 0
-	return page, nil
-}
-
 // Run sweeps once. Cut-off purges are finished first; then the kinds of
 // work (purges of sessions past their recovery window, soft-deletes of
 // idle and of long-archived sessions, trims of histories past their
@@ -201,15 +151,6 @@ func (sw *Sweeper) Run(ctx context.Context, dryRun bool) (*Report, error) {
 	}
 	sw.log(ctx, r, err)
 	return r, err
-}
-
-var errOutOfTime = errors.New("retention: out of time")
-
-func (sw *Sweeper) pageSize() int {
-	if sw.PageSize > 0 {
-		return sw.PageSize
-	}
-	return 500
 }
 
 func (sw *Sweeper) resumePurges(ctx context.Context, r *Report, dryRun bool, out func() bool) error {
@@ -313,6 +254,65 @@ func (sw *Sweeper) page(ctx context.Context, r *Report, now time.Time, k *work, 
 		return errOutOfTime
 	}
 	return nil
+}
+
+// errSkip ends a transaction that found the session no longer due.
+var errSkip = errors.New("retention: no longer due")
+
+// stopMargin is the share of the budget kept back to stop cleanly.
+const stopMargin = 10
+
+// softDeleteWorkers is how many soft-deletes run at once (each is a
+// transaction on its own session, so they do not contend).
+const softDeleteWorkers = 16
+
+// work is one kind of due work: sessions in a status, and what to do.
+type work struct {
+	status    sessions.Status
+	action    sessions.Action
+	cursor    *Cursor
+	queued    []*sessions.Session // found due and not handled yet
+	exhausted bool                // no more due sessions past cursor
+	done      bool
+}
+
+// queryPages is how many pages of due sessions one query finds: a query
+// costs a read per session found wherever it is, but its own round trip
+// (and, on the emulator, a scan of every session) per call, so a few
+// large queries beat many small ones; the sessions are still handled a
+// page at a time, each kind in turn.
+const queryPages = 10
+
+// next returns k's next page of due sessions at now, querying for
+// queryPages pages when none is queued.
+func (sw *Sweeper) next(ctx context.Context, k *work, now time.Time) ([]*sessions.Session, error) {
+	if len(k.queued) == 0 && !k.exhausted {
+		found, err := sw.Repo.ExpiredSessions(ctx, k.status, now, k.cursor, queryPages*sw.pageSize())
+		if err != nil {
+			return nil, err
+		}
+		if len(found) < queryPages*sw.pageSize() {
+			k.exhausted = true
+		} else {
+			last := found[len(found)-1]
+			k.cursor = &Cursor{ExpiresAt: last.ExpiresAt, ID: last.ID}
+		}
+		k.queued = found
+	}
+	n := min(sw.pageSize(), len(k.queued))
+	page := k.queued[:n]
+	k.queued = k.queued[n:]
+	k.done = k.exhausted && len(k.queued) == 0
+	return page, nil
+}
+
+var errOutOfTime = errors.New("retention: out of time")
+
+func (sw *Sweeper) pageSize() int {
+	if sw.PageSize > 0 {
+		return sw.PageSize
+	}
+	return 500
 }
 
 // softDeleteBatch is how many of one user's sessions one call of

@@ -63,13 +63,6 @@ type TrimAction struct {
 	Messages    int       `json:"messages"`
 }
 
-func (sw *Sweeper) trimPageSize() int {
-	if sw.TrimPageSize > 0 {
-		return sw.TrimPageSize
-	}
-	return 200
-}
-
 // trimWorkers is how many sessions are trimmed at once.
 const trimWorkers = 8
 
@@ -183,6 +176,13 @@ func (sw *Sweeper) trim(ctx context.Context, s *sessions.Session, now time.Time,
 		}
 	}
 	return nil, deleted, nil
+}
+
+func (sw *Sweeper) trimPageSize() int {
+	if sw.TrimPageSize > 0 {
+		return sw.TrimPageSize
+	}
+	return 200
 }
 
 // trimPoint is the seq from which s's history is kept at cutoff, and

@@ -32,19 +32,6 @@ type TransitionError struct {
 	From   Status
 }
 
-func (e *TransitionError) Error() string {
-	return "cannot " + string(e.Action) + " a session that is " + string(e.From)
-}
-
-// Next returns the status action leads to from status from.
-func Next(from Status, action Action) (Status, error) {
-	if to, ok := lifecycle[action][from]; ok {
-		return to, nil
-	}
-	te := &TransitionError{Action: action, From: from}
-	return "", &errs.Error{Code: errs.EPRECONDITION, Message: te.Error(), Err: te}
-}
-
 // Apply moves s through action at now, setting the timestamps that go with
 // the new status and the moment retention will next act on it. Purge only
 // checks that it is allowed: the store removes the session.
@@ -69,6 +56,19 @@ func (s *Session) Apply(action Action, now time.Time, p Policy) error {
 	}
 	s.ExpiresAt = p.ExpiresAt(s)
 	return nil
+}
+
+// Next returns the status action leads to from status from.
+func Next(from Status, action Action) (Status, error) {
+	if to, ok := lifecycle[action][from]; ok {
+		return to, nil
+	}
+	te := &TransitionError{Action: action, From: from}
+	return "", &errs.Error{Code: errs.EPRECONDITION, Message: te.Error(), Err: te}
+}
+
+func (e *TransitionError) Error() string {
+	return "cannot " + string(e.Action) + " a session that is " + string(e.From)
 }
 
 // Touch records activity (new messages) at now and moves expiry forward.

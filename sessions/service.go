@@ -74,22 +74,10 @@ type Service struct {
 	Models []string
 }
 
-// checkContext validates context settings for a session of model.
-func (svc *Service) checkContext(m ContextSettings, model string) error {
-	if svc.ContextWindow != nil {
-		if err := m.checkBudget(min(svc.ContextWindow(model), MaxBudgetTokens), model); err != nil {
-			return err
-		}
-	}
-	return m.Validate()
-}
-
 // NewService returns a service with the default policy and the system clock.
 func NewService(repo Repo, defaultModel string) *Service {
 	return &Service{Repo: repo, Policy: DefaultPolicy(), Now: time.Now, DefaultModel: defaultModel, MaxInstructionsChars: DefaultMaxInstructionsChars}
 }
-
-func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }
 
 // CreateInput is what a caller may choose when creating a session.
 type CreateInput struct {
@@ -209,14 +197,6 @@ func (svc *Service) Get(ctx context.Context, userID, id string) (*Session, error
 		return nil, err
 	}
 	return s, nil
-}
-
-// CheckOwner returns errs.ENOTFOUND unless userID owns s.
-func (s *Session) CheckOwner(userID string) error {
-	if userID == "" || s.UserID != userID {
-		return NotFound(s.ID)
-	}
-	return nil
 }
 
 // ListRequest asks for one page of the caller's sessions.
@@ -400,6 +380,16 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 	})
 }
 
+// checkContext validates context settings for a session of model.
+func (svc *Service) checkContext(m ContextSettings, model string) error {
+	if svc.ContextWindow != nil {
+		if err := m.checkBudget(min(svc.ContextWindow(model), MaxBudgetTokens), model); err != nil {
+			return err
+		}
+	}
+	return m.Validate()
+}
+
 // SetGeneratedTitle gives the session a generated title, unless its user
 // has chosen one (which is never overwritten). It reports whether it did.
 func (svc *Service) SetGeneratedTitle(ctx context.Context, id, title string) (bool, error) {
@@ -463,6 +453,16 @@ func (svc *Service) Purge(ctx context.Context, userID, id string) (int, error) {
 		}
 		return s.Apply(ActionPurge, now, svc.Policy)
 	}, svc.Forget)
+}
+
+func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }
+
+// CheckOwner returns errs.ENOTFOUND unless userID owns s.
+func (s *Session) CheckOwner(userID string) error {
+	if userID == "" || s.UserID != userID {
+		return NotFound(s.ID)
+	}
+	return nil
 }
 
 func checkUser(userID string) error {

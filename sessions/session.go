@@ -219,14 +219,6 @@ func (m *Metadata) UnmarshalJSON(data []byte) error {
 	return strictjson.Decode(data, (*plain)(m))
 }
 
-var customKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
-
-// ReservedKey reports whether a caller's map key is one Firestore reserves
-// for itself: field names matching __.*__ (such as __name__).
-func ReservedKey(k string) bool {
-	return len(k) >= 4 && strings.HasPrefix(k, "__") && strings.HasSuffix(k, "__")
-}
-
 // Validate checks the sizes and shapes of metadata.
 func (m Metadata) Validate() error {
 	switch {
@@ -256,6 +248,14 @@ func (m Metadata) Validate() error {
 		}
 	}
 	return nil
+}
+
+var customKeyRE = regexp.MustCompile(`^[A-Za-z0-9_.-]{1,64}$`)
+
+// ReservedKey reports whether a caller's map key is one Firestore reserves
+// for itself: field names matching __.*__ (such as __name__).
+func ReservedKey(k string) bool {
+	return len(k) >= 4 && strings.HasPrefix(k, "__") && strings.HasSuffix(k, "__")
 }
 
 // CheckID returns an invalid-argument error for a malformed session id.

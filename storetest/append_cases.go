@@ -12,28 +12,6 @@ import (
 	"github.com/chatmemory/backend/kernel/ids"
 )
 
-// appendsPlan appends drafts as chat.Append plans it, counting n messages
-// against the window and charging tokens; seen records what it was given.
-func appendsPlan(e *Env, q chat.AppendQuery, seen *chat.AppendState, drafts ...history.Draft) func(*chat.AppendState) (*chat.AppendWrite, error) {
-	plan, err := e.History.PlanFor(q.UserID, q.SessionID, q.Key, drafts...)
-	return func(st *chat.AppendState) (*chat.AppendWrite, error) {
-		if err != nil {
-			return nil, err
-		}
-		if seen != nil {
-			*seen = *st
-		}
-		s, t := st.Session.Clone(), st.Tail.Clone()
-		msgs, err := plan(s, t, st.Stored)
-		if err != nil || len(msgs) == 0 {
-			return nil, err
-		}
-		u := st.Usage
-		u.Minute, u.MinuteMessages = 7, u.MinuteMessages+len(msgs)
-		return &chat.AppendWrite{Session: s, Tail: t, Messages: msgs, Window: u, Tokens: 3 * len(msgs)}, nil
-	}
-}
-
 // testAppends: a client's append reads the session, its tail, its key's
 // batch, the window and the day's spend, and writes messages, session,
 // tail, window and spend in one unit; concurrent appends stay gapless.
@@ -135,6 +113,28 @@ func testVersions(t *testing.T, e *Env, turns chat.TurnStore) {
 	}
 	if got := look(q); got != v1 { // given the older version: shown the current one
 		t.Fatalf("an append given %q as IfMatch read %q, want %q", v0, got, v1)
+	}
+}
+
+// appendsPlan appends drafts as chat.Append plans it, counting n messages
+// against the window and charging tokens; seen records what it was given.
+func appendsPlan(e *Env, q chat.AppendQuery, seen *chat.AppendState, drafts ...history.Draft) func(*chat.AppendState) (*chat.AppendWrite, error) {
+	plan, err := e.History.PlanFor(q.UserID, q.SessionID, q.Key, drafts...)
+	return func(st *chat.AppendState) (*chat.AppendWrite, error) {
+		if err != nil {
+			return nil, err
+		}
+		if seen != nil {
+			*seen = *st
+		}
+		s, t := st.Session.Clone(), st.Tail.Clone()
+		msgs, err := plan(s, t, st.Stored)
+		if err != nil || len(msgs) == 0 {
+			return nil, err
+		}
+		u := st.Usage
+		u.Minute, u.MinuteMessages = 7, u.MinuteMessages+len(msgs)
+		return &chat.AppendWrite{Session: s, Tail: t, Messages: msgs, Window: u, Tokens: 3 * len(msgs)}, nil
 	}
 }
 

@@ -223,10 +223,6 @@ func testBadInput(t *testing.T, e *Env) {
 	}
 }
 
-func call(id string) history.ToolCall {
-	return history.ToolCall{ID: id, Type: "function", Function: history.FunctionCall{Name: "lookup", Arguments: `{"q":"` + id + `"}`}}
-}
-
 func testToolExchanges(t *testing.T, e *Env) {
 	ctx := context.Background()
 	s := e.NewSession(t, "alice")
@@ -258,6 +254,10 @@ func testToolExchanges(t *testing.T, e *Env) {
 	if len(all) != 9 || len(all[1].ToolCalls) != 2 || all[1].ToolCalls[1] != call("c2") || all[2].ToolCallID != "c2" {
 		t.Errorf("stored tool exchange = %+v", all)
 	}
+}
+
+func call(id string) history.ToolCall {
+	return history.ToolCall{ID: id, Type: "function", Function: history.FunctionCall{Name: "lookup", Arguments: `{"q":"` + id + `"}`}}
 }
 
 func testPurge(t *testing.T, e *Env) {

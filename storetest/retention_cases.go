@@ -15,14 +15,6 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-func idsOf(ss []*sessions.Session) []string {
-	out := make([]string, len(ss))
-	for i, s := range ss {
-		out[i] = s.ID
-	}
-	return out
-}
-
 // testRetentionRepo: retention.Repo. Expired sessions are listed by
 // ExpiresAt in pages and counted, per status; a batch purge removes the
 // sessions its check accepts, with everything under them, calls forget for
@@ -124,6 +116,14 @@ func testRetentionRepo(t *testing.T, e *Env) {
 	if n, when, ok, err := db.LastBacklog(ctx); !ok || err != nil || n != 7 || !when.Equal(Epoch) {
 		t.Errorf("the saved backlog read back as %d at %v (%v, %v)", n, when, ok, err)
 	}
+}
+
+func idsOf(ss []*sessions.Session) []string {
+	out := make([]string, len(ss))
+	for i, s := range ss {
+		out[i] = s.ID
+	}
+	return out
 }
 
 // testPrivacyRepo: retention.PrivacyRepo's erasure. Deleting a user's

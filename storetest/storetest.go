@@ -37,44 +37,11 @@ var Epoch = time.Date(2026, 1, 15, 9, 0, 0, 0, time.UTC)
 
 var tokens = sync.OnceValues(history.NewTikToken)
 
-// Tokens returns the shared tiktoken counter, loaded once per test binary.
-func Tokens(tb testing.TB) *history.TikToken {
-	tb.Helper()
-	t, err := tokens()
-	if err != nil {
-		tb.Fatal(err)
-	}
-	return t
-}
-
-// NewEnv wires services around db.
-func NewEnv(tb testing.TB, db Backend) *Env {
-	tb.Helper()
-	clock := clocktest.NewClock(Epoch)
-	tok := Tokens(tb)
-	ss := sessions.NewService(db, "gpt-4o-mini")
-	ss.Now = clock.Now
-	hs := history.NewService(db, tok)
-	hs.Now = clock.Now
-	return &Env{DB: db, Clock: clock, Sessions: ss, History: hs, Tokens: tok}
-}
-
 // WantCode fails tb unless err carries code.
 func WantCode(tb testing.TB, err error, code errs.Code) {
 	tb.Helper()
 	if got := errs.CodeOf(err); got != code {
 		tb.Fatalf("error code = %q, want %q (err: %v)", got, code, err)
-	}
-}
-
-// Must fails tb on err.
-func Must[T any](tb testing.TB) func(T, error) T {
-	return func(v T, err error) T {
-		tb.Helper()
-		if err != nil {
-			tb.Fatalf("unexpected error: %v", err)
-		}
-		return v
 	}
 }
 
@@ -89,12 +56,6 @@ func (e *Env) Say(tb testing.TB, s *sessions.Session, role history.Role, content
 	tb.Helper()
 	msgs := Must[[]history.Message](tb)(e.History.Append(context.Background(), s, "", history.Draft{Role: role, Content: content}))
 	return msgs[0]
-}
-
-// Reload reads a session again as its owner.
-func (e *Env) Reload(tb testing.TB, s *sessions.Session) *sessions.Session {
-	tb.Helper()
-	return Must[*sessions.Session](tb)(e.Sessions.Get(context.Background(), s.UserID, s.ID))
 }
 
 // All reads every message of s, of every branch, oldest first.
@@ -150,6 +111,28 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("UpdateSessions", func(t *testing.T) { testUpdateSessions(t, env(t)) })
 }
 
+// NewEnv wires services around db.
+func NewEnv(tb testing.TB, db Backend) *Env {
+	tb.Helper()
+	clock := clocktest.NewClock(Epoch)
+	tok := Tokens(tb)
+	ss := sessions.NewService(db, "gpt-4o-mini")
+	ss.Now = clock.Now
+	hs := history.NewService(db, tok)
+	hs.Now = clock.Now
+	return &Env{DB: db, Clock: clock, Sessions: ss, History: hs, Tokens: tok}
+}
+
+// Tokens returns the shared tiktoken counter, loaded once per test binary.
+func Tokens(tb testing.TB) *history.TikToken {
+	tb.Helper()
+	t, err := tokens()
+	if err != nil {
+		tb.Fatal(err)
+	}
+	return t
+}
+
 // EachBackend runs f once per backend, as parallel subtests named after
 // them; f opens a new, empty backend with open as often as it needs one.
 func EachBackend[S any](t *testing.T, backends map[string]func(*testing.T) S, f func(t *testing.T, open func(*testing.T) S)) {
@@ -171,4 +154,21 @@ func (e *Env) Purge(tb testing.TB, user string, s *sessions.Session) {
 		Must[*sessions.Session](tb)(e.Sessions.Delete(ctx, user, s.ID))
 	}
 	Must[int](tb)(e.Sessions.Purge(ctx, user, s.ID))
+}
+
+// Reload reads a session again as its owner.
+func (e *Env) Reload(tb testing.TB, s *sessions.Session) *sessions.Session {
+	tb.Helper()
+	return Must[*sessions.Session](tb)(e.Sessions.Get(context.Background(), s.UserID, s.ID))
+}
+
+// Must fails tb on err.
+func Must[T any](tb testing.TB) func(T, error) T {
+	return func(v T, err error) T {
+		tb.Helper()
+		if err != nil {
+			tb.Fatalf("unexpected error: %v", err)
+		}
+		return v
+	}
 }

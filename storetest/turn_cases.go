@@ -15,36 +15,6 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// appendPlan is a turn plan that appends one user message under key.
-func appendPlan(e *Env, q chat.TurnQuery, content string) func(*chat.TurnState) (*chat.TurnWrite, error) {
-	return func(st *chat.TurnState) (*chat.TurnWrite, error) {
-		if st.Asked != nil && q.AskedID == "" && q.Key != "" && st.Asked.ClientMessageID == q.Key { // the message under the key is stored already
-			if st.Asked.Content != content {
-				return nil, errs.Errorf(errs.ECONFLICT, "key %q names another message", q.Key)
-			}
-			return nil, nil // an earlier commit of this plan landed, its answer lost
-		}
-		s := st.Session
-		if s == nil {
-			var err error
-			if s, err = e.Sessions.New(q.UserID, sessions.CreateInput{ID: q.SessionID}); err != nil {
-				return nil, err
-			}
-		} else {
-			s = s.Clone()
-		}
-		id := ""
-		if q.Key == "" {
-			id = ids.New()
-		}
-		m, t, err := e.History.AppendOne(s, st.Tail, q.Key, id, history.Draft{Role: history.RoleUser, Content: content})
-		if err != nil {
-			return nil, err
-		}
-		return &chat.TurnWrite{Session: s, Tail: t, Messages: []history.Message{m}, Slot: chat.NoSlot}, nil
-	}
-}
-
 // testTurns: a turn's storage reads and writes what it says in one unit.
 func testTurns(t *testing.T, e *Env) {
 	ctx := context.Background()
@@ -220,4 +190,34 @@ func testDrafts(t *testing.T, e *Env) {
 		t.Fatalf("the draft outlived its turn: %q", read.DraftReplyID)
 	}
 	WantCode(t, drafts.RequestStop(ctx, "alice", id, "r2"), errs.ENOTFOUND)
+}
+
+// appendPlan is a turn plan that appends one user message under key.
+func appendPlan(e *Env, q chat.TurnQuery, content string) func(*chat.TurnState) (*chat.TurnWrite, error) {
+	return func(st *chat.TurnState) (*chat.TurnWrite, error) {
+		if st.Asked != nil && q.AskedID == "" && q.Key != "" && st.Asked.ClientMessageID == q.Key { // the message under the key is stored already
+			if st.Asked.Content != content {
+				return nil, errs.Errorf(errs.ECONFLICT, "key %q names another message", q.Key)
+			}
+			return nil, nil // an earlier commit of this plan landed, its answer lost
+		}
+		s := st.Session
+		if s == nil {
+			var err error
+			if s, err = e.Sessions.New(q.UserID, sessions.CreateInput{ID: q.SessionID}); err != nil {
+				return nil, err
+			}
+		} else {
+			s = s.Clone()
+		}
+		id := ""
+		if q.Key == "" {
+			id = ids.New()
+		}
+		m, t, err := e.History.AppendOne(s, st.Tail, q.Key, id, history.Draft{Role: history.RoleUser, Content: content})
+		if err != nil {
+			return nil, err
+		}
+		return &chat.TurnWrite{Session: s, Tail: t, Messages: []history.Message{m}, Slot: chat.NoSlot}, nil
+	}
 }

@@ -23,41 +23,6 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("%s (HTTP %d): %s", e.message, e.status, e.code)
 }
 
-// errorOf reads an error response's body as the API's error.
-func errorOf(resp *http.Response) error {
-	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
-	var body struct {
-		Error struct{ Code, Message string } `json:"error"`
-	}
-	if json.Unmarshal(b, &body) == nil && body.Error.Message != "" {
-		return &apiError{status: resp.StatusCode, code: body.Error.Code, message: body.Error.Message}
-	}
-	return &apiError{status: resp.StatusCode, message: strings.Join(strings.Fields(string(b)), " ")}
-}
-
-func postJSON(url, token string, body, out any) error {
-	resp, err := post(url, token, body)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	return json.NewDecoder(resp.Body).Decode(out)
-}
-
-func post(url, token string, body any) (*http.Response, error) {
-	data, _ := json.Marshal(body)
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(data))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Accept", "text/event-stream")
-	}
-	return http.DefaultClient.Do(req)
-}
-
 // getJSON reads url as the signed-in user into out; an error status is the
 // API's error.
 func getJSON(url, token string, out any) error {
@@ -75,6 +40,18 @@ func getJSON(url, token string, out any) error {
 		return errorOf(resp)
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// errorOf reads an error response's body as the API's error.
+func errorOf(resp *http.Response) error {
+	b, _ := io.ReadAll(io.LimitReader(resp.Body, 64<<10))
+	var body struct {
+		Error struct{ Code, Message string } `json:"error"`
+	}
+	if json.Unmarshal(b, &body) == nil && body.Error.Message != "" {
+		return &apiError{status: resp.StatusCode, code: body.Error.Code, message: body.Error.Message}
+	}
+	return &apiError{status: resp.StatusCode, message: strings.Join(strings.Fields(string(b)), " ")}
 }
 
 // signIn returns an ID token from the Auth emulator, signing up if needed.
@@ -99,4 +76,27 @@ func signIn(host, email, password string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("sign-in failed: %s", out.Error.Message)
+}
+
+func postJSON(url, token string, body, out any) error {
+	resp, err := post(url, token, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+func post(url, token string, body any) (*http.Response, error) {
+	data, _ := json.Marshal(body)
+	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Content-Type", "application/json")
+	if token != "" {
+		req.Header.Set("Authorization", "Bearer "+token)
+		req.Header.Set("Accept", "text/event-stream")
+	}
+	return http.DefaultClient.Do(req)
 }

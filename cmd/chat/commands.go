@@ -90,6 +90,24 @@ func (t *terminal) resume(id string) error {
 	return nil
 }
 
+// regenerate answers the user's last message again, streaming the new reply.
+func (t *terminal) regenerate() error {
+	id, err := t.lastOf("user")
+	if err != nil {
+		return err
+	}
+	return t.send(map[string]any{"regenerate": id})
+}
+
+// edit sends the user's last message anew as text.
+func (t *terminal) edit(text string) error {
+	id, err := t.lastOf("user")
+	if err != nil {
+		return err
+	}
+	return t.send(map[string]any{"edit": id, "message": text})
+}
+
 // lastOf returns the id of the latest message with role on the session's
 // active branch.
 func (t *terminal) lastOf(role string) (string, error) {
@@ -111,22 +129,4 @@ func (t *terminal) lastOf(role string) (string, error) {
 		}
 	}
 	return "", fmt.Errorf("no %s message in the latest ones", role)
-}
-
-// regenerate answers the user's last message again, streaming the new reply.
-func (t *terminal) regenerate() error {
-	id, err := t.lastOf("user")
-	if err != nil {
-		return err
-	}
-	return t.send(map[string]any{"regenerate": id})
-}
-
-// edit sends the user's last message anew as text.
-func (t *terminal) edit(text string) error {
-	id, err := t.lastOf("user")
-	if err != nil {
-		return err
-	}
-	return t.send(map[string]any{"edit": id, "message": text})
 }

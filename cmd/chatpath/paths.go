@@ -38,15 +38,6 @@ type fn struct {
 	lit  string // the literal's name in SSA ("claimTurn$1"); "" for the function itself
 }
 
-// decl is the declared function f is written in.
-func (f fn) decl() fn {
-	f.lit = ""
-	return f
-}
-
-func (f fn) file() string   { return f.key[:strings.LastIndex(f.key, ":")] }
-func (f fn) folder() string { return path.Dir(f.file()) }
-
 // graph holds the calls between the functions that ran, and which of them
 // call Firestore's client themselves.
 type graph struct {
@@ -277,6 +268,8 @@ func report(w io.Writer, title string, set map[fn]bool, g *graph, each bool) {
 	}
 }
 
+func (f fn) folder() string { return path.Dir(f.file()) }
+
 // declaredCalls is set by declared function, each with the other declared
 // functions it (or a literal in it) calls within set.
 func declaredCalls(set map[fn]bool, g *graph) map[fn][]fn {
@@ -295,10 +288,18 @@ func declaredCalls(set map[fn]bool, g *graph) map[fn][]fn {
 	return calls
 }
 
+// decl is the declared function f is written in.
+func (f fn) decl() fn {
+	f.lit = ""
+	return f
+}
+
 // short names f with its file, as a reader finds it.
 func short(f fn) string {
 	return strings.TrimPrefix(f.file(), module+"/") + ":" + f.name
 }
+
+func (f fn) file() string { return f.key[:strings.LastIndex(f.key, ":")] }
 
 // names lists the names of fs.
 func names(fs []fn) []string {

@@ -39,18 +39,6 @@ func quiet(ctx context.Context, argv []string) error {
 	return exec.CommandContext(ctx, argv[0], argv[1:]...).Run()
 }
 
-func settingsFrom(getenv func(string) string) settings {
-	or := func(name, def string) string {
-		if v := getenv(name); v != "" {
-			return v
-		}
-		return def
-	}
-	return settings{Project: getenv("PROJECT"), Region: or("REGION", "europe-west1"), TimeZone: or("TIME_ZONE", "Etc/UTC"),
-		Schedule: or("SCHEDULE", "0 3 * * *"), Secret: or("OPENAI_SECRET", "openai-api-key"), EnvFile: getenv("ENV_FILE"),
-		Runtime: or("RUNTIME", "go126")}
-}
-
 // run deploys: exec runs each command, check each step's check.
 func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writer, exec, check runner) int {
 	s := settingsFrom(getenv)
@@ -96,6 +84,18 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		}
 	}
 	return 0
+}
+
+func settingsFrom(getenv func(string) string) settings {
+	or := func(name, def string) string {
+		if v := getenv(name); v != "" {
+			return v
+		}
+		return def
+	}
+	return settings{Project: getenv("PROJECT"), Region: or("REGION", "europe-west1"), TimeZone: or("TIME_ZONE", "Etc/UTC"),
+		Schedule: or("SCHEDULE", "0 3 * * *"), Secret: or("OPENAI_SECRET", "openai-api-key"), EnvFile: getenv("ENV_FILE"),
+		Runtime: or("RUNTIME", "go126")}
 }
 
 // rewriteRegions are the regions firebase.json's Hosting rewrites send

@@ -15,42 +15,6 @@ import (
 	"cloud.google.com/go/firestore"
 )
 
-// Require returns the emulator's address from env, or ends the test: under
-// CI=true a missing or silent emulator fails the test, elsewhere it skips
-// (run `make test` to get one).
-func Require(tb testing.TB, env string) string {
-	tb.Helper()
-	addr := os.Getenv(env)
-	problem := ""
-	if addr == "" {
-		problem = env + " is not set"
-	} else if resp, err := http.Get("http://" + addr + "/"); err != nil {
-		problem = fmt.Sprintf("%s=%s does not answer: %v", env, addr, err)
-	} else {
-		resp.Body.Close()
-	}
-	if problem == "" {
-		return addr
-	}
-	if os.Getenv("CI") == "true" {
-		tb.Fatalf("emulator needed: %s (CI=true: failing, not skipping)", problem)
-	}
-	tb.Skipf("emulator needed: %s; run `make test`", problem)
-	return ""
-}
-
-// ProjectID returns a fresh emulator project id, so tests never share data;
-// a demo- one, the only kind a server trusting the Auth emulator accepts.
-func ProjectID() string {
-	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
-	b := make([]byte, 12)
-	rand.Read(b)
-	for i := range b {
-		b[i] = letters[int(b[i])%len(letters)]
-	}
-	return "demo-test-" + string(b)
-}
-
 // Firestore returns a client for a new project on the Firestore emulator;
 // the project's data is deleted and the client closed when tb ends.
 func Firestore(tb testing.TB) (*firestore.Client, string) {
@@ -75,6 +39,18 @@ func FirestoreWith(tb testing.TB, dial func(ctx context.Context, project string)
 		Wipe(tb, addr, project)
 	})
 	return client, project
+}
+
+// ProjectID returns a fresh emulator project id, so tests never share data;
+// a demo- one, the only kind a server trusting the Auth emulator accepts.
+func ProjectID() string {
+	const letters = "abcdefghijklmnopqrstuvwxyz0123456789"
+	b := make([]byte, 12)
+	rand.Read(b)
+	for i := range b {
+		b[i] = letters[int(b[i])%len(letters)]
+	}
+	return "demo-test-" + string(b)
 }
 
 // Wipe deletes every document of project on the emulator at addr.
@@ -104,4 +80,28 @@ func Getenv(tb testing.TB, project string, vars ...string) func(string) string {
 		set[vars[i]] = vars[i+1]
 	}
 	return func(k string) string { return set[k] }
+}
+
+// Require returns the emulator's address from env, or ends the test: under
+// CI=true a missing or silent emulator fails the test, elsewhere it skips
+// (run `make test` to get one).
+func Require(tb testing.TB, env string) string {
+	tb.Helper()
+	addr := os.Getenv(env)
+	problem := ""
+	if addr == "" {
+		problem = env + " is not set"
+	} else if resp, err := http.Get("http://" + addr + "/"); err != nil {
+		problem = fmt.Sprintf("%s=%s does not answer: %v", env, addr, err)
+	} else {
+		resp.Body.Close()
+	}
+	if problem == "" {
+		return addr
+	}
+	if os.Getenv("CI") == "true" {
+		tb.Fatalf("emulator needed: %s (CI=true: failing, not skipping)", problem)
+	}
+	tb.Skipf("emulator needed: %s; run `make test`", problem)
+	return ""
 }

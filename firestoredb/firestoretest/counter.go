@@ -62,60 +62,6 @@ func (c *Counter) Snapshot() Counts {
 		Bytes: c.bytes.Load(), Largest: c.largest.Load()}
 }
 
-func (c *Counter) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
-	c.roundTrips.Add(1)
-	defer c.spans.begin()()
-	if c.OnCall != nil {
-		c.OnCall(method)
-	}
-	switch r := req.(type) {
-	case *pb.CommitRequest:
-		c.countWrites(r.GetWrites())
-	case *pb.BatchWriteRequest:
-		c.countWrites(r.GetWrites())
-	}
-	if c.Faults != nil {
-		return c.Faults.unary(ctx, method, req, reply, cc, invoker, opts...)
-	}
-	return invoker(ctx, method, req, reply, cc, opts...)
-}
-
-func (c *Counter) countWrites(writes []*pb.Write) {
-	for _, w := range writes {
-		if w.GetDelete() != "" {
-			c.deletes.Add(1)
-			continue
-		}
-		c.writes.Add(1)
-		if d := w.GetUpdate(); d != nil {
-			n := int64(protoDocSize(d))
-			c.bytes.Add(n)
-			for old := c.largest.Load(); n > old && !c.largest.CompareAndSwap(old, n); old = c.largest.Load() {
-			}
-		}
-	}
-}
-
-func (c *Counter) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-	c.roundTrips.Add(1)
-	answered := c.spans.begin()
-	if c.OnCall != nil {
-		c.OnCall(method)
-	}
-	if c.Faults != nil {
-		inner := streamer
-		streamer = func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
-			return c.Faults.stream(ctx, desc, cc, method, inner, opts...)
-		}
-	}
-	s, err := streamer(ctx, desc, cc, method, opts...)
-	if err != nil {
-		answered()
-		return nil, err
-	}
-	return &countingStream{ClientStream: s, c: c, query: strings.HasSuffix(method, "/RunQuery"), answered: answered}, nil
-}
-
 type countingStream struct {
 	grpc.ClientStream
 	c        *Counter
@@ -194,6 +140,60 @@ func Dial(ctx context.Context, projectID string, counter *Counter, opts ...optio
 		opts = append(opts, option.WithGRPCDialOption(o))
 	}
 	return firestore.NewClient(ctx, projectID, opts...)
+}
+
+func (c *Counter) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
+	c.roundTrips.Add(1)
+	defer c.spans.begin()()
+	if c.OnCall != nil {
+		c.OnCall(method)
+	}
+	switch r := req.(type) {
+	case *pb.CommitRequest:
+		c.countWrites(r.GetWrites())
+	case *pb.BatchWriteRequest:
+		c.countWrites(r.GetWrites())
+	}
+	if c.Faults != nil {
+		return c.Faults.unary(ctx, method, req, reply, cc, invoker, opts...)
+	}
+	return invoker(ctx, method, req, reply, cc, opts...)
+}
+
+func (c *Counter) countWrites(writes []*pb.Write) {
+	for _, w := range writes {
+		if w.GetDelete() != "" {
+			c.deletes.Add(1)
+			continue
+		}
+		c.writes.Add(1)
+		if d := w.GetUpdate(); d != nil {
+			n := int64(protoDocSize(d))
+			c.bytes.Add(n)
+			for old := c.largest.Load(); n > old && !c.largest.CompareAndSwap(old, n); old = c.largest.Load() {
+			}
+		}
+	}
+}
+
+func (c *Counter) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, streamer grpc.Streamer, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+	c.roundTrips.Add(1)
+	answered := c.spans.begin()
+	if c.OnCall != nil {
+		c.OnCall(method)
+	}
+	if c.Faults != nil {
+		inner := streamer
+		streamer = func(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.ClientConn, method string, opts ...grpc.CallOption) (grpc.ClientStream, error) {
+			return c.Faults.stream(ctx, desc, cc, method, inner, opts...)
+		}
+	}
+	s, err := streamer(ctx, desc, cc, method, opts...)
+	if err != nil {
+		answered()
+		return nil, err
+	}
+	return &countingStream{ClientStream: s, c: c, query: strings.HasSuffix(method, "/RunQuery"), answered: answered}, nil
 }
 
 // protoDocSize is the storage size of a document as a commit sends it, by

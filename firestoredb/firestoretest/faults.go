@@ -59,50 +59,6 @@ func (f *Faults) Injected() FaultCounts {
 	return FaultCounts{RPCs: f.rpcs.Load(), Commits: f.commits.Load(), Streams: f.streams.Load(), Failed: f.failed.Load(), Ambiguous: f.ambiguous.Load(), Cut: f.cut.Load(), Late: f.slept.Load()}
 }
 
-// roll reports true with probability p, if injection is on.
-func (f *Faults) roll(p float64) bool {
-	if f == nil || p <= 0 || !f.on.Load() {
-		return false
-	}
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	if f.rng == nil {
-		f.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
-	}
-	return f.rng.Float64() < p
-}
-
-func (f *Faults) pick(n int) int {
-	f.mu.Lock()
-	defer f.mu.Unlock()
-	return f.rng.IntN(n)
-}
-
-// before is what happens to an RPC before it is sent: a delay, or a
-// refusal (returned).
-func (f *Faults) before(ctx context.Context) error {
-	if f.on.Load() {
-		f.rpcs.Add(1)
-	}
-	if f.roll(f.Delay) {
-		f.slept.Add(1)
-		d := f.MinDelay + time.Duration(f.pick(int(f.MaxDelay-f.MinDelay)+1))
-		t := time.NewTimer(d)
-		defer t.Stop()
-		select {
-		case <-t.C:
-		case <-ctx.Done():
-			return status.FromContextError(ctx.Err()).Err()
-		}
-	}
-	if f.roll(f.Fail) {
-		f.failed.Add(1)
-		c := []codes.Code{codes.Unavailable, codes.Aborted, codes.DeadlineExceeded}[f.pick(3)]
-		return status.Error(c, "injected fault: refused before sending")
-	}
-	return nil
-}
-
 func (f *Faults) unary(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {
 	if err := f.before(ctx); err != nil {
 		return err
@@ -138,6 +94,50 @@ func (f *Faults) stream(ctx context.Context, desc *grpc.StreamDesc, cc *grpc.Cli
 	}
 	f.cut.Add(1)
 	return &cutStream{ClientStream: s}, nil
+}
+
+// before is what happens to an RPC before it is sent: a delay, or a
+// refusal (returned).
+func (f *Faults) before(ctx context.Context) error {
+	if f.on.Load() {
+		f.rpcs.Add(1)
+	}
+	if f.roll(f.Delay) {
+		f.slept.Add(1)
+		d := f.MinDelay + time.Duration(f.pick(int(f.MaxDelay-f.MinDelay)+1))
+		t := time.NewTimer(d)
+		defer t.Stop()
+		select {
+		case <-t.C:
+		case <-ctx.Done():
+			return status.FromContextError(ctx.Err()).Err()
+		}
+	}
+	if f.roll(f.Fail) {
+		f.failed.Add(1)
+		c := []codes.Code{codes.Unavailable, codes.Aborted, codes.DeadlineExceeded}[f.pick(3)]
+		return status.Error(c, "injected fault: refused before sending")
+	}
+	return nil
+}
+
+// roll reports true with probability p, if injection is on.
+func (f *Faults) roll(p float64) bool {
+	if f == nil || p <= 0 || !f.on.Load() {
+		return false
+	}
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	if f.rng == nil {
+		f.rng = rand.New(rand.NewPCG(rand.Uint64(), rand.Uint64()))
+	}
+	return f.rng.Float64() < p
+}
+
+func (f *Faults) pick(n int) int {
+	f.mu.Lock()
+	defer f.mu.Unlock()
+	return f.rng.IntN(n)
 }
 
 // cutStream delivers its first message, then fails as a dropped

@@ -56,16 +56,6 @@ func (s *Server) SetEmbeddingGate(gate func(inputs []string)) {
 	s.embedGate = gate
 }
 
-// Echo answers "echo: " and the last user message.
-func Echo(req openai.ChatCompletionRequest) Response {
-	for i := len(req.Messages) - 1; i >= 0; i-- {
-		if req.Messages[i].Role == openai.ChatMessageRoleUser {
-			return Response{Content: "echo: " + req.Messages[i].Content}
-		}
-	}
-	return Response{Content: "echo: (nothing)"}
-}
-
 // New starts a server that answers with Echo until told otherwise; it stops
 // when tb ends.
 func New(tb testing.TB) *Server {
@@ -79,6 +69,16 @@ func Start() *Server {
 	s := &Server{reply: Echo}
 	s.srv = httptest.NewServer(http.HandlerFunc(s.serve))
 	return s
+}
+
+// Echo answers "echo: " and the last user message.
+func Echo(req openai.ChatCompletionRequest) Response {
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		if req.Messages[i].Role == openai.ChatMessageRoleUser {
+			return Response{Content: "echo: " + req.Messages[i].Content}
+		}
+	}
+	return Response{Content: "echo: (nothing)"}
 }
 
 // Close stops the server.
