@@ -71,7 +71,7 @@ func TestPurgeLeavesNothing(t *testing.T) {
 		t.Fatalf("%d documents under the session before purge", n)
 	}
 	storetest.Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", s.ID))
-	if n := storetest.Must[int](t)(e.Sessions.Purge(ctx, "alice", s.ID)); n != 43 {
+	if n := storetest.Must[int](t)(storetest.PurgeAs(ctx, e.Sessions, "alice", s.ID)); n != 43 {
 		t.Errorf("purge reported %d documents, want 43", n)
 	}
 	if n := countUnder(t, client, s.ID); n != 0 {
@@ -102,7 +102,7 @@ func TestResumePurge(t *testing.T) {
 	cancelled, cancel := context.WithCancel(ctx)
 	cancel()
 	// With a cancelled context the transaction itself fails: nothing happens.
-	_, err := e.Sessions.Purge(cancelled, "alice", s.ID)
+	_, err := storetest.PurgeAs(cancelled, e.Sessions, "alice", s.ID)
 	storetest.WantCode(t, err, errs.EUNAVAILABLE)
 	if n := countUnder(t, client, s.ID); n != 6 { // 5 messages and the context window
 		t.Fatalf("a failed purge deleted messages: %d left", n)
@@ -193,7 +193,7 @@ func TestPurgeReadsIDsFromTheContext(t *testing.T) {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", tc.s.ID))
 			before := queries.Load()
-			n := storetest.Must[int](t)(e.Sessions.Purge(ctx, "alice", tc.s.ID))
+			n := storetest.Must[int](t)(storetest.PurgeAs(ctx, e.Sessions, "alice", tc.s.ID))
 			if ran := queries.Load() > before; ran != tc.queries {
 				t.Errorf("queried: %v, want %v", ran, tc.queries)
 			}

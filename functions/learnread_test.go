@@ -13,6 +13,7 @@ import (
 	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/prompts"
+	"github.com/chatmemory/backend/storetest"
 )
 
 // TestLearningStartsFromTheTurnsRead: the learning after a turn starts
@@ -114,7 +115,7 @@ func TestPurgeFencesLearningFromTheTurnsRead(t *testing.T) {
 	}()
 	<-started
 	h.do("DELETE", "/sessions/"+id, alice.token, nil).want(t, 200)
-	if _, err := h.app.Sessions.Purge(context.Background(), alice.uid, id); err != nil {
+	if _, err := storetest.PurgeAs(context.Background(), h.app.Sessions, alice.uid, id); err != nil {
 		t.Fatal(err)
 	}
 	close(release)

@@ -13,6 +13,7 @@ import (
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/prompts"
 	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/storetest"
 )
 
 // historyModel answers chat turns with an echo, titles with the user's
@@ -164,7 +165,7 @@ func TestEpisodicHistory(t *testing.T) {
 		}
 		recent := h.memory(alice.token).History.Recent.Sessions[0]
 		h.do("DELETE", "/sessions/"+recent, alice.token, nil).want(t, 200)
-		if _, err := h.app.Sessions.Purge(context.Background(), alice.uid, recent); err != nil {
+		if _, err := storetest.PurgeAs(context.Background(), h.app.Sessions, alice.uid, recent); err != nil {
 			t.Fatal(err)
 		}
 		v = h.memory(alice.token)

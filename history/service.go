@@ -372,14 +372,3 @@ func (svc *Service) listPath(ctx context.Context, path sessions.Path, q ListQuer
 	}
 	return out, nil
 }
-
-// MaxRange is the most messages one Range call returns.
-const MaxRange = 1000
-
-// Range returns the messages of s with from <= seq <= to.
-func (svc *Service) Range(ctx context.Context, s *sessions.Session, from, to int) ([]Message, error) {
-	if from < 0 || to < from || to-from >= MaxRange {
-		return nil, errs.Errorf(errs.EINVALID, "a range needs 0 <= from <= to and at most %d messages", MaxRange)
-	}
-	return svc.Repo.MessageRange(ctx, s.ID, from, to)
-}

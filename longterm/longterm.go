@@ -191,13 +191,6 @@ func words(s string) map[string]bool {
 	return out
 }
 
-// BuildBlock renders the memory block: the profile first, then live facts
-// by effective confidence, cut so that it never exceeds capTokens.
-func BuildBlock(u *User, facts []Fact, now time.Time, s Settings, tok TokenCounter) (string, int) {
-	text, n, _ := buildBlock(u, byEffective(facts, now, s.DecayPerWeek), s, tok)
-	return text, n
-}
-
 // byEffective orders live facts by effective confidence, highest first.
 func byEffective(facts []Fact, now time.Time, decay float64) []Fact {
 	var live []Fact

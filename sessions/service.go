@@ -437,24 +437,6 @@ func (svc *Service) transition(ctx context.Context, userID, id string, a Action)
 	})
 }
 
-// Purge removes the caller's soft-deleted session and everything under it,
-// irreversibly. It returns the number of documents deleted.
-func (svc *Service) Purge(ctx context.Context, userID, id string) (int, error) {
-	if err := checkUser(userID); err != nil {
-		return 0, err
-	}
-	if err := CheckID(id); err != nil {
-		return 0, err
-	}
-	now := svc.now()
-	return svc.Repo.PurgeSession(ctx, id, func(s *Session) error {
-		if err := s.CheckOwner(userID); err != nil {
-			return err
-		}
-		return s.Apply(ActionPurge, now, svc.Policy)
-	}, svc.Forget)
-}
-
 func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }
 
 // CheckOwner returns errs.ENOTFOUND unless userID owns s.

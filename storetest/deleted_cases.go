@@ -45,7 +45,7 @@ func testDeletedList(t *testing.T, e *Env) {
 	if got := read(true); !slices.Equal(got, []string{b.ID}) {
 		t.Fatalf("one restored: %v, want %v", got, []string{b.ID})
 	}
-	Must[int](t)(e.Sessions.Purge(ctx, "alice", b.ID))
+	Must[int](t)(PurgeAs(ctx, e.Sessions, "alice", b.ID))
 	if got := read(true); len(got) != 0 {
 		t.Errorf("after the purge: %v", got)
 	}

@@ -100,7 +100,7 @@ func testRecall(t *testing.T, e *Env) {
 	// A deleted session takes no new exchanges; a purged one keeps none.
 	Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", two.ID))
 	WantCode(t, store.SaveExchange(ctx, museums), errs.ENOTFOUND)
-	Must[int](t)(e.Sessions.Purge(ctx, "alice", two.ID))
+	Must[int](t)(PurgeAs(ctx, e.Sessions, "alice", two.ID))
 	hits, err = store.Nearest(ctx, near("alice", "", 10, 0, 1, 0, 0))
 	noErr(t, err)
 	for _, h := range hits {

@@ -162,7 +162,7 @@ func testLifecycle(t *testing.T, e *Env) {
 		case sessions.ActionDelete:
 			return e.Sessions.Delete(ctx, user, id)
 		default:
-			_, err := e.Sessions.Purge(ctx, user, id)
+			_, err := PurgeAs(ctx, e.Sessions, user, id)
 			return nil, err
 		}
 	}

@@ -13,6 +13,7 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/kernel/clock"
 	"github.com/chatmemory/backend/kernel/clock/clocktest"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/paging"
@@ -153,7 +154,21 @@ func (e *Env) Purge(tb testing.TB, user string, s *sessions.Session) {
 	if cur := e.Reload(tb, s); cur.Status != sessions.StatusDeleted {
 		Must[*sessions.Session](tb)(e.Sessions.Delete(ctx, user, s.ID))
 	}
-	Must[int](tb)(e.Sessions.Purge(ctx, user, s.ID))
+	Must[int](tb)(PurgeAs(ctx, e.Sessions, user, s.ID))
+}
+
+// PurgeAs purges userID's soft-deleted session id now, as the retention
+// sweep does once its recovery window has passed (an API has no purge):
+// ENOTFOUND unless userID owns it, EPRECONDITION unless it is deleted. It
+// returns the number of documents deleted.
+func PurgeAs(ctx context.Context, svc *sessions.Service, userID, id string) (int, error) {
+	now := clock.Stored(svc.Now)
+	return svc.Repo.PurgeSession(ctx, id, func(s *sessions.Session) error {
+		if err := s.CheckOwner(userID); err != nil {
+			return err
+		}
+		return s.Apply(sessions.ActionPurge, now, svc.Policy)
+	}, svc.Forget)
 }
 
 // Reload reads a session again as its owner.

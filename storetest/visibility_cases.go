@@ -42,7 +42,7 @@ func testVisibility(t *testing.T, e *Env) {
 		}, []*sessions.Session{b}, []*sessions.Session{a}},
 		{"an archived one deleted", func() { Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", a.ID)) }, []*sessions.Session{a, b}, nil},
 		{"restored", func() { Must[*sessions.Session](t)(e.Sessions.Restore(ctx, "alice", a.ID)) }, []*sessions.Session{b}, nil},
-		{"purged", func() { Must[int](t)(e.Sessions.Purge(ctx, "alice", b.ID)) }, nil, nil},
+		{"purged", func() { Must[int](t)(PurgeAs(ctx, e.Sessions, "alice", b.ID)) }, nil, nil},
 	}
 	for _, step := range steps {
 		step.do()
