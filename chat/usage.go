@@ -20,8 +20,8 @@ type Limits struct {
 	TokensPerDay      int
 }
 
-// MaxTurnsPerMinute bounds TurnsPerMinute: a turn reads one small slot
-// document per turn allowed in a minute.
+// MaxTurnsPerMinute bounds TurnsPerMinute: a user has one rate-limit slot
+// per turn allowed in a minute, and a turn may read them all.
 const MaxTurnsPerMinute = 100
 
 // Usage is a user's appended messages in the current minute and tokens
@@ -42,7 +42,7 @@ type Usage struct {
 // slot to take (NoSlot without a turn limit). A turn takes a slot that was
 // not taken this minute, so at most TurnsPerMinute turns run in a minute
 // however many instances serve them, and concurrent turns of one user
-// take different slots rather than queueing for one document. pick chooses
+// take different slots rather than queueing for one. pick chooses
 // among free slots (random, so that concurrent turns rarely pick the same).
 func AdmitTurn(now time.Time, l Limits, dayTokens int, slots []int64, pick func(n int) int) (int, error) {
 	if err := admitDay(now, l, dayTokens); err != nil {
@@ -69,7 +69,7 @@ func AdmitTurn(now time.Time, l Limits, dayTokens int, slots []int64, pick func(
 // reads them all, at one more round trip. With the default 20 a minute, a
 // user who took k slots this minute meets that on k(k-1)/380 of turns
 // (0.5% at 2 turns a minute, 5% at 5), so nearly every turn reads 2
-// documents for its limit instead of 3 (or 20).
+// slots for its limit instead of 3 (or 20).
 const slotSample = 2
 
 // slotsToRead picks which of the user's n turn slots a turn reads:
