@@ -5,7 +5,9 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
 	"os/exec"
+	"path/filepath"
 	"slices"
 	"strings"
 	"testing"
@@ -149,4 +151,35 @@ func reaches(calls map[string][]string, from, to string) bool {
 		todo = append(todo, calls[f]...)
 	}
 	return false
+}
+
+// TestClimbsIn: what TestStepdown flags, on small files.
+func TestClimbsIn(t *testing.T) {
+	for _, tc := range []struct {
+		name, src string
+		want      int
+	}{
+		{"callee below", "func a() { b() }\nfunc b() {}", 0},
+		{"callee above", "func b() {}\nfunc a() { b() }", 1},
+		{"each other", "func b() { a() }\nfunc a() { b() }", 0},
+		{"method on the receiver", "type T struct{}\nfunc (t *T) b() {}\nfunc (t *T) a() { t.b() }", 1},
+		{"method on another value", "type T struct{}\nfunc (t *T) b() {}\nfunc (t *T) a(u *T) { u.b() }", 0},
+		{"generic instance", "func b[X any]() {}\nfunc a() { b[int]() }", 1},
+		{"called twice, counted once", "func b() {}\nfunc a() { b(); b() }", 1},
+		{"another file's function", "func a() { fmt.Println() }", 0},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			file := filepath.Join(t.TempDir(), "x.go")
+			if err := os.WriteFile(file, []byte("package x\n"+tc.src+"\n"), 0o644); err != nil {
+				t.Fatal(err)
+			}
+			got, err := climbsIn(file)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(got) != tc.want {
+				t.Errorf("climbs = %q, want %d", got, tc.want)
+			}
+		})
+	}
 }
