@@ -31,17 +31,8 @@ type turnVersion struct {
 // that refuses, or writes nothing, on such a read is given a read with
 // them: the refusal may be a replay.
 func (db *DB) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {
-	if prev != nil || q.AskedID != "" {
-		out, _, err := db.runTurn(ctx, q, prev, plan, false)
-		return out, err
-	}
-	return db.runTurnRead(ctx, q, plan, true)
-}
-
-// runTurnRead runs a turn from a read; with leaveKeyOut, first from one
-// that leaves the message under its key out (see RunTurn).
-func (db *DB) runTurnRead(ctx context.Context, q chat.TurnQuery, plan func(*chat.TurnState) (*chat.TurnWrite, error), leaveKeyOut bool) (*chat.TurnState, error) {
-	out, keyLeftOut, err := db.runTurn(ctx, q, nil, plan, leaveKeyOut)
+	leaveKeyOut := prev == nil && q.AskedID == ""
+	out, keyLeftOut, err := db.runTurn(ctx, q, prev, plan, leaveKeyOut)
 	if keyLeftOut && q.Key != "" {
 		out, _, err = db.runTurn(ctx, q, nil, plan, false)
 	}
