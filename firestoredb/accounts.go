@@ -80,7 +80,3 @@ func (db *DB) MarkSeen(ctx context.Context, userIDs []string, at time.Time) erro
 	}
 	return nil
 }
-
-func (db *DB) accountRef(userID string) *firestore.DocumentRef {
-	return db.client.Collection(AccountsCollection).Doc(UserDocID(userID))
-}

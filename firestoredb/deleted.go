@@ -126,10 +126,6 @@ func (db *DB) Visibility(ctx context.Context, userID string) (recall.Visibility,
 	return decodeDeleted(snap)
 }
 
-func (db *DB) deletedRef(userID string) *firestore.DocumentRef {
-	return db.usageRef(userID).Collection(SessionListsCollection).Doc(deletedListDocID)
-}
-
 // decodeDeleted is the list as read: the deleted and archived ids (empty,
 // not nil, when there is none) and each branched session's off-branch
 // messages.

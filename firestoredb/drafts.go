@@ -91,7 +91,3 @@ func (db *DB) RequestStop(ctx context.Context, userID, sessionID, replyID string
 	}
 	return errs.Errorf(errs.EUNAVAILABLE, "the reply kept changing; try again")
 }
-
-func (db *DB) draftRef(sessionID string) *firestore.DocumentRef {
-	return db.contextOf(sessionID).Doc(DraftDocID)
-}

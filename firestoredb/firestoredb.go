@@ -78,14 +78,6 @@ func (db *DB) Ping(ctx context.Context) error {
 	return translate(err)
 }
 
-func (db *DB) messagesOf(sessionID string) *firestore.CollectionRef {
-	return db.sessionRef(sessionID).Collection(MessagesCollection)
-}
-
-func (db *DB) sessionRef(id string) *firestore.DocumentRef {
-	return db.client.Collection(SessionsCollection).Doc(id)
-}
-
 func (db *DB) runTx(ctx context.Context, fn func(context.Context, *firestore.Transaction) error) error {
 	ctx, cancel := db.op(ctx)
 	defer cancel()

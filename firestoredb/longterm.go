@@ -251,10 +251,6 @@ func toFactDoc(userID string, f longterm.Fact) factDoc {
 	return d
 }
 
-func (db *DB) liveFactsRef(userID string) *firestore.DocumentRef {
-	return db.memoryRef(userID).Collection(MemoryCollection).Doc(liveFactsDocID)
-}
-
 func (db *DB) EraseMemory(ctx context.Context, userID string) (int, error) {
 	ref := db.memoryRef(userID)
 	n, err := db.deleteUnder(ctx, ref)
@@ -270,8 +266,4 @@ func (db *DB) EraseMemory(ctx context.Context, userID string) (int, error) {
 		return n, translate(err)
 	}
 	return n + 1, nil
-}
-
-func (db *DB) memoryRef(userID string) *firestore.DocumentRef {
-	return db.client.Collection(UsersCollection).Doc(UserDocID(userID))
 }

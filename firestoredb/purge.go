@@ -376,10 +376,6 @@ func (db *DB) lease() time.Duration {
 	return DefaultPurgeLease
 }
 
-func (db *DB) markerRef(id string) *firestore.DocumentRef {
-	return db.client.Collection(PurgesCollection).Doc(id)
-}
-
 // sessionContents is what a purge found under a session without a query.
 type sessionContents struct {
 	existing []*firestore.DocumentRef // context documents, to delete if they exist

@@ -276,10 +276,6 @@ func (db *DB) Embedded(ctx context.Context, sessionID string) (map[string]recall
 // that holds it for ifMatch.)
 const recallMarkerDocID = "recall"
 
-func (db *DB) recallOf(sessionID string) *firestore.CollectionRef {
-	return db.sessionRef(sessionID).Collection(RecallCollection)
-}
-
 // CountExchanges counts userID's stored exchanges (an aggregation).
 func (db *DB) CountExchanges(ctx context.Context, userID string) (int, error) {
 	return db.count(ctx, db.client.CollectionGroup(RecallCollection).Where("userId", "==", userID))

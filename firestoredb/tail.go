@@ -235,14 +235,6 @@ func (db *DB) writeContext(w *writes, st *stored, s *sessions.Session, t *histor
 	return p.apply(st.window), nil
 }
 
-func (db *DB) windowRef(sessionID string) *firestore.DocumentRef {
-	return db.contextOf(sessionID).Doc(windowDocID)
-}
-
-func (db *DB) contextOf(sessionID string) *firestore.CollectionRef {
-	return db.sessionRef(sessionID).Collection(ContextCollection)
-}
-
 func (db *DB) ListCompactions(ctx context.Context, sessionID string) ([]history.Compaction, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()

@@ -2,9 +2,6 @@ package firestoredb
 
 import (
 	"context"
-	"crypto/sha256"
-	"encoding/hex"
-	"fmt"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -320,28 +317,6 @@ func (db *DB) UsageOn(ctx context.Context, userID, day string, slots int) (*chat
 		}
 	}
 	return r, nil
-}
-
-func (db *DB) dayRef(userID, day string) *firestore.DocumentRef {
-	return db.usageRef(userID).Collection(UsageDaysCollection).Doc(day)
-}
-
-func (db *DB) slotRef(userID string, i int) *firestore.DocumentRef {
-	return db.usageRef(userID).Collection(TurnSlotsCollection).Doc(fmt.Sprintf("s%02d", i))
-}
-
-func (db *DB) usageRef(userID string) *firestore.DocumentRef {
-	return db.client.Collection(UsageCollection).Doc(UserDocID(userID))
-}
-
-// UserDocID is the document id used for a user's own documents: the uid
-// itself when it is a safe id, else its hash.
-func UserDocID(uid string) string {
-	if ids.Valid(uid) {
-		return uid
-	}
-	h := sha256.Sum256([]byte(uid))
-	return "h" + hex.EncodeToString(h[:20])
 }
 
 // dataTo decodes snap into v, leaving v as it is if there is no document.

@@ -1,0 +1,95 @@
+package firestoredb
+
+// Where each document lives: the references every read and write goes
+// through, with their paths ("Data in Firestore" in docs/architecture.md
+// lists their fields).
+
+import (
+	"crypto/sha256"
+	"encoding/hex"
+	"fmt"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/chatmemory/backend/kernel/ids"
+)
+
+// messagesOf is chat_sessions/{sessionID}/messages.
+func (db *DB) messagesOf(sessionID string) *firestore.CollectionRef {
+	return db.sessionRef(sessionID).Collection(MessagesCollection)
+}
+
+// windowRef is chat_sessions/{sessionID}/context/window.
+func (db *DB) windowRef(sessionID string) *firestore.DocumentRef {
+	return db.contextOf(sessionID).Doc(windowDocID)
+}
+
+// draftRef is chat_sessions/{sessionID}/context/draft.
+func (db *DB) draftRef(sessionID string) *firestore.DocumentRef {
+	return db.contextOf(sessionID).Doc(DraftDocID)
+}
+
+// contextOf is chat_sessions/{sessionID}/context.
+func (db *DB) contextOf(sessionID string) *firestore.CollectionRef {
+	return db.sessionRef(sessionID).Collection(ContextCollection)
+}
+
+// recallOf is chat_sessions/{sessionID}/recall.
+func (db *DB) recallOf(sessionID string) *firestore.CollectionRef {
+	return db.sessionRef(sessionID).Collection(RecallCollection)
+}
+
+// sessionRef is chat_sessions/{id}.
+func (db *DB) sessionRef(id string) *firestore.DocumentRef {
+	return db.client.Collection(SessionsCollection).Doc(id)
+}
+
+// markerRef is chat_purges/{id}.
+func (db *DB) markerRef(id string) *firestore.DocumentRef {
+	return db.client.Collection(PurgesCollection).Doc(id)
+}
+
+// dayRef is chat_usage/{user}/usageDays/{day}.
+func (db *DB) dayRef(userID, day string) *firestore.DocumentRef {
+	return db.usageRef(userID).Collection(UsageDaysCollection).Doc(day)
+}
+
+// slotRef is chat_usage/{user}/turnSlots/s{i}, i in two digits.
+func (db *DB) slotRef(userID string, i int) *firestore.DocumentRef {
+	return db.usageRef(userID).Collection(TurnSlotsCollection).Doc(fmt.Sprintf("s%02d", i))
+}
+
+// deletedRef is chat_usage/{user}/sessionLists/deleted.
+func (db *DB) deletedRef(userID string) *firestore.DocumentRef {
+	return db.usageRef(userID).Collection(SessionListsCollection).Doc(deletedListDocID)
+}
+
+// usageRef is chat_usage/{user}.
+func (db *DB) usageRef(userID string) *firestore.DocumentRef {
+	return db.client.Collection(UsageCollection).Doc(UserDocID(userID))
+}
+
+// accountRef is chat_accounts/{user}.
+func (db *DB) accountRef(userID string) *firestore.DocumentRef {
+	return db.client.Collection(AccountsCollection).Doc(UserDocID(userID))
+}
+
+// liveFactsRef is users/{user}/memory/facts.
+func (db *DB) liveFactsRef(userID string) *firestore.DocumentRef {
+	return db.memoryRef(userID).Collection(MemoryCollection).Doc(liveFactsDocID)
+}
+
+// memoryRef is users/{user}.
+func (db *DB) memoryRef(userID string) *firestore.DocumentRef {
+	return db.client.Collection(UsersCollection).Doc(UserDocID(userID))
+}
+
+// UserDocID is {user} in those paths: the uid itself when it is a safe
+// id, else its hash.
+func UserDocID(uid string) string {
+	if ids.Valid(uid) {
+		return uid
+	}
+	h := sha256.Sum256([]byte(uid))
+	return "h" + hex.EncodeToString(h[:20])
+}
