@@ -203,9 +203,7 @@ func (svc *Service) recallBlock(ctx context.Context, r *recaller, s *sessions.Se
 		if x.SessionID == s.ID {
 			title = "this conversation"
 		}
-		q := clipExcerpt(x.Question, chars/3)
-		text := fmt.Sprintf("\n\n[%s, %q]\nuser: %s\nassistant: %s", x.Reply.CreatedAt.UTC().Format("2006-01-02"), title,
-			q, clipExcerpt(x.Reply, chars-utf8.RuneCountInString(q)))
+		text := recalledText(x, title, chars)
 		if n := count(text); tokens+n <= limit {
 			tokens += n
 			b.WriteString(text)
@@ -215,6 +213,33 @@ func (svc *Service) recallBlock(ctx context.Context, r *recaller, s *sessions.Se
 		return "", 0
 	}
 	return recallHeader + b.String(), tokens
+}
+
+// recalledText is one recalled unit as the model reads it: its date (its
+// reply's, else its question's), its session's title, and the start of
+// its messages in about chars runes (a question a third of them when a
+// reply follows). A message with no partner shows alone.
+func recalledText(x recall.Exchange, title string, chars int) string {
+	at := x.Reply.CreatedAt
+	if x.Reply.ID == "" {
+		at = x.Question.CreatedAt
+	}
+	var b strings.Builder
+	fmt.Fprintf(&b, "\n\n[%s, %q]", at.UTC().Format("2006-01-02"), title)
+	left := chars
+	if x.Question.ID != "" {
+		share := chars
+		if x.Reply.ID != "" {
+			share = chars / 3
+		}
+		q := clipExcerpt(x.Question, share)
+		fmt.Fprintf(&b, "\nuser: %s", q)
+		left -= utf8.RuneCountInString(q)
+	}
+	if x.Reply.ID != "" {
+		fmt.Fprintf(&b, "\nassistant: %s", clipExcerpt(x.Reply, left))
+	}
+	return b.String()
 }
 
 // clipExcerpt is up to n runes of x's text, marked when it is not all of

@@ -16,6 +16,7 @@ import (
 type fakeRecaller struct {
 	texts []string
 	all   []bool
+	found []recall.Exchange // nil: one exchange about a mooring
 }
 
 func (f *fakeRecaller) EmbedQuery(context.Context, string) ([]float32, error) {
@@ -24,6 +25,9 @@ func (f *fakeRecaller) EmbedQuery(context.Context, string) ([]float32, error) {
 
 func (f *fakeRecaller) Recall(_ context.Context, s *sessions.Session, text string, _ []float32, scope recall.Scope, k int) ([]recall.Exchange, error) {
 	f.texts, f.all = append(f.texts, text), append(f.all, scope.All)
+	if f.found != nil {
+		return f.found, nil
+	}
 	return []recall.Exchange{{SessionID: "elsewhere", SessionTitle: "Boats",
 		Question: recall.Excerpt{ID: "q", Content: "What is the mooring number?"},
 		Reply:    recall.Excerpt{ID: "r", Content: "It is 47-BRAVO.", CreatedAt: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}}}, nil
@@ -50,6 +54,49 @@ func TestRecallInTurn(t *testing.T) {
 			}
 			if tc.want && (len(f.texts) != 1 || f.texts[0] != "which mooring was it?" || f.all[0] != (tc.mode == sessions.RecallAll)) {
 				t.Errorf("asked %q (all %v)", f.texts, f.all)
+			}
+		})
+	}
+}
+
+// TestRecalledLoneMessages: a recalled message with no partner (a
+// question never answered, a reply with no question) is shown alone, dated
+// by its own time, with no empty turn beside it.
+func TestRecalledLoneMessages(t *testing.T) {
+	march := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
+	for _, tc := range []struct {
+		name      string
+		unit      recall.Exchange
+		want, not []string
+	}{
+		{"a question and its reply",
+			recall.Exchange{Question: recall.Excerpt{ID: "q", Content: "Which mooring?", CreatedAt: march},
+				Reply: recall.Excerpt{ID: "r", Content: "47-BRAVO.", CreatedAt: march.AddDate(0, 0, 1)}},
+			[]string{"[2026-03-02, \"Boats\"]\nuser: Which mooring?\nassistant: 47-BRAVO."}, nil},
+		{"a question never answered",
+			recall.Exchange{Question: recall.Excerpt{ID: "q", Content: "Which mooring?", CreatedAt: march}},
+			[]string{"[2026-03-01, \"Boats\"]\nuser: Which mooring?"}, []string{"assistant:", "0001-01-01"}},
+		{"a reply with no question",
+			recall.Exchange{Reply: recall.Excerpt{ID: "r", Content: "Welcome aboard.", CreatedAt: march}},
+			[]string{"[2026-03-01, \"Boats\"]\nassistant: Welcome aboard."}, []string{"user:"}},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			w := newWorld(t, chat.Limits{})
+			unit := tc.unit
+			unit.SessionID, unit.SessionTitle = "elsewhere", "Boats"
+			w.svc.Finder = &fakeRecaller{found: []recall.Exchange{unit}}
+			s := w.session(t, sessions.CreateInput{Context: sessions.ContextSettings{Recall: sessions.RecallAll}})
+			w.turn(t, chat.TurnRequest{SessionID: s.ID, Message: "which mooring was it?"})
+			sent := w.model.last().Memory
+			for _, want := range tc.want {
+				if !strings.Contains(sent, want) {
+					t.Errorf("sent %q, want it to hold %q", sent, want)
+				}
+			}
+			for _, not := range tc.not {
+				if strings.Contains(sent, not) {
+					t.Errorf("sent %q, want no %q", sent, not)
+				}
 			}
 		})
 	}
