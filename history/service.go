@@ -161,6 +161,28 @@ func (svc *Service) PlanFor(userID, sessionID, key string, drafts ...Draft) (Pla
 		return nil, err
 	}
 	now := clock.Stored(svc.Now)
+	msgs := newMessages(userID, sessionID, key, now, drafts)
+	counted, total := "", 0 // the model msgs' tokens were counted for, and their sum
+	return func(cur *sessions.Session, t *Tail, stored []Message) ([]Message, error) {
+		if err := cur.CheckOwner(userID); err != nil {
+			return nil, err
+		}
+		if stored != nil {
+			if !sameBatch(stored, drafts) {
+				return nil, errs.Errorf(errs.ECONFLICT, "clientMessageId %q was already used for other messages", key)
+			}
+			return nil, nil
+		}
+		if counted != cur.Model || total == 0 {
+			counted, total = cur.Model, svc.count(cur.Model, msgs)
+		}
+		return svc.appendTo(cur, t, msgs, total, now)
+	}, nil
+}
+
+// newMessages are drafts as messages of the session, written at now; a
+// keyed batch's named by its key.
+func newMessages(userID, sessionID, key string, now time.Time, drafts []Draft) []Message {
 	msgs := make([]Message, len(drafts))
 	for i, d := range drafts {
 		msgs[i] = Message{
@@ -179,54 +201,52 @@ func (svc *Service) PlanFor(userID, sessionID, key string, drafts ...Draft) (Pla
 			msgs[i].ID = KeyedMessageID(key, i)
 		}
 	}
-	counted, total := "", 0
-	return func(cur *sessions.Session, t *Tail, stored []Message) ([]Message, error) {
-		if err := cur.CheckOwner(userID); err != nil {
+	return msgs
+}
+
+// count sets each message's tokens for model, and returns their sum.
+func (svc *Service) count(model string, msgs []Message) int {
+	total := 0
+	for i := range msgs {
+		msgs[i].Tokens = svc.Tokens.Count(model, &msgs[i])
+		total += msgs[i].Tokens
+	}
+	return total
+}
+
+// appendTo appends msgs (of total tokens) to cur at now, if it takes them:
+// each gets the session's next seq and its parent on the active branch,
+// the session its counters, and t the messages, within cur's budget.
+func (svc *Service) appendTo(cur *sessions.Session, t *Tail, msgs []Message, total int, now time.Time) ([]Message, error) {
+	if err := cur.CheckWritable(); err != nil {
+		return nil, err
+	}
+	if err := cur.CheckNotAnswering(now); err != nil {
+		return nil, err
+	}
+	if svc.MaxMessages > 0 && cur.MessageCount+len(msgs) > svc.MaxMessages {
+		return nil, errs.Errorf(errs.ETOOLARGE, "the session has reached its limit of %d messages; start a new session", svc.MaxMessages)
+	}
+	open, err := toolSequence(cur.PendingToolCalls, msgs)
+	if err != nil {
+		return nil, err
+	}
+	out := make([]Message, len(msgs))
+	for i, m := range msgs {
+		m.Seq = cur.NextSeq
+		if m.ParentSeq, err = cur.Continue(m.Seq); err != nil {
 			return nil, err
 		}
-		if stored != nil {
-			if !sameBatch(stored, drafts) {
-				return nil, errs.Errorf(errs.ECONFLICT, "clientMessageId %q was already used for other messages", key)
-			}
-			return nil, nil
-		}
-		if counted != cur.Model || total == 0 {
-			counted, total = cur.Model, 0
-			for i := range msgs {
-				msgs[i].Tokens = svc.Tokens.Count(cur.Model, &msgs[i])
-				total += msgs[i].Tokens
-			}
-		}
-		if err := cur.CheckWritable(); err != nil {
-			return nil, err
-		}
-		if err := cur.CheckNotAnswering(now); err != nil {
-			return nil, err
-		}
-		if svc.MaxMessages > 0 && cur.MessageCount+len(msgs) > svc.MaxMessages {
-			return nil, errs.Errorf(errs.ETOOLARGE, "the session has reached its limit of %d messages; start a new session", svc.MaxMessages)
-		}
-		open, err := toolSequence(cur.PendingToolCalls, msgs)
-		if err != nil {
-			return nil, err
-		}
-		out := make([]Message, len(msgs))
-		for i, m := range msgs {
-			m.Seq = cur.NextSeq
-			if m.ParentSeq, err = cur.Continue(m.Seq); err != nil {
-				return nil, err
-			}
-			cur.NextSeq++
-			out[i] = m
-		}
-		cur.NoteAppend(now)
-		cur.MessageCount += len(out)
-		cur.TokenCount += total
-		cur.PendingToolCalls = open
-		cur.Touch(now, svc.Policy)
-		t.add(out, svc.BudgetFor(cur))
-		return out, nil
-	}, nil
+		cur.NextSeq++
+		out[i] = m
+	}
+	cur.NoteAppend(now)
+	cur.MessageCount += len(out)
+	cur.TokenCount += total
+	cur.PendingToolCalls = open
+	cur.Touch(now, svc.Policy)
+	t.add(out, svc.BudgetFor(cur))
+	return out, nil
 }
 
 // BudgetFor returns the context budget of s in tokens, never more than
