@@ -23,66 +23,90 @@ import (
 // The result says whether the session's summary is due (see AfterAppend),
 // as planned from what the commit wrote: no read of its own.
 func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch string, drafts []history.Draft) (*Appended, error) {
-	if err := history.Validate(key, drafts...); err != nil {
+	if err := svc.checkAppend(sessionID, key, drafts); err != nil {
 		return nil, err
 	}
-	if !svc.AllowSystemMessages {
-		for i, d := range drafts {
-			if d.Role == history.RoleSystem {
-				return nil, errs.Errorf(errs.EINVALID, "messages[%d].role: system messages come from the server only (the operator can allow them with CLIENT_SYSTEM_MESSAGES=on)", i)
-			}
-		}
-	}
-	if err := sessions.CheckID(sessionID); err != nil {
-		return nil, err
-	}
-	var out []history.Message
-	var version string
-	var due, replayed bool
-	var fixed int
-	err := svc.waitTurn(true, func() error {
-		now := svc.now()
-		plan, err := svc.History.PlanFor(userID, sessionID, key, drafts...)
-		if err != nil {
-			return err
-		}
-		q := AppendQuery{UserID: userID, SessionID: sessionID, Key: key, Day: Day(now), IfMatch: ifMatch}
-		version, err = svc.Turns.RunAppend(ctx, q, func(st *AppendState) (*AppendWrite, error) {
-			s, t := st.Session.Clone(), st.Tail.Clone()
-			msgs, err := plan(s, t, st.Stored)
-			if err != nil {
-				return nil, err
-			}
-			if len(msgs) == 0 { // stored before: not counted or charged again
-				// By another request, unless a commit of this one stored
-				// it (and lost its answer).
-				out, due, replayed = st.Stored, false, !st.MayHaveLanded
-				return nil, nil
-			}
-			replayed = false
-			if ifMatch != "" && st.Version != ifMatch {
-				return nil, errs.Errorf(errs.ECHANGED, "the session changed since its context was read (ifMatch %q); read the context again and resend", ifMatch)
-			}
-			u := st.Usage
-			if err := u.AdmitMessages(now, svc.Limits, len(msgs)); err != nil {
-				return nil, err
-			}
-			n := 0
-			for _, m := range msgs {
-				n += m.Tokens
-			}
-			out = msgs // the store names them in place
-			_, due = history.PlanCompaction(s, t, svc.History.BudgetFor(s), svc.mayBeDue(s))
-			due = due && s.Context.Summaries != sessions.SummariesApp // the app makes its own
-			fixed = svc.fixed(s)
-			return &AppendWrite{Session: s, Tail: t, Messages: msgs, Window: u, Tokens: n}, nil
-		})
+	q := AppendQuery{UserID: userID, SessionID: sessionID, Key: key, IfMatch: ifMatch}
+	var out *Appended
+	err := svc.waitTurn(true, func() (err error) {
+		out, err = svc.tryAppend(ctx, q, drafts)
 		return err
 	})
 	if err != nil {
 		return nil, err
 	}
-	return &Appended{UserID: userID, SessionID: sessionID, Messages: out, Version: version, compactionDue: due, fixed: fixed, replayed: replayed}, nil
+	return out, nil
+}
+
+// checkAppend checks a batch before anything is read: its messages and
+// key, that the client sends no system message unless the operator allows
+// it, and the session's id.
+func (svc *Service) checkAppend(sessionID, key string, drafts []history.Draft) error {
+	if err := history.Validate(key, drafts...); err != nil {
+		return err
+	}
+	if !svc.AllowSystemMessages {
+		for i, d := range drafts {
+			if d.Role == history.RoleSystem {
+				return errs.Errorf(errs.EINVALID, "messages[%d].role: system messages come from the server only (the operator can allow them with CLIENT_SYSTEM_MESSAGES=on)", i)
+			}
+		}
+	}
+	return sessions.CheckID(sessionID)
+}
+
+// tryAppend appends the batch as of now, in one read and one commit.
+func (svc *Service) tryAppend(ctx context.Context, q AppendQuery, drafts []history.Draft) (*Appended, error) {
+	now := svc.now()
+	plan, err := svc.History.PlanFor(q.UserID, q.SessionID, q.Key, drafts...)
+	if err != nil {
+		return nil, err
+	}
+	q.Day = Day(now)
+	var out *Appended
+	version, err := svc.Turns.RunAppend(ctx, q, func(st *AppendState) (w *AppendWrite, err error) {
+		out, w, err = svc.planAppend(st, q, plan, now)
+		return w, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.Version = version
+	return out, nil
+}
+
+// planAppend decides an append on the state read: the batch's commit (the
+// messages, the session and its context, the rate window and the tokens),
+// or nothing when the batch is stored already, and what the caller gets.
+func (svc *Service) planAppend(st *AppendState, q AppendQuery, plan history.Plan, now time.Time) (*Appended, *AppendWrite, error) {
+	out := &Appended{UserID: q.UserID, SessionID: q.SessionID}
+	s, t := st.Session.Clone(), st.Tail.Clone()
+	msgs, err := plan(s, t, st.Stored)
+	if err != nil {
+		return nil, nil, err
+	}
+	if len(msgs) == 0 { // stored before: not counted or charged again
+		// By another request, unless a commit of this one stored it (and
+		// lost its answer).
+		out.Messages, out.replayed = st.Stored, !st.MayHaveLanded
+		return out, nil, nil
+	}
+	if q.IfMatch != "" && st.Version != q.IfMatch {
+		return nil, nil, errs.Errorf(errs.ECHANGED, "the session changed since its context was read (ifMatch %q); read the context again and resend", q.IfMatch)
+	}
+	u := st.Usage
+	if err := u.AdmitMessages(now, svc.Limits, len(msgs)); err != nil {
+		return nil, nil, err
+	}
+	n := 0
+	for _, m := range msgs {
+		n += m.Tokens
+	}
+	out.Messages = msgs // the store names them in place
+	_, due := history.PlanCompaction(s, t, svc.History.BudgetFor(s), svc.mayBeDue(s))
+	out.compactionDue = due && s.Context.Summaries != sessions.SummariesApp // the app makes its own
+	out.fixed = svc.fixed(s)
+	return out, &AppendWrite{Session: s, Tail: t, Messages: msgs, Window: u, Tokens: n}, nil
 }
 
 // mayBeDue is what an append, which reads no memory, reserves besides the

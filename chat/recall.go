@@ -55,18 +55,20 @@ func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Se
 	}
 	r.recallOnce.Do(func() {
 		r.done = make(chan struct{})
-		k, _ := s.Context.RecallLimits()
-		s := s.Clone()
-		go func() {
-			defer close(r.done)
-			if <-r.embedded; r.embedErr != nil {
-				r.err = r.embedErr
-				return
-			}
-			scope := recall.Scope{All: mode == sessions.RecallAll, Known: o}
-			r.got, r.err = svc.Finder.Recall(ctx, s, query, r.vector, scope, k)
-		}()
+		go svc.recallFor(ctx, r, s.Clone(), query, recall.Scope{All: mode == sessions.RecallAll, Known: o})
 	})
+}
+
+// recallFor finds what r adds for s's message once its embedding is done,
+// and then closes r.done.
+func (svc *Service) recallFor(ctx context.Context, r *recaller, s *sessions.Session, query string, scope recall.Scope) {
+	defer close(r.done)
+	if <-r.embedded; r.embedErr != nil {
+		r.err = r.embedErr
+		return
+	}
+	k, _ := s.Context.RecallLimits()
+	r.got, r.err = svc.Finder.Recall(ctx, s, query, r.vector, scope, k)
 }
 
 // recallHeader opens the recalled excerpts, so that the model knows what
@@ -91,11 +93,14 @@ type recaller struct {
 func (svc *Service) embed(ctx context.Context, r *recaller, query string) {
 	r.embedOnce.Do(func() {
 		r.embedded = make(chan struct{})
-		go func() {
-			defer close(r.embedded)
-			r.vector, r.embedErr = svc.Finder.EmbedQuery(ctx, query)
-		}()
+		go svc.embedQuery(ctx, r, query)
 	})
+}
+
+// embedQuery embeds query for r, and then closes r.embedded.
+func (svc *Service) embedQuery(ctx context.Context, r *recaller, query string) {
+	defer close(r.embedded)
+	r.vector, r.embedErr = svc.Finder.EmbedQuery(ctx, query)
 }
 
 // memoryFor is the memory block a turn sends: the facts chosen by
