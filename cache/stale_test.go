@@ -14,6 +14,14 @@ import (
 	"github.com/chatmemory/backend/storetest"
 )
 
+// twoInstances is two instances' caches in front of one emulated
+// Firestore, and services on the first.
+func twoInstances(t *testing.T) (one, other *cache.Store, e *storetest.Env) {
+	client, _ := emulatortest.Firestore(t)
+	one, other = instance(client), instance(client)
+	return one, other, storetest.NewEnv(t, one)
+}
+
 // TestKeptContextIsNotTrusted: an instance that kept a session's context
 // from a read starts an append given that version from it; when another
 // instance wrote meanwhile, the commit planned from it is refused, and the
@@ -21,10 +29,7 @@ import (
 // domain does for a stale ifMatch), leaving the other's write alone.
 func TestKeptContextIsNotTrusted(t *testing.T) {
 	ctx := context.Background()
-	client, _ := emulatortest.Firestore(t)
-	one := instance(client)
-	other := instance(client)
-	e := storetest.NewEnv(t, one)
+	one, other, e := twoInstances(t)
 	s := e.NewSession(t, "alice")
 	e.Say(t, s, history.RoleUser, "first")
 	day := "2026-01-15"
@@ -77,10 +82,7 @@ func TestKeptContextIsNotTrusted(t *testing.T) {
 // read as another request's.
 func TestKeptUsageIsNotTrusted(t *testing.T) {
 	ctx := context.Background()
-	client, _ := emulatortest.Firestore(t)
-	one := instance(client)
-	other := instance(client)
-	e := storetest.NewEnv(t, one)
+	one, other, e := twoInstances(t)
 	s, elsewhere := e.NewSession(t, "alice"), e.NewSession(t, "alice")
 	const day, minute = "2026-01-15", int64(29_000_000)
 	type seen struct {
@@ -155,10 +157,7 @@ func TestKeptUsageIsNotTrusted(t *testing.T) {
 // whole, and the turn reads and plans again after the other's message.
 func TestKeptTurnIsNotTrusted(t *testing.T) {
 	ctx := context.Background()
-	client, _ := emulatortest.Firestore(t)
-	one := instance(client)
-	other := instance(client)
-	e := storetest.NewEnv(t, one)
+	one, other, e := twoInstances(t)
 	s := e.NewSession(t, "alice")
 	q := chat.TurnQuery{UserID: "alice", SessionID: s.ID, Day: "2026-01-15", Slots: []int{0, 1}}
 	say := func(db *cache.Store, text string) []int {
