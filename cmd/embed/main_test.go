@@ -9,7 +9,7 @@ import (
 	"testing"
 
 	"github.com/chatmemory/backend/app"
-	"github.com/chatmemory/backend/cmd/internal/command"
+	"github.com/chatmemory/backend/cmd/internal/commandtest"
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/recall"
@@ -23,11 +23,7 @@ func TestEmbedBackfills(t *testing.T) {
 	project := emulatortest.ProjectID()
 	env := func(vars ...string) func(string) string { return emulatortest.Getenv(t, project, vars...) }
 	ctx := context.Background()
-	backend, code := command.Open(ctx, "embed", env("EMBEDDINGS", "off"), false, io.Discard)
-	if backend == nil {
-		t.Fatalf("opening the backend: exit code %d", code)
-	}
-	defer backend.Close()
+	backend := commandtest.Open(t, "embed", env("EMBEDDINGS", "off"))
 	s, err := backend.Sessions.Create(ctx, "alice", sessions.CreateInput{Title: "trips"})
 	if err != nil {
 		t.Fatal(err)

@@ -4,10 +4,9 @@ import (
 	"bytes"
 	"context"
 	"encoding/json"
-	"io"
 	"testing"
 
-	"github.com/chatmemory/backend/cmd/internal/command"
+	"github.com/chatmemory/backend/cmd/internal/commandtest"
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/history"
@@ -20,11 +19,7 @@ import (
 func TestMigrateCommand(t *testing.T) {
 	getenv := emulatortest.Getenv(t, emulatortest.ProjectID())
 	ctx := context.Background()
-	backend, code := command.Open(ctx, "migrate", getenv, false, io.Discard)
-	if backend == nil {
-		t.Fatalf("opening the backend: exit code %d", code)
-	}
-	defer backend.Close()
+	backend := commandtest.Open(t, "migrate", getenv)
 	s, err := backend.Sessions.Create(ctx, "alice", sessions.CreateInput{Title: "trips"})
 	if err != nil {
 		t.Fatal(err)
