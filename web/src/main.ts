@@ -9,7 +9,7 @@ import {
 } from "firebase/auth";
 import {
   collection, connectFirestoreEmulator, doc, getFirestore, limit, limitToLast, onSnapshot,
-  orderBy, query, where, type Unsubscribe,
+  orderBy, query, where, type Timestamp, type Unsubscribe,
 } from "firebase/firestore";
 import { ChatMemoryClient, type ChatRequest, type Message } from "../client";
 import { renderMarkdown } from "./markdown";
@@ -65,6 +65,10 @@ let found: { session: string; seq: number } | null = null; // the search hit ope
 let sessions: Session[] = [];
 let messages: Message[] = [];
 let leaf: number | null = null; // the active branch's last message, from the session document
+// When the session was written as leaf shows it (ms): a switch of branch
+// shows what the server answered at once, and a snapshot older than that
+// answer (a listener that has not caught up) does not take it back.
+let leafAt = 0;
 let historyFrom = 0; // the first seq still stored: message retention deleted those before it
 // The reply this tab is streaming, and the one it follows through the
 // session's draft (streamed by another tab, or by this page before a reload).
@@ -190,6 +194,7 @@ function openSession(id: string | null, fromHit = false) {
   stopMessages = stopDraft = stopSession = null;
   messages = [];
   leaf = null;
+  leafAt = 0;
   historyFrom = 0;
   following = null;
   showSessionUsage();
@@ -204,7 +209,8 @@ function openSession(id: string | null, fromHit = false) {
   // The active branch: its leaf is in the session document once it branched.
   stopSession = onSnapshot(doc(db, "chat_sessions", id), (snap) => {
     settingsOf = { instructions: snap.get("instructions") ?? "", model: snap.get("model") ?? "" };
-    leaf = snap.get("branches.leaf") ?? null;
+    const at = (snap.get("updatedAt") as Timestamp | undefined)?.toMillis() ?? 0;
+    if (at >= leafAt) [leaf, leafAt] = [snap.get("branches.leaf") ?? null, at];
     status = snap.get("status") ?? "active";
     showStatus();
     historyFrom = snap.get("historyFrom") ?? 0;
@@ -291,6 +297,16 @@ function activeBranch(): { path: Message[]; versions: Map<number, number[]> } {
   return { path: path.reverse(), versions };
 }
 
+// switchBranch shows the branch through message seq of session id, as the
+// server answers it, without waiting for the session's listener.
+async function switchBranch(id: string, seq: number) {
+  const s = await api.switchBranch(id, seq);
+  const at = Date.parse(s.updatedAt);
+  if (current !== id || at < leafAt) return;
+  [leaf, leafAt] = [s.branches?.leaf ?? null, at];
+  renderMessages();
+}
+
 // branchTurn streams a turn that branches (a regeneration or an edit).
 async function branchTurn(fork: Fork, text = "") {
   if (!current || streaming) return;
@@ -353,8 +369,8 @@ function renderMessages() {
       if (sibs.length > 1 && current) {
         const i = sibs.indexOf(m.seq);
         const id = current;
-        const prev = button("prev", "‹", "Previous version", () => api.switchBranch(id, sibs[i - 1]));
-        const next = button("next", "›", "Next version", () => api.switchBranch(id, sibs[i + 1]));
+        const prev = button("prev", "‹", "Previous version", () => switchBranch(id, sibs[i - 1]));
+        const next = button("next", "›", "Next version", () => switchBranch(id, sibs[i + 1]));
         prev.disabled ||= i === 0;
         next.disabled ||= i === sibs.length - 1;
         tools.append(prev, el("span", { className: "version" }, `${i + 1} / ${sibs.length}`), next);
