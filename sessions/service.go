@@ -298,86 +298,105 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
-	if upd.Title == nil && upd.Metadata == nil && upd.Context == nil && upd.NoLearning == nil && upd.MessageRetentionDays == nil && upd.Instructions == nil && upd.Model == nil {
-		return nil, errs.Errorf(errs.EINVALID, "nothing to update: give title, metadata, memory, noLearning, messageRetentionDays, instructions and/or model")
-	}
-	var model string
-	if upd.Model != nil {
-		var err error
-		if model, err = svc.checkModel(*upd.Model); err != nil {
-			return nil, err
-		}
-	}
-	var instructions string
-	if upd.Instructions != nil {
-		var err error
-		if instructions, err = svc.checkInstructions(*upd.Instructions); err != nil {
-			return nil, err
-		}
-	}
-	if upd.MessageRetentionDays != nil {
-		if err := CheckMessageRetentionDays(*upd.MessageRetentionDays); err != nil {
-			return nil, err
-		}
-	}
-	var title string
-	if upd.Title != nil {
-		var err error
-		if title, err = normalizeTitle(*upd.Title); err != nil {
-			return nil, err
-		}
-		if title == "" {
-			return nil, errs.Errorf(errs.EINVALID, "title must not be empty")
-		}
-	}
-	if upd.Metadata != nil {
-		if err := upd.Metadata.Validate(); err != nil {
-			return nil, err
-		}
-	}
-	if upd.Context != nil {
-		if err := upd.Context.Validate(); err != nil {
-			return nil, err
-		}
+	upd, err := svc.checkUpdate(upd)
+	if err != nil {
+		return nil, err
 	}
 	now := svc.now()
 	return svc.Repo.UpdateSession(ctx, id, func(s *Session) error {
 		if err := s.CheckOwner(userID); err != nil {
 			return err
 		}
-		if upd.Model != nil {
-			s.Model = model
-		}
-		if upd.Context != nil || upd.Model != nil {
-			ctx := s.Context
-			if upd.Context != nil {
-				ctx = *upd.Context
-			}
-			if err := svc.checkContext(ctx, s.Model); err != nil {
-				return err
-			}
-		}
-		if upd.Title != nil {
-			s.Title, s.TitleSource = title, TitleUser
-		}
-		if upd.Instructions != nil {
-			s.Instructions = instructions
-		}
-		if upd.Metadata != nil {
-			s.Metadata = upd.Metadata.Clone()
-		}
-		if upd.Context != nil {
-			s.Context = upd.Context.withDefaults(svc.DefaultContext)
-		}
-		if upd.NoLearning != nil {
-			s.NoLearning = *upd.NoLearning
-		}
-		if upd.MessageRetentionDays != nil {
-			s.MessageRetentionDays = *upd.MessageRetentionDays
+		if err := svc.apply(s, upd); err != nil {
+			return err
 		}
 		s.UpdatedAt = now
 		return nil
 	})
+}
+
+// checkUpdate checks each change of upd on its own, and returns upd with
+// its title, model and instructions as they are stored.
+func (svc *Service) checkUpdate(upd Update) (Update, error) {
+	if upd == (Update{}) {
+		return upd, errs.Errorf(errs.EINVALID, "nothing to update: give title, metadata, memory, noLearning, messageRetentionDays, instructions and/or model")
+	}
+	if upd.Model != nil {
+		model, err := svc.checkModel(*upd.Model)
+		if err != nil {
+			return upd, err
+		}
+		upd.Model = &model
+	}
+	if upd.Instructions != nil {
+		instructions, err := svc.checkInstructions(*upd.Instructions)
+		if err != nil {
+			return upd, err
+		}
+		upd.Instructions = &instructions
+	}
+	if upd.MessageRetentionDays != nil {
+		if err := CheckMessageRetentionDays(*upd.MessageRetentionDays); err != nil {
+			return upd, err
+		}
+	}
+	if upd.Title != nil {
+		title, err := normalizeTitle(*upd.Title)
+		if err != nil {
+			return upd, err
+		}
+		if title == "" {
+			return upd, errs.Errorf(errs.EINVALID, "title must not be empty")
+		}
+		upd.Title = &title
+	}
+	if upd.Metadata != nil {
+		if err := upd.Metadata.Validate(); err != nil {
+			return upd, err
+		}
+	}
+	if upd.Context != nil {
+		if err := upd.Context.Validate(); err != nil {
+			return upd, err
+		}
+	}
+	return upd, nil
+}
+
+// apply makes the checked changes upd to s, once the session's context
+// settings fit its model (the new one, if upd changes it).
+func (svc *Service) apply(s *Session, upd Update) error {
+	if upd.Model != nil {
+		s.Model = *upd.Model
+	}
+	if upd.Context != nil || upd.Model != nil {
+		settings := s.Context
+		if upd.Context != nil {
+			settings = *upd.Context
+		}
+		if err := svc.checkContext(settings, s.Model); err != nil {
+			return err
+		}
+	}
+	if upd.Title != nil {
+		s.Title, s.TitleSource = *upd.Title, TitleUser
+	}
+	if upd.Instructions != nil {
+		s.Instructions = *upd.Instructions
+	}
+	if upd.Metadata != nil {
+		s.Metadata = upd.Metadata.Clone()
+	}
+	if upd.Context != nil {
+		s.Context = upd.Context.withDefaults(svc.DefaultContext)
+	}
+	if upd.NoLearning != nil {
+		s.NoLearning = *upd.NoLearning
+	}
+	if upd.MessageRetentionDays != nil {
+		s.MessageRetentionDays = *upd.MessageRetentionDays
+	}
+	return nil
 }
 
 // checkContext validates context settings for a session of model.
