@@ -107,177 +107,140 @@ const (
 // ConfigFromEnv reads the configuration with getenv (os.Getenv in
 // production) and reports every problem it finds at once.
 func ConfigFromEnv(getenv func(string) string) (Config, error) {
-	var problems []string
-	bad := func(format string, args ...any) { problems = append(problems, fmt.Sprintf(format, args...)) }
-	str := func(name, def string) string {
-		if v := strings.TrimSpace(getenv(name)); v != "" {
-			return v
-		}
-		return def
-	}
-	onOff := func(name string, def bool) bool {
-		switch v := strings.TrimSpace(getenv(name)); v {
-		case "":
-			return def
-		case "on":
-			return true
-		case "off":
-			return false
-		default:
-			bad("%s must be on or off, not %q", name, v)
-			return def
-		}
-	}
-	// Every number is bounded, so no setting can overflow what is
-	// computed from it (budgets times percentages, seconds to durations).
-	num := func(name string, def, lo, hi int) int {
-		v := strings.TrimSpace(getenv(name))
-		if v == "" {
-			return def
-		}
-		n, err := strconv.Atoi(v)
-		if err != nil || n < lo || n > hi {
-			bad("%s must be a whole number from %d to %d, not %q", name, lo, hi, v)
-			return def
-		}
-		return n
-	}
+	env := &vars{getenv: getenv}
+	c := readConfig(env)
+	c.checkBackend(env)
+	c.checkAccess(env)
+	c.checkChoices(env)
+	return c, env.err()
+}
+
+// readConfig reads each setting on its own: a malformed one is noted and
+// read as its default. Every number is bounded, so no setting can overflow
+// what is computed from it (budgets times percentages, seconds to
+// durations).
+func readConfig(env *vars) Config {
 	const day, many = 24 * 60 * 60, 1_000_000_000
-	seconds := func(name string, def time.Duration, hi int) time.Duration {
-		return time.Duration(num(name, int(def/time.Second), 1, hi)) * time.Second
-	}
 	c := Config{
-		Backend:            str("STORAGE_BACKEND", "firestore"),
-		ProjectID:          str("GOOGLE_CLOUD_PROJECT", str("GCLOUD_PROJECT", "")),
-		FirestoreEmulator:  str("FIRESTORE_EMULATOR_HOST", ""),
-		AuthEmulator:       str("FIREBASE_AUTH_EMULATOR_HOST", ""),
-		OnGoogleCloud:      getenv("K_SERVICE") != "" || getenv("FUNCTION_TARGET") != "" || getenv("GOOGLE_APPLICATION_CREDENTIALS") != "",
-		OpenAIKey:          str("OPENAI_API_KEY", ""),
-		IDSecret:           str("ID_SECRET", ""),
-		OpenAIBaseURL:      str("OPENAI_BASE_URL", ""),
-		ChatModel:          str("CHAT_MODEL", DefaultChatModel),
-		SystemPrompt:       str("SYSTEM_PROMPT", DefaultSystemPrompt),
-		InstructionsChars:  num("SESSION_INSTRUCTIONS_MAX_CHARS", sessions.DefaultMaxInstructionsChars, 0, 100_000),
-		MaxBodyBytes:       int64(num("MAX_BODY_BYTES", DefaultMaxBodyBytes, 1024, 32<<20)),
-		MaxSessionMessages: num("MAX_SESSION_MESSAGES", DefaultMaxSessionMessages, 0, many),
-		TurnsPerMinute:     num("RATE_TURNS_PER_MINUTE", DefaultTurnsPerMinute, 0, chat.MaxTurnsPerMinute),
-		MessagesPerMinute:  num("RATE_MESSAGES_PER_MINUTE", DefaultMessagesPerMinute, 0, many),
-		SearchesPerMinute:  num("RATE_SEARCHES_PER_MINUTE", DefaultSearchesPerMinute, 0, many),
-		MaxToolRounds:      num("MAX_TOOL_ROUNDS", chat.DefaultMaxToolRounds, 1, 100),
-		TokensPerDay:       num("RATE_TOKENS_PER_DAY", DefaultTokensPerDay, 0, many),
-		ContextBudget:      num("CONTEXT_TOKEN_BUDGET", 0, 0, sessions.MaxBudgetTokens),
-		ContextStrategy:    str("CONTEXT_STRATEGY", str("MEMORY_STRATEGY", "summary_buffer")),
-		WindowExchanges:    num("WINDOW_EXCHANGES", 10, 1, sessions.MaxWindowExchanges),
-		ModelTimeout:       seconds("MODEL_TIMEOUT_SECONDS", DefaultModelTimeout, 3600),
-		FirestoreTimeout:   seconds("FIRESTORE_TIMEOUT_SECONDS", DefaultFirestoreTimeout, 300),
-		AuthTimeout:        seconds("AUTH_TIMEOUT_SECONDS", DefaultAuthTimeout, 60),
-		RevocationTTL:      time.Duration(num("REVOCATION_CHECK_SECONDS", int(DefaultRevocationTTL/time.Second), 0, day)) * time.Second,
-		DraftInterval:      time.Duration(num("DRAFT_INTERVAL_MS", int(chat.DefaultDraftInterval/time.Millisecond), 100, 60_000)) * time.Millisecond,
-		ReadTimeout:        seconds("READ_TIMEOUT_SECONDS", DefaultReadTimeout, 600),
-		LogLevel:           str("LOG_LEVEL", "info"),
-		RetentionDays: [3]int{num("RETENTION_ACTIVE_DAYS", 30, 1, sessions.MaxRetentionDays),
-			num("RETENTION_ARCHIVED_DAYS", 90, 1, sessions.MaxRetentionDays), num("RETENTION_DELETED_DAYS", 30, 1, sessions.MaxRetentionDays)},
-		MessageDays:         num("RETENTION_MESSAGE_DAYS", 0, 0, sessions.MaxRetentionDays),
-		SweepBudget:         time.Duration(num("SWEEP_BUDGET_SECONDS", 480, 10, day)) * time.Second,
-		LongTermMemory:      onOff("LONG_TERM_MEMORY", true),
-		HistoryShare:        num("MEMORY_HISTORY_SHARE", 30, 0, 100),
-		Embeddings:          onOff("EMBEDDINGS", true),
-		EmbeddingModel:      str("EMBEDDING_MODEL", llm.DefaultEmbeddingModel),
-		EmbeddingDimensions: num("EMBEDDING_DIMENSIONS", llm.DefaultEmbeddingDimensions, 1, recall.MaxDimensions),
-		WordVectors:         str("WORD_VECTORS", "auto"),
-		SystemMessages:      onOff("CLIENT_SYSTEM_MESSAGES", false),
-		AppCheck:            AppCheckMode(str("APP_CHECK", string(AppCheckOff))),
+		Backend:            env.str("STORAGE_BACKEND", "firestore"),
+		ProjectID:          env.str("GOOGLE_CLOUD_PROJECT", env.str("GCLOUD_PROJECT", "")),
+		FirestoreEmulator:  env.str("FIRESTORE_EMULATOR_HOST", ""),
+		AuthEmulator:       env.str("FIREBASE_AUTH_EMULATOR_HOST", ""),
+		OnGoogleCloud:      env.getenv("K_SERVICE") != "" || env.getenv("FUNCTION_TARGET") != "" || env.getenv("GOOGLE_APPLICATION_CREDENTIALS") != "",
+		OpenAIKey:          env.str("OPENAI_API_KEY", ""),
+		IDSecret:           env.str("ID_SECRET", ""),
+		OpenAIBaseURL:      env.str("OPENAI_BASE_URL", ""),
+		ChatModel:          env.str("CHAT_MODEL", DefaultChatModel),
+		SystemPrompt:       env.str("SYSTEM_PROMPT", DefaultSystemPrompt),
+		InstructionsChars:  env.num("SESSION_INSTRUCTIONS_MAX_CHARS", sessions.DefaultMaxInstructionsChars, 0, 100_000),
+		AllowedOrigins:     env.list("CORS_ALLOWED_ORIGINS"),
+		MaxBodyBytes:       int64(env.num("MAX_BODY_BYTES", DefaultMaxBodyBytes, 1024, 32<<20)),
+		MaxSessionMessages: env.num("MAX_SESSION_MESSAGES", DefaultMaxSessionMessages, 0, many),
+		TurnsPerMinute:     env.num("RATE_TURNS_PER_MINUTE", DefaultTurnsPerMinute, 0, chat.MaxTurnsPerMinute),
+		MessagesPerMinute:  env.num("RATE_MESSAGES_PER_MINUTE", DefaultMessagesPerMinute, 0, many),
+		SearchesPerMinute:  env.num("RATE_SEARCHES_PER_MINUTE", DefaultSearchesPerMinute, 0, many),
+		MaxToolRounds:      env.num("MAX_TOOL_ROUNDS", chat.DefaultMaxToolRounds, 1, 100),
+		TokensPerDay:       env.num("RATE_TOKENS_PER_DAY", DefaultTokensPerDay, 0, many),
+		ContextBudget:      env.num("CONTEXT_TOKEN_BUDGET", 0, 0, sessions.MaxBudgetTokens),
+		ContextStrategy:    env.str("CONTEXT_STRATEGY", env.str("MEMORY_STRATEGY", "summary_buffer")),
+		WindowExchanges:    env.num("WINDOW_EXCHANGES", 10, 1, sessions.MaxWindowExchanges),
+		ModelTimeout:       env.seconds("MODEL_TIMEOUT_SECONDS", DefaultModelTimeout, 1, 3600),
+		FirestoreTimeout:   env.seconds("FIRESTORE_TIMEOUT_SECONDS", DefaultFirestoreTimeout, 1, 300),
+		AuthTimeout:        env.seconds("AUTH_TIMEOUT_SECONDS", DefaultAuthTimeout, 1, 60),
+		RevocationTTL:      env.seconds("REVOCATION_CHECK_SECONDS", DefaultRevocationTTL, 0, day),
+		DraftInterval:      time.Duration(env.num("DRAFT_INTERVAL_MS", int(chat.DefaultDraftInterval/time.Millisecond), 100, 60_000)) * time.Millisecond,
+		ReadTimeout:        env.seconds("READ_TIMEOUT_SECONDS", DefaultReadTimeout, 1, 600),
+		LogLevel:           env.str("LOG_LEVEL", "info"),
+		RetentionDays: [3]int{env.num("RETENTION_ACTIVE_DAYS", 30, 1, sessions.MaxRetentionDays),
+			env.num("RETENTION_ARCHIVED_DAYS", 90, 1, sessions.MaxRetentionDays), env.num("RETENTION_DELETED_DAYS", 30, 1, sessions.MaxRetentionDays)},
+		MessageDays:         env.num("RETENTION_MESSAGE_DAYS", 0, 0, sessions.MaxRetentionDays),
+		SweepBudget:         env.seconds("SWEEP_BUDGET_SECONDS", 480*time.Second, 10, day),
+		LongTermMemory:      env.onOff("LONG_TERM_MEMORY", true),
+		HistoryShare:        env.num("MEMORY_HISTORY_SHARE", 30, 0, 100),
+		Embeddings:          env.onOff("EMBEDDINGS", true),
+		EmbeddingModel:      env.str("EMBEDDING_MODEL", llm.DefaultEmbeddingModel),
+		EmbeddingDimensions: env.num("EMBEDDING_DIMENSIONS", llm.DefaultEmbeddingDimensions, 1, recall.MaxDimensions),
+		WordVectors:         env.str("WORD_VECTORS", "auto"),
+		SystemMessages:      env.onOff("CLIENT_SYSTEM_MESSAGES", false),
+		AppCheck:            AppCheckMode(env.str("APP_CHECK", string(AppCheckOff))),
+		AppCheckAppIDs:      env.list("APP_CHECK_APP_IDS"),
+		TraceSampleRatio:    env.ratio("TRACE_SAMPLE_RATIO", 1),
 	}
-	if w := c.WordVectors; w != "auto" && w != "off" {
-		if _, err := os.Stat(w); err != nil {
-			bad("WORD_VECTORS must be auto, off or the word vectors' file, not %q (%v)", w, err)
-		}
+	// Exporters: off, stdout, or Google Cloud's (the default there).
+	c.TraceExporter = env.exporter("TRACE_EXPORTER", TracesCloudTrace, c.OnGoogleCloud)
+	c.MetricsExporter = env.exporter("METRICS_EXPORTER", MetricsCloudMonitoring, c.OnGoogleCloud)
+	if models, err := parseModels(env.getenv("CHAT_MODELS"), c.ChatModel); err != nil {
+		env.bad("%s", err.Error())
+	} else {
+		c.ChatModels = models
 	}
-	switch c.AppCheck {
-	case AppCheckOff, AppCheckMonitor, AppCheckEnforce:
-	default:
-		bad("APP_CHECK must be off, monitor or enforce, not %q", c.AppCheck)
-	}
-	// An exporter: off, stdout, or Google Cloud's (the default there).
-	exporter := func(name, cloud string) string {
-		def := TracesOff // "off" for both
-		if c.OnGoogleCloud {
-			def = cloud
-		}
-		v := str(name, def)
-		if v != TracesOff && v != TracesStdout && v != cloud {
-			bad("%s must be off, stdout or %s, not %q", name, cloud, v)
-		}
-		return v
-	}
-	c.TraceExporter = exporter("TRACE_EXPORTER", TracesCloudTrace)
-	c.MetricsExporter = exporter("METRICS_EXPORTER", MetricsCloudMonitoring)
-	c.TraceSampleRatio = 1
-	if v := getenv("TRACE_SAMPLE_RATIO"); v != "" {
-		r, err := strconv.ParseFloat(v, 64)
-		if err != nil || !(r >= 0 && r <= 1) {
-			bad("TRACE_SAMPLE_RATIO must be a number from 0 to 1, not %q", v)
-		}
-		c.TraceSampleRatio = r
-	}
-	for _, id := range strings.Split(getenv("APP_CHECK_APP_IDS"), ",") {
-		if id = strings.TrimSpace(id); id != "" {
-			c.AppCheckAppIDs = append(c.AppCheckAppIDs, id)
-		}
-	}
-	for _, o := range strings.Split(getenv("CORS_ALLOWED_ORIGINS"), ",") {
-		if o = strings.TrimSpace(o); o != "" {
-			c.AllowedOrigins = append(c.AllowedOrigins, o)
-		}
-	}
+	return c
+}
+
+// checkBackend checks that the storage backend is one there is, and can be
+// reached from here ("memory", its former name, reads as inprocess).
+func (c *Config) checkBackend(env *vars) {
 	switch c.Backend {
 	case "firestore":
 		if c.FirestoreEmulator == "" && !c.OnGoogleCloud {
-			bad("STORAGE_BACKEND=firestore needs FIRESTORE_EMULATOR_HOST (the emulator, e.g. 127.0.0.1:8080) or Google Cloud credentials; or set STORAGE_BACKEND=inprocess")
+			env.bad("STORAGE_BACKEND=firestore needs FIRESTORE_EMULATOR_HOST (the emulator, e.g. 127.0.0.1:8080) or Google Cloud credentials; or set STORAGE_BACKEND=inprocess")
 		}
 	case "inprocess":
 	case "memory":
 		c.Backend = "inprocess"
 	default:
-		bad("STORAGE_BACKEND must be firestore or inprocess, not %q", c.Backend)
-	}
-	if models, err := parseModels(getenv("CHAT_MODELS"), c.ChatModel); err != nil {
-		bad("%s", err.Error())
-	} else {
-		c.ChatModels = models
-	}
-	if c.ProjectID == "" {
-		bad("GOOGLE_CLOUD_PROJECT is not set: it names the Firebase project whose ID tokens are accepted")
-	}
-	if c.AuthEmulator == "" && !c.OnGoogleCloud {
-		bad("FIREBASE_AUTH_EMULATOR_HOST is not set and there are no Google Cloud credentials: ID tokens cannot be verified")
-	}
-	switch {
-	case c.IDSecret != "" && len(c.IDSecret) < ids.MinSecretLen:
-		bad("ID_SECRET must have at least %d characters", ids.MinSecretLen)
-	case c.IDSecret == "" && (getenv("K_SERVICE") != "" || getenv("FUNCTION_TARGET") != ""):
-		bad("ID_SECRET is not set: on Google Cloud every instance must derive the same ids (make deploy keeps it in Secret Manager)")
-	}
-	for _, problem := range emulatorRisks(getenv, c) {
-		bad("%s", problem)
+		env.bad("STORAGE_BACKEND must be firestore or inprocess, not %q", c.Backend)
 	}
 	for name, addr := range map[string]string{"FIRESTORE_EMULATOR_HOST": c.FirestoreEmulator, "FIREBASE_AUTH_EMULATOR_HOST": c.AuthEmulator} {
 		if addr != "" {
 			if _, _, err := net.SplitHostPort(addr); err != nil {
-				bad("%s must be host:port, not %q", name, addr)
+				env.bad("%s must be host:port, not %q", name, addr)
 			}
 		}
 	}
+}
+
+// checkAccess checks what decides who is let in: the project whose ID
+// tokens are accepted and a way to verify them, App Check, the key ids
+// are derived under, and no emulator trusted where it must not be.
+func (c *Config) checkAccess(env *vars) {
+	if c.ProjectID == "" {
+		env.bad("GOOGLE_CLOUD_PROJECT is not set: it names the Firebase project whose ID tokens are accepted")
+	}
+	if c.AuthEmulator == "" && !c.OnGoogleCloud {
+		env.bad("FIREBASE_AUTH_EMULATOR_HOST is not set and there are no Google Cloud credentials: ID tokens cannot be verified")
+	}
+	switch c.AppCheck {
+	case AppCheckOff, AppCheckMonitor, AppCheckEnforce:
+	default:
+		env.bad("APP_CHECK must be off, monitor or enforce, not %q", c.AppCheck)
+	}
+	switch {
+	case c.IDSecret != "" && len(c.IDSecret) < ids.MinSecretLen:
+		env.bad("ID_SECRET must have at least %d characters", ids.MinSecretLen)
+	case c.IDSecret == "" && (env.getenv("K_SERVICE") != "" || env.getenv("FUNCTION_TARGET") != ""):
+		env.bad("ID_SECRET is not set: on Google Cloud every instance must derive the same ids (make deploy keeps it in Secret Manager)")
+	}
+	for _, problem := range emulatorRisks(env.getenv, *c) {
+		env.bad("%s", problem)
+	}
+}
+
+// checkChoices checks the settings that name one of a few choices, or a
+// file: the context strategy and budget, and the offline stand-in's word
+// vectors.
+func (c *Config) checkChoices(env *vars) {
 	if err := c.DefaultContext().Validate(); err != nil {
-		bad("CONTEXT_STRATEGY (or its former name, MEMORY_STRATEGY) must be buffer, window, token_buffer or summary_buffer")
+		env.bad("CONTEXT_STRATEGY (or its former name, MEMORY_STRATEGY) must be buffer, window, token_buffer or summary_buffer")
 	}
 	if c.ContextBudget != 0 && c.ContextBudget < sessions.MinBudgetTokens {
-		bad("CONTEXT_TOKEN_BUDGET must be at least %d (or 0 for 75%% of the model's window)", sessions.MinBudgetTokens)
+		env.bad("CONTEXT_TOKEN_BUDGET must be at least %d (or 0 for 75%% of the model's window)", sessions.MinBudgetTokens)
 	}
-	if len(problems) > 0 {
-		return c, fmt.Errorf("configuration:\n  - %s", strings.Join(problems, "\n  - "))
+	if w := c.WordVectors; w != "auto" && w != "off" {
+		if _, err := os.Stat(w); err != nil {
+			env.bad("WORD_VECTORS must be auto, off or the word vectors' file, not %q (%v)", w, err)
+		}
 	}
-	return c, nil
 }
 
 // parseModels reads CHAT_MODELS: "name[:window],…"; a model without a
