@@ -130,91 +130,122 @@ func (a *App) callable(w http.ResponseWriter, r *http.Request) {
 // request is the REST request that runs the callable: data's fields in
 // the path, the query and the body as op says.
 func (op callableOp) request(r *http.Request, data map[string]json.RawMessage) (*http.Request, error) {
-	data = maps.Clone(data)
-	if data == nil {
-		data = map[string]json.RawMessage{} // no data: an empty body
-	}
-	str := func(field string) (string, error) {
-		raw, ok := data[field]
-		delete(data, field)
-		if !ok {
-			return "", errs.Errorf(errs.EINVALID, "data.%s is required", field)
-		}
-		var s string
-		if err := json.Unmarshal(raw, &s); err != nil {
-			var n json.Number
-			if json.Unmarshal(raw, &n) != nil {
-				return "", errs.Errorf(errs.EINVALID, "data.%s must be a string", field)
-			}
-			s = n.String()
-		}
-		return s, nil
+	fields := callData(maps.Clone(data))
+	if fields == nil {
+		fields = callData{} // no data: an empty body
 	}
 	inner := r.Clone(r.Context())
 	inner.Method = op.method
 	inner.URL = &url.URL{Path: "/" + r.PathValue("name")} // its errors in REST's form, translated by callable
-	for field, name := range op.path {
-		v, err := str(field)
-		if err != nil {
-			return nil, err
-		}
-		if err := sessions.CheckID(v); err != nil {
-			return nil, errs.Errorf(errs.EINVALID, "data.%s: %s", field, errs.Message(err))
-		}
-		inner.SetPathValue(name, v)
-		if name == "id" {
-			info(r.Context()).sessionID = v
-		}
+	if err := op.setPath(inner, fields); err != nil {
+		return nil, err
 	}
-	q := url.Values{}
-	for _, field := range op.query {
-		if _, ok := data[field]; !ok {
-			continue
-		}
-		v, err := str(field)
-		if err != nil {
-			return nil, err
-		}
-		q.Set(field, v)
+	query, err := op.queryOf(fields)
+	if err != nil {
+		return nil, err
 	}
-	inner.URL.RawQuery = q.Encode()
-	var body any
-	switch op.body {
-	case "-":
-		if len(data) > 0 {
-			keys := make([]string, 0, len(data))
-			for k := range data {
-				keys = append(keys, k)
-			}
-			slices.Sort(keys)
-			return nil, errs.Errorf(errs.EINVALID, "data has unknown fields: %s", strings.Join(keys, ", "))
-		}
-	case "":
-		body = data
-	default:
-		raw, ok := data[op.body]
-		if !ok {
-			return nil, errs.Errorf(errs.EINVALID, "data.%s is required", op.body)
-		}
-		delete(data, op.body)
-		if len(data) > 0 {
-			return nil, errs.Errorf(errs.EINVALID, "data has unknown fields besides %s", op.body)
-		}
-		body = raw
+	inner.URL.RawQuery = query.Encode()
+	body, err := op.bodyOf(fields)
+	if err != nil {
+		return nil, err
 	}
-	inner.Body = http.NoBody
-	inner.ContentLength = 0
-	if body != nil {
-		b, _ := json.Marshal(body)
-		inner.Body = io.NopCloser(bytes.NewReader(b))
-		inner.ContentLength = int64(len(b))
-		inner.Header.Set("Content-Type", "application/json")
-	}
+	setJSONBody(inner, body)
 	inner.Header.Del("Accept")
 	if strings.Contains(r.Header.Get("Accept"), "text/event-stream") {
 		inner.Header.Set("Accept", "text/event-stream")
 	}
 	return inner, nil
+}
+
+// setPath takes the path's values out of fields, each a session or
+// message id, into inner's path.
+func (op callableOp) setPath(inner *http.Request, fields callData) error {
+	for field, name := range op.path {
+		v, err := fields.take(field)
+		if err != nil {
+			return err
+		}
+		if err := sessions.CheckID(v); err != nil {
+			return errs.Errorf(errs.EINVALID, "data.%s: %s", field, errs.Message(err))
+		}
+		inner.SetPathValue(name, v)
+		if name == "id" {
+			info(inner.Context()).sessionID = v
+		}
+	}
+	return nil
+}
+
+// queryOf takes the query's values out of fields (those given).
+func (op callableOp) queryOf(fields callData) (url.Values, error) {
+	q := url.Values{}
+	for _, field := range op.query {
+		if _, ok := fields[field]; !ok {
+			continue
+		}
+		v, err := fields.take(field)
+		if err != nil {
+			return nil, err
+		}
+		q.Set(field, v)
+	}
+	return q, nil
+}
+
+// bodyOf is the REST body of what is left of fields: none ("-": nothing
+// may be left), all of them (""), or the one field op.body names.
+func (op callableOp) bodyOf(fields callData) (any, error) {
+	switch op.body {
+	case "-":
+		if len(fields) > 0 {
+			return nil, errs.Errorf(errs.EINVALID, "data has unknown fields: %s", strings.Join(slices.Sorted(maps.Keys(fields)), ", "))
+		}
+		return nil, nil
+	case "":
+		return map[string]json.RawMessage(fields), nil
+	}
+	raw, ok := fields[op.body]
+	if !ok {
+		return nil, errs.Errorf(errs.EINVALID, "data.%s is required", op.body)
+	}
+	delete(fields, op.body)
+	if len(fields) > 0 {
+		return nil, errs.Errorf(errs.EINVALID, "data has unknown fields besides %s", op.body)
+	}
+	return raw, nil
+}
+
+// setJSONBody makes body (nil: none) r's JSON body.
+func setJSONBody(r *http.Request, body any) {
+	r.Body, r.ContentLength = http.NoBody, 0
+	if body == nil {
+		return
+	}
+	b, _ := json.Marshal(body)
+	r.Body, r.ContentLength = io.NopCloser(bytes.NewReader(b)), int64(len(b))
+	r.Header.Set("Content-Type", "application/json")
+}
+
+// callData is a callable's data, by field.
+type callData map[string]json.RawMessage
+
+// take removes field from d and returns it as a string (a number is
+// taken as written).
+func (d callData) take(field string) (string, error) {
+	raw, ok := d[field]
+	delete(d, field)
+	if !ok {
+		return "", errs.Errorf(errs.EINVALID, "data.%s is required", field)
+	}
+	var s string
+	if err := json.Unmarshal(raw, &s); err != nil {
+		var n json.Number
+		if json.Unmarshal(raw, &n) != nil {
+			return "", errs.Errorf(errs.EINVALID, "data.%s must be a string", field)
+		}
+		s = n.String()
+	}
+	return s, nil
 }
 
 // captured is a response held in memory.
