@@ -3,6 +3,7 @@ package firestoredb
 import (
 	"context"
 	"errors"
+	"slices"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -209,47 +210,16 @@ func (db *DB) unlistPurged(bw *firestore.BulkWriter, out []retention.Purged, gon
 // deleted by id (and counted): the others fail with NotFound, which
 // finishPurges ignores.
 func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, t purgeTarget, done *int) ([]*firestore.BulkWriterJob, error) {
-	var pending []*firestore.BulkWriterJob
+	d := &deletion{bw: bw}
 	s := t.s
 	known := s.NextSeq >= 0
-	del := func(ref *firestore.DocumentRef) error {
-		job, err := bw.Delete(ref, firestore.Exists)
-		if err == nil {
-			pending = append(pending, job)
-		}
-		return err
-	}
 	var ids []string  // every message's, when the context holds them all
 	exchanges := true // unless the context says there are none
 	if known && s.NextSeq > 0 {
-		c, err := db.contextContents(ctx, t)
-		if err != nil {
-			return pending, err
+		var err error
+		if ids, exchanges, err = db.deleteNamed(ctx, d, t); err != nil {
+			return d.pending, err
 		}
-		for _, ref := range c.existing {
-			if err := del(ref); err != nil {
-				return pending, err
-			}
-		}
-		for _, id := range c.messages {
-			if err := del(db.messagesOf(s.ID).Doc(id)); err != nil {
-				return pending, err
-			}
-		}
-		// A unit of search is named by its reply or its one message: with
-		// every message known, the units are among them, deleted by id
-		// like the messages (a query of a subcollection is the slowest
-		// call of a purge, and the emulator answers it by scanning every
-		// session's).
-		for _, id := range c.messages {
-			if !c.embedded {
-				break
-			}
-			if err := del(db.recallOf(s.ID).Doc(id)); err != nil {
-				return pending, err
-			}
-		}
-		ids, exchanges = c.messages, c.embedded && c.messages == nil
 	}
 	for _, name := range sessionCollections {
 		switch {
@@ -259,33 +229,88 @@ func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, 
 			name == RecallCollection && (s.NextSeq == 0 || !exchanges):
 			continue
 		}
-		q := db.sessionRef(s.ID).Collection(name).Select().Limit(purgePage)
-		for {
-			snaps, err := db.getAll(ctx, q)
-			if err != nil {
-				return pending, err
-			}
-			var page []*firestore.BulkWriterJob
-			for _, snap := range snaps {
-				job, err := bw.Delete(snap.Ref)
-				if err != nil {
-					return append(pending, page...), err
-				}
-				page = append(page, job)
-			}
-			if len(snaps) < purgePage {
-				pending = append(pending, page...)
-				break
-			}
-			for _, job := range page {
-				if _, err := job.Results(); err != nil {
-					return pending, err
-				}
-				*done++
-			}
+		if err := db.deleteAllIn(ctx, d, db.sessionRef(s.ID).Collection(name), done); err != nil {
+			return d.pending, err
 		}
 	}
-	return pending, nil
+	return d.pending, nil
+}
+
+// deleteNamed deletes, by id, what session t's context names: its own
+// documents and, when it holds every message, the messages and their units
+// of search. A unit is named by its reply or its one message, so with
+// every message known the units are among them (a query of a subcollection
+// is the slowest call of a purge, and the emulator answers it by scanning
+// every session's). It returns the messages' ids when it knew them all,
+// and whether there may be units it did not name.
+func (db *DB) deleteNamed(ctx context.Context, d *deletion, t purgeTarget) (ids []string, exchanges bool, err error) {
+	c, err := db.contextContents(ctx, t)
+	if err != nil {
+		return nil, true, err
+	}
+	refs := slices.Clone(c.existing)
+	for _, id := range c.messages {
+		refs = append(refs, db.messagesOf(t.s.ID).Doc(id))
+	}
+	if c.embedded {
+		for _, id := range c.messages {
+			refs = append(refs, db.recallOf(t.s.ID).Doc(id))
+		}
+	}
+	for _, ref := range refs {
+		if err := d.delete(ref); err != nil {
+			return nil, true, err
+		}
+	}
+	return c.messages, c.embedded && c.messages == nil, nil
+}
+
+// deleteAllIn deletes every document of col, a page at a time: each full
+// page is waited for (and counted into done) before the next query, which
+// would otherwise find the same documents again.
+func (db *DB) deleteAllIn(ctx context.Context, d *deletion, col *firestore.CollectionRef, done *int) error {
+	q := col.Select().Limit(purgePage)
+	for {
+		snaps, err := db.getAll(ctx, q)
+		if err != nil {
+			return err
+		}
+		var page []*firestore.BulkWriterJob
+		for _, snap := range snaps {
+			job, err := d.bw.Delete(snap.Ref)
+			if err != nil {
+				d.pending = append(d.pending, page...)
+				return err
+			}
+			page = append(page, job)
+		}
+		if len(snaps) < purgePage {
+			d.pending = append(d.pending, page...)
+			return nil
+		}
+		for _, job := range page {
+			if _, err := job.Results(); err != nil {
+				return err
+			}
+			*done++
+		}
+	}
+}
+
+// deletion is the deletes of one purge queued in its BulkWriter, and the
+// jobs not yet waited for.
+type deletion struct {
+	bw      *firestore.BulkWriter
+	pending []*firestore.BulkWriterJob
+}
+
+// delete queues the deletion of ref, if it exists.
+func (d *deletion) delete(ref *firestore.DocumentRef) error {
+	job, err := d.bw.Delete(ref, firestore.Exists)
+	if err == nil {
+		d.pending = append(d.pending, job)
+	}
+	return err
 }
 
 // markPurge checks the session, deletes its document and leaves a marker
