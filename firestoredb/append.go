@@ -35,77 +35,116 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 // read), and the user's window and spend; their Version, and usage, are
 // nil when the store cannot tell them.
 func (db *DB) AppendKnown(ctx context.Context, q chat.AppendQuery, known *chat.TurnState, usage any, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (*chat.TurnState, any, error) {
-	msgs := db.messagesOf(q.SessionID)
-	sref, uref, dref := db.sessionRef(q.SessionID), db.usageRef(q.UserID), db.dayRef(q.UserID, q.Day)
-	var names []string // an unkeyed batch's ids, kept across attempts
-	written, first := false, true
-	plannedSeq := -1 // of the first message the last commit tried wrote
-	var read *stored // as read
-	var ur usageRead
-	var b *writes
-	var wd *windowDoc
-	var w *chat.AppendWrite
-	res, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
-		extra := []*firestore.DocumentRef{uref, dref}
-		switch {
-		case q.Key != "":
-			extra = append(extra, msgs.Doc(history.KeyedMessageID(q.Key, 0)))
-		case written:
-			extra = append(extra, msgs.Doc(names[0]))
-		}
-		st, kept, snaps, err := db.appendStart(get, q, first, known, usage, extra)
-		if kept != nil {
-			ur = *kept
-		}
-		first, read, w = false, st, nil
-		if err != nil {
-			return nil, err
-		}
-		if !st.exists {
-			return nil, sessions.NotFound(q.SessionID)
-		}
-		if snaps != nil {
-			if q.Key == "" && written && snaps[2].Exists() {
-				return nil, nil // the last commit landed
-			}
-			if ur, err = readUsage(snaps[0], snaps[1], q.Day); err != nil {
-				return nil, err
-			}
-		}
-		as := &chat.AppendState{Session: st.s, Tail: st.t, Usage: ur.usage(q.UserID), Version: st.version()}
-		if q.Key != "" && snaps != nil && snaps[2].Exists() {
-			if as.Stored, err = readBatch(get, msgs, q.Key, snaps[2]); err != nil {
-				return nil, err
-			}
-			// A commit refused may still have been this one's: the
-			// client tries a commit again when its answer is lost.
-			as.MayHaveLanded = as.Stored[0].Seq == plannedSeq
-		}
-		if w, err = plan(as); err != nil || w == nil {
-			return nil, err
-		}
-		if q.Key == "" {
-			names = nameBatch(names, w.Messages, msgs)
-		}
-		if len(w.Messages) > 0 {
-			plannedSeq = w.Messages[0].Seq
-		}
-		if b, wd, err = db.writeAppend(q, st, ur, w); err != nil {
-			return nil, err
-		}
-		written = true
-		return b, nil
-	})
-	switch {
-	case err != nil:
+	a := &appendRun{db: db, q: q, known: known, usage: usage, plan: plan, msgs: db.messagesOf(q.SessionID), first: true, plannedSeq: -1}
+	res, err := db.optimistic(ctx, a.attempt)
+	if err != nil {
 		return nil, nil, err
-	case w == nil && read != nil: // as read just now: nothing was planned
-		return stateOf(read), ur, nil
-	case w == nil || res == nil: // written in a transaction, which reports no update times
+	}
+	return a.outcome(res)
+}
+
+// appendRun is one append: what it was asked, what it keeps across the
+// attempts of its commit, and what the last attempt read and wrote.
+type appendRun struct {
+	db    *DB
+	q     chat.AppendQuery
+	known *chat.TurnState
+	usage any
+	plan  func(*chat.AppendState) (*chat.AppendWrite, error)
+	msgs  *firestore.CollectionRef
+
+	names      []string // an unkeyed batch's ids, kept across attempts
+	first      bool     // no attempt yet: known and usage may stand for a read
+	written    bool     // an attempt got as far as a commit
+	plannedSeq int      // of the first message the last commit tried wrote; -1: none
+
+	read *stored   // the session and its context as the last attempt read them
+	ur   usageRead // the user's window and spend, as read or known
+	w    *chat.AppendWrite
+	b    *writes
+	wd   *windowDoc
+}
+
+// attempt plans one commit, from what start read or knew; nil writes:
+// there is nothing to commit.
+func (a *appendRun) attempt(_ context.Context, get getAll) (*writes, error) {
+	as, err := a.start(get)
+	if err != nil || as == nil {
+		return nil, err
+	}
+	if a.w, err = a.plan(as); err != nil || a.w == nil {
+		return nil, err
+	}
+	if a.q.Key == "" {
+		a.names = nameBatch(a.names, a.w.Messages, a.msgs)
+	}
+	if len(a.w.Messages) > 0 {
+		a.plannedSeq = a.w.Messages[0].Seq
+	}
+	if a.b, a.wd, err = a.db.writeAppend(a.q, a.read, a.ur, a.w); err != nil {
+		return nil, err
+	}
+	a.written = true
+	return a.b, nil
+}
+
+// start is the state an attempt plans from: the session, its context and
+// the user's window and spend as known or read in one batched get, with
+// the batch's first message when it may be stored already (its key's, or,
+// after a commit whose answer was lost, an unkeyed batch's first id). It
+// is nil when that commit landed after all.
+func (a *appendRun) start(get getAll) (*chat.AppendState, error) {
+	extra := []*firestore.DocumentRef{a.db.usageRef(a.q.UserID), a.db.dayRef(a.q.UserID, a.q.Day)}
+	switch {
+	case a.q.Key != "":
+		extra = append(extra, a.msgs.Doc(history.KeyedMessageID(a.q.Key, 0)))
+	case a.written:
+		extra = append(extra, a.msgs.Doc(a.names[0]))
+	}
+	st, kept, snaps, err := a.db.appendStart(get, a.q, a.first, a.known, a.usage, extra)
+	if kept != nil {
+		a.ur = *kept
+	}
+	a.first, a.read, a.w = false, st, nil
+	if err != nil {
+		return nil, err
+	}
+	if !st.exists {
+		return nil, sessions.NotFound(a.q.SessionID)
+	}
+	if snaps != nil {
+		if a.q.Key == "" && a.written && snaps[2].Exists() {
+			return nil, nil // the last commit landed
+		}
+		if a.ur, err = readUsage(snaps[0], snaps[1], a.q.Day); err != nil {
+			return nil, err
+		}
+	}
+	as := &chat.AppendState{Session: st.s, Tail: st.t, Usage: a.ur.usage(a.q.UserID), Version: st.version()}
+	if a.q.Key != "" && snaps != nil && snaps[2].Exists() {
+		if as.Stored, err = readBatch(get, a.msgs, a.q.Key, snaps[2]); err != nil {
+			return nil, err
+		}
+		// A commit refused may still have been this one's: the
+		// client tries a commit again when its answer is lost.
+		as.MayHaveLanded = as.Stored[0].Seq == a.plannedSeq
+	}
+	return as, nil
+}
+
+// outcome is what the append returns once its commit ran (res: the
+// commit's results): the session and its context as it left them, and the
+// user's window and spend when the commit's update times tell them.
+func (a *appendRun) outcome(res []*firestore.WriteResult) (*chat.TurnState, any, error) {
+	switch {
+	case a.w == nil && a.read != nil: // as read just now: nothing was planned
+		return stateOf(a.read), a.ur, nil
+	case a.w == nil || res == nil: // written in a transaction, which reports no update times
 		return &chat.TurnState{}, nil, nil
 	}
-	after := read.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd, nil)
-	if now, ok := ur.after(b, res, uref, dref, w.Window, w.Tokens); ok {
+	q := a.q
+	after := a.read.after(a.b, res, a.db.sessionRef(q.SessionID), a.db.windowRef(q.SessionID), a.w.Session, a.w.Tail, a.wd, nil)
+	if now, ok := a.ur.after(a.b, res, a.db.usageRef(q.UserID), a.db.dayRef(q.UserID, q.Day), a.w.Window, a.w.Tokens); ok {
 		return stateOf(after), now, nil
 	}
 	return stateOf(after), nil, nil
