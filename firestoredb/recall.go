@@ -145,53 +145,82 @@ func (db *DB) SessionsOf(ctx context.Context, ids []string) (map[string]*session
 func (db *DB) Lexical(ctx context.Context, q recall.LexicalQuery) (recall.LexicalHits, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	base := db.client.CollectionGroup(RecallCollection).Where("userId", "==", q.UserID)
+	units := db.client.CollectionGroup(RecallCollection).Where("userId", "==", q.UserID)
 	if q.SessionID != "" {
-		base = base.Where("sessionId", "==", q.SessionID)
+		units = units.Where("sessionId", "==", q.SessionID)
 	}
-	queries := make([]firestore.Query, len(q.Terms))
-	for i, term := range q.Terms {
-		queries[i] = base.Where("terms", "array-contains", term).Limit(q.PerTerm)
+	var df map[string]int
+	var dfErr error
+	var wg sync.WaitGroup
+	if q.Count { // beside the queries
+		wg.Go(func() { df, dfErr = db.termCounts(ctx, units, q.Terms) })
 	}
+	found, err := getEach(ctx, lexicalQueries(units, q))
+	wg.Wait()
+	if err = cmp.Or(dfErr, err); err != nil {
+		return recall.LexicalHits{Found: map[string]int{}}, err
+	}
+	out, err := lexicalHits(q, found)
+	out.DF = df
+	return out, err
+}
+
+// lexicalQueries are the queries q asks of units: one a term, of at most
+// PerTerm units holding it, or, with Any, one of units holding any term.
+func lexicalQueries(units firestore.Query, q recall.LexicalQuery) []firestore.Query {
 	if q.Any {
-		queries = []firestore.Query{base.Where("terms", "array-contains-any", q.Terms).Limit(q.PerTerm)}
+		return []firestore.Query{units.Where("terms", "array-contains-any", q.Terms).Limit(q.PerTerm)}
 	}
+	out := make([]firestore.Query, len(q.Terms))
+	for i, term := range q.Terms {
+		out[i] = units.Where("terms", "array-contains", term).Limit(q.PerTerm)
+	}
+	return out
+}
+
+// getEach runs queries at once, and returns what each found.
+func getEach(ctx context.Context, queries []firestore.Query) ([][]*firestore.DocumentSnapshot, error) {
 	found := make([][]*firestore.DocumentSnapshot, len(queries))
 	errs := make([]error, len(queries))
 	var wg sync.WaitGroup
-	for i, fq := range queries {
-		wg.Go(func() { found[i], errs[i] = fq.Documents(ctx).GetAll() })
-	}
-	out := recall.LexicalHits{Found: map[string]int{}}
-	var counts []int
-	var countErr error
-	if q.Count {
-		counts = make([]int, len(q.Terms))
-		var mu sync.Mutex
-		for i, term := range q.Terms { // one aggregation a term, beside the queries
-			wg.Go(func() {
-				n, err := db.count(ctx, base.Where("terms", "array-contains", term))
-				mu.Lock()
-				defer mu.Unlock()
-				counts[i], countErr = n, cmp.Or(countErr, err)
-			})
-		}
+	for i, q := range queries {
+		wg.Go(func() { found[i], errs[i] = q.Documents(ctx).GetAll() })
 	}
 	wg.Wait()
-	if countErr != nil {
-		return out, countErr
-	}
-	if q.Count {
-		out.DF = map[string]int{}
-		for i, term := range q.Terms {
-			out.DF[term] = counts[i]
+	for _, err := range errs {
+		if err != nil {
+			return nil, translate(err)
 		}
 	}
+	return found, nil
+}
+
+// termCounts counts, for each term, the units holding it, without reading
+// them: one aggregation a term, all at once.
+func (db *DB) termCounts(ctx context.Context, units firestore.Query, terms []string) (map[string]int, error) {
+	counts := make([]int, len(terms))
+	errs := make([]error, len(terms))
+	var wg sync.WaitGroup
+	for i, term := range terms {
+		wg.Go(func() { counts[i], errs[i] = db.count(ctx, units.Where("terms", "array-contains", term)) })
+	}
+	wg.Wait()
+	if err := cmp.Or(errs...); err != nil {
+		return nil, err
+	}
+	df := make(map[string]int, len(terms))
+	for i, term := range terms {
+		df[term] = counts[i]
+	}
+	return df, nil
+}
+
+// lexicalHits are the units the queries of q found, each once, and for
+// each term how many of them hold it.
+func lexicalHits(q recall.LexicalQuery, found [][]*firestore.DocumentSnapshot) (recall.LexicalHits, error) {
+	out := recall.LexicalHits{Found: map[string]int{}}
 	seen := map[string]bool{}
 	for i, snaps := range found {
-		if errs[i] != nil {
-			return out, translate(errs[i])
-		}
 		if !q.Any {
 			out.Found[q.Terms[i]] = len(snaps)
 		}

@@ -34,69 +34,16 @@ func (db *DB) SaveExchange(_ context.Context, e recall.Exchange) error {
 func (db *DB) Lexical(_ context.Context, q recall.LexicalQuery) (recall.LexicalHits, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	var units []recall.Exchange
-	sids := slices.Sorted(maps.Keys(db.recall))
-	for _, sid := range sids {
-		if q.SessionID != "" && sid != q.SessionID {
-			continue
-		}
-		for _, id := range slices.Sorted(maps.Keys(db.recall[sid])) {
-			if e := db.recall[sid][id]; e.UserID == q.UserID {
-				units = append(units, e)
-			}
-		}
-	}
-	holds := func(e recall.Exchange, terms ...string) bool {
-		for _, t := range terms {
-			if e.Bag.TF[t] > 0 {
-				return true
-			}
-		}
-		return false
-	}
-	var picked []recall.Exchange
-	seen := map[string]bool{}
-	take := func(e recall.Exchange) {
-		if !seen[e.ID()] {
-			seen[e.ID()] = true
-			picked = append(picked, e)
-		}
-	}
+	units := db.unitsOf(q.UserID, q.SessionID)
 	out := recall.LexicalHits{Found: map[string]int{}}
 	if q.Count {
-		out.DF = map[string]int{}
-		for _, t := range q.Terms {
-			out.DF[t] = 0
-			for _, e := range units {
-				if holds(e, t) {
-					out.DF[t]++
-				}
-			}
-		}
+		out.DF = termCounts(units, q.Terms)
 	}
+	var picked []recall.Exchange
 	if q.Any {
-		for _, e := range units {
-			if len(picked) < q.PerTerm && holds(e, q.Terms...) {
-				take(e)
-			}
-		}
-		for _, e := range picked {
-			for _, t := range q.Terms {
-				if holds(e, t) {
-					out.Found[t]++
-				}
-			}
-		}
+		picked = pickAny(units, q, out.Found)
 	} else {
-		for _, t := range q.Terms {
-			out.Found[t] = 0 // as many as found, none too
-			for _, e := range units {
-				if out.Found[t] < q.PerTerm && holds(e, t) {
-					out.Found[t]++
-					take(e)
-				}
-			}
-		}
+		picked = pickEach(units, q, out.Found)
 	}
 	for _, e := range picked {
 		h := recall.Hit{Exchange: e}
@@ -104,6 +51,88 @@ func (db *DB) Lexical(_ context.Context, q recall.LexicalQuery) (recall.LexicalH
 		out.Hits = append(out.Hits, h)
 	}
 	return out, nil
+}
+
+// unitsOf are userID's units (of sessionID only, unless it is ""), in the
+// order of their session's id and their own.
+func (db *DB) unitsOf(userID, sessionID string) []recall.Exchange {
+	var units []recall.Exchange
+	for _, sid := range slices.Sorted(maps.Keys(db.recall)) {
+		if sessionID != "" && sid != sessionID {
+			continue
+		}
+		for _, id := range slices.Sorted(maps.Keys(db.recall[sid])) {
+			if e := db.recall[sid][id]; e.UserID == userID {
+				units = append(units, e)
+			}
+		}
+	}
+	return units
+}
+
+// termCounts counts, for each term, the units holding it.
+func termCounts(units []recall.Exchange, terms []string) map[string]int {
+	df := make(map[string]int, len(terms))
+	for _, t := range terms {
+		df[t] = 0
+		for _, e := range units {
+			if holds(e, t) {
+				df[t]++
+			}
+		}
+	}
+	return df
+}
+
+// pickAny picks the first PerTerm units holding any of q's terms, as one
+// array-contains-any query does, and counts into found how many of them
+// hold each term.
+func pickAny(units []recall.Exchange, q recall.LexicalQuery, found map[string]int) []recall.Exchange {
+	var picked []recall.Exchange
+	for _, e := range units {
+		if len(picked) < q.PerTerm && holds(e, q.Terms...) {
+			picked = append(picked, e)
+		}
+	}
+	for _, e := range picked {
+		for _, t := range q.Terms {
+			if holds(e, t) {
+				found[t]++
+			}
+		}
+	}
+	return picked
+}
+
+// pickEach picks, for each of q's terms, the first PerTerm units holding
+// it, as one query a term does: each unit once, and into found how many
+// each term's query found (none too).
+func pickEach(units []recall.Exchange, q recall.LexicalQuery, found map[string]int) []recall.Exchange {
+	var picked []recall.Exchange
+	seen := map[string]bool{}
+	for _, t := range q.Terms {
+		found[t] = 0
+		for _, e := range units {
+			if found[t] < q.PerTerm && holds(e, t) {
+				found[t]++
+				if !seen[e.ID()] {
+					seen[e.ID()] = true
+					picked = append(picked, e)
+				}
+			}
+		}
+	}
+	return picked
+}
+
+// holds tells whether unit e holds any of terms.
+func holds(e recall.Exchange, terms ...string) bool {
+	for _, t := range terms {
+		if e.Bag.TF[t] > 0 {
+			return true
+		}
+	}
+	return false
 }
 
 func cloneBag(b recall.Bag) recall.Bag {
