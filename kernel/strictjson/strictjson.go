@@ -83,74 +83,100 @@ func findProblem(raw []byte, t reflect.Type, path string) (string, string, bool)
 	if string(raw) == "null" || t == rawType || t.Kind() == reflect.Interface {
 		return "", "", false
 	}
-	want := func(what string) (string, string, bool) { return path, "must be " + what, true }
-	switch {
-	case t == timeType:
-		if raw[0] != '"' {
-			return want("a time in RFC 3339 format")
-		}
-		return "", "", false
-	case t.Kind() != reflect.Struct && reflect.PointerTo(t).Implements(unmarshalType):
-		return "", "", false // decodes itself; nothing of ours
+	if what := mismatch(raw, t); what != "" {
+		return path, "must be " + what, true
+	}
+	if decodesItself(t) {
+		return "", "", false // nothing of ours inside
 	}
 	switch t.Kind() {
-	case reflect.String:
-		if raw[0] != '"' {
-			return want("a string")
-		}
-	case reflect.Bool:
-		if raw[0] != 't' && raw[0] != 'f' {
-			return want("true or false")
-		}
-	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
-		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
-		if bytes.ContainsAny(raw, ".eE") || raw[0] == '"' || raw[0] == '{' || raw[0] == '[' || raw[0] == 't' || raw[0] == 'f' {
-			return want("a whole number")
-		}
-		if json.Unmarshal(raw, reflect.New(t).Interface()) != nil {
-			return want("a whole number in range")
-		}
-	case reflect.Float32, reflect.Float64:
-		if !(raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')) {
-			return want("a number")
-		}
 	case reflect.Slice, reflect.Array:
 		var items []json.RawMessage
-		if raw[0] != '[' || json.Unmarshal(raw, &items) != nil {
-			return want("a list")
-		}
+		json.Unmarshal(raw, &items) // mismatch found it a list
 		for i, item := range items {
 			if p, why, ok := findProblem(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); ok {
 				return p, why, true
 			}
 		}
-	case reflect.Map:
+	case reflect.Map, reflect.Struct:
 		var obj map[string]json.RawMessage
-		if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
-			return want("an object")
+		json.Unmarshal(raw, &obj) // mismatch found it an object
+		return findInObject(obj, t, path)
+	}
+	return "", "", false
+}
+
+// findInObject returns the path of the first key of obj (in key order) a
+// map or struct of type t refuses, or whose value it refuses, and why.
+func findInObject(obj map[string]json.RawMessage, t reflect.Type, path string) (string, string, bool) {
+	var fields map[string]reflect.Type
+	if t.Kind() == reflect.Struct {
+		fields = jsonFields(t)
+	}
+	for _, k := range sortedKeys(obj) {
+		ft := t
+		if t.Kind() == reflect.Map {
+			ft = t.Elem()
+		} else if ft = fields[strings.ToLower(k)]; ft == nil {
+			return join(path, k), "unknown field", true
 		}
-		for _, k := range sortedKeys(obj) {
-			if p, why, ok := findProblem(obj[k], t.Elem(), join(path, k)); ok {
-				return p, why, true
-			}
-		}
-	case reflect.Struct:
-		var obj map[string]json.RawMessage
-		if raw[0] != '{' || json.Unmarshal(raw, &obj) != nil {
-			return want("an object")
-		}
-		fields := jsonFields(t)
-		for _, k := range sortedKeys(obj) {
-			ft, ok := fields[strings.ToLower(k)]
-			if !ok {
-				return join(path, k), "unknown field", true
-			}
-			if p, why, ok := findProblem(obj[k], ft, join(path, k)); ok {
-				return p, why, true
-			}
+		if p, why, ok := findProblem(obj[k], ft, join(path, k)); ok {
+			return p, why, true
 		}
 	}
 	return "", "", false
+}
+
+// mismatch is what a value of type t must be, when raw (valid JSON) is
+// not one; "" when it is, as far as raw itself goes (the items of a list
+// or an object are looked at on their own).
+func mismatch(raw []byte, t reflect.Type) string {
+	switch {
+	case t == timeType:
+		return unless(raw[0] == '"', "a time in RFC 3339 format")
+	case decodesItself(t):
+		return ""
+	}
+	switch t.Kind() {
+	case reflect.String:
+		return unless(raw[0] == '"', "a string")
+	case reflect.Bool:
+		return unless(raw[0] == 't' || raw[0] == 'f', "true or false")
+	case reflect.Int, reflect.Int8, reflect.Int16, reflect.Int32, reflect.Int64,
+		reflect.Uint, reflect.Uint8, reflect.Uint16, reflect.Uint32, reflect.Uint64:
+		if bytes.ContainsAny(raw, ".eE") || !isNumber(raw) {
+			return "a whole number"
+		}
+		return unless(json.Unmarshal(raw, reflect.New(t).Interface()) == nil, "a whole number in range")
+	case reflect.Float32, reflect.Float64:
+		return unless(isNumber(raw), "a number")
+	case reflect.Slice, reflect.Array:
+		var items []json.RawMessage
+		return unless(raw[0] == '[' && json.Unmarshal(raw, &items) == nil, "a list")
+	case reflect.Map, reflect.Struct:
+		var obj map[string]json.RawMessage
+		return unless(raw[0] == '{' && json.Unmarshal(raw, &obj) == nil, "an object")
+	}
+	return ""
+}
+
+// decodesItself tells whether t (not a struct, whose fields are ours)
+// decodes itself, or is a time.
+func decodesItself(t reflect.Type) bool {
+	return t == timeType || (t.Kind() != reflect.Struct && reflect.PointerTo(t).Implements(unmarshalType))
+}
+
+// isNumber tells whether raw, valid JSON, is a number.
+func isNumber(raw []byte) bool {
+	return raw[0] == '-' || (raw[0] >= '0' && raw[0] <= '9')
+}
+
+// unless is "" when ok, else what.
+func unless(ok bool, what string) string {
+	if ok {
+		return ""
+	}
+	return what
 }
 
 // jsonFields maps the lower-cased JSON names of t's fields (embedded
