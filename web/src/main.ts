@@ -67,7 +67,8 @@ let messages: Message[] = [];
 let leaf: number | null = null; // the active branch's last message, from the session document
 // When the session was written as leaf shows it (ms): a switch of branch
 // shows what the server answered at once, and a snapshot older than that
-// answer (a listener that has not caught up) does not take it back.
+// answer (a listener that has not caught up) does not take it back. (The
+// servers' clocks agree far more closely than two actions of a user.)
 let leafAt = 0;
 let historyFrom = 0; // the first seq still stored: message retention deleted those before it
 // The reply this tab is streaming, and the one it follows through the
