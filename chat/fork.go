@@ -73,50 +73,12 @@ func (svc *Service) planFork(ctx context.Context, req TurnRequest) (*fork, error
 	if f.regenerate {
 		id = req.Regenerate
 	}
-	q := TurnQuery{UserID: req.UserID, SessionID: req.SessionID, AskedID: id}
-	st, err := svc.Turns.RunTurn(ctx, q, nil, func(*TurnState) (*TurnWrite, error) { return nil, nil })
+	s, target, err := svc.readForked(ctx, req, id)
 	if err != nil {
 		return nil, err
 	}
-	if st.Session == nil {
-		return nil, sessions.NotFound(req.SessionID)
-	}
-	s := st.Session
-	if err := s.CheckOwner(req.UserID); err != nil {
-		return nil, err
-	}
-	if err := s.CheckWritable(); err != nil {
-		return nil, err
-	}
-	if st.Asked == nil {
-		return nil, errs.Errorf(errs.ENOTFOUND, "message %s not found in this session", id)
-	}
-	if a := s.AnsweringAt(svc.now()); a != nil {
-		// Nothing branches while a reply of the session is written.
-		return nil, sessions.InProgress(svc.now(), a, "a reply in this session is being written; retry once it is stored")
-	}
-	target := *st.Asked
 	if f.regenerate && target.Role == history.RoleAssistant {
-		// Regenerating a reply answers its user message anew: the newest
-		// message of the branch that ends at it, read with that branch.
-		f.leaf = s.Parent(target.Seq)
-		if f.leaf < 0 {
-			return nil, errs.Errorf(errs.EINVALID, "message %s does not answer a user message, so it cannot be regenerated", id)
-		}
-		if f.base, err = svc.History.BranchTail(ctx, s, f.leaf); err != nil {
-			return nil, err
-		}
-		var msgs []history.Message
-		if n := len(f.base.Messages); n > 0 && f.base.Messages[n-1].Seq == f.leaf {
-			msgs = f.base.Messages[n-1:]
-		} else if msgs, err = svc.History.Repo.MessageRange(ctx, s.ID, f.leaf, f.leaf); err != nil {
-			return nil, err
-		}
-		if len(msgs) != 1 || msgs[0].Role != history.RoleUser {
-			return nil, errs.Errorf(errs.EINVALID, "message %s does not answer a user message, so it cannot be regenerated", id)
-		}
-		f.target = msgs[0]
-		return f, nil
+		return svc.planRegenerate(ctx, f, s, target)
 	}
 	if target.Role != history.RoleUser {
 		return nil, errs.Errorf(errs.EINVALID, "message %s is not a user message or a reply to one", id)
@@ -128,5 +90,59 @@ func (svc *Service) planFork(ctx context.Context, req TurnRequest) (*fork, error
 	if f.base, err = svc.History.BranchTail(ctx, s, f.leaf); err != nil {
 		return nil, err
 	}
+	return f, nil
+}
+
+// readForked reads the session of req and its message id, which a turn
+// may branch from: the caller's, writable, and with no reply being
+// written.
+func (svc *Service) readForked(ctx context.Context, req TurnRequest, id string) (*sessions.Session, history.Message, error) {
+	q := TurnQuery{UserID: req.UserID, SessionID: req.SessionID, AskedID: id}
+	st, err := svc.Turns.RunTurn(ctx, q, nil, func(*TurnState) (*TurnWrite, error) { return nil, nil })
+	if err != nil {
+		return nil, history.Message{}, err
+	}
+	if st.Session == nil {
+		return nil, history.Message{}, sessions.NotFound(req.SessionID)
+	}
+	s := st.Session
+	if err := s.CheckOwner(req.UserID); err != nil {
+		return nil, history.Message{}, err
+	}
+	if err := s.CheckWritable(); err != nil {
+		return nil, history.Message{}, err
+	}
+	if st.Asked == nil {
+		return nil, history.Message{}, errs.Errorf(errs.ENOTFOUND, "message %s not found in this session", id)
+	}
+	if a := s.AnsweringAt(svc.now()); a != nil {
+		// Nothing branches while a reply of the session is written.
+		return nil, history.Message{}, sessions.InProgress(svc.now(), a, "a reply in this session is being written; retry once it is stored")
+	}
+	return s, *st.Asked, nil
+}
+
+// planRegenerate plans f, the regeneration of reply: its user message
+// answered anew, the newest message of the branch that ends at it, read
+// with that branch.
+func (svc *Service) planRegenerate(ctx context.Context, f *fork, s *sessions.Session, reply history.Message) (*fork, error) {
+	notAnswer := errs.Errorf(errs.EINVALID, "message %s does not answer a user message, so it cannot be regenerated", reply.ID)
+	if f.leaf = s.Parent(reply.Seq); f.leaf < 0 {
+		return nil, notAnswer
+	}
+	var err error
+	if f.base, err = svc.History.BranchTail(ctx, s, f.leaf); err != nil {
+		return nil, err
+	}
+	var msgs []history.Message
+	if n := len(f.base.Messages); n > 0 && f.base.Messages[n-1].Seq == f.leaf {
+		msgs = f.base.Messages[n-1:]
+	} else if msgs, err = svc.History.Repo.MessageRange(ctx, s.ID, f.leaf, f.leaf); err != nil {
+		return nil, err
+	}
+	if len(msgs) != 1 || msgs[0].Role != history.RoleUser {
+		return nil, notAnswer
+	}
+	f.target = msgs[0]
 	return f, nil
 }

@@ -83,6 +83,20 @@ func TestTurnRefusals(t *testing.T) {
 			r := w.turn(t, chat.TurnRequest{Message: "one"})
 			return chat.TurnRequest{SessionID: r.Session.ID, Regenerate: r.Reply.ID, Message: "not allowed"}
 		}, errs.EINVALID},
+		{"regenerate a message not in the session", chat.Limits{}, func(t *testing.T, w *world) chat.TurnRequest {
+			r := w.turn(t, chat.TurnRequest{Message: "one"})
+			return chat.TurnRequest{SessionID: r.Session.ID, Regenerate: "m_nowhere"}
+		}, errs.ENOTFOUND},
+		{"edit a reply", chat.Limits{}, func(t *testing.T, w *world) chat.TurnRequest {
+			r := w.turn(t, chat.TurnRequest{Message: "one"})
+			return chat.TurnRequest{SessionID: r.Session.ID, Edit: r.Reply.ID, Message: "changed"}
+		}, errs.EINVALID},
+		{"regenerate an answer to tool results", chat.Limits{}, func(t *testing.T, w *world) chat.TurnRequest {
+			w.model.tools = callsWeather(false)
+			asked := w.turn(t, chat.TurnRequest{Message: "weather in Oslo", Tools: []chat.Tool{weather}})
+			answer := w.turn(t, chat.TurnRequest{SessionID: asked.Session.ID, ToolResults: results(asked.Reply.ToolCalls), Tools: []chat.Tool{weather}})
+			return chat.TurnRequest{SessionID: asked.Session.ID, Regenerate: answer.Reply.ID}
+		}, errs.EINVALID},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, tc.limits)
