@@ -39,25 +39,36 @@ func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(st
 	creq := openai.ChatCompletionRequest{Model: req.Model, Messages: Messages(req)}
 	creq.Tools, creq.ToolChoice = Tools(req)
 	if onDelta == nil {
-		resp, err := o.client.CreateChatCompletion(ctx, creq)
-		if err != nil {
-			return nil, serviceError(err)
-		}
-		if len(resp.Choices) == 0 {
-			return nil, errors.New("llm: the reply has no choices")
-		}
-		if resp.Choices[0].FinishReason == "" {
-			return nil, &ServiceError{cause: errIncomplete}
-		}
-		return &chat.Reply{
-			Content:          resp.Choices[0].Message.Content,
-			ToolCalls:        toolCalls(resp.Choices[0].Message.ToolCalls),
-			Model:            resp.Model,
-			FinishReason:     string(resp.Choices[0].FinishReason),
-			PromptTokens:     resp.Usage.PromptTokens,
-			CompletionTokens: resp.Usage.CompletionTokens,
-		}, nil
+		return o.complete(ctx, creq)
 	}
+	return o.stream(ctx, creq, onDelta)
+}
+
+// complete asks for creq's reply whole.
+func (o *OpenAI) complete(ctx context.Context, creq openai.ChatCompletionRequest) (*chat.Reply, error) {
+	resp, err := o.client.CreateChatCompletion(ctx, creq)
+	if err != nil {
+		return nil, serviceError(err)
+	}
+	if len(resp.Choices) == 0 {
+		return nil, errors.New("llm: the reply has no choices")
+	}
+	if resp.Choices[0].FinishReason == "" {
+		return nil, &ServiceError{cause: errIncomplete}
+	}
+	return &chat.Reply{
+		Content:          resp.Choices[0].Message.Content,
+		ToolCalls:        toolCalls(resp.Choices[0].Message.ToolCalls),
+		Model:            resp.Model,
+		FinishReason:     string(resp.Choices[0].FinishReason),
+		PromptTokens:     resp.Usage.PromptTokens,
+		CompletionTokens: resp.Usage.CompletionTokens,
+	}, nil
+}
+
+// stream asks for creq's reply as a stream, passing each piece of its
+// text to onDelta as it comes.
+func (o *OpenAI) stream(ctx context.Context, creq openai.ChatCompletionRequest, onDelta func(string)) (*chat.Reply, error) {
 	creq.Stream = true
 	creq.StreamOptions = &openai.StreamOptions{IncludeUsage: true}
 	stream, err := o.client.CreateChatCompletionStream(ctx, creq)
@@ -67,7 +78,7 @@ func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(st
 	defer stream.Close()
 	var text strings.Builder
 	var calls callDeltas
-	reply := &chat.Reply{Model: req.Model}
+	reply := &chat.Reply{Model: creq.Model}
 	for {
 		chunk, err := stream.Recv()
 		if errors.Is(err, io.EOF) {
