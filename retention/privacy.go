@@ -5,7 +5,8 @@ import (
 	"encoding/json"
 	"fmt"
 	"io"
-	"sort"
+	"maps"
+	"slices"
 	"time"
 
 	"github.com/chatmemory/backend/history"
@@ -52,21 +53,28 @@ const exportPage = 200
 // An error after writing began leaves the document unterminated, so a
 // truncated export can never pass for a complete one.
 func (p *Privacy) Export(ctx context.Context, userID string, w io.Writer) error {
-	enc := json.NewEncoder(w)
-	enc.SetEscapeHTML(false)
-	put := func(s string) error { _, err := io.WriteString(w, s); return err }
+	out := &jsonOut{w: w, enc: json.NewEncoder(w)}
+	out.enc.SetEscapeHTML(false)
+	head, _ := json.Marshal(map[string]any{"userId": userID, "exportedAt": clock.Stored(p.Now)})
 	// Nothing is written until the first read has answered, so an export
 	// that cannot start is an error the caller can still report as one.
-	opened := false
-	open := func() error {
-		if opened {
-			return nil
-		}
-		opened = true
-		head, _ := json.Marshal(map[string]any{"userId": userID, "exportedAt": clock.Stored(p.Now)})
-		return put(string(head[:len(head)-1]) + `,"sessions":[`)
+	open := func() error { return out.put(string(head[:len(head)-1]) + `,"sessions":[`) }
+	if err := p.exportSessions(ctx, userID, out, open); err != nil {
+		return err
 	}
-	first := true
+	if err := out.put("]"); err != nil {
+		return err
+	}
+	if err := p.exportData(ctx, userID, out); err != nil {
+		return err
+	}
+	return out.put("}\n")
+}
+
+// exportSessions writes each of userID's sessions, a page at a time, by
+// status; open runs once the first page has been read.
+func (p *Privacy) exportSessions(ctx context.Context, userID string, out *jsonOut, open func() error) error {
+	n := 0
 	for _, st := range statuses {
 		q := sessions.ListQuery{UserID: userID, Status: st, Limit: exportPage}
 		for {
@@ -74,17 +82,18 @@ func (p *Privacy) Export(ctx context.Context, userID string, w io.Writer) error 
 			if err != nil {
 				return err
 			}
-			if err := open(); err != nil {
-				return err
+			if open != nil {
+				if err := open(); err != nil {
+					return err
+				}
+				open = nil
 			}
 			for _, s := range page {
-				if !first {
-					if err := put(","); err != nil {
-						return err
-					}
+				if err := out.comma(n); err != nil {
+					return err
 				}
-				first = false
-				if err := p.exportSession(ctx, enc, put, s); err != nil {
+				n++
+				if err := p.exportSession(ctx, out, s); err != nil {
 					return err
 				}
 			}
@@ -95,31 +104,29 @@ func (p *Privacy) Export(ctx context.Context, userID string, w io.Writer) error 
 			q.After = &sessions.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}
 		}
 	}
-	if err := put("]"); err != nil {
-		return err
-	}
-	names := make([]string, 0, len(p.Data))
-	for name := range p.Data {
-		names = append(names, name)
-	}
-	sort.Strings(names)
-	for _, name := range names {
+	return nil
+}
+
+// exportData writes, under each name of p.Data in order, what that
+// domain keeps of userID.
+func (p *Privacy) exportData(ctx context.Context, userID string, out *jsonOut) error {
+	for _, name := range slices.Sorted(maps.Keys(p.Data)) {
 		v, err := p.Data[name].ExportUser(ctx, userID)
 		if err != nil {
 			return err
 		}
 		key, _ := json.Marshal(name)
-		if err := put("," + string(key) + ":"); err != nil {
+		if err := out.put("," + string(key) + ":"); err != nil {
 			return err
 		}
-		if err := enc.Encode(v); err != nil {
+		if err := out.enc.Encode(v); err != nil {
 			return err
 		}
 	}
-	return put("}\n")
+	return nil
 }
 
-func (p *Privacy) exportSession(ctx context.Context, enc *json.Encoder, put func(string) error, s *sessions.Session) error {
+func (p *Privacy) exportSession(ctx context.Context, out *jsonOut, s *sessions.Session) error {
 	cs, err := p.Repo.ListCompactions(ctx, s.ID)
 	if err != nil {
 		return err
@@ -127,19 +134,19 @@ func (p *Privacy) exportSession(ctx context.Context, enc *json.Encoder, put func
 	if cs == nil {
 		cs = []history.Compaction{}
 	}
-	if err := put(`{"session":`); err != nil {
+	if err := out.put(`{"session":`); err != nil {
 		return err
 	}
-	if err := enc.Encode(s); err != nil {
+	if err := out.enc.Encode(s); err != nil {
 		return err
 	}
-	if err := put(`,"compactions":`); err != nil {
+	if err := out.put(`,"compactions":`); err != nil {
 		return err
 	}
-	if err := enc.Encode(cs); err != nil {
+	if err := out.enc.Encode(cs); err != nil {
 		return err
 	}
-	if err := put(`,"messages":[`); err != nil {
+	if err := out.put(`,"messages":[`); err != nil {
 		return err
 	}
 	q := history.ListQuery{SessionID: s.ID, Limit: exportPage}
@@ -150,13 +157,11 @@ func (p *Privacy) exportSession(ctx context.Context, enc *json.Encoder, put func
 			return err
 		}
 		for _, m := range page {
-			if n > 0 {
-				if err := put(","); err != nil {
-					return err
-				}
+			if err := out.comma(n); err != nil {
+				return err
 			}
 			n++
-			if err := enc.Encode(m); err != nil {
+			if err := out.enc.Encode(m); err != nil {
 				return err
 			}
 		}
@@ -165,7 +170,26 @@ func (p *Privacy) exportSession(ctx context.Context, enc *json.Encoder, put func
 		}
 		q.AfterSeq = &page[len(page)-1].Seq
 	}
-	return put("]}")
+	return out.put("]}")
+}
+
+// jsonOut is where an export's JSON is written as it is read.
+type jsonOut struct {
+	w   io.Writer
+	enc *json.Encoder
+}
+
+// comma separates item n of a list from the one before it.
+func (o *jsonOut) comma(n int) error {
+	if n == 0 {
+		return nil
+	}
+	return o.put(",")
+}
+
+func (o *jsonOut) put(s string) error {
+	_, err := io.WriteString(o.w, s)
+	return err
 }
 
 // Erasure is what Erase removed.
