@@ -211,49 +211,63 @@ func (sw *Sweeper) page(ctx context.Context, r *Report, now time.Time, k *work, 
 	}
 	switch {
 	case dryRun:
-		for _, s := range due {
-			to, _ := sessions.Next(s.Status, k.action)
-			r.Planned = append(r.Planned, Action{SessionID: s.ID, From: s.Status, To: to, Since: since(s), ExpiresAt: s.ExpiresAt})
-		}
+		plan(r, due, k)
 	case k.action == sessions.ActionPurge:
-		defer func(t time.Time) { r.PurgeMs += time.Since(t).Milliseconds() }(time.Now())
-		ids := make([]string, len(due))
-		for i, s := range due {
-			ids[i] = s.ID
-		}
-		check := func(s *sessions.Session) error {
-			if err := isDue(s, k.status, now); err != nil {
-				return err
-			}
-			return s.Apply(sessions.ActionPurge, now, sw.Policy)
-		}
-		var fatal error // every outcome is counted before the run ends
-		for _, p := range sw.Repo.PurgeSessions(ctx, ids, check, sw.Forget) {
-			r.DocumentsDeleted += p.Documents
-			if err := sw.tally(ctx, r, p.SessionID, p.Err, &r.Purged); err != nil && fatal == nil {
-				fatal = err
-			}
-		}
-		if fatal != nil {
-			return fatal
-		}
+		err = sw.purge(ctx, r, due, k, now)
 	default:
-		defer func(t time.Time) { r.SoftDeleteMs += time.Since(t).Milliseconds() }(time.Now())
-		failures := sw.softDelete(ctx, due, k, now)
-		var fatal error
-		for i, s := range due {
-			if err := sw.tally(ctx, r, s.ID, failures[i], &r.SoftDeleted); err != nil && fatal == nil {
-				fatal = err
-			}
-		}
-		if fatal != nil {
-			return fatal
-		}
+		err = sw.softDeleteDue(ctx, r, due, k, now)
 	}
-	if len(due) < len(page) {
+	if err == nil && len(due) < len(page) {
 		return errOutOfTime
 	}
-	return nil
+	return err
+}
+
+// plan reports what a run would do to due, doing nothing.
+func plan(r *Report, due []*sessions.Session, k *work) {
+	for _, s := range due {
+		to, _ := sessions.Next(s.Status, k.action)
+		r.Planned = append(r.Planned, Action{SessionID: s.ID, From: s.Status, To: to, Since: since(s), ExpiresAt: s.ExpiresAt})
+	}
+}
+
+// purge purges due, each on condition that it is still due, and counts
+// every outcome before it returns the first that ends the run.
+func (sw *Sweeper) purge(ctx context.Context, r *Report, due []*sessions.Session, k *work, now time.Time) error {
+	defer func(t time.Time) { r.PurgeMs += time.Since(t).Milliseconds() }(time.Now())
+	ids := make([]string, len(due))
+	for i, s := range due {
+		ids[i] = s.ID
+	}
+	check := func(s *sessions.Session) error {
+		if err := isDue(s, k.status, now); err != nil {
+			return err
+		}
+		return s.Apply(sessions.ActionPurge, now, sw.Policy)
+	}
+	var fatal error
+	for _, p := range sw.Repo.PurgeSessions(ctx, ids, check, sw.Forget) {
+		r.DocumentsDeleted += p.Documents
+		if err := sw.tally(ctx, r, p.SessionID, p.Err, &r.Purged); err != nil && fatal == nil {
+			fatal = err
+		}
+	}
+	return fatal
+}
+
+// softDeleteDue moves due on in their lifecycle (archives or deletes
+// them), and counts every outcome before it returns the first that ends
+// the run.
+func (sw *Sweeper) softDeleteDue(ctx context.Context, r *Report, due []*sessions.Session, k *work, now time.Time) error {
+	defer func(t time.Time) { r.SoftDeleteMs += time.Since(t).Milliseconds() }(time.Now())
+	failures := sw.softDelete(ctx, due, k, now)
+	var fatal error
+	for i, s := range due {
+		if err := sw.tally(ctx, r, s.ID, failures[i], &r.SoftDeleted); err != nil && fatal == nil {
+			fatal = err
+		}
+	}
+	return fatal
 }
 
 // errSkip ends a transaction that found the session no longer due.
