@@ -57,12 +57,7 @@ func (db *DB) Append(ctx context.Context, sessionID, key string, plan history.Pl
 			return nil, nil
 		}
 		if key == "" {
-			for len(names) < len(write) {
-				names = append(names, msgs.NewDoc().ID)
-			}
-			for i := range write {
-				write[i].ID = names[i]
-			}
+			names = nameBatch(names, write, msgs)
 		}
 		w := db.newWrites()
 		db.createMessages(w, sessionID, key, write)
