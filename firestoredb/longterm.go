@@ -192,13 +192,8 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 		if err != nil {
 			return err
 		}
-		for _, s := range snaps[:len(c.Sources)] {
-			if !s.Exists() {
-				return longterm.ErrSourceGone
-			}
-			if owner, _ := s.DataAt("userId"); owner != userID {
-				return longterm.ErrSourceGone
-			}
+		if err := sourcesOf(userID, snaps[:len(c.Sources)]); err != nil {
+			return err
 		}
 		snap := snaps[len(c.Sources)]
 		cur, inline := int64(0), false
@@ -239,6 +234,20 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 		}
 		return tx.Set(db.liveFactsRef(userID), live)
 	})
+}
+
+// sourcesOf checks that the sessions a change of memory was learned from
+// (their snapshots) are still there, and still userID's.
+func sourcesOf(userID string, sessions []*firestore.DocumentSnapshot) error {
+	for _, s := range sessions {
+		if !s.Exists() {
+			return longterm.ErrSourceGone
+		}
+		if owner, _ := s.DataAt("userId"); owner != userID {
+			return longterm.ErrSourceGone
+		}
+	}
+	return nil
 }
 
 func toFactDoc(userID string, f longterm.Fact) factDoc {

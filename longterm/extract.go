@@ -35,26 +35,12 @@ type profileUpdate struct {
 // around pure steps (candidates, decisions applied, profile applied) that
 // are tested without a model.
 func (svc *Service) extract(ctx context.Context, s *sessions.Session, model string, from, to int, have []history.Message, read *User) error {
-	u, err := read.clone(), error(nil) // the turn's read, when it is this user's
-	// A save that starts from the turn's read of an existing memory needs
-	// no check that its session still exists: the turn's reply was stored
-	// after that read, so a purge of the session comes after it, and a
-	// purge's forgetting always changes the memory (ForgetSession), which
-	// refuses this save; the retry starts from a fresh read and checks.
-	fenced := u != nil && u.UserID == s.UserID && u.Version > 0
-	if u == nil || u.UserID != s.UserID {
-		if u, err = svc.Repo.GetUser(ctx, s.UserID); err != nil {
-			return err
-		}
+	u, fenced, err := svc.memoryOf(ctx, s.UserID, read)
+	if err != nil {
+		return err
 	}
 	if u.Disabled {
 		return ErrNothingToLearn // memory is off: the batch passes unlearned
-	}
-	if u.Partial { // the turn read the memory without its live facts
-		if u.Facts, err = svc.Repo.LiveFacts(ctx, s.UserID); err != nil {
-			return err
-		}
-		u.Partial = false
 	}
 	msgs := between(have, from, to)
 	if msgs == nil {
@@ -94,6 +80,30 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 		c.Sources = []string{s.ID}
 	}
 	return svc.save(ctx, u, c)
+}
+
+// memoryOf is userID's memory with its live facts: the turn's read of it
+// (read), when it is this user's, or read now. It is fenced when it is
+// the turn's read of an existing memory: a save that starts from it needs
+// no check that its session still exists, since the turn's reply was
+// stored after that read, so a purge of the session comes after it, and
+// a purge's forgetting always changes the memory (ForgetSession), which
+// refuses the save; the retry starts from a fresh read and checks.
+func (svc *Service) memoryOf(ctx context.Context, userID string, read *User) (u *User, fenced bool, err error) {
+	u = read.clone()
+	fenced = u != nil && u.UserID == userID && u.Version > 0
+	if u == nil || u.UserID != userID {
+		if u, err = svc.Repo.GetUser(ctx, userID); err != nil {
+			return nil, false, err
+		}
+	}
+	if u.Partial && !u.Disabled { // the turn read the memory without its live facts
+		if u.Facts, err = svc.Repo.LiveFacts(ctx, userID); err != nil {
+			return nil, false, err
+		}
+		u.Partial = false
+	}
+	return u, fenced, nil
 }
 
 // extractRequest is the extraction prompt's request: the profile as known

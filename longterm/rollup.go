@@ -294,15 +294,7 @@ func (svc *Service) RollUpDue(ctx context.Context, run func(ctx context.Context,
 		}
 		return true
 	}
-	lists := []func(*sessions.Cursor) ([]string, *sessions.Cursor, error){
-		func(c *sessions.Cursor) ([]string, *sessions.Cursor, error) {
-			return svc.Rolls.UsersActiveSince(ctx, since, c, usersPage)
-		},
-		func(c *sessions.Cursor) ([]string, *sessions.Cursor, error) {
-			return svc.Rolls.HistoriesToRoll(ctx, now, c, usersPage)
-		},
-	}
-	for _, list := range lists {
+	for _, list := range svc.dueLists(ctx, since, now) {
 		for cursor := (*sessions.Cursor)(nil); ; {
 			ids, next, err := list(cursor)
 			if err != nil {
@@ -324,4 +316,18 @@ func (svc *Service) RollUpDue(ctx context.Context, run func(ctx context.Context,
 	}
 	r.Complete = true
 	return r, nil
+}
+
+// dueLists list, a page from a cursor at a time, the users whose history
+// may be due a roll-up at now: those active since the last run, then
+// those whose history said when it would be due.
+func (svc *Service) dueLists(ctx context.Context, since, now time.Time) []func(*sessions.Cursor) ([]string, *sessions.Cursor, error) {
+	return []func(*sessions.Cursor) ([]string, *sessions.Cursor, error){
+		func(c *sessions.Cursor) ([]string, *sessions.Cursor, error) {
+			return svc.Rolls.UsersActiveSince(ctx, since, c, usersPage)
+		},
+		func(c *sessions.Cursor) ([]string, *sessions.Cursor, error) {
+			return svc.Rolls.HistoriesToRoll(ctx, now, c, usersPage)
+		},
+	}
 }

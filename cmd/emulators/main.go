@@ -56,9 +56,16 @@ func run() int {
 		<-ctx.Done()
 		return 0
 	}
-	cmd := exec.Command(flag.Arg(0), flag.Args()[1:]...)
+	return runCommand(ctx, flag.Args(), emus.Env())
+}
+
+// runCommand runs args with env added to its environment and returns its
+// exit code; an interrupt of ctx is passed on to it, and a command that
+// then ends by the signal has stopped cleanly.
+func runCommand(ctx context.Context, args, env []string) int {
+	cmd := exec.Command(args[0], args[1:]...)
 	cmd.Stdin, cmd.Stdout, cmd.Stderr = os.Stdin, os.Stdout, os.Stderr
-	cmd.Env = append(os.Environ(), emus.Env()...)
+	cmd.Env = append(os.Environ(), env...)
 	if err := cmd.Start(); err != nil {
 		fmt.Fprintln(os.Stderr, "emulators:", err)
 		return 1
@@ -68,7 +75,7 @@ func run() int {
 		<-ctx.Done()
 		cmd.Process.Signal(os.Interrupt)
 	}()
-	err = cmd.Wait()
+	err := cmd.Wait()
 	var exit *exec.ExitError
 	switch {
 	case err == nil:
