@@ -237,9 +237,9 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 }
 
 // sourcesOf checks that the sessions a change of memory was learned from
-// (their snapshots) are still there, and still userID's.
-func sourcesOf(userID string, sessions []*firestore.DocumentSnapshot) error {
-	for _, s := range sessions {
+// (snaps) are still there, and still userID's.
+func sourcesOf(userID string, snaps []*firestore.DocumentSnapshot) error {
+	for _, s := range snaps {
 		if !s.Exists() {
 			return longterm.ErrSourceGone
 		}
