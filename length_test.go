@@ -5,7 +5,6 @@ import (
 	"go/ast"
 	"go/parser"
 	"go/token"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -19,27 +18,7 @@ const maxFuncLines = 60
 // contract suite (storetest), the benchmarks (bench) and the packages
 // named for tests (llmtest, clocktest, …).
 func TestShortFunctions(t *testing.T) {
-	out, err := exec.Command("git", "ls-files", "-z", "*.go").Output()
-	if err != nil {
-		t.Fatalf("git ls-files (the test runs in a checkout): %v", err)
-	}
-	checked := 0
-	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		if !isProduction(name) {
-			continue
-		}
-		long, err := longFuncsIn(name, maxFuncLines)
-		if err != nil {
-			t.Fatal(err)
-		}
-		checked++
-		for _, l := range long {
-			t.Errorf("%s: %s", name, l)
-		}
-	}
-	if checked < 100 {
-		t.Fatalf("checked %d files", checked)
-	}
+	checkFiles(t, isProduction, func(name string) ([]string, error) { return longFuncsIn(name, maxFuncLines) })
 }
 
 // isProduction tells whether the Go file name is production code.

@@ -19,22 +19,29 @@ import (
 // them has to be above). Calls are found by name: a function of the file,
 // or a method of the receiver's type called on the receiver.
 func TestStepdown(t *testing.T) {
+	checkFiles(t, func(name string) bool { return !strings.HasSuffix(name, "_test.go") }, climbsIn)
+}
+
+// checkFiles runs check on each Go file of the checkout that keep keeps,
+// and fails t with each problem check lists.
+func checkFiles(t *testing.T, keep func(name string) bool, check func(name string) ([]string, error)) {
+	t.Helper()
 	out, err := exec.Command("git", "ls-files", "-z", "*.go").Output()
 	if err != nil {
 		t.Fatalf("git ls-files (the test runs in a checkout): %v", err)
 	}
 	checked := 0
 	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
-		if strings.HasSuffix(name, "_test.go") {
+		if !keep(name) {
 			continue
 		}
-		climbs, err := climbsIn(name)
+		problems, err := check(name)
 		if err != nil {
 			t.Fatal(err)
 		}
 		checked++
-		for _, c := range climbs {
-			t.Errorf("%s: %s", name, c)
+		for _, p := range problems {
+			t.Errorf("%s: %s", name, p)
 		}
 	}
 	if checked < 100 {
