@@ -8,6 +8,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/chatmemory/backend/kernel/parallel"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -180,32 +181,19 @@ func lexicalQueries(units firestore.Query, q recall.LexicalQuery) []firestore.Qu
 
 // getEach runs queries at once, and returns what each found.
 func getEach(ctx context.Context, queries []firestore.Query) ([][]*firestore.DocumentSnapshot, error) {
-	found := make([][]*firestore.DocumentSnapshot, len(queries))
-	errs := make([]error, len(queries))
-	var wg sync.WaitGroup
-	for i, q := range queries {
-		wg.Go(func() { found[i], errs[i] = q.Documents(ctx).GetAll() })
-	}
-	wg.Wait()
-	for _, err := range errs {
-		if err != nil {
-			return nil, translate(err)
-		}
-	}
-	return found, nil
+	return allAtOnce(len(queries), func(i int) ([]*firestore.DocumentSnapshot, error) {
+		snaps, err := queries[i].Documents(ctx).GetAll()
+		return snaps, translate(err)
+	})
 }
 
 // termCounts counts, for each term, the units holding it, without reading
 // them: one aggregation a term, all at once.
 func (db *DB) termCounts(ctx context.Context, units firestore.Query, terms []string) (map[string]int, error) {
-	counts := make([]int, len(terms))
-	errs := make([]error, len(terms))
-	var wg sync.WaitGroup
-	for i, term := range terms {
-		wg.Go(func() { counts[i], errs[i] = db.count(ctx, units.Where("terms", "array-contains", term)) })
-	}
-	wg.Wait()
-	if err := cmp.Or(errs...); err != nil {
+	counts, err := allAtOnce(len(terms), func(i int) (int, error) {
+		return db.count(ctx, units.Where("terms", "array-contains", terms[i]))
+	})
+	if err != nil {
 		return nil, err
 	}
 	df := make(map[string]int, len(terms))
@@ -213,6 +201,17 @@ func (db *DB) termCounts(ctx context.Context, units firestore.Query, terms []str
 		df[term] = counts[i]
 	}
 	return df, nil
+}
+
+// allAtOnce runs fn(0..n-1) at once and returns what each returned, or
+// the first error (by index).
+func allAtOnce[T any](n int, fn func(i int) (T, error)) ([]T, error) {
+	out, errs := make([]T, n), make([]error, n)
+	parallel.Each(n, n, func(i int) { out[i], errs[i] = fn(i) })
+	if err := cmp.Or(errs...); err != nil {
+		return nil, err
+	}
+	return out, nil
 }
 
 // lexicalHits are the units the queries of q found, each once, and for
