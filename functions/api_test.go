@@ -17,8 +17,10 @@ import (
 	"github.com/chatmemory/backend/llm/llmtest"
 )
 
-func TestSessionEndpoints(t *testing.T) {
-	h := newHarness(t)
+func TestSessionEndpoints(t *testing.T) { onBothStores(t, testSessionEndpoints) }
+
+func testSessionEndpoints(t *testing.T, backend string) {
+	h := newHarnessOn(t, backend)
 	alice := h.signUp()
 
 	var s sessionResp
@@ -141,8 +143,10 @@ func TestSessionEndpoints(t *testing.T) {
 	h.do("GET", "/healthz", "", nil).want(t, 200)
 }
 
-func TestChat(t *testing.T) {
-	h := newHarness(t)
+func TestChat(t *testing.T) { onBothStores(t, testChat) }
+
+func testChat(t *testing.T, backend string) {
+	h := newHarnessOn(t, backend)
 	alice := h.signUp()
 	var first chatResp
 	h.do("POST", "/chat", alice.token, map[string]any{"message": "Hello there"}).want(t, 200).decode(t, &first)
@@ -182,8 +186,10 @@ func TestChat(t *testing.T) {
 	}
 }
 
-func TestChatStream(t *testing.T) {
-	h := newHarness(t)
+func TestChatStream(t *testing.T) { onBothStores(t, testChatStream) }
+
+func testChatStream(t *testing.T, backend string) {
+	h := newHarnessOn(t, backend)
 	alice := h.signUp()
 	h.model.SetReply(func(openai.ChatCompletionRequest) llmtest.Response {
 		return llmtest.Response{Content: "one two three four five"}
@@ -292,7 +298,7 @@ func TestModelFailureRetry(t *testing.T) {
 }
 
 func TestSlowModel(t *testing.T) {
-	h := newHarness(t, func(c *app.Config) { c.ModelTimeout = time.Second })
+	h := newHarnessOn(t, "memory", func(c *app.Config) { c.ModelTimeout = time.Second })
 	alice := h.signUp()
 	h.model.SetReply(func(openai.ChatCompletionRequest) llmtest.Response {
 		return llmtest.Response{Content: "too late", Delay: 5 * time.Second}

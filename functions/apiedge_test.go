@@ -183,7 +183,7 @@ func forgeToken(project, uid string, iat, exp time.Time) string {
 }
 
 func TestBadBodies(t *testing.T) {
-	h := newHarness(t)
+	h := newHarnessOn(t, "memory")
 	alice := h.signUp()
 	var s sessionResp
 	h.do("POST", "/sessions", alice.token, map[string]any{}).want(t, 201).decode(t, &s)
@@ -235,7 +235,7 @@ func TestBadBodies(t *testing.T) {
 }
 
 func TestCORS(t *testing.T) {
-	h := newHarness(t)
+	h := newHarnessOn(t, "memory")
 	pre := func(origin string) response {
 		return doRequest(t, h.srv.URL, "OPTIONS", "/chat", "", nil, map[string]string{
 			"Origin": origin, "Access-Control-Request-Method": "POST", "Access-Control-Request-Headers": "authorization,content-type"})
@@ -256,8 +256,10 @@ func TestCORS(t *testing.T) {
 }
 
 // TestLogs: one structured line per request, without message content.
-func TestLogs(t *testing.T) {
-	h := newHarness(t)
+func TestLogs(t *testing.T) { onBothStores(t, testLogs) }
+
+func testLogs(t *testing.T, backend string) {
+	h := newHarnessOn(t, backend)
 	alice := h.signUp()
 	var c chatResp
 	h.do("POST", "/chat", alice.token, map[string]any{"message": "my secret is swordfish-42"}).want(t, 200).decode(t, &c)

@@ -138,13 +138,6 @@ func (h *harness) checkTree(token, id string) (all, active []branchMsg) {
 // gives each version its siblings.
 func TestBranches(t *testing.T) { onBothStores(t, testBranches) }
 
-// onBothStores runs test on a harness over each store.
-func onBothStores(t *testing.T, test func(t *testing.T, backend string)) {
-	for _, backend := range []string{"firestore", "memory"} {
-		t.Run(backend, func(t *testing.T) { test(t, backend) })
-	}
-}
-
 func testBranches(t *testing.T, backend string) {
 	h := newHarnessOn(t, backend)
 	numbered(h)

@@ -27,7 +27,7 @@ func (h *harness) call(token, name string, data any) (int, callResp) {
 // TestCallable: the callable protocol over the REST endpoints: results,
 // the protocol's error statuses and HTTP codes, and a streamed turn.
 func TestCallable(t *testing.T) {
-	h := newHarness(t)
+	h := newHarnessOn(t, "memory")
 	alice, bob := h.signUp(), h.signUp()
 	status, res := h.call(alice.token, "chat", map[string]any{"message": "hello", "clientMessageId": "c1"})
 	var turn chatResp

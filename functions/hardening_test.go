@@ -40,8 +40,10 @@ func (r response) errorMessage() string {
 
 // TestInputBounds: every number a caller sends is bounded, every map key
 // is one Firestore accepts, and each refusal is a 400 that names the field.
-func TestInputBounds(t *testing.T) {
-	h := newHarness(t)
+func TestInputBounds(t *testing.T) { onBothStores(t, testInputBounds) }
+
+func testInputBounds(t *testing.T, backend string) {
+	h := newHarnessOn(t, backend)
 	alice := h.signUp()
 	var s sessionResp
 	h.do("POST", "/sessions", alice.token, map[string]any{}).want(t, 201).decode(t, &s)
@@ -86,7 +88,7 @@ func TestInputBounds(t *testing.T) {
 // TestSystemMessagesAllowed: an operator can let clients append system
 // messages; they then reach the model as instructions.
 func TestSystemMessagesAllowed(t *testing.T) {
-	h := newHarness(t, func(c *app.Config) { c.SystemMessages = true })
+	h := newHarnessOn(t, "memory", func(c *app.Config) { c.SystemMessages = true })
 	alice := h.signUp()
 	var s sessionResp
 	h.do("POST", "/sessions", alice.token, map[string]any{}).want(t, 201).decode(t, &s)
@@ -241,7 +243,7 @@ func TestAuthDeadline(t *testing.T) {
 // TestSlowBody: a body that trickles in is cut off at the read timeout with
 // 408, and a streamed reply that lasts longer than it is not cut.
 func TestSlowBody(t *testing.T) {
-	h := newHarness(t, func(c *app.Config) { c.ReadTimeout = time.Second })
+	h := newHarnessOn(t, "memory", func(c *app.Config) { c.ReadTimeout = time.Second })
 	alice := h.signUp()
 	conn, err := net.Dial("tcp", strings.TrimPrefix(h.srv.URL, "http://"))
 	if err != nil {

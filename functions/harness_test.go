@@ -32,6 +32,7 @@ import (
 	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/recall"
+	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/storetest"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
@@ -47,7 +48,8 @@ type harness struct {
 	app       *app.App
 	model     *llmtest.Server
 	clock     *clocktest.Clock
-	auth      *auth.Client
+	auth      *auth.Client // the Auth emulator's; nil on the in-process store
+	local     *localAuth   // Auth in its place on the in-process store
 	logs      *syncBuffer
 	sent      atomic.Int64 // requests sent with do
 	done      atomic.Int64 // requests the server finished (its handler returned: after-turn work included)
@@ -119,12 +121,14 @@ func newHarness(t *testing.T, configure ...func(*app.Config)) *harness {
 }
 
 // newHarnessOn is newHarness on the named store: "firestore" (the
-// emulator) or "memory" (the in-process store; the harness then has no
-// Firestore client or counter).
+// emulators of Firestore and Auth) or "memory" (the in-process store and
+// localAuth: no emulator, and no Firestore client, counter or Auth client).
 func newHarnessOn(t *testing.T, backend string, configure ...func(*app.Config)) *harness {
 	t.Helper()
 	t.Parallel()
-	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
+	if backend == "firestore" {
+		emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
+	}
 	h := &harness{t: t, model: llmtest.New(t), clock: clocktest.NewClock(clockStart), logs: &syncBuffer{}}
 	cfg := testConfig()
 	for _, c := range configure {
@@ -137,8 +141,7 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*app.Config)) 
 			return firestoretest.Dial(ctx, project, h.counter)
 		})
 	}
-	ac := newAuthClient(t)
-	h.auth = ac
+	verifier, directory := h.authFor(backend)
 	model := llm.NewOpenAI("test-key", h.model.BaseURL(), nil)
 	var embedder recall.Embedder // tests that search turn embeddings on
 	if cfg.Embeddings {
@@ -152,10 +155,10 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*app.Config)) 
 		}
 		h.app = app.New(cfg, app.Deps{
 			Store:     store,
-			Auth:      &functions.FirebaseVerifier{Client: ac},
+			Auth:      verifier,
 			Model:     model,
 			Embedder:  embedder,
-			Directory: countedDirectory{app.AuthDirectory{Client: ac}, &h.lookups},
+			Directory: countedDirectory{directory, &h.lookups},
 			Tokens:    tokens,
 			Log:       slog.New(slog.NewJSONHandler(h.logs, nil)),
 			Now:       h.clock.Now,
@@ -167,6 +170,26 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*app.Config)) 
 	h.start()
 	t.Cleanup(h.logProblems)
 	return h
+}
+
+// authFor is what verifies tokens and tells deleted accounts on backend:
+// the Auth emulator beside Firestore's, localAuth beside the in-process
+// store.
+func (h *harness) authFor(backend string) (functions.Verifier, retention.Directory) {
+	if backend == "memory" {
+		h.local = newLocalAuth()
+		return h.local, h.local
+	}
+	h.auth = newAuthClient(h.t)
+	return &functions.FirebaseVerifier{Client: h.auth}, app.AuthDirectory{Client: h.auth}
+}
+
+// onBothStores runs test on the Firestore emulator and on the in-process
+// store (which needs no emulator).
+func onBothStores(t *testing.T, test func(t *testing.T, backend string)) {
+	for _, backend := range []string{"firestore", "memory"} {
+		t.Run(backend, func(t *testing.T) { test(t, backend) })
+	}
 }
 
 // counted serves with next and counts each request it finished in n.
@@ -198,13 +221,17 @@ var userSeq struct {
 	n int
 }
 
-// signUp creates a real user on the Auth emulator and returns its ID token.
+// signUp creates a user (a real one on the Auth emulator, beside
+// Firestore's) and returns it with its ID token.
 func (h *harness) signUp() user {
 	h.t.Helper()
 	userSeq.Lock()
 	userSeq.n++
 	email := fmt.Sprintf("u%d-%d@example.com", time.Now().UnixNano(), userSeq.n)
 	userSeq.Unlock()
+	if h.local != nil {
+		return h.local.signUp(email)
+	}
 	return signUp(h.t, email)
 }
 
@@ -225,6 +252,19 @@ func signUp(t testing.TB, email string) user {
 		t.Fatalf("signUp: %v (status %s)", err, resp.Status)
 	}
 	return user{uid: out.LocalID, token: out.IDToken, email: email}
+}
+
+// deleteUser deletes the account uid from Auth (localAuth on the
+// in-process store).
+func (h *harness) deleteUser(uid string) {
+	h.t.Helper()
+	if h.local != nil {
+		h.local.deleteUser(uid)
+		return
+	}
+	if err := h.auth.DeleteUser(context.Background(), uid); err != nil {
+		h.t.Fatal(err)
+	}
 }
 
 type response struct {

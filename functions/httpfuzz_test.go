@@ -73,8 +73,10 @@ func mutate(r *rand.Rand, valid map[string]any) string {
 // TestHTTPFuzz sends every endpoint a bounded number of mutated bodies,
 // odd ids and query strings: nothing may answer 5xx (or panic, which
 // answers 500), and every error is JSON with a code.
-func TestHTTPFuzz(t *testing.T) {
-	h := newHarness(t)
+func TestHTTPFuzz(t *testing.T) { onBothStores(t, testHTTPFuzz) }
+
+func testHTTPFuzz(t *testing.T, backend string) {
+	h := newHarnessOn(t, backend)
 	alice := h.signUp()
 	var s sessionResp
 	h.do("POST", "/sessions", alice.token, map[string]any{}).want(t, 201).decode(t, &s)
