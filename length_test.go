@@ -1,13 +1,46 @@
 package chatmemory
 
 import (
+	"bytes"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"os"
+	"os/exec"
 	"strings"
 	"testing"
 )
+
+// maxFileLines is the longest a file of code (tests included) may be.
+const maxFileLines = 500
+
+// generated are files a tool writes, left out of TestShortFiles: the web
+// client's types, generated from docs/openapi.yaml (npm run check:client
+// checks they are current).
+var generated = map[string]bool{"web/client/schema.d.ts": true}
+
+// TestShortFiles: no file of code, tests and the web app included, is
+// longer than maxFileLines.
+func TestShortFiles(t *testing.T) {
+	out, err := exec.Command("git", "ls-files", "-z", "*.go", "*.ts", "*.mjs", "*.js", "*.sh", "*.css", "*.html").Output()
+	if err != nil {
+		t.Fatalf("git ls-files (the test runs in a checkout): %v", err)
+	}
+	names := strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
+	if len(names) < 200 {
+		t.Fatalf("found %d files of code", len(names))
+	}
+	for _, name := range names {
+		data, err := os.ReadFile(name)
+		if err != nil || generated[name] {
+			continue // deleted in the working tree, or generated
+		}
+		if n := bytes.Count(data, []byte("\n")); n > maxFileLines {
+			t.Errorf("%s has %d lines, over %d: split it", name, n, maxFileLines)
+		}
+	}
+}
 
 // maxFuncLines is the longest a function of production code may be, from
 // its func line to its closing brace.

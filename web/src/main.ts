@@ -14,6 +14,7 @@ import {
 import { ChatMemoryClient, type ChatRequest, type Message } from "../client";
 import { renderMarkdown } from "./markdown";
 import { setupMemory } from "./memory";
+import { setupSettings } from "./settings";
 import { $, askText, clearError, confirmAction, el, icon, showError, THUMB } from "./ui";
 
 // A turn that branches: answer a message anew, or send an edited one.
@@ -79,6 +80,7 @@ let stopSessions: Unsubscribe | null = null;
 let stopMessages: Unsubscribe | null = null;
 let stopDraft: Unsubscribe | null = null;
 let stopSession: Unsubscribe | null = null;
+const settings = setupSettings(api, () => current);
 
 // ---- Sign in ----
 $("auth").addEventListener("submit", async (ev) => {
@@ -188,7 +190,7 @@ function openSession(id: string | null, fromHit = false) {
   current = id;
   status = "active";
   $("settings-open").hidden = !id;
-  closeSettings();
+  settings.close();
   stopMessages?.();
   stopDraft?.();
   stopSession?.();
@@ -209,7 +211,7 @@ function openSession(id: string | null, fromHit = false) {
   }, showError);
   // The active branch: its leaf is in the session document once it branched.
   stopSession = onSnapshot(doc(db, "chat_sessions", id), (snap) => {
-    settingsOf = { instructions: snap.get("instructions") ?? "", model: snap.get("model") ?? "" };
+    settings.show({ instructions: snap.get("instructions") ?? "", model: snap.get("model") ?? "" });
     const at = (snap.get("updatedAt") as Timestamp | undefined)?.toMillis() ?? 0;
     if (at >= leafAt) [leaf, leafAt] = [snap.get("branches.leaf") ?? null, at];
     status = snap.get("status") ?? "active";
@@ -239,49 +241,13 @@ function showStatus() {
   input.placeholder = readOnly ? "This chat is read-only" : "Message";
   $<HTMLButtonElement>("send").disabled = readOnly || !!streaming;
   $("settings-open").hidden = !current || readOnly;
-  if (readOnly) closeSettings();
+  if (readOnly) settings.close();
   renderMessages();
 }
 $("readonly-restore").addEventListener("click", async () => {
   if (!current) return;
   clearError();
   try { await api.restoreSession(current); } catch (e) { showError(e); }
-});
-
-// ---- A session's settings: its own instructions and its model ----
-let settingsOf = { instructions: "", model: "" };
-function closeSettings() {
-  $("settings").hidden = true;
-  $("settings-open").setAttribute("aria-expanded", "false");
-}
-$("settings-open").addEventListener("click", async () => {
-  clearError();
-  const select = $<HTMLSelectElement>("model");
-  try {
-    const { models } = await api.listModels();
-    select.replaceChildren(...models.map((m) => el("option", { value: m.name }, `${m.name} (${m.contextWindow.toLocaleString()} tokens)`)));
-  } catch (e) {
-    showError(e);
-    return;
-  }
-  select.value = settingsOf.model;
-  $<HTMLTextAreaElement>("instructions").value = settingsOf.instructions;
-  $("settings").hidden = false;
-  $("settings-open").setAttribute("aria-expanded", "true");
-  $("instructions").focus();
-});
-$("settings-close").addEventListener("click", closeSettings);
-$("settings").addEventListener("keydown", (e) => { if ((e as KeyboardEvent).key === "Escape") closeSettings(); });
-$("settings").addEventListener("submit", async (e) => {
-  e.preventDefault();
-  if (!current) return;
-  clearError();
-  try {
-    await api.updateSession(current, { instructions: $<HTMLTextAreaElement>("instructions").value, model: $<HTMLSelectElement>("model").value });
-    closeSettings();
-  } catch (err) {
-    showError(err);
-  }
 });
 
 const parentOf = (m: Message) => m.parentSeq ?? m.seq - 1;
