@@ -159,7 +159,7 @@ func storeFixture(ctx context.Context, db fixtureStore, tok history.Counter, svc
 			return nil, err
 		}
 		for _, x := range f.exchanges {
-			msgs, err := hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: x[0]}, history.Draft{Role: history.RoleAssistant, Content: x[1]})
+			msgs, err := storeExchange(ctx, hs, s, x[0], x[1])
 			if err != nil {
 				return nil, err
 			}
@@ -272,4 +272,19 @@ func WriteSearchQuality(w io.Writer, qs []*SearchQuality) {
 			q.At1, q.At5, q.At10, q.MRR, q.ByKind["word"], q.ByKind["entity"], q.ByKind["paraphrase"], q.ByKind["temporal"])
 	}
 	fmt.Fprintln(w)
+}
+
+// storeExchange stores question and reply as the next messages of fixture
+// session s, as history plans them and the store commits them: below the
+// API, as a quality fixture may be (it measures ranking, not cost).
+func storeExchange(ctx context.Context, hs *history.Service, s *sessions.Session, question, reply string) ([]history.Message, error) {
+	plan, err := hs.Prepare(s, "", history.Draft{Role: history.RoleUser, Content: question}, history.Draft{Role: history.RoleAssistant, Content: reply})
+	if err != nil {
+		return nil, err
+	}
+	stored, err := hs.Repo.Append(ctx, s.ID, "", plan)
+	if err != nil {
+		return nil, err
+	}
+	return stored.Messages, nil
 }

@@ -59,7 +59,7 @@ func TestMigrate(t *testing.T) {
 	for _, l := range layouts {
 		s := must[*sessions.Session](t)(ss.Create(ctx, "alice", sessions.CreateInput{}))
 		for _, text := range []string{"one", "two", "three"} {
-			must[[]history.Message](t)(hs.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: text}))
+			appendTo(t, hs, s, history.Draft{Role: history.RoleUser, Content: text})
 		}
 		_, tail := must2[*sessions.Session, *history.Tail](t)(db.ReadTail(ctx, s.ID))
 		var msgs []tailMsgDoc // as an earlier version stored them
@@ -80,7 +80,7 @@ func TestMigrate(t *testing.T) {
 	// A unit stored before units carried titles, and a list from before it
 	// held archived sessions.
 	titled := must[*sessions.Session](t)(ss.Create(ctx, "alice", sessions.CreateInput{Title: "Trips"}))
-	q := must[[]history.Message](t)(hs.Append(ctx, titled, "", history.Draft{Role: history.RoleUser, Content: "trains?"}))[0]
+	q := appendTo(t, hs, titled, history.Draft{Role: history.RoleUser, Content: "trains?"})[0]
 	if err := db.SaveExchange(ctx, recall.Exchange{UserID: "alice", SessionID: titled.ID, Model: "m", Vector: []float32{1, 0},
 		Question: recall.Excerpt{ID: q.ID, Seq: q.Seq, Content: q.Content}, Bag: recall.BagOf(q.Content)}); err != nil {
 		t.Fatal(err)
@@ -114,6 +114,13 @@ func TestMigrate(t *testing.T) {
 	if again, err := db.Migrate(ctx, "", nil); err != nil || again.Contexts+again.Units+again.Lists != 0 || again.Sessions != 4 {
 		t.Errorf("a second run: %+v, %v", again, err)
 	}
+}
+
+// appendTo stores drafts as the next messages of s, as hs plans them.
+func appendTo(t *testing.T, hs *history.Service, s *sessions.Session, drafts ...history.Draft) []history.Message {
+	t.Helper()
+	plan := must[history.Plan](t)(hs.Prepare(s, "", drafts...))
+	return must[*history.Appended](t)(hs.Repo.Append(context.Background(), s.ID, "", plan)).Messages
 }
 
 func must[T any](t *testing.T) func(T, error) T {

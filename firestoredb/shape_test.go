@@ -28,7 +28,7 @@ func TestStoredShape(t *testing.T) {
 		Metadata: sessions.Metadata{AgentType: "a", Topic: "t", Tags: []string{"x"}, Custom: map[string]string{"k": "v"}},
 		Context:  sessions.ContextSettings{Strategy: sessions.StrategyWindow, WindowExchanges: 3, BudgetTokens: 1000},
 	}))
-	msgs := storetest.Must[[]history.Message](t)(e.History.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "hi"},
+	msgs := storetest.Must[[]history.Message](t)(e.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "hi"},
 		history.Draft{Role: history.RoleAssistant, Content: "hello", Metadata: history.MessageMetadata{Model: "m", DurationMs: 5}}))
 	storetest.Must[*sessions.Session](t)(db.UpdateSession(ctx, s.ID, func(s *sessions.Session) error {
 		s.Branches = &sessions.Branches{Leaf: 1, Forks: []sessions.Fork{{Seq: 1, Parent: -1}}}

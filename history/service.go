@@ -91,28 +91,6 @@ func NewService(repo Repo, tokens Counter) *Service {
 	return &Service{Repo: repo, Tokens: tokens, Policy: sessions.DefaultPolicy(), Now: time.Now}
 }
 
-// Append stores drafts as the next messages of s, atomically and in order,
-// together with the session's counters. With a key (the client's message id)
-// a retry returns the batch stored the first time and writes nothing; the
-// same key with other messages is ECONFLICT.
-func (svc *Service) Append(ctx context.Context, s *sessions.Session, key string, drafts ...Draft) ([]Message, error) {
-	a, err := svc.AppendAll(ctx, s, key, drafts...)
-	if err != nil {
-		return nil, err
-	}
-	return a.Messages, nil
-}
-
-// AppendAll is Append, returning the session and its tail as they are after
-// the append too: what a turn builds its context from.
-func (svc *Service) AppendAll(ctx context.Context, s *sessions.Session, key string, drafts ...Draft) (*Appended, error) {
-	plan, err := svc.Prepare(s, key, drafts...)
-	if err != nil {
-		return nil, err
-	}
-	return svc.Repo.Append(ctx, s.ID, key, plan)
-}
-
 // AppendOne plans appending d to session s and a copy of tail t, unstored,
 // for callers that store the result in a commit of their own (a turn does).
 // The message is named id, or by KeyedMessageID when id is empty and key is set.

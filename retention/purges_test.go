@@ -101,7 +101,7 @@ func TestKilledMidPurge(t *testing.T) {
 			for j := range drafts {
 				drafts[j] = history.Draft{Role: history.RoleUser, Content: fmt.Sprint("message ", j)}
 			}
-			storetest.Must[[]history.Message](t)(e.History.Append(ctx, s, "", drafts...))
+			storetest.Must[[]history.Message](t)(e.Append(ctx, s, "", drafts...))
 			storetest.Must[*sessions.Session](t)(e.Sessions.Delete(ctx, s.UserID, s.ID))
 		}()
 	}

@@ -208,7 +208,7 @@ func seed(t *testing.T, counts map[string]int) *world {
 		for j := range drafts {
 			drafts[j] = history.Draft{Role: []history.Role{history.RoleUser, history.RoleAssistant}[j%2], Content: fmt.Sprintf("%s message %d", label, j)}
 		}
-		storetest.Must[[]history.Message](t)(e.History.Append(ctx, s, "", drafts...))
+		storetest.Must[[]history.Message](t)(e.Append(ctx, s, "", drafts...))
 		switch kind {
 		case "old-deleted":
 			storetest.Must[*sessions.Session](t)(e.Sessions.Delete(ctx, user, s.ID))

@@ -36,7 +36,7 @@ func say(t *testing.T, e *storetest.Env, s *sessions.Session, what []said) {
 	for _, w := range what {
 		e.Clock.Set(storetest.Epoch.Add(w.day))
 		for _, d := range w.drafs {
-			storetest.Must[[]history.Message](t)(e.History.Append(context.Background(), s, "", d))
+			storetest.Must[[]history.Message](t)(e.Append(context.Background(), s, "", d))
 		}
 	}
 }

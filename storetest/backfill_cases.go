@@ -45,7 +45,7 @@ func testRecallBackfill(t *testing.T, e *Env) {
 	q1 := e.Say(t, one, history.RoleUser, "trains to Oslo?")
 	a1 := e.Say(t, one, history.RoleAssistant, "the night train")
 	e.Say(t, one, history.RoleUser, "and the weather?")
-	Must[[]history.Message](t)(e.History.Append(ctx, e.Reload(t, one), "", history.Draft{Role: history.RoleAssistant,
+	Must[[]history.Message](t)(e.Append(ctx, e.Reload(t, one), "", history.Draft{Role: history.RoleAssistant,
 		ToolCalls: []history.ToolCall{{ID: "c1", Type: "function", Function: history.FunctionCall{Name: "weather", Arguments: "{}"}}}}))
 	q2 := e.Say(t, two, history.RoleUser, "museums?")
 	e.Say(t, two, history.RoleAssistant, "the Munch museum")

@@ -106,9 +106,9 @@ func testIdempotency(t *testing.T, e *Env) {
 		{Role: history.RoleUser, Content: "what is 2+2?"},
 		{Role: history.RoleAssistant, Content: "4", Metadata: history.MessageMetadata{Model: "m", FinishReason: "stop"}},
 	}
-	first := Must[[]history.Message](t)(e.History.Append(ctx, s, "req-1", batch...))
+	first := Must[[]history.Message](t)(e.Append(ctx, s, "req-1", batch...))
 	e.Clock.Advance(time.Minute)
-	again := Must[[]history.Message](t)(e.History.Append(ctx, s, "req-1", batch...))
+	again := Must[[]history.Message](t)(e.Append(ctx, s, "req-1", batch...))
 	if !reflect.DeepEqual(first, again) {
 		t.Errorf("retry returned other messages:\n%+v\n%+v", first, again)
 	}
@@ -122,12 +122,12 @@ func testIdempotency(t *testing.T, e *Env) {
 		"Fewer":        batch[:1],
 		"More":         append(append([]history.Draft{}, batch...), history.Draft{Role: history.RoleUser, Content: "x"}),
 	} {
-		_, err := e.History.Append(ctx, s, "req-1", b...)
+		_, err := e.Append(ctx, s, "req-1", b...)
 		if errs.CodeOf(err) != errs.ECONFLICT {
 			t.Errorf("%s: err = %v, want conflict", name, err)
 		}
 	}
-	single := Must[[]history.Message](t)(e.History.Append(ctx, s, "req-2", batch[0]))
+	single := Must[[]history.Message](t)(e.Append(ctx, s, "req-2", batch[0]))
 	if single[0].Seq != 2 || single[0].ClientMessageID != "req-2" {
 		t.Errorf("new key: %+v", single[0])
 	}
@@ -146,13 +146,13 @@ func testAppendNotWritable(t *testing.T, e *Env) {
 		} else {
 			Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", s.ID))
 		}
-		_, err := e.History.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "more"})
+		_, err := e.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "more"})
 		WantCode(t, err, errs.EPRECONDITION)
 		if got := e.Reload(t, s); got.MessageCount != 1 || len(e.All(t, got)) != 1 {
 			t.Errorf("%s: append wrote to a %s session", a, got.Status)
 		}
 	}
-	_, err := e.History.Append(ctx, &sessions.Session{ID: "missing", UserID: "alice"}, "", history.Draft{Role: history.RoleUser, Content: "x"})
+	_, err := e.Append(ctx, &sessions.Session{ID: "missing", UserID: "alice"}, "", history.Draft{Role: history.RoleUser, Content: "x"})
 	WantCode(t, err, errs.ENOTFOUND)
 }
 
@@ -161,7 +161,7 @@ func testAppendOtherUser(t *testing.T, e *Env) {
 	s := e.NewSession(t, "alice")
 	forged := s.Clone()
 	forged.UserID = "mallory"
-	_, err := e.History.Append(context.Background(), forged, "", history.Draft{Role: history.RoleUser, Content: "hi"})
+	_, err := e.Append(context.Background(), forged, "", history.Draft{Role: history.RoleUser, Content: "hi"})
 	WantCode(t, err, errs.ENOTFOUND)
 	if got := e.Reload(t, s); got.MessageCount != 0 {
 		t.Errorf("another user appended %d messages", got.MessageCount)
@@ -190,18 +190,18 @@ func testBadInput(t *testing.T, e *Env) {
 		"AssistantNoContent": {{Role: history.RoleAssistant}},
 	}
 	for name, batch := range cases {
-		_, err := e.History.Append(ctx, s, "", batch...)
+		_, err := e.Append(ctx, s, "", batch...)
 		if errs.CodeOf(err) != errs.EINVALID {
 			t.Errorf("%s: err = %v, want invalid_argument", name, err)
 		}
 	}
-	_, err := e.History.Append(ctx, s, "bad key with spaces", history.Draft{Role: history.RoleUser, Content: "x"})
+	_, err := e.Append(ctx, s, "bad key with spaces", history.Draft{Role: history.RoleUser, Content: "x"})
 	WantCode(t, err, errs.EINVALID)
 	tooMany := make([]history.Draft, history.MaxBatch+1)
 	for i := range tooMany {
 		tooMany[i] = history.Draft{Role: history.RoleUser, Content: "x"}
 	}
-	_, err = e.History.Append(ctx, s, "", tooMany...)
+	_, err = e.Append(ctx, s, "", tooMany...)
 	WantCode(t, err, errs.EINVALID)
 	// Unknown keys in a message or its metadata, as a client would send them.
 	for _, raw := range []string{
@@ -226,26 +226,26 @@ func testToolExchanges(t *testing.T, e *Env) {
 	s := e.NewSession(t, "alice")
 	e.Say(t, s, history.RoleUser, "weather in Paris and Rome?")
 	// The call and its results in one append.
-	Must[[]history.Message](t)(e.History.Append(ctx, s, "",
+	Must[[]history.Message](t)(e.Append(ctx, s, "",
 		history.Draft{Role: history.RoleAssistant, ToolCalls: []history.ToolCall{call("c1"), call("c2")}},
 		history.Draft{Role: history.RoleTool, ToolCallID: "c2", Content: "sunny"},
 		history.Draft{Role: history.RoleTool, ToolCallID: "c1", Content: "rainy"},
 		history.Draft{Role: history.RoleAssistant, Content: "Paris rainy, Rome sunny."},
 	))
 	// A call, then its result in a later append.
-	Must[[]history.Message](t)(e.History.Append(ctx, s, "", history.Draft{Role: history.RoleAssistant, ToolCalls: []history.ToolCall{call("c3")}}))
-	_, err := e.History.Append(ctx, s, "", history.Draft{Role: history.RoleTool, ToolCallID: "c1", Content: "answered already"})
+	Must[[]history.Message](t)(e.Append(ctx, s, "", history.Draft{Role: history.RoleAssistant, ToolCalls: []history.ToolCall{call("c3")}}))
+	_, err := e.Append(ctx, s, "", history.Draft{Role: history.RoleTool, ToolCallID: "c1", Content: "answered already"})
 	WantCode(t, err, errs.EINVALID)
-	res := Must[[]history.Message](t)(e.History.Append(ctx, s, "", history.Draft{Role: history.RoleTool, ToolCallID: "c3", Content: "ok"}))
+	res := Must[[]history.Message](t)(e.Append(ctx, s, "", history.Draft{Role: history.RoleTool, ToolCallID: "c3", Content: "ok"}))
 	if res[0].Seq != 6 {
 		t.Errorf("tool result seq = %d", res[0].Seq)
 	}
 	// A result may not answer a call twice, nor one abandoned by a later message.
-	_, err = e.History.Append(ctx, s, "", history.Draft{Role: history.RoleTool, ToolCallID: "c3", Content: "again"})
+	_, err = e.Append(ctx, s, "", history.Draft{Role: history.RoleTool, ToolCallID: "c3", Content: "again"})
 	WantCode(t, err, errs.EINVALID)
-	Must[[]history.Message](t)(e.History.Append(ctx, s, "", history.Draft{Role: history.RoleAssistant, ToolCalls: []history.ToolCall{call("c4")}}))
+	Must[[]history.Message](t)(e.Append(ctx, s, "", history.Draft{Role: history.RoleAssistant, ToolCalls: []history.ToolCall{call("c4")}}))
 	e.Say(t, s, history.RoleUser, "never mind")
-	_, err = e.History.Append(ctx, s, "", history.Draft{Role: history.RoleTool, ToolCallID: "c4", Content: "late"})
+	_, err = e.Append(ctx, s, "", history.Draft{Role: history.RoleTool, ToolCallID: "c4", Content: "late"})
 	WantCode(t, err, errs.EINVALID)
 
 	all := e.All(t, s)
@@ -265,7 +265,7 @@ func testPurge(t *testing.T, e *Env) {
 	for i := 0; i < 12; i++ {
 		e.Say(t, s, history.RoleUser, fmt.Sprintf("m%d", i))
 	}
-	Must[[]history.Message](t)(e.History.Append(ctx, s, "key", history.Draft{Role: history.RoleUser, Content: "keyed"}))
+	Must[[]history.Message](t)(e.Append(ctx, s, "key", history.Draft{Role: history.RoleUser, Content: "keyed"}))
 	e.Say(t, keep, history.RoleUser, "stays")
 
 	_, err := PurgeAs(ctx, e.Sessions, "alice", s.ID)
@@ -287,7 +287,7 @@ func testPurge(t *testing.T, e *Env) {
 	if len(left) != 0 {
 		t.Errorf("%d messages left after purge", len(left))
 	}
-	_, err = e.History.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "ghost"})
+	_, err = e.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "ghost"})
 	WantCode(t, err, errs.ENOTFOUND)
 	if got := e.All(t, keep); len(got) != 1 {
 		t.Errorf("purge touched another session: %d messages", len(got))
@@ -307,7 +307,7 @@ func testConcurrentAppends(t *testing.T, e *Env) {
 		go func() {
 			defer wg.Done()
 			for i := 0; i < each; i++ {
-				_, err := e.History.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: fmt.Sprintf("writer %d message %d", w, i)})
+				_, err := e.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: fmt.Sprintf("writer %d message %d", w, i)})
 				if err != nil {
 					errc <- err
 					return

@@ -55,7 +55,7 @@ func (e *Env) NewSession(tb testing.TB, user string) *sessions.Session {
 // Say appends one message of role with content.
 func (e *Env) Say(tb testing.TB, s *sessions.Session, role history.Role, content string) history.Message {
 	tb.Helper()
-	msgs := Must[[]history.Message](tb)(e.History.Append(context.Background(), s, "", history.Draft{Role: role, Content: content}))
+	msgs := Must[[]history.Message](tb)(e.Append(context.Background(), s, "", history.Draft{Role: role, Content: content}))
 	return msgs[0]
 }
 

@@ -14,6 +14,7 @@ import (
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/storetest"
 )
 
 // TestEmbedBackfills: history stored while embeddings were off is found
@@ -28,7 +29,7 @@ func TestEmbedBackfills(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backend.History.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "which train goes to Bergen?"},
+	if _, err := storetest.Append(ctx, backend.History, s, "", history.Draft{Role: history.RoleUser, Content: "which train goes to Bergen?"},
 		history.Draft{Role: history.RoleAssistant, Content: "The Bergen Line from Oslo, seven hours through the mountains."}); err != nil {
 		t.Fatal(err)
 	}

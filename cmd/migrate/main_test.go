@@ -11,6 +11,7 @@ import (
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/storetest"
 )
 
 // TestMigrateCommand: the command migrates the configured project (here
@@ -24,7 +25,7 @@ func TestMigrateCommand(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if _, err := backend.History.Append(ctx, s, "", history.Draft{Role: history.RoleUser, Content: "which train goes to Bergen?"}); err != nil {
+	if _, err := storetest.Append(ctx, backend.History, s, "", history.Draft{Role: history.RoleUser, Content: "which train goes to Bergen?"}); err != nil {
 		t.Fatal(err)
 	}
 	for _, tc := range []struct {
