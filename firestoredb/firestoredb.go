@@ -39,18 +39,14 @@ const DefaultMaxAttempts = 50
 
 // DB is a Firestore-backed store.
 type DB struct {
-	client      *firestore.Client
-	maxAttempts int
-	timeout     time.Duration
-	purgeLease  time.Duration    // 0: DefaultPurgeLease
-	now         func() time.Time // the clock of purge leases; nil: time.Now
+	client     *firestore.Client
+	timeout    time.Duration
+	purgeLease time.Duration    // 0: DefaultPurgeLease
+	now        func() time.Time // the clock of purge leases; nil: time.Now
 }
 
 // Option configures a DB.
 type Option func(*DB)
-
-// MaxAttempts sets how often a contended transaction is tried.
-func MaxAttempts(n int) Option { return func(db *DB) { db.maxAttempts = n } }
 
 // Timeout bounds each operation: a read, a query page, a transaction with
 // its retries, a page of deletes. Past it the operation fails with
@@ -60,7 +56,7 @@ func Timeout(d time.Duration) Option { return func(db *DB) { db.timeout = d } }
 
 // New wraps a Firestore client. The caller owns the client.
 func New(client *firestore.Client, opts ...Option) *DB {
-	db := &DB{client: client, maxAttempts: DefaultMaxAttempts}
+	db := &DB{client: client}
 	for _, o := range opts {
 		o(db)
 	}
@@ -81,7 +77,7 @@ func (db *DB) Ping(ctx context.Context) error {
 func (db *DB) runTx(ctx context.Context, fn func(context.Context, *firestore.Transaction) error) error {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	err := db.client.RunTransaction(ctx, fn, firestore.MaxAttempts(db.maxAttempts))
+	err := db.client.RunTransaction(ctx, fn, firestore.MaxAttempts(DefaultMaxAttempts))
 	if status.Code(err) == codes.InvalidArgument && !isDomain(err) && strings.Contains(strings.ToLower(status.Convert(err).Message()), "transaction") {
 		// The client retried a commit whose answer was lost, and the
 		// transaction had ended: whether it landed is unknown.
@@ -147,7 +143,7 @@ func (db *DB) optimistic(ctx context.Context, attempt func(ctx context.Context, 
 			return err
 		}
 		return w.apply(tx)
-	}, firestore.MaxAttempts(db.maxAttempts))
+	}, firestore.MaxAttempts(DefaultMaxAttempts))
 	return nil, translate(err)
 }
 
