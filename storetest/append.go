@@ -7,6 +7,11 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
+// Append is Append with e's history service.
+func (e *Env) Append(ctx context.Context, s *sessions.Session, key string, drafts ...history.Draft) ([]history.Message, error) {
+	return Append(ctx, e.History, s, key, drafts...)
+}
+
 // Append stores drafts as the next messages of s, atomically and in
 // order, as hs plans them and its store commits them: how tests, the
 // contract suite and the quality fixtures write a session's history.
@@ -24,9 +29,4 @@ func Append(ctx context.Context, hs *history.Service, s *sessions.Session, key s
 		return nil, err
 	}
 	return a.Messages, nil
-}
-
-// Append is Append with e's history service.
-func (e *Env) Append(ctx context.Context, s *sessions.Session, key string, drafts ...history.Draft) ([]history.Message, error) {
-	return Append(ctx, e.History, s, key, drafts...)
 }
