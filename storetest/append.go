@@ -13,8 +13,8 @@ func (e *Env) Append(ctx context.Context, s *sessions.Session, key string, draft
 }
 
 // Append stores drafts as the next messages of s, atomically and in
-// order, as hs plans them and its store commits them: how tests, the
-// contract suite and the quality fixtures write a session's history.
+// order, as hs plans them and its store commits them: how tests and the
+// contract suite write a session's history.
 // (Apps append through chat.Service.Append, which adds the memory path's
 // version check, limits and summaries.) With a key, a retry returns the
 // batch stored the first time and writes nothing; the same key with
