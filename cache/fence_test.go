@@ -18,7 +18,9 @@ import (
 
 // TestContextFence: a read that only shows a context, of a session this
 // instance kept, reads the session document alone (one round trip, one
-// document) and gives what a full read gives. A write of the window alone,
+// document) and gives what a full read gives, also once another instance
+// changed the session alone (its contextRev says the window is as kept).
+// A write of the window alone,
 // by another instance, changes the session document too, so the next such
 // read sees it (in a second round trip). An instance whose kept sessions
 // keep proving stale stops reading the session alone, and starts again once
@@ -58,6 +60,18 @@ func TestContextFence(t *testing.T) {
 		t.Errorf("a read of a kept session: %s; want 1 round trip, the session alone", c)
 	}
 	same("a read of a kept session", peeked, full)
+
+	// Another instance changes the session alone (its title): the window
+	// is as kept, which the session's contextRev shows; one document read.
+	if _, err := other.UpdateSession(ctx, s.ID, func(s *sessions.Session) error { s.Title = "renamed elsewhere"; return nil }); err != nil {
+		t.Fatal(err)
+	}
+	renamed, c := preview(one)
+	if c.RoundTrips != 1 || c.Reads != 1 || renamed.Session.Title != "renamed elsewhere" {
+		t.Errorf("a read of a kept session renamed elsewhere: %s, title %q; want 1 round trip, the session alone, renamed", c, renamed.Session.Title)
+	}
+	want, _ := preview(other)
+	same("a read of a kept session renamed elsewhere", renamed, want)
 
 	// Another instance writes the window alone (the session is as it was).
 	trim := func() {

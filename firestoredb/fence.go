@@ -10,11 +10,12 @@ import (
 // A session's context (its window document) is only ever written in a
 // commit that changes the session document too: fenceContext sets the
 // session's contextRev anew in every such commit. So while the session
-// document keeps the update time an instance kept it at, the window is
-// still the one it kept, and a read that only shows the context (GET
-// …/context) reads the session document alone and takes the window from
-// what a cache kept (ReadKnown): at 200 messages, 2 small documents
-// instead of 3, one of them 83 KiB.
+// document keeps the update time an instance kept it at, or (after a
+// change of the session alone: a title, a setting) the contextRev it kept,
+// the window is still the one it kept, and a read that only shows the
+// context (GET …/context) reads the session document alone and takes the
+// window from what a cache kept (ReadKnown): at 200 messages, 2 small
+// documents instead of 3, one of them 83 KiB.
 
 // fenceContext makes the commit of w, which writes the window of the
 // session at sref as read in st, change the session document: it adds a
@@ -22,7 +23,8 @@ import (
 // condition that the session is as read. A session created in w is new
 // anyway.
 func fenceContext(w *writes, sref *firestore.DocumentRef, st *stored) error {
-	u := firestore.Update{Path: "contextRev", Value: ids.New()}
+	rev := ids.New()
+	u := firestore.Update{Path: "contextRev", Value: rev}
 	i, ok := w.at[sref.Path]
 	switch {
 	case !ok && st.exists:
@@ -33,6 +35,9 @@ func fenceContext(w *writes, sref *firestore.DocumentRef, st *stored) error {
 		w.ops[i].updates = append(w.ops[i].updates, u)
 	case w.ops[i].kind != 'c':
 		return errs.Errorf(errs.EINTERNAL, "a context written beside a %c of its session %s", w.ops[i].kind, sref.ID)
+	default:
+		return nil // created without one: none to know it by
 	}
+	w.contextRev = rev
 	return nil
 }

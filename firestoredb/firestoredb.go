@@ -311,8 +311,9 @@ func sameValue(a, b any) bool {
 // each, so that the update time a commit gave a document can be found in
 // its results. They commit as a batch, or within a transaction.
 type writes struct {
-	ops []writeOp
-	at  map[string]int // document path → index of its write
+	ops        []writeOp
+	at         map[string]int // document path → index of its write
+	contextRev string         // what fenceContext set the session's contextRev to ("": it did not)
 }
 
 type writeOp struct {

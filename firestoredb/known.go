@@ -162,9 +162,9 @@ func (db *DB) undoClaim(ctx context.Context, q chat.TurnQuery, ts, out *chat.Tur
 
 // ReadKnown reads what q names as ReadTurn does, but of the session and
 // its context, given known (as a cache kept them), it reads the session
-// document alone: when its update time is known's, known's window is
-// current (see fenceContext) and is used; when it is not, the window is
-// read in a second round trip.
+// document alone: when its update time or its contextRev is known's,
+// known's window is current (see fenceContext) and is used; when neither
+// is, the window is read in a second round trip.
 func (db *DB) ReadKnown(ctx context.Context, q chat.TurnQuery, known *chat.TurnState) (*chat.TurnState, error) {
 	v, ok := stateVersion(known)
 	if !ok || !v.st.exists {
@@ -176,12 +176,12 @@ func (db *DB) ReadKnown(ctx context.Context, q chat.TurnQuery, known *chat.TurnS
 		if err != nil {
 			return nil, nil, err
 		}
-		if snaps[0].Exists() && !snaps[0].UpdateTime.Equal(k.sessionTime) {
-			return db.readStored(get, sessionID, extra...)
-		}
 		st, err := decodeStoredSession(snaps[0], sessionID)
 		if err != nil {
 			return nil, nil, err
+		}
+		if st.exists && !sameContext(st, k) {
+			return db.readStored(get, sessionID, extra...)
 		}
 		if st.exists && k.window != nil {
 			st.setWindow(k.window, k.windowTime, k.windowTail.Clone())
@@ -195,6 +195,14 @@ func (db *DB) ReadKnown(ctx context.Context, q chat.TurnQuery, known *chat.TurnS
 		return nil, err
 	})
 	return out, err
+}
+
+// sameContext reports whether st, a session document just read, holds the
+// context kept in k: it is as k read or wrote it, or only the session
+// changed since (the same contextRev, which every write of the context
+// sets anew).
+func sameContext(st, k *stored) bool {
+	return st.sessionTime.Equal(k.sessionTime) || (k.contextRev != "" && st.contextRev == k.contextRev)
 }
 
 // CreateKnown creates a session as CreateSession does, and returns it as

@@ -115,6 +115,7 @@ type stored struct {
 	next        *tailNextDoc             // the session document's tailNext as read (see next.go)
 	nextApplied bool                     // next's message is t's newest
 	legacy      []*firestore.DocumentRef // documents of an earlier layout, to delete
+	contextRev  string                   // the session document's contextRev as read or written ("": none)
 }
 
 // decodeStored decodes the session and window documents. A session with
@@ -148,7 +149,7 @@ func decodeStoredSession(session *firestore.DocumentSnapshot, sessionID string) 
 	if err != nil {
 		return nil, err
 	}
-	st.exists, st.sessionTime, st.s, st.next = true, session.UpdateTime, s, sd.TailNext
+	st.exists, st.sessionTime, st.s, st.next, st.contextRev = true, session.UpdateTime, s, sd.TailNext, sd.ContextRev
 	return st, nil
 }
 
@@ -172,6 +173,9 @@ func (st *stored) after(w *writes, res []*firestore.WriteResult, sref, wref *fir
 	}
 	if at, ok := w.time(res, sref); ok { // a write of the window writes the session document too
 		n.sessionTime = at
+	}
+	if d != nil || w.contextRev != "" {
+		n.contextRev = w.contextRev
 	}
 	switch {
 	case d != nil:
