@@ -89,6 +89,20 @@ func New(src Source, maxBytes int) *Store {
 func (c *Store) put(sessionID string, st *chat.TurnState) {
 	c.mu.Lock()
 	defer c.mu.Unlock()
+	c.putLocked(sessionID, st)
+}
+
+// putUnlessKept keeps st unless something was kept of its session since
+// the caller dropped it (from a turn's commit, newer than st may be).
+func (c *Store) putUnlessKept(sessionID string, st *chat.TurnState) {
+	c.mu.Lock()
+	defer c.mu.Unlock()
+	if _, kept := c.by[sessionID]; !kept {
+		c.putLocked(sessionID, st)
+	}
+}
+
+func (c *Store) putLocked(sessionID string, st *chat.TurnState) {
 	c.dropLocked(sessionID)
 	if c.max <= 0 || st == nil || st.Version == nil || st.Session == nil {
 		return

@@ -8,6 +8,7 @@ import (
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/inprocdb"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 	"github.com/chatmemory/backend/storetest"
 )
@@ -23,14 +24,24 @@ type claims struct {
 
 func (c *claims) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {
 	out, err := c.DB.RunTurn(ctx, q, prev, plan)
-	if out != nil {
-		out.Version = out.ContextVersion
-		out.SlotVersions = make([]any, len(out.Slots))
-		for i, m := range out.Slots {
-			out.SlotVersions[i] = m
+	return versioned(out), err
+}
+
+func (c *claims) ReadKnown(ctx context.Context, q chat.TurnQuery, known *chat.TurnState) (*chat.TurnState, error) {
+	out, err := c.DB.ReadKnown(ctx, q, known)
+	return versioned(out), err
+}
+
+// versioned is st with versions named, as a networked store names them.
+func versioned(st *chat.TurnState) *chat.TurnState {
+	if st != nil {
+		st.Version = st.ContextVersion
+		st.SlotVersions = make([]any, len(st.Slots))
+		for i, m := range st.Slots {
+			st.SlotVersions[i] = m
 		}
 	}
-	return out, err
+	return st
 }
 
 func (c *claims) ClaimKnown(_ context.Context, _ chat.TurnQuery, known *chat.TurnState, _ func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, bool) {
@@ -41,7 +52,9 @@ func (c *claims) ClaimKnown(_ context.Context, _ chat.TurnQuery, known *chat.Tur
 // TestWritesDropWhatWasKept: a turn of a session the cache kept, by a user
 // whose slots and spend it knows, is claimed from what was kept; after any
 // other write of the session through the cache it is not (the write tells
-// no version to keep), and a charge of the user's day raises the least
+// no version to keep), but for a change of an active session alone (a
+// rename), after which the cache reads the session again and the claim
+// plans from it renamed; a charge of the user's day raises the least
 // spend the claim plans with. What the cache holds stays within its bytes.
 func TestWritesDropWhatWasKept(t *testing.T) {
 	ctx := context.Background()
@@ -51,17 +64,30 @@ func TestWritesDropWhatWasKept(t *testing.T) {
 		bytes     int
 		between   func(t *testing.T, e *storetest.Env, c *cache.Store, s, other *sessions.Session)
 		wantClaim bool
-		wantFloor int // the least spend the claim planned with
+		wantFloor int    // the least spend the claim planned with
+		wantTitle string // the session's title the claim planned with ("": as created)
 	}{
 		{name: "nothing between", bytes: cache.DefaultBytes, wantClaim: true},
 		{name: "a message appended", bytes: cache.DefaultBytes, wantClaim: false,
 			between: func(t *testing.T, e *storetest.Env, _ *cache.Store, s, _ *sessions.Session) {
 				e.Say(t, s, history.RoleUser, "appended")
 			}},
-		{name: "a rename", bytes: cache.DefaultBytes, wantClaim: false,
+		{name: "a rename", bytes: cache.DefaultBytes, wantClaim: true, wantTitle: "renamed",
 			between: func(t *testing.T, e *storetest.Env, c *cache.Store, s, _ *sessions.Session) {
 				if _, err := c.UpdateSession(ctx, s.ID, func(s *sessions.Session) error { s.Title = "renamed"; return nil }); err != nil {
 					t.Fatal(err)
+				}
+			}},
+		{name: "archived", bytes: cache.DefaultBytes, wantClaim: false,
+			between: func(t *testing.T, e *storetest.Env, c *cache.Store, s, _ *sessions.Session) {
+				if _, err := c.UpdateSession(ctx, s.ID, func(s *sessions.Session) error { s.Status = sessions.StatusArchived; return nil }); err != nil {
+					t.Fatal(err)
+				}
+			}},
+		{name: "a refused rename", bytes: cache.DefaultBytes, wantClaim: false,
+			between: func(t *testing.T, e *storetest.Env, c *cache.Store, s, _ *sessions.Session) {
+				if _, err := c.UpdateSession(ctx, s.ID, func(s *sessions.Session) error { return errs.Errorf(errs.EINVALID, "no") }); err == nil {
+					t.Fatal("a refused update did not fail")
 				}
 			}},
 		{name: "the tail rewritten", bytes: cache.DefaultBytes, wantClaim: false,
@@ -110,9 +136,12 @@ func TestWritesDropWhatWasKept(t *testing.T) {
 				t.Fatalf("claimed from what was kept: %v, want %v", got, tc.wantClaim)
 			}
 			if tc.wantClaim {
-				if k := src.known[0]; k.Session.ID != s.ID || k.DayTokens != tc.wantFloor || len(k.Slots) != 2 {
-					t.Errorf("the claim planned from session %s, spend at least %d, %d slots; want %s, %d, 2",
-						k.Session.ID, k.DayTokens, len(k.Slots), s.ID, tc.wantFloor)
+				if tc.wantTitle == "" {
+					tc.wantTitle = s.Title
+				}
+				if k := src.known[0]; k.Session.ID != s.ID || k.Session.Title != tc.wantTitle || k.DayTokens != tc.wantFloor || len(k.Slots) != 2 {
+					t.Errorf("the claim planned from session %s (%q), spend at least %d, %d slots; want %s (%q), %d, 2",
+						k.Session.ID, k.Session.Title, k.DayTokens, len(k.Slots), s.ID, tc.wantTitle, tc.wantFloor)
 				}
 			}
 		})

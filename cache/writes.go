@@ -14,9 +14,24 @@ import (
 // through the store as it is, and the cache forgets what it kept of what
 // the write changes: the write tells no version the cache could keep.
 
+// UpdateSession changes the session alone (its title, its settings), so
+// its context is as kept: of an active session kept here, the cache reads
+// the session again, taking the context from what it kept (the store's
+// ReadKnown: one document), so that the next turn here still claims
+// without reading. A session's generated title, written after its first
+// turn, would otherwise leave its second turn to read everything.
 func (c *Store) UpdateSession(ctx context.Context, id string, fn func(*sessions.Session) error) (*sessions.Session, error) {
-	defer c.drop(id)
-	return c.Source.UpdateSession(ctx, id, fn)
+	kept := c.latest(id)
+	c.drop(id)
+	s, err := c.Source.UpdateSession(ctx, id, fn)
+	c.drop(id)
+	if err != nil || kept == nil || s.Status != sessions.StatusActive {
+		return s, err
+	}
+	if st, err := c.Source.ReadKnown(ctx, chat.TurnQuery{UserID: s.UserID, SessionID: id}, kept); err == nil {
+		c.putUnlessKept(id, st)
+	}
+	return s, nil
 }
 
 func (c *Store) UpdateSessions(ctx context.Context, userID string, ids []string, fn func(*sessions.Session) error) ([]error, error) {

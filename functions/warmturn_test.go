@@ -7,6 +7,7 @@ import (
 
 	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/sessions"
 )
 
 // TestWarmTurnLimits: a turn on the instance that ran the session's last
@@ -66,5 +67,27 @@ func TestWarmTurnLimits(t *testing.T) {
 	all := h.checkParents(alice.token, id)
 	if again.Reply.Content == "" || len(all) != 6 || all[4].Content != "four" || again.UserMessage.ID != all[4].ID {
 		t.Errorf("after the retry: %d messages, the last question %q", len(all), all[len(all)-2].Content)
+	}
+}
+
+// TestSecondTurnIsWarm: a new chat's first turn names it (a generated
+// title, written after the reply), and its second turn, on the same
+// instance, still claims from what the instance kept: it reads the 3
+// documents a warm turn reads, not the 7 of a cold one. The title's write
+// costs the first turn's after-turn work one read more.
+func TestSecondTurnIsWarm(t *testing.T) {
+	h := newHarness(t, func(c *app.Config) { c.LongTermMemory = true })
+	alice := h.signUp()
+	first := h.turn(alice.token, map[string]any{"message": "Plan a trip to Bergen", "clientMessageId": "k1"})
+	h.idle()
+	if s := h.session(first.SessionID); s.TitleSource != sessions.TitleGenerated {
+		t.Fatalf("the first turn left the title %q", s.Title)
+	}
+	h.clock.Advance(time.Minute)
+	before := h.counter.Snapshot()
+	h.turn(alice.token, map[string]any{"sessionId": first.SessionID, "message": "And the fjords?", "clientMessageId": "k2"})
+	h.idle()
+	if got := h.counter.Snapshot().Sub(before); got.Reads != 3 {
+		t.Errorf("the second turn: %s; want the 3 reads of a warm turn", got)
 	}
 }
