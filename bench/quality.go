@@ -58,13 +58,13 @@ func MeasureQuality(ctx context.Context, e recall.Embedder, tok history.Counter)
 	type target struct{ query, question, reply string }
 	var targets []target
 	exchanges := 0
-	for _, sf := range fx.Sessions {
-		s, err := ss.Create(ctx, "alice", sessions.CreateInput{Title: sf.Title})
+	for si, sf := range fx.Sessions {
+		s, err := ss.Create(ctx, "alice", sessions.CreateInput{Title: sf.Title, ID: fmt.Sprintf("fixture%03d", si)})
 		if err != nil {
 			return nil, err
 		}
 		say := func(q, a string) (question, reply string, err error) {
-			msgs, err := storeExchange(ctx, hs, s, q, a)
+			msgs, err := storeExchange(ctx, hs, s, fmt.Sprintf("%s-x%03d", s.ID, exchanges), q, a)
 			if err != nil {
 				return "", "", err
 			}
@@ -91,7 +91,7 @@ func MeasureQuality(ctx context.Context, e recall.Embedder, tok history.Counter)
 			}
 		}
 	}
-	asker, err := ss.Create(ctx, "alice", sessions.CreateInput{Title: "asking"})
+	asker, err := ss.Create(ctx, "alice", sessions.CreateInput{Title: "asking", ID: "asking"})
 	if err != nil {
 		return nil, err
 	}

@@ -79,7 +79,7 @@ func measurePart(ctx context.Context, e recall.Embedder, tok history.Counter, na
 			units = append(units, baselineUnit{id: ids[i][j][1], text: x[0] + "\n" + x[1]})
 		}
 	}
-	asker, err := sessions.NewService(db, "gpt-4o-mini").Create(ctx, "alice", sessions.CreateInput{Title: "asking"})
+	asker, err := sessions.NewService(db, "gpt-4o-mini").Create(ctx, "alice", sessions.CreateInput{Title: "asking", ID: "asking"})
 	if err != nil {
 		return nil, err
 	}
@@ -154,12 +154,12 @@ func storeFixture(ctx context.Context, db fixtureStore, tok history.Counter, svc
 	ss, hs := sessions.NewService(db, "gpt-4o-mini"), history.NewService(db, tok)
 	ids := make([][][2]string, len(fx)) // session → exchange → question and reply ids
 	for i, f := range fx {
-		s, err := ss.Create(ctx, "alice", sessions.CreateInput{Title: f.title})
+		s, err := ss.Create(ctx, "alice", sessions.CreateInput{Title: f.title, ID: fmt.Sprintf("fixture%03d", i)})
 		if err != nil {
 			return nil, err
 		}
-		for _, x := range f.exchanges {
-			msgs, err := storeExchange(ctx, hs, s, x[0], x[1])
+		for j, x := range f.exchanges {
+			msgs, err := storeExchange(ctx, hs, s, fmt.Sprintf("%s-x%02d", s.ID, j), x[0], x[1])
 			if err != nil {
 				return nil, err
 			}
@@ -275,14 +275,17 @@ func WriteSearchQuality(w io.Writer, qs []*SearchQuality) {
 }
 
 // storeExchange stores question and reply as the next messages of fixture
-// session s, as history plans them and the store commits them: below the
-// API, as a quality fixture may be (it measures ranking, not cost).
-func storeExchange(ctx context.Context, hs *history.Service, s *sessions.Session, question, reply string) ([]history.Message, error) {
-	plan, err := hs.Prepare(s, "", history.Draft{Role: history.RoleUser, Content: question}, history.Draft{Role: history.RoleAssistant, Content: reply})
+// session s under key, as history plans them and the store commits them:
+// below the API, as a quality fixture may be (it measures ranking, not
+// cost). The fixtures' sessions and keys are fixed, and so the ids of
+// everything stored: ties between units break the same way every run,
+// and the quality measured is the same every run.
+func storeExchange(ctx context.Context, hs *history.Service, s *sessions.Session, key, question, reply string) ([]history.Message, error) {
+	plan, err := hs.Prepare(s, key, history.Draft{Role: history.RoleUser, Content: question}, history.Draft{Role: history.RoleAssistant, Content: reply})
 	if err != nil {
 		return nil, err
 	}
-	stored, err := hs.Repo.Append(ctx, s.ID, "", plan)
+	stored, err := hs.Repo.Append(ctx, s.ID, key, plan)
 	if err != nil {
 		return nil, err
 	}

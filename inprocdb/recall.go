@@ -1,6 +1,7 @@
 package inprocdb
 
 import (
+	"cmp"
 	"context"
 	"maps"
 	"slices"
@@ -174,14 +175,8 @@ func (db *DB) Nearest(_ context.Context, q recall.Query) ([]recall.Hit, error) {
 			hits = append(hits, h)
 		}
 	}
-	slices.SortFunc(hits, func(a, b recall.Hit) int {
-		switch {
-		case a.Distance < b.Distance:
-			return -1
-		case a.Distance > b.Distance:
-			return 1
-		}
-		return 0
+	slices.SortFunc(hits, func(a, b recall.Hit) int { // ties by id, the same way every time
+		return cmp.Or(cmp.Compare(a.Distance, b.Distance), cmp.Compare(a.Exchange.SessionID, b.Exchange.SessionID), cmp.Compare(a.Exchange.ID(), b.Exchange.ID()))
 	})
 	return hits[:min(q.K, len(hits))], nil
 }
