@@ -5,15 +5,11 @@ import (
 	"fmt"
 	"testing"
 
-	"cloud.google.com/go/firestore"
-
 	"github.com/chatmemory/backend/cache"
 	"github.com/chatmemory/backend/chat"
-	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
-	"github.com/chatmemory/backend/storetest"
 )
 
 // TestContextFence: a read that only shows a context, of a session this
@@ -27,12 +23,7 @@ import (
 // they prove current.
 func TestContextFence(t *testing.T) {
 	ctx := context.Background()
-	counter := &firestoretest.Counter{}
-	client, _ := emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {
-		return firestoretest.Dial(ctx, project, counter)
-	})
-	one, other := instance(client), instance(client)
-	e := storetest.NewEnv(t, one)
+	one, other, e, counter := countedInstances(t)
 	s := e.NewSession(t, "alice")
 	e.Say(t, s, history.RoleUser, "first")
 	e.Say(t, s, history.RoleAssistant, "second")

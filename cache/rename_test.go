@@ -5,14 +5,10 @@ import (
 	"fmt"
 	"testing"
 
-	"cloud.google.com/go/firestore"
-
 	"github.com/chatmemory/backend/chat"
-	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
-	"github.com/chatmemory/backend/storetest"
 )
 
 // TestRenameKeepsTheSession: a session this instance kept from its own
@@ -23,12 +19,7 @@ import (
 // session alone and gives what a full read gives, renamed.
 func TestRenameKeepsTheSession(t *testing.T) {
 	ctx := context.Background()
-	counter := &firestoretest.Counter{}
-	client, _ := emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {
-		return firestoretest.Dial(ctx, project, counter)
-	})
-	one, other := instance(client), instance(client)
-	e := storetest.NewEnv(t, one)
+	one, other, e, counter := countedInstances(t)
 	measure := func(f func()) firestoretest.Counts {
 		before := counter.Snapshot()
 		f()

@@ -6,9 +6,11 @@ import (
 	"slices"
 	"testing"
 
+	"cloud.google.com/go/firestore"
 	"github.com/chatmemory/backend/cache"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/emulator/emulatortest"
+	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/storetest"
@@ -20,6 +22,17 @@ func twoInstances(t *testing.T) (one, other *cache.Store, e *storetest.Env) {
 	client, _ := emulatortest.Firestore(t)
 	one, other = instance(client), instance(client)
 	return one, other, storetest.NewEnv(t, one)
+}
+
+// countedInstances is twoInstances with a count of what their Firestore
+// client does.
+func countedInstances(t *testing.T) (one, other *cache.Store, e *storetest.Env, counter *firestoretest.Counter) {
+	counter = &firestoretest.Counter{}
+	client, _ := emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {
+		return firestoretest.Dial(ctx, project, counter)
+	})
+	one, other = instance(client), instance(client)
+	return one, other, storetest.NewEnv(t, one), counter
 }
 
 // TestKeptContextIsNotTrusted: an instance that kept a session's context
