@@ -19,10 +19,14 @@ import (
 // from a read).
 type claims struct {
 	*inprocdb.DB
-	known []*chat.TurnState
+	known    []*chat.TurnState
+	failRead bool // RunTurn fails before it plans
 }
 
 func (c *claims) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {
+	if c.failRead {
+		return nil, errs.Errorf(errs.EUNAVAILABLE, "the store is down")
+	}
 	out, err := c.DB.RunTurn(ctx, q, prev, plan)
 	return versioned(out), err
 }
@@ -143,6 +147,50 @@ func TestWritesDropWhatWasKept(t *testing.T) {
 					t.Errorf("the claim planned from session %s (%q), spend at least %d, %d slots; want %s (%q), %d, 2",
 						k.Session.ID, k.Session.Title, k.DayTokens, len(k.Slots), s.ID, tc.wantTitle, tc.wantFloor)
 				}
+			}
+		})
+	}
+}
+
+// TestRefusedTurnKeepsWhatItRead: a turn its plan refuses (a limit, a
+// busy session) commits nothing, but what the store read for it is kept,
+// so the next turn of the session here claims from it; a turn the store
+// itself failed keeps nothing.
+func TestRefusedTurnKeepsWhatItRead(t *testing.T) {
+	ctx := context.Background()
+	const day = "2026-01-15"
+	for _, tc := range []struct {
+		name      string
+		failRead  bool
+		wantClaim bool
+	}{
+		{name: "refused by its plan", wantClaim: true},
+		{name: "failed in the store", failRead: true, wantClaim: false},
+	} {
+		t.Run(tc.name, func(t *testing.T) {
+			src := &claims{DB: inprocdb.New()}
+			c := cache.New(src, cache.DefaultBytes)
+			e := storetest.NewEnv(t, c)
+			s := e.NewSession(t, "alice")
+			e.Say(t, s, history.RoleUser, "hello") // through the cache: nothing kept of s
+			q := chat.TurnQuery{UserID: "alice", SessionID: s.ID, Day: day, Slots: []int{0, 1}}
+			refuse := func(*chat.TurnState) (*chat.TurnWrite, error) {
+				return nil, errs.Errorf(errs.ERATELIMITED, "a limit")
+			}
+			src.failRead = tc.failRead
+			if _, err := c.RunTurn(ctx, q, nil, refuse); errs.CodeOf(err) == "" {
+				t.Fatal("the refused turn did not fail")
+			}
+			src.failRead = false
+			read := func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }
+			if _, err := c.RunTurn(ctx, q, nil, read); err != nil {
+				t.Fatal(err)
+			}
+			if got := len(src.known) == 1; got != tc.wantClaim {
+				t.Fatalf("the next turn claimed from what was kept: %v, want %v", got, tc.wantClaim)
+			}
+			if tc.wantClaim && (src.known[0].Session.ID != s.ID || src.known[0].Tail == nil || len(src.known[0].Tail.Messages) != 1) {
+				t.Errorf("the claim planned from %+v", src.known[0])
 			}
 		})
 	}

@@ -12,7 +12,9 @@ import (
 // not answering a stored message, not recalling from every session) of a
 // session kept here, by a user whose slots, spend and memory are known
 // here, is claimed from what is kept (the store's ClaimKnown); any other
-// runs as the store runs it. Either way the cache keeps what it returns.
+// runs as the store runs it. Either way the cache keeps what it returns:
+// the state committed, or the one read for a turn its plan refused (a
+// limit, a busy session), so that the next turn here need not read.
 func (c *Store) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (*chat.TurnState, error) {
 	var last *chat.TurnWrite
 	watched := watch(plan, &last)

@@ -21,7 +21,9 @@ type TurnStore interface {
 	// nothing plan was given changed meanwhile; if something did, it reads
 	// again and plans again. A nil write commits nothing. It returns the
 	// state as committed. plan may run more than once and has no other
-	// effects; its errors are returned as they are.
+	// effects (it changes nothing it is given); its errors are returned as
+	// they are, with the state plan refused, as read (so that a cache in
+	// front of the store may keep it).
 	//
 	// Without prev and AskedID, a store may first plan from a state that
 	// leaves out the message under Key (and, for an unkeyed turn, ReplyID,

@@ -40,9 +40,10 @@ func (db *DB) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnStat
 }
 
 // runTurn reads (unless given prev), plans and commits, until the commit
-// lands or plan writes nothing. With leaveKeyOut its first read leaves
-// the message under the key out; keyLeftOut reports that plan refused, or
-// wrote nothing, on such a read.
+// lands or plan writes nothing or refuses (then with the state it was
+// given). With leaveKeyOut its first read leaves the message under the
+// key out; keyLeftOut reports that plan refused, or wrote nothing, on
+// such a read.
 func (db *DB) runTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error), leaveKeyOut bool) (_ *chat.TurnState, keyLeftOut bool, _ error) {
 	var unchanged *chat.TurnState
 	var written func([]*firestore.WriteResult) *chat.TurnState
@@ -72,7 +73,7 @@ func (db *DB) runTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnStat
 	})
 	switch {
 	case err != nil:
-		return nil, keyLeftOut, err
+		return unchanged, keyLeftOut, err // the state plan refused, if it did
 	case written == nil:
 		return unchanged, keyLeftOut, nil
 	}

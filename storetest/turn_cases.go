@@ -38,6 +38,17 @@ func testTurns(t *testing.T, e *Env) {
 		t.Fatalf("read back: %+v", read)
 	}
 
+	// A plan's refusal comes back as it is, with the state the plan was
+	// given, as read (a cache in front of the store may keep it); nothing
+	// is written.
+	refused, err := turns.RunTurn(ctx, q, nil, func(*chat.TurnState) (*chat.TurnWrite, error) {
+		return nil, errs.Errorf(errs.ERATELIMITED, "refused by the plan")
+	})
+	if errs.CodeOf(err) != errs.ERATELIMITED || refused == nil || refused.Session == nil || refused.Session.MessageCount != 1 ||
+		len(refused.Tail.Messages) != 1 || len(refused.Slots) != 3 {
+		t.Fatalf("a refused plan: %+v, %v", refused, err)
+	}
+
 	// Finishing from the returned state writes the reply, a slot, the
 	// spend and the session's answering lease, without reading again.
 	lease := &sessions.Answering{Seq: 0, ReplyID: q.ReplyID, Key: q.Key, Op: sessions.Operation{Kind: sessions.OpTurn},
