@@ -64,7 +64,7 @@ func MeasureQuality(ctx context.Context, e recall.Embedder, tok history.Counter)
 			return nil, err
 		}
 		say := func(q, a string) (question, reply string, err error) {
-			msgs, err := storeExchange(ctx, hs, s, fmt.Sprintf("%s-x%03d", s.ID, exchanges), q, a)
+			msgs, err := storeExchange(ctx, hs, s, q, a)
 			if err != nil {
 				return "", "", err
 			}

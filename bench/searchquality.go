@@ -158,8 +158,8 @@ func storeFixture(ctx context.Context, db fixtureStore, tok history.Counter, svc
 		if err != nil {
 			return nil, err
 		}
-		for j, x := range f.exchanges {
-			msgs, err := storeExchange(ctx, hs, s, fmt.Sprintf("%s-x%02d", s.ID, j), x[0], x[1])
+		for _, x := range f.exchanges {
+			msgs, err := storeExchange(ctx, hs, s, x[0], x[1])
 			if err != nil {
 				return nil, err
 			}
@@ -275,17 +275,18 @@ func WriteSearchQuality(w io.Writer, qs []*SearchQuality) {
 }
 
 // storeExchange stores question and reply as the next messages of fixture
-// session s under key, as history plans them and the store commits them:
-// below the API, as a quality fixture may be (it measures ranking, not
-// cost). The fixtures' sessions and keys are fixed, and so the ids of
-// everything stored: ties between units break the same way every run,
-// and the quality measured is the same every run.
-func storeExchange(ctx context.Context, hs *history.Service, s *sessions.Session, key, question, reply string) ([]history.Message, error) {
-	plan, err := hs.Prepare(s, key, history.Draft{Role: history.RoleUser, Content: question}, history.Draft{Role: history.RoleAssistant, Content: reply})
+// session s, as history plans them and the store commits them: below the
+// API, as a quality fixture may be (it measures ranking, not cost). The
+// fixtures' sessions have fixed ids, and the in-process store orders a
+// session's units by their messages' seqs, not by their random ids: ties
+// between units break the same way every run, and the quality measured
+// is the same every run.
+func storeExchange(ctx context.Context, hs *history.Service, s *sessions.Session, question, reply string) ([]history.Message, error) {
+	plan, err := hs.Prepare(s, "", history.Draft{Role: history.RoleUser, Content: question}, history.Draft{Role: history.RoleAssistant, Content: reply})
 	if err != nil {
 		return nil, err
 	}
-	stored, err := hs.Repo.Append(ctx, s.ID, key, plan)
+	stored, err := hs.Repo.Append(ctx, s.ID, "", plan)
 	if err != nil {
 		return nil, err
 	}

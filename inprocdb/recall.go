@@ -55,20 +55,39 @@ func (db *DB) Lexical(_ context.Context, q recall.LexicalQuery) (recall.LexicalH
 }
 
 // unitsOf are userID's units (of sessionID only, unless it is ""), in the
-// order of their session's id and their own.
+// order of their session's id and, within a session, of their messages:
+// an order that does not depend on the ids messages were given.
 func (db *DB) unitsOf(userID, sessionID string) []recall.Exchange {
 	var units []recall.Exchange
 	for _, sid := range slices.Sorted(maps.Keys(db.recall)) {
 		if sessionID != "" && sid != sessionID {
 			continue
 		}
-		for _, id := range slices.Sorted(maps.Keys(db.recall[sid])) {
-			if e := db.recall[sid][id]; e.UserID == userID {
+		for _, e := range db.recall[sid] {
+			if e.UserID == userID {
 				units = append(units, e)
 			}
 		}
 	}
+	slices.SortFunc(units, byPlace)
 	return units
+}
+
+// byPlace orders units by their session's id, then by their first
+// message's seq.
+func byPlace(a, b recall.Exchange) int {
+	return cmp.Or(cmp.Compare(a.SessionID, b.SessionID), cmp.Compare(firstSeq(a), firstSeq(b)))
+}
+
+// firstSeq is the seq of e's first message.
+func firstSeq(e recall.Exchange) int {
+	switch {
+	case len(e.Tools) > 0:
+		return e.Tools[0].Seq
+	case e.Question.ID != "":
+		return e.Question.Seq
+	}
+	return e.Reply.Seq
 }
 
 // termCounts counts, for each term, the units holding it.
@@ -175,8 +194,8 @@ func (db *DB) Nearest(_ context.Context, q recall.Query) ([]recall.Hit, error) {
 			hits = append(hits, h)
 		}
 	}
-	slices.SortFunc(hits, func(a, b recall.Hit) int { // ties by id, the same way every time
-		return cmp.Or(cmp.Compare(a.Distance, b.Distance), cmp.Compare(a.Exchange.SessionID, b.Exchange.SessionID), cmp.Compare(a.Exchange.ID(), b.Exchange.ID()))
+	slices.SortFunc(hits, func(a, b recall.Hit) int { // ties by place, the same way every time
+		return cmp.Or(cmp.Compare(a.Distance, b.Distance), byPlace(a.Exchange, b.Exchange))
 	})
 	return hits[:min(q.K, len(hits))], nil
 }
