@@ -73,23 +73,6 @@ func (db *DB) unitsOf(userID, sessionID string) []recall.Exchange {
 	return units
 }
 
-// byPlace orders units by their session's id, then by their first
-// message's seq.
-func byPlace(a, b recall.Exchange) int {
-	return cmp.Or(cmp.Compare(a.SessionID, b.SessionID), cmp.Compare(firstSeq(a), firstSeq(b)))
-}
-
-// firstSeq is the seq of e's first message.
-func firstSeq(e recall.Exchange) int {
-	switch {
-	case len(e.Tools) > 0:
-		return e.Tools[0].Seq
-	case e.Question.ID != "":
-		return e.Question.Seq
-	}
-	return e.Reply.Seq
-}
-
 // termCounts counts, for each term, the units holding it.
 func termCounts(units []recall.Exchange, terms []string) map[string]int {
 	df := make(map[string]int, len(terms))
@@ -198,6 +181,23 @@ func (db *DB) Nearest(_ context.Context, q recall.Query) ([]recall.Hit, error) {
 		return cmp.Or(cmp.Compare(a.Distance, b.Distance), byPlace(a.Exchange, b.Exchange))
 	})
 	return hits[:min(q.K, len(hits))], nil
+}
+
+// byPlace orders units by their session's id, then by their first
+// message's seq.
+func byPlace(a, b recall.Exchange) int {
+	return cmp.Or(cmp.Compare(a.SessionID, b.SessionID), cmp.Compare(firstSeq(a), firstSeq(b)))
+}
+
+// firstSeq is the seq of e's first message.
+func firstSeq(e recall.Exchange) int {
+	switch {
+	case len(e.Tools) > 0:
+		return e.Tools[0].Seq
+	case e.Question.ID != "":
+		return e.Question.Seq
+	}
+	return e.Reply.Seq
 }
 
 // SessionsAfter pages every user's sessions by id.
