@@ -2,12 +2,13 @@ package chatmemory
 
 import (
 	"bytes"
+	"errors"
 	"fmt"
 	"go/ast"
 	"go/parser"
 	"go/token"
+	"io/fs"
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -23,23 +24,20 @@ var generated = map[string]bool{"web/client/schema.d.ts": true}
 // TestShortFiles: no file of code, tests and the web app included, is
 // longer than maxFileLines.
 func TestShortFiles(t *testing.T) {
-	out, err := exec.Command("git", "ls-files", "-z", "*.go", "*.ts", "*.mjs", "*.js", "*.sh", "*.css", "*.html").Output()
-	if err != nil {
-		t.Fatalf("git ls-files (the test runs in a checkout): %v", err)
+	code := []string{"*.go", "*.ts", "*.mjs", "*.js", "*.sh", "*.css", "*.html"}
+	if n := len(tracked(t, code...)); n < 200 {
+		t.Fatalf("found %d files of code", n)
 	}
-	names := strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
-	if len(names) < 200 {
-		t.Fatalf("found %d files of code", len(names))
-	}
-	for _, name := range names {
+	checkFiles(t, code, func(name string) bool { return !generated[name] }, func(name string) ([]string, error) {
 		data, err := os.ReadFile(name)
-		if err != nil || generated[name] {
-			continue // deleted in the working tree, or generated
+		if errors.Is(err, fs.ErrNotExist) {
+			return nil, nil // deleted in the working tree
 		}
 		if n := bytes.Count(data, []byte("\n")); n > maxFileLines {
-			t.Errorf("%s has %d lines, over %d: split it", name, n, maxFileLines)
+			return []string{fmt.Sprintf("%d lines, over %d: split it", n, maxFileLines)}, err
 		}
-	}
+		return nil, err
+	})
 }
 
 // maxFuncLines is the longest a function of production code may be, from
@@ -51,7 +49,7 @@ const maxFuncLines = 60
 // contract suite (storetest), the benchmarks (bench) and the packages
 // named for tests (llmtest, clocktest, …).
 func TestShortFunctions(t *testing.T) {
-	checkFiles(t, isProduction, func(name string) ([]string, error) { return longFuncsIn(name, maxFuncLines) })
+	checkFiles(t, []string{"*.go"}, isProduction, func(name string) ([]string, error) { return longFuncsIn(name, maxFuncLines) })
 }
 
 // isProduction tells whether the Go file name is production code.

@@ -2,7 +2,6 @@ package chatmemory
 
 import (
 	"os"
-	"os/exec"
 	"strings"
 	"testing"
 )
@@ -10,11 +9,7 @@ import (
 // TestRepository: no built binary or data dump is tracked (nothing over
 // 1 MiB), and the code is licensed under Apache-2.0, as README says.
 func TestRepository(t *testing.T) {
-	out, err := exec.Command("git", "ls-files", "-z").Output()
-	if err != nil {
-		t.Fatalf("git ls-files (the test runs in a checkout): %v", err)
-	}
-	for _, f := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+	for _, f := range tracked(t) {
 		if st, err := os.Stat(f); err == nil && st.Size() > 1<<20 {
 			t.Errorf("%s is tracked and %d bytes: a built binary or a dump? Remove it and ignore it", f, st.Size())
 		}

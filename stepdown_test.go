@@ -19,19 +19,15 @@ import (
 // them has to be above). Calls are found by name: a function of the file,
 // or a method of the receiver's type called on the receiver.
 func TestStepdown(t *testing.T) {
-	checkFiles(t, func(name string) bool { return !strings.HasSuffix(name, "_test.go") }, climbsIn)
+	checkFiles(t, []string{"*.go"}, func(name string) bool { return !strings.HasSuffix(name, "_test.go") }, climbsIn)
 }
 
-// checkFiles runs check on each Go file of the checkout that keep keeps,
-// and fails t with each problem check lists.
-func checkFiles(t *testing.T, keep func(name string) bool, check func(name string) ([]string, error)) {
+// checkFiles runs check on each file of the checkout matching patterns
+// that keep keeps, and fails t with each problem check lists.
+func checkFiles(t *testing.T, patterns []string, keep func(name string) bool, check func(name string) ([]string, error)) {
 	t.Helper()
-	out, err := exec.Command("git", "ls-files", "-z", "*.go").Output()
-	if err != nil {
-		t.Fatalf("git ls-files (the test runs in a checkout): %v", err)
-	}
 	checked := 0
-	for _, name := range strings.Split(strings.TrimRight(string(out), "\x00"), "\x00") {
+	for _, name := range tracked(t, patterns...) {
 		if !keep(name) {
 			continue
 		}
@@ -47,6 +43,17 @@ func checkFiles(t *testing.T, keep func(name string) bool, check func(name strin
 	if checked < 100 {
 		t.Fatalf("checked %d files", checked)
 	}
+}
+
+// tracked lists the files git tracks in the checkout that match patterns
+// (every one, without).
+func tracked(t *testing.T, patterns ...string) []string {
+	t.Helper()
+	out, err := exec.Command("git", append([]string{"ls-files", "-z"}, patterns...)...).Output()
+	if err != nil {
+		t.Fatalf("git ls-files (the test runs in a checkout): %v", err)
+	}
+	return strings.Split(strings.TrimRight(string(out), "\x00"), "\x00")
 }
 
 // climbsIn lists the calls in file to a function declared above the
