@@ -22,7 +22,6 @@ import (
 // turn, would otherwise leave its second turn to read everything.
 func (c *Store) UpdateSession(ctx context.Context, id string, fn func(*sessions.Session) error) (*sessions.Session, error) {
 	kept := c.latest(id)
-	c.drop(id)
 	s, err := c.Source.UpdateSession(ctx, id, fn)
 	c.drop(id)
 	if err != nil || kept == nil || s.Status != sessions.StatusActive {
