@@ -27,10 +27,6 @@ import (
 // when nothing of it stands (the caller then runs the turn from a read),
 // and tried when it sent a commit.
 func (db *DB) ClaimKnown(ctx context.Context, q chat.TurnQuery, known *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (out *chat.TurnState, tried bool) {
-	return db.claimFromKnown(ctx, q, known, plan)
-}
-
-func (db *DB) claimFromKnown(ctx context.Context, q chat.TurnQuery, known *chat.TurnState, plan func(*chat.TurnState) (*chat.TurnWrite, error)) (out *chat.TurnState, tried bool) {
 	v, ok := stateVersion(known)
 	if !ok || !v.st.exists || q.AskedID != "" || q.Deleted || q.Day == "" || len(known.SlotVersions) != len(q.Slots) {
 		return nil, false
