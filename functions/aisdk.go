@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,6 +16,7 @@ import (
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/ids"
+	"github.com/chatmemory/backend/kernel/strictjson"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -96,8 +98,8 @@ func (a *App) aiTurn(ctx context.Context, req aiChatRequest) (chat.TurnRequest, 
 		return turn, "", errs.Errorf(errs.EINVALID, "messages must hold the message to send")
 	}
 	var last uiMessage
-	if err := json.Unmarshal(req.Messages[len(req.Messages)-1], &last); err != nil {
-		return turn, "", errs.Errorf(errs.EINVALID, "messages[%d] is not a UI message", len(req.Messages)-1)
+	if err := strictjson.DecodeOpen(req.Messages[len(req.Messages)-1], &last); err != nil {
+		return turn, "", within(fmt.Sprintf("messages[%d]", len(req.Messages)-1), err)
 	}
 	switch last.Role {
 	case "user":
@@ -121,6 +123,23 @@ func (a *App) aiTurn(ctx context.Context, req aiChatRequest) (chat.TurnRequest, 
 		return turn, last.ID, nil
 	}
 	return turn, "", errs.Errorf(errs.EINVALID, "messages[%d].role must be user, or assistant with tool outputs", len(req.Messages)-1)
+}
+
+// within is a decoding error of a value at path, its message naming the
+// field from there.
+func within(path string, err error) error {
+	msg := errs.Message(err)
+	switch {
+	case strings.HasPrefix(msg, "the body "):
+		msg = path + " " + strings.TrimPrefix(msg, "the body ")
+	case strings.HasPrefix(msg, "malformed JSON"):
+		msg = path + ": " + msg
+	case strings.HasPrefix(msg, "["):
+		msg = path + msg
+	default:
+		msg = path + "." + msg
+	}
+	return errs.Errorf(errs.CodeOf(err), "%s", msg)
 }
 
 // aiChatSession is the session a chat id names for a user: derived under
