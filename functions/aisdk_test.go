@@ -24,7 +24,6 @@ func TestAISDKEdge(t *testing.T) {
 			"id":        {"id": "a/b", "messages": []any{user("u1", "hi")}, "trigger": "submit-message"},
 			"messages":  {"id": "c1", "messages": []any{}, "trigger": "submit-message"},
 			"role":      {"id": "c1", "messages": []any{map[string]any{"id": "s", "role": "system", "parts": []any{}}}, "trigger": "submit-message"},
-			"messageId": {"id": "c1", "messages": []any{user("u1", "hi")}, "trigger": "regenerate-message"},
 			"content":   {"id": "c1", "messages": []any{user("u1", "  ")}, "trigger": "submit-message"},
 			"extra":     {"id": "c1", "messages": []any{user("u1", "hi")}, "trigger": "submit-message", "extra": 1},
 			"].id":      {"id": "c1", "messages": []any{user("has spaces in it", "hi")}, "trigger": "submit-message"},
