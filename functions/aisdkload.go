@@ -78,15 +78,6 @@ func uiMessagesOf(sessionID string, msgs []history.Message) []uiMessageOut {
 	return out
 }
 
-// uiID is the id of the UIMessage a stored message starts: a user's under
-// the id its client gave it.
-func uiID(m history.Message) string {
-	if m.Role == history.RoleUser && m.ClientMessageID != "" && m.ID == history.KeyedMessageID(m.ClientMessageID, 0) {
-		return m.ClientMessageID
-	}
-	return m.ID
-}
-
 // addVersions gives each UIMessage whose first message has versions (a
 // regenerated reply, an edited question) metadata.versions, each
 // version's UIMessage id and seq, oldest first, and metadata.activeVersion,
@@ -139,6 +130,15 @@ func setVersions(u *uiMessageOut, sessionID string, known map[int]history.Messag
 		u.Metadata = map[string]any{"sessionId": sessionID, "seq": u.first.Seq}
 	}
 	u.Metadata["versions"], u.Metadata["activeVersion"] = versions, active
+}
+
+// uiID is the id of the UIMessage a stored message starts: a user's under
+// the id its client gave it.
+func uiID(m history.Message) string {
+	if m.Role == history.RoleUser && m.ClientMessageID != "" && m.ID == history.KeyedMessageID(m.ClientMessageID, 0) {
+		return m.ClientMessageID
+	}
+	return m.ID
 }
 
 // addToMessage adds a stored reply or tool result to an assistant UIMessage.
