@@ -218,6 +218,8 @@ func (c *Config) checkAccess(env *vars) {
 	switch {
 	case c.IDSecret != "" && len(c.IDSecret) < ids.MinSecretLen:
 		env.bad("ID_SECRET must have at least %d characters", ids.MinSecretLen)
+	case c.IDSecret == "" && c.Backend == "firestore" && c.FirestoreEmulator == "":
+		env.bad("ID_SECRET is not set: the store is a real Firestore (FIRESTORE_EMULATOR_HOST is unset), where every server must derive the same ids; set the same secret of at least %d characters on each (make deploy keeps it in Secret Manager as chat-id-secret)", ids.MinSecretLen)
 	case c.IDSecret == "" && (env.getenv("K_SERVICE") != "" || env.getenv("FUNCTION_TARGET") != ""):
 		env.bad("ID_SECRET is not set: on Google Cloud every instance must derive the same ids (make deploy keeps it in Secret Manager)")
 	}

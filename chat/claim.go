@@ -225,7 +225,7 @@ func (c *claim) checkKey(st *TurnState, q TurnQuery, s *sessions.Session, draft 
 	switch {
 	case c.op.Kind == sessions.OpRegenerate && st.KeyUsed:
 		return reused // the key stored a message: it named a turn or an edit
-	case c.op.Kind != sessions.OpRegenerate && st.Asked != nil && (opOf(st.Asked) != c.op || !st.Asked.SameContent(&draft)):
+	case c.op.Kind != sessions.OpRegenerate && st.Asked != nil && (!sameOp(opOf(st.Asked), c.op) || !st.Asked.SameContent(&draft)):
 		return reused
 	}
 	if a := s.AnsweringAt(now); a != nil && a.Key == q.Key && a.Op != c.op {
@@ -234,7 +234,7 @@ func (c *claim) checkKey(st *TurnState, q TurnQuery, s *sessions.Session, draft 
 	if st.Answer == nil {
 		return nil
 	}
-	if opOf(st.Answer) != c.op || st.Asked == nil {
+	if !sameOp(opOf(st.Answer), c.op) || st.Asked == nil {
 		return reused
 	}
 	c.replay = &TurnResult{Session: s, User: *st.Asked, Reply: *st.Answer, Replayed: true}
@@ -247,6 +247,16 @@ func opOf(m *history.Message) sessions.Operation {
 		return sessions.Operation{Kind: sessions.OpTurn}
 	}
 	return m.Op
+}
+
+// sameOp tells whether a key's stored operation is op: tool results
+// stored before their digest was kept (no Target) are compared by their
+// first result only.
+func sameOp(stored, op sessions.Operation) bool {
+	if stored.Kind == sessions.OpTools && stored.Target == "" {
+		return op.Kind == sessions.OpTools
+	}
+	return stored == op
 }
 
 // startDraft is the draft a streaming turn starts in its claim.

@@ -2,7 +2,10 @@ package chat
 
 import (
 	"bytes"
+	"crypto/sha256"
+	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"regexp"
 	"slices"
 	"strings"
@@ -31,6 +34,17 @@ type Tool struct {
 type ToolResult struct {
 	ToolCallID string `json:"toolCallId"`
 	Content    string `json:"content"`
+}
+
+// resultsDigest names a whole set of tool results, in order, so that a
+// key reused with any of them changed, added or left out is another
+// request (sessions.Operation.Target of OpTools).
+func resultsDigest(results []ToolResult) string {
+	h := sha256.New()
+	for _, r := range results {
+		fmt.Fprintf(h, "%d:%s%d:%s", len(r.ToolCallID), r.ToolCallID, len(r.Content), r.Content)
+	}
+	return hex.EncodeToString(h.Sum(nil))[:32]
 }
 
 // Tool choices (or a tool's name: that tool must be called).

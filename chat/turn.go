@@ -210,7 +210,7 @@ func (svc *Service) planTurn(ctx context.Context, req TurnRequest) (*turnPlan, e
 	}
 	plan.keyed = plan.draft
 	if len(req.ToolResults) > 0 {
-		c.op = sessions.Operation{Kind: sessions.OpTools}
+		c.op = sessions.Operation{Kind: sessions.OpTools, Target: resultsDigest(req.ToolResults)}
 		plan.keyed = history.Draft{Role: history.RoleTool, ToolCallID: req.ToolResults[0].ToolCallID, Content: req.ToolResults[0].Content}
 	}
 	q.ReplyID, q.Draft = c.replyID, c.draft

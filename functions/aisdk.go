@@ -6,6 +6,7 @@ import (
 	"crypto/sha256"
 	"encoding/hex"
 	"encoding/json"
+	"fmt"
 	"net/http"
 	"slices"
 	"strings"
@@ -15,6 +16,8 @@ import (
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/ids"
+	"github.com/chatmemory/backend/kernel/paging"
+	"github.com/chatmemory/backend/kernel/strictjson"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -83,10 +86,14 @@ func (a *App) aiTurn(ctx context.Context, req aiChatRequest) (chat.TurnRequest, 
 	turn := chat.TurnRequest{UserID: userID, SessionID: aiChatSession(userID, req.ID), Tools: req.Tools, ToolChoice: req.ToolChoice}
 	switch req.Trigger {
 	case "regenerate-message":
-		if req.MessageID == "" {
-			return turn, "", errs.Errorf(errs.EINVALID, "messageId is required to regenerate")
-		}
+		// regenerate() without a messageId means the last reply, as the
+		// SDK's own chat drops it: its question is answered anew.
 		turn.Regenerate = req.MessageID
+		if turn.Regenerate == "" {
+			id, err := a.lastQuestion(ctx, turn.SessionID)
+			turn.Regenerate = id
+			return turn, "", err
+		}
 		return turn, "", nil
 	case "submit-message":
 	default:
@@ -96,8 +103,8 @@ func (a *App) aiTurn(ctx context.Context, req aiChatRequest) (chat.TurnRequest, 
 		return turn, "", errs.Errorf(errs.EINVALID, "messages must hold the message to send")
 	}
 	var last uiMessage
-	if err := json.Unmarshal(req.Messages[len(req.Messages)-1], &last); err != nil {
-		return turn, "", errs.Errorf(errs.EINVALID, "messages[%d] is not a UI message", len(req.Messages)-1)
+	if err := strictjson.DecodeOpen(req.Messages[len(req.Messages)-1], &last); err != nil {
+		return turn, "", within(fmt.Sprintf("messages[%d]", len(req.Messages)-1), err)
 	}
 	switch last.Role {
 	case "user":
@@ -121,6 +128,47 @@ func (a *App) aiTurn(ctx context.Context, req aiChatRequest) (chat.TurnRequest, 
 		return turn, last.ID, nil
 	}
 	return turn, "", errs.Errorf(errs.EINVALID, "messages[%d].role must be user, or assistant with tool outputs", len(req.Messages)-1)
+}
+
+// lastQuestion is the id of the newest user message of a chat's active
+// branch: the one its last reply answers.
+func (a *App) lastQuestion(ctx context.Context, sessionID string) (string, error) {
+	s, err := a.Sessions.Get(ctx, UserID(ctx), sessionID)
+	if err != nil {
+		return "", err
+	}
+	req := history.PageRequest{Order: history.NewestFirst, Limit: paging.MaxSize}
+	for {
+		page, err := a.History.Page(ctx, s, req)
+		if err != nil {
+			return "", err
+		}
+		for _, m := range page.Messages {
+			if m.Role == history.RoleUser {
+				return m.ID, nil
+			}
+		}
+		if req.PageToken = page.NextPageToken; req.PageToken == "" {
+			return "", errs.Errorf(errs.EINVALID, "the chat has no message to answer again: send one (messageId names a reply to regenerate)")
+		}
+	}
+}
+
+// within is a decoding error of a value at path, its message naming the
+// field from there.
+func within(path string, err error) error {
+	msg := errs.Message(err)
+	switch {
+	case strings.HasPrefix(msg, "the body "):
+		msg = path + " " + strings.TrimPrefix(msg, "the body ")
+	case strings.HasPrefix(msg, "malformed JSON"):
+		msg = path + ": " + msg
+	case strings.HasPrefix(msg, "["):
+		msg = path + msg
+	default:
+		msg = path + "." + msg
+	}
+	return errs.Errorf(errs.CodeOf(err), "%s", msg)
 }
 
 // aiChatSession is the session a chat id names for a user: derived under

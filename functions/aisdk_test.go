@@ -20,14 +20,13 @@ func TestAISDKEdge(t *testing.T) {
 			return map[string]any{"id": id, "role": "user", "parts": []any{map[string]any{"type": "text", "text": text}}}
 		}
 		for field, body := range map[string]map[string]any{
-			"trigger":   {"id": "c1", "messages": []any{user("u1", "hi")}, "trigger": "send"},
-			"id":        {"id": "a/b", "messages": []any{user("u1", "hi")}, "trigger": "submit-message"},
-			"messages":  {"id": "c1", "messages": []any{}, "trigger": "submit-message"},
-			"role":      {"id": "c1", "messages": []any{map[string]any{"id": "s", "role": "system", "parts": []any{}}}, "trigger": "submit-message"},
-			"messageId": {"id": "c1", "messages": []any{user("u1", "hi")}, "trigger": "regenerate-message"},
-			"content":   {"id": "c1", "messages": []any{user("u1", "  ")}, "trigger": "submit-message"},
-			"extra":     {"id": "c1", "messages": []any{user("u1", "hi")}, "trigger": "submit-message", "extra": 1},
-			"].id":      {"id": "c1", "messages": []any{user("has spaces in it", "hi")}, "trigger": "submit-message"},
+			"trigger":  {"id": "c1", "messages": []any{user("u1", "hi")}, "trigger": "send"},
+			"id":       {"id": "a/b", "messages": []any{user("u1", "hi")}, "trigger": "submit-message"},
+			"messages": {"id": "c1", "messages": []any{}, "trigger": "submit-message"},
+			"role":     {"id": "c1", "messages": []any{map[string]any{"id": "s", "role": "system", "parts": []any{}}}, "trigger": "submit-message"},
+			"content":  {"id": "c1", "messages": []any{user("u1", "  ")}, "trigger": "submit-message"},
+			"extra":    {"id": "c1", "messages": []any{user("u1", "hi")}, "trigger": "submit-message", "extra": 1},
+			"].id":     {"id": "c1", "messages": []any{user("has spaces in it", "hi")}, "trigger": "submit-message"},
 		} {
 			if r := h.do("POST", "/ai-sdk/chat", alice.token, body); r.status != 400 || !strings.Contains(string(r.body), field) {
 				t.Errorf("%s: %d %s", field, r.status, r.body)

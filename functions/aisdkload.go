@@ -20,6 +20,8 @@ type uiMessageOut struct {
 	Role     string           `json:"role"`
 	Parts    []map[string]any `json:"parts"`
 	Metadata map[string]any   `json:"metadata,omitempty"`
+	// first is the stored message it starts with: its versions are this one's.
+	first history.Message
 }
 
 // aiChatMessages answers a chat's active branch as UIMessages, newest page
@@ -51,7 +53,12 @@ func (a *App) aiChatMessages(w http.ResponseWriter, r *http.Request) {
 	}
 	msgs := slices.Clone(page.Messages)
 	slices.Reverse(msgs)
-	writeJSON(w, http.StatusOK, map[string]any{"messages": uiMessagesOf(s.ID, msgs), "nextPageToken": page.NextPageToken})
+	out := uiMessagesOf(s.ID, msgs)
+	if err := a.addVersions(r.Context(), s.ID, msgs, out); err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"messages": out, "nextPageToken": page.NextPageToken})
 }
 
 // uiMessagesOf groups stored messages (oldest first) into UIMessages.
@@ -60,19 +67,78 @@ func uiMessagesOf(sessionID string, msgs []history.Message) []uiMessageOut {
 	for _, m := range msgs {
 		switch m.Role {
 		case history.RoleUser:
-			id := m.ID
-			if m.ClientMessageID != "" && m.ID == history.KeyedMessageID(m.ClientMessageID, 0) {
-				id = m.ClientMessageID
-			}
-			out = append(out, uiMessageOut{ID: id, Role: "user", Parts: []map[string]any{{"type": "text", "text": m.Content}}})
+			out = append(out, uiMessageOut{ID: uiID(m), Role: "user", Parts: []map[string]any{{"type": "text", "text": m.Content}}, first: m})
 		case history.RoleAssistant, history.RoleTool:
 			if n := len(out); n == 0 || out[n-1].Role != "assistant" {
-				out = append(out, uiMessageOut{ID: m.ID, Role: "assistant", Parts: []map[string]any{}})
+				out = append(out, uiMessageOut{ID: m.ID, Role: "assistant", Parts: []map[string]any{}, first: m})
 			}
 			addToMessage(&out[len(out)-1], sessionID, m)
 		}
 	}
 	return out
+}
+
+// addVersions gives each UIMessage whose first message has versions (a
+// regenerated reply, an edited question) metadata.versions, each
+// version's UIMessage id and seq, oldest first, and metadata.activeVersion,
+// the index of the one shown. An app shows another with POST
+// /sessions/{sessionId}/branch {"seq"} and loads the chat again. The
+// versions the page does not hold are read, side by side.
+func (a *App) addVersions(ctx context.Context, sessionID string, page []history.Message, out []uiMessageOut) error {
+	known := map[int]history.Message{}
+	for _, m := range page {
+		known[m.Seq] = m
+	}
+	var missing []int
+	for _, u := range out {
+		for _, seq := range u.first.Siblings {
+			if _, ok := known[seq]; !ok {
+				missing = append(missing, seq)
+			}
+		}
+	}
+	read, err := a.History.MessagesAt(ctx, sessionID, missing)
+	if err != nil {
+		return err
+	}
+	for _, m := range read {
+		known[m.Seq] = m
+	}
+	for i := range out {
+		setVersions(&out[i], sessionID, known)
+	}
+	return nil
+}
+
+// setVersions sets u's versions from the messages known by seq: those of
+// its first message's role (a version may have been trimmed away).
+func setVersions(u *uiMessageOut, sessionID string, known map[int]history.Message) {
+	var versions []map[string]any
+	active := 0
+	for _, seq := range u.first.Siblings {
+		if m, ok := known[seq]; ok && m.Role == u.first.Role {
+			if seq == u.first.Seq {
+				active = len(versions)
+			}
+			versions = append(versions, map[string]any{"id": uiID(m), "seq": seq})
+		}
+	}
+	if len(versions) < 2 {
+		return
+	}
+	if u.Metadata == nil {
+		u.Metadata = map[string]any{"sessionId": sessionID, "seq": u.first.Seq}
+	}
+	u.Metadata["versions"], u.Metadata["activeVersion"] = versions, active
+}
+
+// uiID is the id of the UIMessage a stored message starts: a user's under
+// the id its client gave it.
+func uiID(m history.Message) string {
+	if m.Role == history.RoleUser && m.ClientMessageID != "" && m.ID == history.KeyedMessageID(m.ClientMessageID, 0) {
+		return m.ClientMessageID
+	}
+	return m.ID
 }
 
 // addToMessage adds a stored reply or tool result to an assistant UIMessage.

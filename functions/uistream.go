@@ -76,6 +76,9 @@ func (s *uiStream) write(line string) {
 		h.Set("Cache-Control", "no-cache")
 		h.Set("X-Accel-Buffering", "no")
 		h.Set("X-Vercel-AI-UI-Message-Stream", "v1")
+		if s.closes() {
+			h.Set("Connection", "close") // end closes it: the client must not send its next request on it
+		}
 		s.w.WriteHeader(http.StatusOK)
 		s.started = true
 	}
@@ -92,10 +95,10 @@ func (s *uiStream) write(line string) {
 // the body, not with [DONE]) ends with the reply while the work after it
 // (a title, learning, embedding) goes on in the handler. Over HTTP/1.1 it
 // takes the connection over, writes the chunked body's end and closes
-// it; where that cannot be done (HTTP/2), the response ends when the
+// it (the headers said Connection: close); where that cannot be done (HTTP/2), the response ends when the
 // handler returns.
 func (s *uiStream) end() {
-	if !s.started || s.gone || s.r.ProtoMajor != 1 || !s.r.ProtoAtLeast(1, 1) {
+	if !s.started || s.gone || !s.closes() {
 		return
 	}
 	rc := http.NewResponseController(s.w)
@@ -110,6 +113,11 @@ func (s *uiStream) end() {
 	buf.WriteString("0\r\n\r\n")
 	buf.Flush()
 	conn.Close()
+}
+
+// closes tells whether end closes the connection: over HTTP/1.1.
+func (s *uiStream) closes() bool {
+	return s.r.ProtoMajor == 1 && s.r.ProtoAtLeast(1, 1)
 }
 
 // toolInput is a call's arguments as the SDK's tool parts hold them: the

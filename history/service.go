@@ -2,6 +2,7 @@ package history
 
 import (
 	"context"
+	"errors"
 	"slices"
 	"strconv"
 	"time"
@@ -10,6 +11,7 @@ import (
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/ids"
 	"github.com/chatmemory/backend/kernel/paging"
+	"github.com/chatmemory/backend/kernel/parallel"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -347,6 +349,21 @@ func (svc *Service) Page(ctx context.Context, s *sessions.Session, req PageReque
 // listPath answers q for the messages on path only: a query per span of
 // the path, in q's order, until q.Limit are found. A path's seqs increase
 // along it, so q's seq cursor works as for the whole session.
+// MessagesAt reads the messages of session sessionID at seqs (those
+// stored), one query each, side by side: the other versions of messages a
+// page shows, which the page does not hold.
+func (svc *Service) MessagesAt(ctx context.Context, sessionID string, seqs []int) ([]Message, error) {
+	found := make([][]Message, len(seqs))
+	failed := make([]error, len(seqs))
+	parallel.Each(len(seqs), 8, func(i int) {
+		found[i], failed[i] = svc.Repo.MessageRange(ctx, sessionID, seqs[i], seqs[i])
+	})
+	if err := errors.Join(failed...); err != nil {
+		return nil, err
+	}
+	return slices.Concat(found...), nil
+}
+
 func (svc *Service) listPath(ctx context.Context, path sessions.Path, q ListQuery) ([]Message, error) {
 	spans := slices.Clone(path)
 	if q.Desc {

@@ -31,7 +31,7 @@ type Answering struct {
 // one session, and reused for another, it is refused.
 type Operation struct {
 	Kind   OpKind `firestore:"kind"`
-	Target string `firestore:"target,omitempty"` // the message regenerated or edited
+	Target string `firestore:"target,omitempty"` // the message regenerated or edited; tool results' digest
 }
 
 // OpKind is the kind of a keyed request.

@@ -1,5 +1,6 @@
 // Package strictjson decodes what callers send strictly: unknown keys,
-// values of the wrong type and trailing data are invalid-argument errors
+// keys that name a field in another case, values of the wrong type, text
+// holding control characters and trailing data are invalid-argument errors
 // whose message names the field's path without echoing the caller's data.
 package strictjson
 
@@ -16,29 +17,49 @@ import (
 	"github.com/chatmemory/backend/kernel/errs"
 )
 
-// Decode decodes data into v strictly: unknown keys, values of the
-// wrong type and trailing data are invalid-argument errors whose message
-// names the field's path ("memory.budgetTokens: …") without echoing the
-// caller's data. A type whose UnmarshalJSON calls Decode itself is
-// decoded strictly wherever it is nested; the message is made once, by the
-// outermost call, from the whole document.
-func Decode(data []byte, v any) error {
+// Decode decodes data into v strictly: unknown keys (a field's name in
+// another case too: names are exact), values of the wrong type, strings
+// holding a control character other than tab, CR and LF, and trailing
+// data are invalid-argument errors whose message names the field's path
+// ("memory.budgetTokens: …") without echoing the caller's data. A type
+// whose UnmarshalJSON calls Decode itself is decoded strictly wherever it
+// is nested; the message is made once, by the outermost call, from the
+// whole document.
+func Decode(data []byte, v any) error { return decode(data, v, false) }
+
+// DecodeOpen decodes data into v as Decode does, but passes over keys v
+// has no field for: for a document of another's protocol, of which v
+// reads a part. A key naming one of v's fields in another case is still
+// refused, and so is a control character anywhere in the document.
+func DecodeOpen(data []byte, v any) error { return decode(data, v, true) }
+
+func decode(data []byte, v any, open bool) error {
 	dec := json.NewDecoder(bytes.NewReader(data))
-	dec.DisallowUnknownFields()
-	if err := dec.Decode(v); err != nil {
-		var inner *decodeError
-		if errors.As(err, &inner) && inner.nested {
-			// An UnmarshalJSON of ours failed inside this document: its
-			// path is relative to itself, so find the problem again from here.
-			err = inner.cause
-		}
-		return &errs.Error{Code: errs.EINVALID, Message: describe(data, reflect.TypeOf(v), err),
-			Err: &decodeError{cause: err, nested: true}}
+	if !open {
+		dec.DisallowUnknownFields()
 	}
-	if dec.More() {
+	err := dec.Decode(v)
+	if err == nil && dec.More() {
 		return errs.Errorf(errs.EINVALID, "malformed JSON: trailing data after the object")
 	}
-	return nil
+	if err == nil {
+		// encoding/json matches names in any case and takes any text:
+		// look for what it let through.
+		path, problem, found := findProblem(data, reflect.TypeOf(v), "", open)
+		if !found {
+			return nil
+		}
+		err = errors.New(problem)
+		return &errs.Error{Code: errs.EINVALID, Message: message(path, problem), Err: &decodeError{cause: err, nested: true}}
+	}
+	var inner *decodeError
+	if errors.As(err, &inner) && inner.nested {
+		// An UnmarshalJSON of ours failed inside this document: its
+		// path is relative to itself, so find the problem again from here.
+		err = inner.cause
+	}
+	return &errs.Error{Code: errs.EINVALID, Message: describe(data, reflect.TypeOf(v), err, open),
+		Err: &decodeError{cause: err, nested: true}}
 }
 
 // decodeError marks an error of Decode, so that an enclosing call
@@ -53,18 +74,23 @@ func (e *decodeError) Unwrap() error { return e.cause }
 
 // describe says what is wrong with data as a value of type t, naming the
 // path of the first unknown key or value of the wrong kind.
-func describe(data []byte, t reflect.Type, err error) string {
+func describe(data []byte, t reflect.Type, err error, open bool) string {
 	var syn *json.SyntaxError
 	if errors.As(err, &syn) || !json.Valid(data) {
 		return "malformed JSON: syntax error"
 	}
-	if path, problem, ok := findProblem(data, t, ""); ok {
-		if path == "" {
-			return "the body " + problem
-		}
-		return path + ": " + problem
+	if path, problem, ok := findProblem(data, t, "", open); ok {
+		return message(path, problem)
 	}
 	return "malformed JSON: cannot decode"
+}
+
+// message says problem of the value at path.
+func message(path, problem string) string {
+	if path == "" {
+		return "the body " + problem
+	}
+	return path + ": " + problem
 }
 
 var (
@@ -74,57 +100,135 @@ var (
 )
 
 // findProblem walks raw (valid JSON) against t as encoding/json would and
-// returns the path of the first value it would refuse, and why.
-func findProblem(raw []byte, t reflect.Type, path string) (string, string, bool) {
+// returns the path of the first value it would refuse, or that holds a
+// control character, and why; open, it passes over keys t has no field
+// for (looking into their values for control characters only).
+func findProblem(raw []byte, t reflect.Type, path string, open bool) (string, string, bool) {
 	for t.Kind() == reflect.Pointer {
 		t = t.Elem()
 	}
 	raw = bytes.TrimSpace(raw)
-	if string(raw) == "null" || t == rawType || t.Kind() == reflect.Interface {
+	if string(raw) == "null" {
 		return "", "", false
+	}
+	if t == rawType || t.Kind() == reflect.Interface {
+		return findControl(raw, path)
 	}
 	if what := mismatch(raw, t); what != "" {
 		return path, "must be " + what, true
 	}
-	if decodesItself(t) {
-		return "", "", false // nothing of ours inside
-	}
-	switch t.Kind() {
-	case reflect.Slice, reflect.Array:
+	switch {
+	case decodesItself(t): // nothing of ours inside
+		return findControl(raw, path)
+	case t.Kind() == reflect.String:
+		return findControl(raw, path)
+	case t.Kind() == reflect.Slice || t.Kind() == reflect.Array:
 		var items []json.RawMessage
 		json.Unmarshal(raw, &items) // mismatch found it a list
 		for i, item := range items {
-			if p, why, ok := findProblem(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i)); ok {
+			if p, why, ok := findProblem(item, t.Elem(), fmt.Sprintf("%s[%d]", path, i), open); ok {
 				return p, why, true
 			}
 		}
-	case reflect.Map, reflect.Struct:
+	case t.Kind() == reflect.Map || t.Kind() == reflect.Struct:
 		var obj map[string]json.RawMessage
 		json.Unmarshal(raw, &obj) // mismatch found it an object
-		return findInObject(obj, t, path)
+		return findInObject(obj, t, path, open)
 	}
 	return "", "", false
 }
 
 // findInObject returns the path of the first key of obj (in key order) a
 // map or struct of type t refuses, or whose value it refuses, and why.
-func findInObject(obj map[string]json.RawMessage, t reflect.Type, path string) (string, string, bool) {
+func findInObject(obj map[string]json.RawMessage, t reflect.Type, path string, open bool) (string, string, bool) {
 	var fields map[string]reflect.Type
 	if t.Kind() == reflect.Struct {
 		fields = jsonFields(t)
 	}
 	for _, k := range sortedKeys(obj) {
+		if hasControl(k) {
+			return path, "holds a key with a control character (only tab, CR and LF are allowed)", true
+		}
 		ft := t
 		if t.Kind() == reflect.Map {
 			ft = t.Elem()
-		} else if ft = fields[strings.ToLower(k)]; ft == nil {
-			return join(path, k), "unknown field", true
+		} else if ft = fields[k]; ft == nil {
+			if name := otherCase(fields, k); name != "" {
+				return join(path, k), fmt.Sprintf("unknown field (names are exact: %q)", name), true
+			}
+			if !open {
+				return join(path, k), "unknown field", true
+			}
+			ft = rawType // not ours: only its text is looked at
 		}
-		if p, why, ok := findProblem(obj[k], ft, join(path, k)); ok {
+		if p, why, ok := findProblem(obj[k], ft, join(path, k), open); ok {
 			return p, why, true
 		}
 	}
 	return "", "", false
+}
+
+// otherCase is the field name k spells in another case, or "".
+func otherCase(fields map[string]reflect.Type, k string) string {
+	for name := range fields {
+		if strings.EqualFold(name, k) {
+			return name
+		}
+	}
+	return ""
+}
+
+// findControl returns the path of the first string in raw (valid JSON of
+// any shape) holding a control character other than tab, CR and LF.
+func findControl(raw []byte, path string) (string, string, bool) {
+	if !bytes.Contains(raw, []byte(`\u00`)) && !bytes.Contains(raw, []byte(`\b`)) && !bytes.Contains(raw, []byte(`\f`)) {
+		return "", "", false // a control character can only be written escaped
+	}
+	var v any
+	json.Unmarshal(raw, &v)
+	return controlIn(v, path)
+}
+
+// controlIn is findControl on a decoded value.
+func controlIn(v any, path string) (string, string, bool) {
+	switch v := v.(type) {
+	case string:
+		if hasControl(v) {
+			return path, "must not hold control characters (only tab, CR and LF are allowed)", true
+		}
+	case []any:
+		for i, item := range v {
+			if p, why, ok := controlIn(item, fmt.Sprintf("%s[%d]", path, i)); ok {
+				return p, why, true
+			}
+		}
+	case map[string]any:
+		keys := make([]string, 0, len(v))
+		for k := range v {
+			keys = append(keys, k)
+		}
+		sort.Strings(keys)
+		for _, k := range keys {
+			if hasControl(k) {
+				return path, "holds a key with a control character (only tab, CR and LF are allowed)", true
+			}
+			if p, why, ok := controlIn(v[k], join(path, k)); ok {
+				return p, why, true
+			}
+		}
+	}
+	return "", "", false
+}
+
+// hasControl tells whether s holds a C0 control character other than
+// tab, CR and LF (NUL among them).
+func hasControl(s string) bool {
+	for i := 0; i < len(s); i++ {
+		if c := s[i]; c < 0x20 && c != '\t' && c != '\n' && c != '\r' {
+			return true
+		}
+	}
+	return false
 }
 
 // mismatch is what a value of type t must be, when raw (valid JSON) is
@@ -179,7 +283,7 @@ func unless(ok bool, what string) string {
 	return what
 }
 
-// jsonFields maps the lower-cased JSON names of t's fields (embedded
+// jsonFields maps the JSON names of t's fields (embedded
 // structs flattened, as encoding/json does) to their types.
 func jsonFields(t reflect.Type) map[string]reflect.Type {
 	out := map[string]reflect.Type{}
@@ -199,7 +303,7 @@ func jsonFields(t reflect.Type) map[string]reflect.Type {
 		case name == "":
 			name = f.Name
 		}
-		out[strings.ToLower(name)] = f.Type
+		out[name] = f.Type
 	}
 	return out
 }

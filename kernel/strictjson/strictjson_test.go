@@ -54,6 +54,17 @@ func TestDecode(t *testing.T) {
 		{`{"when":5}`, "when: must be a time in RFC 3339 format"},
 		{`{"custom":[]}`, "custom: must be an object"},
 		{`{"memory":{"budgetTokens":true}}`, "memory.budgetTokens: must be a whole number"},
+		{`{"Title":"x"}`, `Title: unknown field (names are exact: "title")`},
+		{`{"memory":{"BudgetTokens":3}}`, `memory.BudgetTokens: unknown field (names are exact: "budgetTokens")`},
+		{`{"strict":{"windowexchanges":2}}`, `strict.windowexchanges: unknown field (names are exact: "windowExchanges")`},
+		{`{"title":"a\u0000b"}`, "title: must not hold control characters (only tab, CR and LF are allowed)"},
+		{`{"title":"a\bb"}`, "title: must not hold control characters (only tab, CR and LF are allowed)"},
+		{`{"title":"tab\tcr\rlf\n, escaped \\u0000 and \u007f"}`, ""},
+		{`{"tags":["a","\u001b[31m"]}`, "tags[1]: must not hold control characters (only tab, CR and LF are allowed)"},
+		{`{"custom":{"k":"\f"}}`, "custom.k: must not hold control characters (only tab, CR and LF are allowed)"},
+		{`{"custom":{"k\u0000":"v"}}`, "custom: holds a key with a control character (only tab, CR and LF are allowed)"},
+		{`{"raw":{"deep":["\u0001"]}}`, "raw.deep[0]: must not hold control characters (only tab, CR and LF are allowed)"},
+		{`{"strict":{"windowExchanges":2},"title":"\u0000"}`, "title: must not hold control characters (only tab, CR and LF are allowed)"},
 		{`[]`, "the body must be an object"},
 		{`{"title":"x"} {}`, "malformed JSON: trailing data after the object"},
 		{`{"title":`, "malformed JSON: syntax error"},
@@ -63,6 +74,31 @@ func TestDecode(t *testing.T) {
 		if tc.message == "" {
 			if err != nil {
 				t.Errorf("%s: %v", tc.body, err)
+			}
+			continue
+		}
+		if errs.CodeOf(err) != errs.EINVALID || errs.Message(err) != tc.message {
+			t.Errorf("%s: got %q (%s), want %q", tc.body, errs.Message(err), errs.CodeOf(err), tc.message)
+		}
+	}
+}
+
+// TestDecodeOpen: a part of another's document is read with exact names
+// and no control characters, passing over the keys it does not read.
+func TestDecodeOpen(t *testing.T) {
+	for _, tc := range []struct {
+		body, message string
+	}{
+		{`{"title":"x","theirs":{"any":1}}`, ""},
+		{`{"Title":"x"}`, `Title: unknown field (names are exact: "title")`},
+		{`{"title":"x","theirs":"\u0000"}`, "theirs: must not hold control characters (only tab, CR and LF are allowed)"},
+		{`{"title":5}`, "title: must be a string"},
+	} {
+		var b body
+		err := DecodeOpen([]byte(tc.body), &b)
+		if tc.message == "" {
+			if err != nil || b.Title != "x" {
+				t.Errorf("%s: %v %+v", tc.body, err, b)
 			}
 			continue
 		}

@@ -488,8 +488,12 @@ export interface paths {
          *     id its client gave it; a reply with its tool calls, their outputs and
          *     the replies after them as one assistant message under the first
          *     reply's id, with `metadata` (sessionId, replyId, seq, tokens, model,
-         *     finishReason). `limit` counts stored messages. A chat not started
-         *     yet has none.
+         *     finishReason). A message with versions (a regenerated reply, an
+         *     edited question) has `metadata.versions` (each version's id and seq,
+         *     oldest first) and `metadata.activeVersion` (the index of the one
+         *     shown); to show another, POST /sessions/{metadata.sessionId}/branch
+         *     with its `seq` and load the chat again. `limit` counts stored
+         *     messages. A chat not started yet has none.
          */
         get: operations["aiSdkMessages"];
         put?: never;
@@ -1760,6 +1764,7 @@ export interface operations {
                     messages: Record<string, never>[];
                     /** @enum {string} */
                     trigger: "submit-message" | "regenerate-message";
+                    /** @description the reply to regenerate; without it, regenerate-message answers anew the last user message of the active branch (useChat's regenerate()) */
                     messageId?: string;
                     tools?: components["schemas"]["Tool"][];
                     toolChoice?: string;
@@ -1847,7 +1852,18 @@ export interface operations {
                             /** @enum {string} */
                             role: "user" | "assistant";
                             parts: Record<string, never>[];
-                            metadata?: Record<string, never>;
+                            metadata?: {
+                                sessionId?: string;
+                                /** @description the message's versions, oldest first, when it has more than one */
+                                versions?: {
+                                    /** @description the version's UIMessage id */
+                                    id: string;
+                                    /** @description what POST /sessions/{id}/branch takes to show it */
+                                    seq: number;
+                                }[];
+                                /** @description the index in versions of the one shown */
+                                activeVersion?: number;
+                            };
                         }[];
                         nextPageToken?: string;
                     };
