@@ -58,6 +58,20 @@ after(async () => {
   site?.close();
 });
 
+// README and docs/clients.md show this file: each line of their tsx block
+// after the link to Chat.tsx is one of its lines (comments aside).
+test("README and docs/clients.md show the component's own lines", () => {
+  const code = (l) => l.replace(/\s+\/\/ .*$/, "").trim();
+  const file = new Set(readFileSync(join(dir, "Chat.tsx"), "utf8").split("\n").map(code));
+  for (const doc of ["README.md", join("docs", "clients.md")]) {
+    const text = readFileSync(join(root, doc), "utf8");
+    const block = text.slice(text.indexOf("```tsx", text.indexOf("usechat/Chat.tsx")) + 6).split("```")[0];
+    const lines = block.split("\n").map(code).filter((l) => l && !l.startsWith("//"));
+    assert.ok(lines.length >= 8, `${doc} shows the component`);
+    for (const l of lines) assert.ok(file.has(l), `${doc} shows a line that is not in Chat.tsx: ${l}`);
+  }
+});
+
 const shown = (page) => page.locator("form > p:not([role])").allTextContents();
 
 test("README's useChat component: send, stream, stop, regenerate, reload", { skip: missing ? `needs ${missing}` : false, timeout: 180_000 }, async () => {
