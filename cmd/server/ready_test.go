@@ -40,7 +40,11 @@ func TestReadyOnlyWhenHealthy(t *testing.T) {
 	t.Cleanup(func() { cmd.Process.Kill(); cmd.Wait() })
 	url := "http://127.0.0.1:" + port + "/healthz"
 
+	silent := time.Now().Add(60 * time.Second)
 	for unhealthy := 0; unhealthy < 2; {
+		if time.Now().After(silent) {
+			t.Fatalf("/healthz never answered 503 with storage silent:\n%s", stderr.String())
+		}
 		switch status := get(url); {
 		case status == http.StatusServiceUnavailable:
 			unhealthy++
