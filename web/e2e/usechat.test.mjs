@@ -116,7 +116,12 @@ test("README's useChat component: send, stream, stop, regenerate, reload", { ski
   await page.waitForSelector("p.assistant:has-text('echo: again #')");
   const first = (await shown(page)).at(-1);
   await page.click("button:has-text('Regenerate')");
-  await page.waitForFunction((was) => { const ps = [...document.querySelectorAll("form > p.assistant")]; const t = ps.at(-1)?.textContent; return t && t !== was && /#\d+$/.test(t); }, first);
+  // A new reply in place of the last, or the error the component shows.
+  await page.waitForFunction((was) => {
+    const t = [...document.querySelectorAll("form > p.assistant")].at(-1)?.textContent;
+    return document.querySelector("p[role=alert]") || (t && t !== was && /#\d+$/.test(t));
+  }, first);
+  assert.deepEqual(await page.locator("p[role=alert]").allTextContents(), [], "regenerate() with no argument failed");
   assert.equal(posts.at(-1).trigger, "regenerate-message");
   assert.equal(posts.at(-1).messageId, undefined, "regenerate() sends no messageId");
   const regenerated = await shown(page);
