@@ -53,6 +53,7 @@ type process struct {
 	cmd  *exec.Cmd
 	done chan struct{}
 	tail *tail // its last lines, for saying why it is slow
+	born time.Time
 }
 
 // Start makes sure both emulators answer, starting those that do not.
@@ -134,17 +135,18 @@ func (e *Emulators) spawn(name string, argv []string) (*process, error) {
 	if err := cmd.Start(); err != nil {
 		return nil, fmt.Errorf("emulator: start %s (%s): %w", name, argv[0], err)
 	}
-	p := &process{name: name, cmd: cmd, done: make(chan struct{}), tail: last}
+	p := &process{name: name, cmd: cmd, done: make(chan struct{}), tail: last, born: time.Now()}
 	go func() { cmd.Wait(); close(p.done) }()
 	e.started = append(e.started, p)
 	return p, nil
 }
 
 // waitReady waits until m answers, its process exits, or cfg.StartTimeout
-// passes; every 30 seconds it says which emulator it is still waiting for.
+// passes since it started; every 30 seconds it says which emulator it is
+// still waiting for.
 func waitReady(ctx context.Context, p *process, m emu, cfg Config) error {
-	start := time.Now()
-	said := start
+	start := p.born
+	said := time.Now()
 	for !m.ready(ctx, m.addr) {
 		select {
 		case <-p.done:
@@ -162,7 +164,7 @@ func waitReady(ctx context.Context, p *process, m emu, cfg Config) error {
 			said = time.Now()
 		}
 	}
-	fmt.Fprintf(cfg.Log, "emulator: %s ready on %s after %s\n", m.name, m.addr, time.Since(start).Round(100*time.Millisecond))
+	fmt.Fprintf(cfg.Progress, "emulator: %s ready on %s after %s\n", m.name, m.addr, time.Since(start).Round(100*time.Millisecond))
 	return nil
 }
 
