@@ -35,6 +35,23 @@ call() {
   fi
 }
 
+# stream PATTERN METHOD PATH BODY: a streamed request as the signed-in
+# user; its status must be 200 and the whole stream must hold a line
+# matching PATTERN, or the script stops here.
+stream() {
+  local want=$1 method=$2 path=$3 body=$4
+  local got
+  got=$(curl -sN -o /tmp/quickstart.$$ -w '%{http_code}' -X "$method" "$API$path" -H "Authorization: Bearer $TOKEN" \
+    -H 'Content-Type: application/json' -d "$body")
+  OUT=$(cat /tmp/quickstart.$$)
+  rm -f /tmp/quickstart.$$
+  printf '%-6s %-48s %s (stream)\n' "$method" "$path" "$got"
+  if [ "$got" != 200 ] || ! grep -q -- "$want" <<<"$OUT"; then
+    echo "quickstart: $method $path (stream) answered $got without $want: $OUT" >&2
+    exit 1
+  fi
+}
+
 # Sign in, or sign up the first time (the Auth emulator takes any password).
 signin() {
   curl -s "http://$AUTH/identitytoolkit.googleapis.com/v1/accounts:$1?key=any" -H 'Content-Type: application/json' \
@@ -58,8 +75,7 @@ QUESTION=$(json userMessage.id <<<"$OUT")
 SECOND=$(json reply.id <<<"$OUT")
 
 # Streamed: server-sent events.
-curl -sN "$API/chat" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-  -d "{\"sessionId\":\"$SID\",\"message\":\"Stream it\",\"stream\":true}" | grep -q '^event: done' && echo "POST   /chat (stream: true)                             200 event: done"
+stream '^event: done' POST /chat "{\"sessionId\":\"$SID\",\"message\":\"Stream it\",\"stream\":true}"
 
 # Sessions.
 call 201 POST /sessions '{"title":"Scratch","instructions":"Answer briefly."}'
@@ -106,9 +122,7 @@ CALL=$(json toolCalls.0.id <<<"$OUT")
 call 200 POST /chat "{\"sessionId\":\"$TSID\",\"tools\":$TOOLS,\"toolResults\":[{\"toolCallId\":\"$CALL\",\"content\":\"shipped Monday\"}]}"
 
 # The Vercel AI SDK's chat protocol (what useChat's transport sends).
-curl -sN "$API/ai-sdk/chat" -H "Authorization: Bearer $TOKEN" -H 'Content-Type: application/json' \
-  -d "{\"id\":\"chat-$RUN\",\"trigger\":\"submit-message\",\"messages\":[{\"id\":\"m-$RUN\",\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"Hi from useChat\"}]}]}" \
-  | grep -q '"type":"finish"' && echo "POST   /ai-sdk/chat                                     200 finish"
+stream '"type":"finish"' POST /ai-sdk/chat "{\"id\":\"chat-$RUN\",\"trigger\":\"submit-message\",\"messages\":[{\"id\":\"m-$RUN\",\"role\":\"user\",\"parts\":[{\"type\":\"text\",\"text\":\"Hi from useChat\"}]}]}"
 call 200 GET "/ai-sdk/chat/chat-$RUN/messages"
 call 204 GET "/ai-sdk/chat/chat-$RUN/stream"
 call 404 POST "/ai-sdk/chat/chat-$RUN/stop"

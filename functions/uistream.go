@@ -10,7 +10,11 @@ import (
 // uiStream writes the AI SDK's UI message stream: each chunk a "data:"
 // line of JSON, the response marked with x-vercel-ai-ui-message-stream v1.
 // Only chunk types the SDK's clients accept are sent (an unknown one
-// breaks the client's whole stream).
+// breaks the client's whole stream), and only those both majors read,
+// ai 6.x and 7.x: start, start-step, text-start, text-delta, text-end,
+// tool-input-available, finish-step, finish (with a finish reason both
+// know: not 7.x's "interrupted") and error. web/e2e/aisdk.test.mjs checks
+// each chunk served against each version's own schema.
 type uiStream struct {
 	w       http.ResponseWriter
 	r       *http.Request

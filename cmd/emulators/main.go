@@ -37,7 +37,7 @@ func run() int {
 		logw = os.Stderr
 	}
 	fmt.Fprintln(os.Stderr, "emulators: starting Firestore and Auth emulators…")
-	emus, err := emulator.Start(ctx, emulator.Config{Dir: *dir, Log: logw})
+	emus, err := emulator.Start(ctx, emulator.Config{Dir: *dir, Log: logw, Progress: os.Stderr})
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "emulators:", err)
 		return 1

@@ -11,6 +11,7 @@ import (
 	"errors"
 	"flag"
 	"fmt"
+	"io"
 	"net"
 	"net/http"
 	"os"
@@ -67,7 +68,7 @@ func main() {
 	srv := functions.NewServer(*addr, handler)
 	errc := make(chan error, 1)
 	go func() { errc <- srv.Serve(ln) }()
-	banner(cfg, *addr, *web != "")
+	go announce(ctx, cfg, *addr, *web != "")
 	select {
 	case err := <-errc:
 		fmt.Fprintln(os.Stderr, "server:", err)
@@ -79,6 +80,51 @@ func main() {
 	if err := srv.Shutdown(shutdown); err != nil && !errors.Is(err, http.ErrServerClosed) {
 		fmt.Fprintln(os.Stderr, "server:", err)
 	}
+}
+
+// announce prints the banner once the server is ready: when /healthz
+// answers 200, so the first request is answered (a cold emulator's storage
+// can take seconds).
+func announce(ctx context.Context, cfg app.Config, addr string, web bool) {
+	if waitHealthy(ctx, "http://"+addr+"/healthz", os.Stderr) {
+		banner(cfg, addr, web)
+	}
+}
+
+// waitHealthy polls url until it answers 200 (true) or ctx ends (false),
+// saying every 10 seconds that storage does not answer yet.
+func waitHealthy(ctx context.Context, url string, w io.Writer) bool {
+	client := &http.Client{Timeout: 5 * time.Second}
+	start, said := time.Now(), time.Now()
+	for {
+		status := healthStatus(ctx, client, url)
+		if status == http.StatusOK {
+			return true
+		}
+		if time.Since(said) >= 10*time.Second {
+			fmt.Fprintf(w, "server: waiting for storage: /healthz answers %s after %s\n", orDefault(http.StatusText(status), "nothing"), time.Since(start).Round(time.Second))
+			said = time.Now()
+		}
+		select {
+		case <-ctx.Done():
+			return false
+		case <-time.After(200 * time.Millisecond):
+		}
+	}
+}
+
+// healthStatus is the status url answers (0 for none).
+func healthStatus(ctx context.Context, client *http.Client, url string) int {
+	req, err := http.NewRequestWithContext(ctx, http.MethodGet, url, nil)
+	if err != nil {
+		return 0
+	}
+	resp, err := client.Do(req)
+	if err != nil {
+		return 0
+	}
+	resp.Body.Close()
+	return resp.StatusCode
 }
 
 // localIDSecret is the secret ids are derived under on this machine when

@@ -1,11 +1,18 @@
 // The Vercel AI SDK's own client (the `ai` package, as useChat uses it)
 // against the real server's /ai-sdk/chat, on both stores, with both
 // emulators and an OpenAI-compatible model that streams and calls tools.
-// Run by `make test` (npm run test:web under the emulators).
+// Run by `make test` (npm run test:web under the emulators) against the
+// SDK's two majors: `ai` 6.x on this Node, and, through aisdk7.test.mjs,
+// `ai` 7.x (the package alias ai7) on Node 22 with AI_SDK=ai7.
 import { describe, test, before, after } from "node:test";
 import assert from "node:assert/strict";
-import { DefaultChatTransport, readUIMessageStream } from "ai";
-import { buildServer, email, missingEmulators, modelServer, project, signUpToken, startServer as start, toolCall } from "./helpers.mjs";
+import { readFileSync } from "node:fs";
+import { join } from "node:path";
+import { buildServer, email, missingEmulators, modelServer, project, root, signUpToken, startServer as start, toolCall } from "./helpers.mjs";
+
+const sdk = process.env.AI_SDK || "ai";
+const { DefaultChatTransport, readUIMessageStream, uiMessageChunkSchema, validateUIMessages } = await import(sdk);
+const sdkVersion = JSON.parse(readFileSync(join(root, "node_modules", sdk, "package.json"), "utf8")).version;
 
 const missing = missingEmulators("the AI SDK test");
 
@@ -46,6 +53,25 @@ async function startServer(backend) {
   return base;
 }
 
+// assertChunks: each chunk is one this SDK's UI message stream accepts (an
+// unknown type or value breaks a client's whole stream).
+async function assertChunks(chunks) {
+  const schema = uiMessageChunkSchema();
+  for (const c of chunks) {
+    const v = await schema.validate(c);
+    assert.ok(v.success, `ai ${sdkVersion} refuses the chunk ${JSON.stringify(c)}: ${v.error}`);
+  }
+}
+
+// rawChunks posts body to /ai-sdk/chat and returns the stream's chunks.
+async function rawChunks(base, token, body) {
+  const r = await fetch(`${base}/ai-sdk/chat`, { method: "POST", headers: { Authorization: `Bearer ${token}`, "Content-Type": "application/json" }, body: JSON.stringify(body) });
+  assert.equal(r.status, 200);
+  const lines = (await r.text()).split("\n").filter((l) => l.startsWith("data: "));
+  assert.equal(lines.at(-1), "data: [DONE]");
+  return lines.slice(0, -1).map((l) => JSON.parse(l.slice(6)));
+}
+
 // last reads a stream of UI message chunks to the UIMessage it builds.
 async function last(stream, message) {
   let out;
@@ -57,7 +83,7 @@ const userMessage = (text) => ({ id: `u-${Math.random().toString(36).slice(2, 10
 const textOf = (m) => m.parts.filter((p) => p.type === "text").map((p) => p.text).join("");
 
 for (const backend of ["firestore", "inprocess"]) {
-  describe(`the AI SDK's chat transport (${backend})`, { skip: missing ? `needs ${missing}` : false }, () => {
+  describe(`the AI SDK's chat transport (ai ${sdkVersion}, Node ${process.version}, ${backend})`, { skip: missing ? `needs ${missing}` : false }, () => {
     let base, token, transport, load;
     before(async () => {
       base = await startServer(backend);
@@ -66,7 +92,9 @@ for (const backend of ["firestore", "inprocess"]) {
       load = async (chatId, who = token) => {
         const r = await fetch(`${base}/ai-sdk/chat/${chatId}/messages`, { headers: { Authorization: `Bearer ${who}` } });
         assert.equal(r.status, 200);
-        return (await r.json()).messages;
+        const { messages } = await r.json();
+        if (messages.length > 0) await validateUIMessages({ messages }); // as this SDK's own server code checks them
+        return messages;
       };
     });
 
@@ -101,8 +129,26 @@ for (const backend of ["firestore", "inprocess"]) {
       assert.equal(r.headers.get("x-vercel-ai-ui-message-stream"), "v1");
       const lines = (await r.text()).split("\n").filter((l) => l.startsWith("data: "));
       assert.equal(lines.at(-1), "data: [DONE]");
-      const types = lines.slice(0, -1).map((l) => JSON.parse(l.slice(6)).type);
+      const chunks = lines.slice(0, -1).map((l) => JSON.parse(l.slice(6)));
+      await assertChunks(chunks);
+      const types = chunks.map((c) => c.type);
       assert.deepEqual([types[0], types[1], types[2], types.at(-2), types.at(-1)], ["start", "start-step", "text-start", "finish-step", "finish"]);
+    });
+
+    test(`every chunk served is one ai ${sdkVersion} accepts: text, a tool call, an error`, async () => {
+      const tools = [{ name: "get_weather", parameters: { type: "object", properties: { city: { type: "string" } } } }];
+      const asks = [
+        { id: `chunks-${Date.now()}`, messages: [userMessage("plain text")], trigger: "submit-message" },
+        { id: `chunks-tool-${Date.now()}`, messages: [userMessage("tool: weather")], trigger: "submit-message", tools },
+        { id: `chunks-err-${Date.now()}`, messages: [userMessage("fail: now")], trigger: "submit-message" },
+      ];
+      const seen = new Set();
+      for (const body of asks) {
+        const chunks = await rawChunks(base, token, body);
+        await assertChunks(chunks);
+        for (const c of chunks) seen.add(c.type);
+      }
+      for (const t of ["start", "start-step", "text-start", "text-delta", "text-end", "tool-input-available", "finish-step", "finish", "error"]) assert.ok(seen.has(t), `no ${t} chunk was served`);
     });
 
     test("an abort stops the reply; a resumable chat's abort is resumed to its end", async () => {
