@@ -206,6 +206,11 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 		if cur != version {
 			return errs.Errorf(errs.ECONFLICT, "memory changed meanwhile")
 		}
+		if !snap.Exists() { // the user's memory starts: recorded (PATCH /memory/profile may be their first request)
+			if err := tx.Set(db.accountRef(userID), accountDoc{UserID: userID, SeenAt: u.UpdatedAt}); err != nil {
+				return err
+			}
+		}
 		for _, f := range c.File {
 			if err := tx.Set(facts.Doc(f.ID), toFactDoc(userID, f)); err != nil {
 				return err

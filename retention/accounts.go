@@ -33,8 +33,9 @@ type AccountCursor struct {
 }
 
 // AccountRepo keeps who holds data and when they were last seen alive.
-// Creating a session records its user as seen (in the same commit);
-// erasure deletes the record with the rest.
+// The commit that creates a user's first document of a kind (a session,
+// their memory, their usage window) records them as seen; erasure deletes
+// the record with the rest.
 type AccountRepo interface {
 	// AccountsSeenBefore returns up to limit accounts last seen before t,
 	// by SeenAt then UserID, after cursor (nil: from the first).
