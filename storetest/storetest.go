@@ -107,6 +107,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("RecallBackfill", func(t *testing.T) { testRecallBackfill(t, env(t)) })
 	t.Run("Feedback", func(t *testing.T) { testFeedback(t, env(t)) })
 	t.Run("TrimRepo", func(t *testing.T) { testTrimRepo(t, env(t)) })
+	t.Run("UnitsGone", func(t *testing.T) { testUnitsGone(t, env(t)) })
 	t.Run("RollUpRepo", func(t *testing.T) { testRollUpRepo(t, env(t)) })
 	t.Run("DeletedList", func(t *testing.T) { testDeletedList(t, env(t)) })
 	t.Run("UpdateSessions", func(t *testing.T) { testUpdateSessions(t, env(t)) })
