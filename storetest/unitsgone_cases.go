@@ -10,6 +10,44 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
+// testUnitsGone: every path that deletes messages deletes every unit of
+// search holding their text, whichever message names it. A trim (message
+// retention) below the echo answer deletes the lone question's unit, the
+// tool rounds' (named by a tool result, and by the reply after one) and
+// the echo question's, named by its reply, which stays; only the foxtrot
+// unit is left. A purge and an erasure leave none.
+func testUnitsGone(t *testing.T, e *Env) {
+	ctx := context.Background()
+	s, all := unitsSession(t, e, "alice")
+	if got := unitTexts(t, e, s); len(got) != 6 {
+		t.Fatalf("indexed %d units: %q, want 6", len(got), got)
+	}
+	before := all[9].Seq
+	record := func(s *sessions.Session, tl *history.Tail, gone []history.Message, done bool) error {
+		history.Trim(s, tl, gone, before, done, all[9].CreatedAt)
+		return nil
+	}
+	if _, done, err := e.DB.TrimMessages(ctx, s.ID, before, 100, record); err != nil || !done {
+		t.Fatalf("trim: %v %v", done, err)
+	}
+	if got, want := unitTexts(t, e, s), []string{"foxtrot question+foxtrot answer"}; !slices.Equal(got, want) {
+		t.Errorf("units after a trim below seq %d: %q, want %q", before, got, want)
+	}
+
+	purged, _ := unitsSession(t, e, "alice")
+	e.Purge(t, "alice", purged)
+	erased, _ := unitsSession(t, e, "bob")
+	Must[int](t)(e.DB.DeleteUserDocuments(ctx, "bob"))
+	for _, u := range []string{"alice", "bob"} {
+		if n := Must[int](t)(e.DB.CountExchanges(ctx, u)); n != map[string]int{"alice": 1, "bob": 0}[u] {
+			t.Errorf("%s has %d units after a purge or an erasure", u, n)
+		}
+	}
+	if got := unitTexts(t, e, erased); len(got) != 0 {
+		t.Errorf("units after an erasure: %q", got)
+	}
+}
+
 // unitsSession stores a session of user whose units of search are named
 // every way a unit can be (a lone question, a question's reply, a tool
 // result whose reply called tools again, a reply after tool results),
@@ -69,42 +107,4 @@ func unitTexts(t *testing.T, e *Env, s *sessions.Session) []string {
 	}
 	slices.Sort(out)
 	return out
-}
-
-// testUnitsGone: every path that deletes messages deletes every unit of
-// search holding their text, whichever message names it. A trim (message
-// retention) below the echo answer deletes the lone question's unit, the
-// tool rounds' (named by a tool result, and by the reply after one) and
-// the echo question's, named by its reply, which stays; only the foxtrot
-// unit is left. A purge and an erasure leave none.
-func testUnitsGone(t *testing.T, e *Env) {
-	ctx := context.Background()
-	s, all := unitsSession(t, e, "alice")
-	if got := unitTexts(t, e, s); len(got) != 6 {
-		t.Fatalf("indexed %d units: %q, want 6", len(got), got)
-	}
-	before := all[9].Seq
-	record := func(s *sessions.Session, tl *history.Tail, gone []history.Message, done bool) error {
-		history.Trim(s, tl, gone, before, done, all[9].CreatedAt)
-		return nil
-	}
-	if _, done, err := e.DB.TrimMessages(ctx, s.ID, before, 100, record); err != nil || !done {
-		t.Fatalf("trim: %v %v", done, err)
-	}
-	if got, want := unitTexts(t, e, s), []string{"foxtrot question+foxtrot answer"}; !slices.Equal(got, want) {
-		t.Errorf("units after a trim below seq %d: %q, want %q", before, got, want)
-	}
-
-	purged, _ := unitsSession(t, e, "alice")
-	e.Purge(t, "alice", purged)
-	erased, _ := unitsSession(t, e, "bob")
-	Must[int](t)(e.DB.DeleteUserDocuments(ctx, "bob"))
-	for _, u := range []string{"alice", "bob"} {
-		if n := Must[int](t)(e.DB.CountExchanges(ctx, u)); n != map[string]int{"alice": 1, "bob": 0}[u] {
-			t.Errorf("%s has %d units after a purge or an erasure", u, n)
-		}
-	}
-	if got := unitTexts(t, e, erased); len(got) != 0 {
-		t.Errorf("units after an erasure: %q", got)
-	}
 }
