@@ -43,16 +43,20 @@ func Followers(s *sessions.Session, gone []history.Message, from int) []int {
 
 // Holding returns the ids of the units holding text of gone, given the
 // followers of gone (see Followers) as more: the units the two make
-// together that have a message of gone.
+// together that have a message of gone, and every unit named by one of
+// gone (a question indexed alone before its reply came keeps its unit).
 func Holding(gone, more []history.Message) []string {
 	deleted := make(map[int]bool, len(gone))
+	named := make(map[string]bool, len(gone))
+	out := make([]string, 0, len(gone))
 	for _, m := range gone {
-		deleted[m.Seq] = true
+		deleted[m.Seq], named[m.ID] = true, true
+		out = append(out, m.ID)
 	}
-	var out []string
 	for _, u := range Units(append(append([]history.Message(nil), gone...), more...)) {
 		for _, m := range append([]*history.Message{u.Question, u.Reply}, u.Tools...) {
-			if m != nil && deleted[m.Seq] {
+			if m != nil && deleted[m.Seq] && !named[u.id()] {
+				named[u.id()] = true
 				out = append(out, u.id())
 				break
 			}

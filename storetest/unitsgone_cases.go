@@ -14,13 +14,13 @@ import (
 // search holding their text, whichever message names it. A trim (message
 // retention) below the echo answer deletes the lone question's unit, the
 // tool rounds' (named by a tool result, and by the reply after one) and
-// the echo question's, named by its reply, which stays; only the foxtrot
-// unit is left. A purge and an erasure leave none.
+// the echo question's, named by its reply, which stays, and by itself,
+// as indexed before that reply came; only the foxtrot unit is left. A purge and an erasure leave none.
 func testUnitsGone(t *testing.T, e *Env) {
 	ctx := context.Background()
 	s, all := unitsSession(t, e, "alice")
-	if got := unitTexts(t, e, s); len(got) != 6 {
-		t.Fatalf("indexed %d units: %q, want 6", len(got), got)
+	if got := unitTexts(t, e, s); len(got) != 7 {
+		t.Fatalf("indexed %d units: %q, want 7", len(got), got)
 	}
 	before := all[9].Seq
 	record := func(s *sessions.Session, tl *history.Tail, gone []history.Message, done bool) error {
@@ -39,7 +39,7 @@ func testUnitsGone(t *testing.T, e *Env) {
 	erased, _ := unitsSession(t, e, "bob")
 	Must[int](t)(e.DB.DeleteUserDocuments(ctx, "bob"))
 	for _, u := range []string{"alice", "bob"} {
-		if n := Must[int](t)(e.DB.CountExchanges(ctx, u)); n != map[string]int{"alice": 1, "bob": 0}[u] {
+		if n := Must[int](t)(e.DB.CountExchanges(ctx, u)); n != map[string]int{"alice": 1, "bob": 0}[u] { // alice's trimmed session keeps one
 			t.Errorf("%s has %d units after a purge or an erasure", u, n)
 		}
 	}
@@ -85,6 +85,8 @@ func unitsSession(t *testing.T, e *Env, user string) (*sessions.Session, []histo
 		}
 		noErr(t, e.DB.SaveExchange(ctx, x))
 	}
+	// The echo question as indexed alone, before its reply came.
+	noErr(t, e.DB.SaveExchange(ctx, recall.Exchange{UserID: user, SessionID: s.ID, Model: "test/2", Vector: []float32{1, 0}, Question: excerptOf(&all[8])}))
 	return s, all
 }
 
