@@ -98,6 +98,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("Usage", func(t *testing.T) { testUsage(t, env(t)) })
 	t.Run("FencedCharges", func(t *testing.T) { testFencedCharges(t, env(t)) })
 	t.Run("Accounts", func(t *testing.T) { testAccounts(t, env(t)) })
+	t.Run("Holders", func(t *testing.T) { testHolders(t, env(t)) })
 	t.Run("LongTermRepo", func(t *testing.T) { testLongTermRepo(t, env(t)) })
 	t.Run("RetentionRepo", func(t *testing.T) { testRetentionRepo(t, env(t)) })
 	t.Run("PrivacyRepo", func(t *testing.T) { testPrivacyRepo(t, env(t)) })
