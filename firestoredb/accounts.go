@@ -2,6 +2,9 @@ package firestoredb
 
 import (
 	"context"
+	"fmt"
+	"slices"
+	"strings"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -13,8 +16,8 @@ import (
 
 // AccountsCollection holds one document per user who holds data:
 // chat_accounts/{uid} {userId, seenAt}, written in the commit that creates
-// each of their sessions and by the backstop for accounts Auth still
-// knows; the backstop queries it by seenAt (one automatic single-field
+// each of their sessions, their memory document or their usage window,
+// and by the backstop for accounts Auth still knows; the backstop queries it by seenAt (one automatic single-field
 // index) for the accounts to ask Auth about.
 const AccountsCollection = "chat_accounts"
 
@@ -79,4 +82,39 @@ func (db *DB) MarkSeen(ctx context.Context, userIDs []string, at time.Time) erro
 		}
 	}
 	return nil
+}
+
+// holderCollections are where a user may hold data without a session, in
+// the order HoldersAfter pages them.
+var holderCollections = []string{UsersCollection, UsageCollection}
+
+// HoldersAfter pages users/ and then chat_usage/ by document id (their
+// userId only), each user as of when that document was last written; the
+// cursor is "{collection}/{id}".
+func (db *DB) HoldersAfter(ctx context.Context, after string, limit int) ([]retention.Account, string, error) {
+	i, key := 0, ""
+	if c, k, ok := strings.Cut(after, "/"); ok {
+		i, key = slices.Index(holderCollections, c), k
+	}
+	for ; i >= 0 && i < len(holderCollections); i, key = i+1, "" {
+		q := db.client.Collection(holderCollections[i]).OrderBy(firestore.DocumentID, firestore.Asc).Select("userId").Limit(limit)
+		if key != "" {
+			q = q.StartAfter(key)
+		}
+		snaps, err := db.getAll(ctx, q)
+		if err != nil {
+			return nil, "", err
+		}
+		if len(snaps) == 0 {
+			continue
+		}
+		out := make([]retention.Account, 0, len(snaps))
+		for _, s := range snaps {
+			if uid, _ := s.DataAt("userId"); uid != nil && uid != "" {
+				out = append(out, retention.Account{UserID: fmt.Sprint(uid), SeenAt: s.UpdateTime})
+			}
+		}
+		return out, holderCollections[i] + "/" + snaps[len(snaps)-1].Ref.ID, nil
+	}
+	return nil, "", nil
 }

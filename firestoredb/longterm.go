@@ -206,6 +206,9 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 		if cur != version {
 			return errs.Errorf(errs.ECONFLICT, "memory changed meanwhile")
 		}
+		if err := db.recordStart(tx, snap, userID, u.UpdatedAt); err != nil {
+			return err
+		}
 		for _, f := range c.File {
 			if err := tx.Set(facts.Doc(f.ID), toFactDoc(userID, f)); err != nil {
 				return err
@@ -234,6 +237,16 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 		}
 		return tx.Set(db.liveFactsRef(userID), live)
 	})
+}
+
+// recordStart records userID as seen at at in tx if their memory
+// document (snap) does not exist yet: PATCH /memory/profile may be a
+// user's first request (see retention.Backstop).
+func (db *DB) recordStart(tx *firestore.Transaction, snap *firestore.DocumentSnapshot, userID string, at time.Time) error {
+	if snap.Exists() {
+		return nil
+	}
+	return tx.Set(db.accountRef(userID), accountDoc{UserID: userID, SeenAt: at})
 }
 
 // sourcesOf checks that the sessions a change of memory was learned from

@@ -15,7 +15,8 @@ import (
 // layout (see legacy.go) becomes its window, each unit of search carries
 // its session's title as it is now, and each user's list (see deleted.go)
 // is made anew from their sessions, with the archived ones it did not hold
-// before. It goes session by session in id order, then user by user; it
+// before; the documents of users whose uid is not a safe id move from an
+// earlier key to today's (see userkeys.go). It goes session by session in id order, then user by user; it
 // is idempotent (a second run changes nothing) and resumable (after, the
 // last session a cut-off run reported). Each change is a transaction that
 // reads what it changes, so it may run beside the server.
@@ -42,6 +43,11 @@ func (db *DB) Migrate(ctx context.Context, after string, progress func(MigrateRe
 			break
 		}
 	}
+	moved, err := db.migrateUserKeys(ctx, users)
+	rep.UserDocs += moved
+	if err != nil {
+		return rep, err
+	}
 	for _, user := range slices.Sorted(maps.Keys(users)) {
 		changed, err := db.rebuildList(ctx, user)
 		if err != nil {
@@ -60,6 +66,7 @@ type MigrateReport struct {
 	Contexts int    `json:"contexts"` // of them, contexts moved from an earlier layout to a window
 	Units    int    `json:"units"`    // units of search given their session's title
 	Lists    int    `json:"lists"`    // users' lists made anew (those that differed)
+	UserDocs int    `json:"userDocs"` // documents moved from an earlier key of their user (see userkeys.go)
 	After    string `json:"after"`    // the last session done: resume after it
 }
 

@@ -6,6 +6,7 @@ package firestoredb
 
 import (
 	"crypto/sha256"
+	"encoding/base64"
 	"encoding/hex"
 	"fmt"
 
@@ -85,11 +86,26 @@ func (db *DB) memoryRef(userID string) *firestore.DocumentRef {
 }
 
 // UserDocID is {user} in those paths: the uid itself when it is a safe
-// id, else its hash.
+// id (letters, digits, '_' and '-'), else "~" and the uid in unpadded
+// base64url. No safe id holds a "~", so no uid can take another's key (a
+// hash with a letter in front, as earlier versions kept, is a safe id
+// that an account could have as its uid), and the encoding is reversible,
+// so no two uids share one. Firebase uids have at most 128 characters:
+// the key stays far below Firestore's 1,500 bytes.
 func UserDocID(uid string) string {
 	if ids.Valid(uid) {
 		return uid
 	}
+	return encodedUserPrefix + base64.RawURLEncoding.EncodeToString([]byte(uid))
+}
+
+// encodedUserPrefix starts the key of a uid that is not a safe id.
+const encodedUserPrefix = "~"
+
+// legacyUserDocID is the key earlier versions gave a uid that is not a
+// safe id ("h" and 40 hex digits of its SHA-256), from which Migrate moves
+// its documents.
+func legacyUserDocID(uid string) string {
 	h := sha256.Sum256([]byte(uid))
 	return "h" + hex.EncodeToString(h[:20])
 }

@@ -204,7 +204,10 @@ func (db *DB) writeSession(w *writes, ref *firestore.DocumentRef, st *stored, s 
 		w.Set(c.ref, c.data, firestore.Merge(c.merge...))
 	}
 	if !st.exists {
+		// Its user is recorded as seen alive in the commit that creates
+		// it (see retention.Backstop), whatever path creates it.
 		w.Create(ref, toSessionDoc(s))
+		w.Set(db.accountRef(s.UserID), accountDoc{UserID: s.UserID, SeenAt: s.CreatedAt})
 		return
 	}
 	w.Update(ref, changedUpdates(toSessionDoc(st.s), toSessionDoc(s)), firestore.LastUpdateTime(st.sessionTime))

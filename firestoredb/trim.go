@@ -8,6 +8,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -67,8 +68,8 @@ func (db *DB) FirstMessageAfter(ctx context.Context, sessionID string, t time.Ti
 // like every write here, one batched read (the session, its window, its
 // recall marker) and one commit: the page's deletes (each on condition
 // that the message is still there, so that no two sweeps count one
-// message twice), the exchanges of its replies in the recall index, and
-// the session and window as fn left them.
+// message twice), every unit of search holding their text (see
+// unitsHolding), and the session and window as fn left them.
 func (db *DB) TrimMessages(ctx context.Context, sessionID string, before, limit int, fn retention.TrimFunc) (int, bool, error) {
 	msgs := db.sessionRef(sessionID).Collection(MessagesCollection)
 	marker := db.contextOf(sessionID).Doc(recallMarkerDocID)
@@ -105,10 +106,16 @@ func (db *DB) TrimMessages(ctx context.Context, sessionID string, before, limit 
 				return nil, err
 			}
 		}
-		for i, snap := range snaps {
+		for _, snap := range snaps {
 			w.Delete(snap.Ref, firestore.Exists)
-			if gone[i].Role == history.RoleAssistant && extra[0].Exists() {
-				w.Delete(db.recallOf(sessionID).Doc(gone[i].ID))
+		}
+		if extra[0].Exists() { // units were indexed under the session
+			names, err := db.unitsHolding(ctx, st.s, gone, before)
+			if err != nil {
+				return nil, err
+			}
+			for _, id := range names {
+				w.Delete(db.recallOf(sessionID).Doc(id))
 			}
 		}
 		deleted = len(snaps)
@@ -121,4 +128,30 @@ func (db *DB) TrimMessages(ctx context.Context, sessionID string, before, limit 
 		return 0, false, err
 	}
 	return deleted, done, nil
+}
+
+// unitsHolding names the units of session s holding text of gone, the
+// messages a trim below before deletes. Their names are among gone's
+// ids, unless a message from before on follows one of them (a reply
+// regenerated to a question deleted now): those are read first, in one
+// query per 30.
+func (db *DB) unitsHolding(ctx context.Context, s *sessions.Session, gone []history.Message, before int) ([]string, error) {
+	seqs := recall.Followers(s, gone, before)
+	var more []history.Message
+	for len(seqs) > 0 {
+		n := min(len(seqs), 30)
+		snaps, err := db.messagesOf(s.ID).Where("seq", "in", seqs[:n]).Documents(ctx).GetAll()
+		if err != nil {
+			return nil, err
+		}
+		for _, snap := range snaps {
+			m, _, err := decodeMessage(snap)
+			if err != nil {
+				return nil, err
+			}
+			more = append(more, m)
+		}
+		seqs = seqs[n:]
+	}
+	return recall.Holding(gone, more), nil
 }

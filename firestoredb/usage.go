@@ -68,9 +68,18 @@ func (db *DB) UpdateUsage(ctx context.Context, userID, day string, fn func(*chat
 		}
 		w := db.newWrites()
 		writeWindow(w, ref, ur.windowTime, u, token)
+		if ur.windowTime.IsZero() { // the user's first usage document: a search may come before any session
+			w.Set(db.accountRef(userID), accountDoc{UserID: userID, SeenAt: windowTime(u)})
+		}
 		return w, nil
 	})
 	return err
+}
+
+// windowTime is when u's window was last written: the start of its
+// latest minute.
+func windowTime(u chat.Usage) time.Time {
+	return time.Unix(max(u.Minute, u.SearchMinute)*60, 0).UTC()
 }
 
 // usageRead is a user's appended-messages window and their spend on one

@@ -2,6 +2,7 @@ package inprocdb
 
 import (
 	"context"
+	"maps"
 	"slices"
 	"strings"
 	"time"
@@ -53,4 +54,43 @@ func (db *DB) MarkSeen(_ context.Context, userIDs []string, at time.Time) error 
 		}
 	}
 	return nil
+}
+
+// HoldersAfter pages the users who hold memory, then those who hold a
+// usage window, by uid; the cursor is "memory/{uid}" or "usage/{uid}".
+// Each is as of its memory's last update, or its usage window's minute.
+func (db *DB) HoldersAfter(_ context.Context, after string, limit int) ([]retention.Account, string, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	kinds := []string{"memory", "usage"}
+	i, key := 0, ""
+	if k, uid, ok := strings.Cut(after, "/"); ok {
+		i, key = slices.Index(kinds, k), uid
+	}
+	for ; i >= 0 && i < len(kinds); i, key = i+1, "" {
+		var uids []string
+		if i == 0 {
+			uids = slices.Sorted(maps.Keys(db.users))
+		} else {
+			uids = slices.Sorted(maps.Keys(db.usage))
+		}
+		start, _ := slices.BinarySearch(uids, key)
+		if key != "" && start < len(uids) && uids[start] == key {
+			start++
+		}
+		page := uids[start:min(len(uids), start+limit)]
+		if len(page) == 0 {
+			continue
+		}
+		out := make([]retention.Account, len(page))
+		for j, uid := range page {
+			out[j] = retention.Account{UserID: uid, SeenAt: db.users[uid].UpdatedAt}
+			if i == 1 {
+				u := db.usage[uid]
+				out[j].SeenAt = time.Unix(max(u.Minute, u.SearchMinute)*60, 0).UTC()
+			}
+		}
+		return out, kinds[i] + "/" + page[len(page)-1], nil
+	}
+	return nil, "", nil
 }

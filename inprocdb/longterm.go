@@ -48,6 +48,9 @@ func (db *DB) SaveMemory(_ context.Context, userID string, version int64, u *lon
 	if db.users[userID].Version != version {
 		return errs.Errorf(errs.ECONFLICT, "memory changed meanwhile")
 	}
+	if _, ok := db.users[userID]; !ok {
+		db.accounts[userID] = u.UpdatedAt // as Firestore's commit that starts the memory
+	}
 	if db.facts[userID] == nil {
 		db.facts[userID] = map[string]longterm.Fact{}
 	}

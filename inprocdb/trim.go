@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -85,11 +86,19 @@ func (db *DB) TrimMessages(_ context.Context, sessionID string, before, limit in
 	if err := fn(c, t, gone, done); err != nil {
 		return 0, false, err
 	}
+	var more []history.Message
+	for _, seq := range recall.Followers(s, gone, before) {
+		if seq < len(all) && all[seq].ID != "" {
+			more = append(more, all[seq])
+		}
+	}
+	for _, id := range recall.Holding(gone, more) {
+		delete(db.recall[sessionID], id)
+	}
 	trimmed := map[int]bool{}
 	for _, m := range gone {
 		all[m.Seq] = history.Message{Seq: m.Seq}
 		trimmed[m.Seq] = true
-		delete(db.recall[sessionID], m.ID)
 		delete(db.replies[sessionID], m.ID)
 	}
 	for key, seqs := range db.keys[sessionID] {

@@ -85,6 +85,7 @@ func (db *DB) applyTurnLocked(q chat.TurnQuery, st *chat.TurnState, w *chat.Turn
 			if _, ok := db.sessions[w.Session.ID]; ok {
 				return nil, errs.Errorf(errs.EINTERNAL, "inprocdb: session %q exists", w.Session.ID)
 			}
+			db.accounts[q.UserID] = w.Session.CreatedAt // as Firestore's commit that creates it
 		}
 		db.sessions[q.SessionID] = w.Session.Clone()
 	}

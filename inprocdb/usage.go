@@ -4,6 +4,7 @@ import (
 	"context"
 	"maps"
 	"strings"
+	"time"
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/kernel/errs"
@@ -16,6 +17,9 @@ func (db *DB) UpdateUsage(_ context.Context, userID, day string, fn func(*chat.U
 	u.UserID, u.Day, u.DayTokens = userID, day, db.days[userID][day]
 	if err := fn(&u); err != nil {
 		return err
+	}
+	if _, ok := db.usage[userID]; !ok {
+		db.accounts[userID] = time.Unix(max(u.Minute, u.SearchMinute)*60, 0).UTC() // as Firestore's first window
 	}
 	db.usage[userID] = u
 	return nil

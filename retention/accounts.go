@@ -33,8 +33,9 @@ type AccountCursor struct {
 }
 
 // AccountRepo keeps who holds data and when they were last seen alive.
-// Creating a session records its user as seen (in the same commit);
-// erasure deletes the record with the rest.
+// The commit that creates a user's first document of a kind (a session,
+// their memory, their usage window) records them as seen; erasure deletes
+// the record with the rest.
 type AccountRepo interface {
 	// AccountsSeenBefore returns up to limit accounts last seen before t,
 	// by SeenAt then UserID, after cursor (nil: from the first).
@@ -47,6 +48,11 @@ type AccountRepo interface {
 	RecordAccount(ctx context.Context, userID string, at time.Time) error
 	// SessionsAfter pages every user's sessions by id.
 	SessionsAfter(ctx context.Context, after string, limit int) ([]*sessions.Session, error)
+	// HoldersAfter pages the users who hold long-term memory or usage
+	// (what a user may hold without a session), each with when it was
+	// last written, after the cursor the previous page returned ("": from
+	// the first); next is "" after the last page.
+	HoldersAfter(ctx context.Context, after string, limit int) (page []Account, next string, err error)
 }
 
 // Directory tells which accounts the sign-in service still knows.
@@ -118,32 +124,73 @@ func (b *Backstop) Run(ctx context.Context, out func() bool) (BackstopReport, er
 	return r, nil
 }
 
-// RecordAll records every user who holds a session and has no record yet,
-// as seen at their first session's last activity (so that the next runs
-// ask Auth about those unseen for 30 days): a one-off for data stored
-// before accounts were recorded. It pages every session by id and
-// returns how many users it looked at.
+// RecordAll records every user who holds data and has no record yet, as
+// seen at their first session's last activity, or when their memory or
+// usage was last written (so that the next runs ask Auth about those
+// unseen for 30 days): a one-off for data stored before every first write
+// recorded its user. It pages every session by id, then the users who
+// hold memory or usage, and returns how many users it looked at.
 func (b *Backstop) RecordAll(ctx context.Context) (int, error) {
-	seen := map[string]bool{}
+	r := &recording{repo: b.Accounts, seen: map[string]bool{}}
+	err := r.sessionOwners(ctx)
+	if err == nil {
+		err = r.holders(ctx)
+	}
+	return len(r.seen), err
+}
+
+// recording is a run of RecordAll: the users it looked at.
+type recording struct {
+	repo AccountRepo
+	seen map[string]bool
+}
+
+// sessionOwners records the owner of every session, as of the first of
+// their sessions by id.
+func (r *recording) sessionOwners(ctx context.Context) error {
 	for after := ""; ; {
-		page, err := b.Accounts.SessionsAfter(ctx, after, 500)
+		page, err := r.repo.SessionsAfter(ctx, after, 500)
 		if err != nil {
-			return len(seen), err
+			return err
 		}
 		for _, s := range page {
-			if seen[s.UserID] {
-				continue
-			}
-			seen[s.UserID] = true
-			if err := b.Accounts.RecordAccount(ctx, s.UserID, s.LastActivityAt); err != nil {
-				return len(seen), err
+			if err := r.record(ctx, s.UserID, s.LastActivityAt); err != nil {
+				return err
 			}
 		}
 		if len(page) < 500 {
-			return len(seen), nil
+			return nil
 		}
 		after = page[len(page)-1].ID
 	}
+}
+
+// holders records every user who holds memory or usage.
+func (r *recording) holders(ctx context.Context) error {
+	for after := ""; ; {
+		page, next, err := r.repo.HoldersAfter(ctx, after, 500)
+		if err != nil {
+			return err
+		}
+		for _, a := range page {
+			if err := r.record(ctx, a.UserID, a.SeenAt); err != nil {
+				return err
+			}
+		}
+		if next == "" {
+			return nil
+		}
+		after = next
+	}
+}
+
+// record records uid as seen at at, unless this run did.
+func (r *recording) record(ctx context.Context, uid string, at time.Time) error {
+	if r.seen[uid] {
+		return nil
+	}
+	r.seen[uid] = true
+	return r.repo.RecordAccount(ctx, uid, at)
 }
 
 // check asks about one page of accounts and acts on the answer.

@@ -7,6 +7,7 @@ import (
 	"time"
 
 	"github.com/chatmemory/backend/inprocdb"
+	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -28,7 +29,8 @@ func (r *recorder) RecordAccount(_ context.Context, userID string, at time.Time)
 
 // TestRecordAll: every user who holds a session is asked to be recorded
 // once, as of the last activity of the first of their sessions by id,
-// over more sessions than one page.
+// over more sessions than one page, and so is a user who holds only
+// memory.
 func TestRecordAll(t *testing.T) {
 	ctx := context.Background()
 	r := &recorder{DB: inprocdb.New(), asked: map[string]time.Time{}}
@@ -40,11 +42,19 @@ func TestRecordAll(t *testing.T) {
 			t.Fatal(err)
 		}
 	}
+	// One holds only memory (PATCH /memory/profile before any session).
+	u := &longterm.User{UserID: "erin", UpdatedAt: at}
+	if err := r.SaveMemory(ctx, "erin", 0, u, longterm.Change{}); err != nil {
+		t.Fatal(err)
+	}
 	n, err := (&retention.Backstop{Accounts: r}).RecordAll(ctx)
-	if err != nil || n != 7 || len(r.asked) != 7 {
+	if err != nil || n != 8 || len(r.asked) != 8 {
 		t.Fatalf("RecordAll: %d users, %d asked, %v", n, len(r.asked), err)
 	}
 	if got := r.asked["u3"]; !got.Equal(at.Add(3 * time.Hour)) {
 		t.Errorf("u3 recorded as of %s, want its first session's activity", got)
+	}
+	if got, ok := r.asked["erin"]; !ok || !got.Equal(at) {
+		t.Errorf("erin, who holds only memory, recorded: %v as of %s", ok, got)
 	}
 }

@@ -6,6 +6,8 @@ import (
 	"testing"
 	"time"
 
+	"github.com/chatmemory/backend/chat"
+	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -62,4 +64,49 @@ func testAccounts(t *testing.T, e *Env) {
 	if got := Must[[]retention.Account](t)(db.AccountsSeenBefore(ctx, e.Clock.Now().Add(time.Hour), nil, 10)); len(got) != 3 || slices.ContainsFunc(got, func(a retention.Account) bool { return a.UserID == "bob" }) {
 		t.Fatalf("after bob's erasure: %+v", got)
 	}
+}
+
+// testHolders: retention.AccountRepo's HoldersAfter. The users who hold
+// memory or usage without a session are listed, in pages, each recorded
+// by the commit that started that document.
+func testHolders(t *testing.T, e *Env) {
+	ctx := context.Background()
+	db := e.DB
+	u := Must[*longterm.User](t)(db.GetUser(ctx, "erin"))
+	u.Profile.Work.Text, u.UpdatedAt = "Beekeeper.", e.Clock.Now()
+	noErr(t, db.SaveMemory(ctx, "erin", 0, u, longterm.Change{}))
+	noErr(t, db.UpdateUsage(ctx, "frank", chat.Day(e.Clock.Now()), func(u *chat.Usage) error {
+		u.SearchMinute, u.MinuteSearches = e.Clock.Now().Unix()/60, 1
+		return nil
+	}))
+	var got []string
+	for after := ""; ; {
+		page, next := Must2[[]retention.Account, string](t)(db.HoldersAfter(ctx, after, 1))
+		if len(page) > 1 {
+			t.Fatalf("a page of %d, want at most 1", len(page))
+		}
+		for _, a := range page {
+			got = append(got, a.UserID)
+		}
+		if next == "" {
+			break
+		}
+		after = next
+	}
+	if slices.Sort(got); !slices.Equal(slices.Compact(got), []string{"erin", "frank"}) {
+		t.Errorf("holders of memory or usage: %v, want erin and frank", got)
+	}
+	recorded := Must[[]retention.Account](t)(db.AccountsSeenBefore(ctx, e.Clock.Now().Add(time.Minute), nil, 10))
+	if ids := accountIDs(recorded); !slices.Equal(ids, []string{"erin", "frank"}) {
+		t.Errorf("recorded by their first writes: %v, want erin and frank", ids)
+	}
+}
+
+func accountIDs(as []retention.Account) []string {
+	out := make([]string, len(as))
+	for i, a := range as {
+		out[i] = a.UserID
+	}
+	slices.Sort(out)
+	return out
 }

@@ -3,7 +3,9 @@
 // a session whose context is in an earlier layout, rather than read it as
 // empty): contexts kept in an earlier layout become windows, units of
 // search get their session's title, and each user's list of deleted and
-// archived sessions is made anew from their sessions. It reads the same
+// archived sessions is made anew from their sessions, and the documents of
+// users whose uid is not a safe id move from the key earlier versions gave
+// them to today's. It reads the same
 // configuration as the server, is idempotent (run it again and it changes
 // nothing) and resumable (-after the session id it last reported), and may
 // run beside a serving version.

@@ -5,8 +5,8 @@
 //	sweep [-dry-run] [-budget 8m]
 //	sweep -record-accounts
 //
-// -record-accounts records, once, every user who holds sessions stored
-// before accounts were recorded, so that the sweep's backstop asks Auth
+// -record-accounts records, once, every user who holds sessions, memory or
+// usage stored before every first write recorded its user, so that the sweep's backstop asks Auth
 // about them too (see README, "An account deleted in Firebase Auth").
 package main
 
@@ -27,7 +27,7 @@ func main() {
 	dry := flag.Bool("dry-run", false, "print what would change, change nothing")
 	budget := flag.Duration("budget", 0, "stop cleanly after about this long (default SWEEP_BUDGET_SECONDS)")
 	verbose := flag.Bool("v", false, "log as the deployed function does")
-	record := flag.Bool("record-accounts", false, "record every user who holds sessions and has no account record, then stop")
+	record := flag.Bool("record-accounts", false, "record every user who holds sessions, memory or usage and has no account record, then stop")
 	flag.Parse()
 
 	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
