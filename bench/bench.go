@@ -144,6 +144,8 @@ type Report struct {
 	Quality         []*Quality       `json:"recallQuality"`
 	Search          []*SearchQuality `json:"searchQuality"`
 	SearchCost      *SearchCost      `json:"searchCost"`
+	Conversations   []*SearchQuality `json:"conversationQuality"`
+	Calibration     []FusionTrial    `json:"fusionCalibration"`
 	Pruning         *PruningRun      `json:"toolOutputPruning"`
 	Upkeep          *UpkeepRun       `json:"upkeep"`
 	Hotspot         Hotspot          `json:"hotspot"`
@@ -297,6 +299,14 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 		log("search quality: %s on the search fixture, beside plain BM25", cfg.Embedders[0].Model())
 		if rep.Search, err = MeasureSearch(ctx, cfg.Embedders[0], tok); err != nil {
 			return nil, fmt.Errorf("search quality: %w", err)
+		}
+		log("search quality: the conversation fixture, each leg, fused, recall and BM25")
+		if rep.Conversations, err = MeasureConversations(ctx, cfg.Embedders[0], tok); err != nil {
+			return nil, fmt.Errorf("conversation quality: %w", err)
+		}
+		log("search fusion: the grid on the conversation fixture's dev part")
+		if rep.Calibration, err = CalibrateFusion(ctx, cfg.Embedders[0], tok); err != nil {
+			return nil, fmt.Errorf("fusion calibration: %w", err)
 		}
 		log("search cost: the dev part in the emulator")
 		if rep.SearchCost, err = MeasureSearchCost(ctx, cfg.Embedders[0], tok); err != nil {
