@@ -20,21 +20,6 @@ type FusionTrial struct {
 	Margin  float64        `json:"margin"`
 }
 
-// fusionGrid is every fusion tried: reciprocal rank's constant, the words
-// leg's weight (the meaning leg's is 1), and the gate (confidence of the
-// words leg, and the meaning leg's weight when it is confident).
-func fusionGrid() []recall.Fusion {
-	var out []recall.Fusion
-	for _, k := range []float64{10, 60} {
-		for _, w := range []float64{1, 4} {
-			for _, conf := range []float64{0, 0.6, 1} {
-				out = append(out, recall.Fusion{K: k, Words: w, Meaning: 1, Confident: conf})
-			}
-		}
-	}
-	return out
-}
-
 // CalibrateFusion tries every fusion of the grid on the dev part and
 // returns the trials, the chosen first: the largest margin over the
 // better leg, then the best recall@5, then the best MRR (the grid's order
@@ -92,4 +77,19 @@ func WriteCalibration(w io.Writer, trials []FusionTrial) {
 			q.ByKind[kindSingle], q.ByKind[kindTemporal], q.ByKind[kindMultiHop], q.ByKind[kindParaphrase])
 	}
 	fmt.Fprintln(w)
+}
+
+// fusionGrid is every fusion tried: reciprocal rank's constant, the words
+// leg's weight (the meaning leg's is 1), and the gate (confidence of the
+// words leg, and the meaning leg's weight when it is confident).
+func fusionGrid() []recall.Fusion {
+	var out []recall.Fusion
+	for _, k := range []float64{10, 60} {
+		for _, w := range []float64{1, 4} {
+			for _, conf := range []float64{0, 0.6, 1} {
+				out = append(out, recall.Fusion{K: k, Words: w, Meaning: 1, Confident: conf})
+			}
+		}
+	}
+	return out
 }

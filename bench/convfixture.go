@@ -176,8 +176,6 @@ func placeFacts(r *rand.Rand, t convTemplates, facts []convFact, cast []person) 
 // who puts the person named as ask's {who}.
 func who(ask, name string) string { return strings.ReplaceAll(ask, "{who}", name) }
 
-func pickOne(r *rand.Rand, xs []string) string { return xs[r.IntN(len(xs))] }
-
 // slotsFor returns a function that fills a template's slots: {name} and
 // {rel} with p's, every other slot with one value drawn for the fact.
 func slotsFor(r *rand.Rand, values map[string][]string, p person) func(string) string {
@@ -198,3 +196,5 @@ func slotsFor(r *rand.Rand, values map[string][]string, p person) func(string) s
 
 // The parts' seeds.
 const devSeed, heldOutSeed = 11, 12
+
+func pickOne(r *rand.Rand, xs []string) string { return xs[r.IntN(len(xs))] }

@@ -45,6 +45,35 @@ func MeasureConversations(ctx context.Context, e recall.Embedder, tok history.Co
 // messages found, best first.
 type convMethod func(c int, q string) ([]string, error)
 
+// measureConvPart stores the conversations and measures every method on
+// the questions.
+func measureConvPart(ctx context.Context, e recall.Embedder, tok history.Counter, name string, convs []conversation, qs []convQuestion) ([]*SearchQuality, error) {
+	p, err := storeConvPart(ctx, e, tok, name, convs, qs)
+	if err != nil {
+		return nil, err
+	}
+	svc := &recall.Service{Embedder: e, Store: p.db}
+	methods := []struct {
+		name string
+		run  convMethod
+	}{
+		{methodFused, p.search(ctx, recall.BothLegs, recall.Fusion{})},
+		{methodWords, p.search(ctx, recall.WordsOnly, recall.Fusion{})},
+		{methodMeaning, p.search(ctx, recall.MeaningOnly, recall.Fusion{})},
+		{methodRecall, func(c int, q string) ([]string, error) { return recallIDs(ctx, svc, p.askers[c], q) }},
+		{methodBM25, func(c int, q string) ([]string, error) { return p.bases[c].search(q, 10), nil }},
+	}
+	var out []*SearchQuality
+	for _, m := range methods {
+		sq, err := p.score(m.name, m.run)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, sq)
+	}
+	return out, nil
+}
+
 // convPart is a part of the conversation fixture stored in an in-process
 // store, each conversation as its own user, with its BM25 baseline.
 type convPart struct {
@@ -92,35 +121,6 @@ func (p *convPart) search(ctx context.Context, legs recall.Legs, f recall.Fusion
 		rs, err := s.Search(ctx, p.convs[c].user, q, "", 10)
 		return resultIDs(rs), err
 	}
-}
-
-// measureConvPart stores the conversations and measures every method on
-// the questions.
-func measureConvPart(ctx context.Context, e recall.Embedder, tok history.Counter, name string, convs []conversation, qs []convQuestion) ([]*SearchQuality, error) {
-	p, err := storeConvPart(ctx, e, tok, name, convs, qs)
-	if err != nil {
-		return nil, err
-	}
-	svc := &recall.Service{Embedder: e, Store: p.db}
-	methods := []struct {
-		name string
-		run  convMethod
-	}{
-		{methodFused, p.search(ctx, recall.BothLegs, recall.Fusion{})},
-		{methodWords, p.search(ctx, recall.WordsOnly, recall.Fusion{})},
-		{methodMeaning, p.search(ctx, recall.MeaningOnly, recall.Fusion{})},
-		{methodRecall, func(c int, q string) ([]string, error) { return recallIDs(ctx, svc, p.askers[c], q) }},
-		{methodBM25, func(c int, q string) ([]string, error) { return p.bases[c].search(q, 10), nil }},
-	}
-	var out []*SearchQuality
-	for _, m := range methods {
-		sq, err := p.score(m.name, m.run)
-		if err != nil {
-			return nil, err
-		}
-		out = append(out, sq)
-	}
-	return out, nil
 }
 
 func resultIDs(rs []recall.Result) []string {
