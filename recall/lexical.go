@@ -36,8 +36,9 @@ const (
 // Lexicon names the way Terms makes terms, stored with each unit's bag:
 // a unit whose bag an earlier way made is indexed again (see Backfill), for
 // a query's terms would miss its words. 1: plurals folded; 2: the Snowball
-// (Porter2) English stemmer.
-const Lexicon = 2
+// (Porter2) English stemmer; 3: the same terms, which a store also keeps
+// so that it can find a unit by equality (firestoredb's has map).
+const Lexicon = 3
 
 // Bag is what the lexical leg keeps of a unit: its distinct terms (at
 // most MaxUnitTerms), how often each occurs, its length in terms, and the
