@@ -140,4 +140,5 @@ func (r *Report) writeRecall(w io.Writer) {
 	WriteConversations(w, r.Conversations)
 	WriteCalibration(w, r.Calibration)
 	WriteSearchCost(w, r.SearchCost)
+	WriteSearchScale(w, r.SearchScale)
 }

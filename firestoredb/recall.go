@@ -192,12 +192,6 @@ func lexicalQueries(units firestore.Query, q recall.LexicalQuery) []firestore.Qu
 	return out
 }
 
-// holding narrows units to those holding term (terms are letters and
-// digits: a field path's part as they are).
-func holding(units firestore.Query, term string) firestore.Query {
-	return units.Where("has."+term, "==", true)
-}
-
 // getEach runs queries at once, and returns what each found.
 func getEach(ctx context.Context, queries []firestore.Query) ([][]*firestore.DocumentSnapshot, error) {
 	return allAtOnce(len(queries), func(i int) ([]*firestore.DocumentSnapshot, error) {
@@ -220,6 +214,12 @@ func (db *DB) termCounts(ctx context.Context, units firestore.Query, terms []str
 		df[term] = counts[i]
 	}
 	return df, nil
+}
+
+// holding narrows units to those holding term (terms are letters and
+// digits: a field path's part as they are).
+func holding(units firestore.Query, term string) firestore.Query {
+	return units.Where("has."+term, "==", true)
 }
 
 // allAtOnce runs fn(0..n-1) at once and returns what each returned, or
