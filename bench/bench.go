@@ -312,6 +312,9 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 		if rep.Calibration, err = CalibrateFusion(ctx, cfg.Embedders[0], tok); err != nil {
 			return nil, fmt.Errorf("fusion calibration: %w", err)
 		}
+		if chosen := rep.Calibration[0].Fusion; chosen != recall.DefaultFusion {
+			return nil, fmt.Errorf("fusion calibration: the dev part chooses %+v, search uses %+v", chosen, recall.DefaultFusion)
+		}
 		if rep.SearchScale, err = MeasureSearchScale(ctx, cfg.SearchUsers, cfg.SearchUnits, 100, log); err != nil {
 			return nil, fmt.Errorf("search at scale: %w", err)
 		}

@@ -8,7 +8,6 @@ import (
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm"
-	"github.com/chatmemory/backend/recall"
 )
 
 // TestSearchQuality: on both parts of the search fixture, search with the
@@ -111,24 +110,5 @@ func TestConversationQuality(t *testing.T) {
 				}
 			}
 		}
-	}
-}
-
-// TestFusionCalibrated: the fusion search uses is the one the dev part of
-// the conversation fixture chooses from the grid.
-func TestFusionCalibrated(t *testing.T) {
-	tok, err := history.NewTikToken()
-	if err != nil {
-		t.Fatal(err)
-	}
-	trials, err := CalibrateFusion(context.Background(), StandIn(), tok)
-	if err != nil {
-		t.Fatal(err)
-	}
-	var table strings.Builder
-	WriteCalibration(&table, trials)
-	t.Log("\n" + table.String())
-	if trials[0].Fusion != recall.DefaultFusion {
-		t.Errorf("dev chooses %+v, search uses %+v", trials[0].Fusion, recall.DefaultFusion)
 	}
 }
