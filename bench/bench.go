@@ -300,27 +300,8 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 		rep.Quality = append(rep.Quality, q)
 	}
 	if len(cfg.Embedders) > 0 {
-		log("search quality: %s on the search fixture, beside plain BM25", cfg.Embedders[0].Model())
-		if rep.Search, err = MeasureSearch(ctx, cfg.Embedders[0], tok); err != nil {
-			return nil, fmt.Errorf("search quality: %w", err)
-		}
-		log("search quality: the conversation fixture, each leg, fused, recall and BM25")
-		if rep.Conversations, err = MeasureConversations(ctx, cfg.Embedders[0], tok); err != nil {
-			return nil, fmt.Errorf("conversation quality: %w", err)
-		}
-		log("search fusion: the grid on the conversation fixture's dev part")
-		if rep.Calibration, err = CalibrateFusion(ctx, cfg.Embedders[0], tok); err != nil {
-			return nil, fmt.Errorf("fusion calibration: %w", err)
-		}
-		if chosen := rep.Calibration[0].Fusion; chosen != recall.DefaultFusion {
-			return nil, fmt.Errorf("fusion calibration: the dev part chooses %+v, search uses %+v", chosen, recall.DefaultFusion)
-		}
-		if rep.SearchScale, err = MeasureSearchScale(ctx, cfg.SearchUsers, cfg.SearchUnits, 100, log); err != nil {
-			return nil, fmt.Errorf("search at scale: %w", err)
-		}
-		log("search cost: the dev part in the emulator")
-		if rep.SearchCost, err = MeasureSearchCost(ctx, cfg.Embedders[0], tok); err != nil {
-			return nil, fmt.Errorf("search cost: %w", err)
+		if err := runSearch(ctx, cfg, tok, rep, log); err != nil {
+			return nil, err
 		}
 	}
 	if cfg.DraftReply > 0 {
