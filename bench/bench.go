@@ -54,20 +54,23 @@ type Config struct {
 	// Embedders are measured on the recall fixture (the offline stand-in,
 	// and a real embedding model when one is configured).
 	Embedders []recall.Embedder `json:"-"`
+	// SearchUsers users' SearchUnits exchanges each, seeded through the
+	// API, for a search's latency on the emulator.
+	SearchUsers, SearchUnits int
 }
 
 // Full is `make bench`.
 func Full() Config {
 	return Config{Turns: 1000, Bands: [][2]int{{1, 10}, {91, 100}, {491, 500}, {991, 1000}}, Repeats: 4, RepeatTurns: 100,
 		Concurrency: []int{1, 10, 50}, TurnsPerSession: 20, Budget: 4000, TokenizerCorpus: 20000, HotspotTurns: 20, DraftReply: StreamedReply, PruningTurns: pruningTurns,
-		UpkeepExchanges: 500, UpkeepSessions: 40}
+		UpkeepExchanges: 500, UpkeepSessions: 40, SearchUsers: 10, SearchUnits: 3000}
 }
 
 // Tiny proves the harness works, in seconds.
 func Tiny() Config {
 	return Config{Turns: 12, Bands: [][2]int{{1, 4}, {9, 12}}, Repeats: 1, RepeatTurns: 4, Concurrency: []int{1, 3},
 		TurnsPerSession: 3, Budget: 600, TokenizerCorpus: 200, HotspotTurns: 4, DraftReply: time.Second, PruningTurns: 12,
-		UpkeepExchanges: 20, UpkeepSessions: 6}
+		UpkeepExchanges: 20, UpkeepSessions: 6, SearchUsers: 2, SearchUnits: 500}
 }
 
 // Sample is one turn.
@@ -144,6 +147,9 @@ type Report struct {
 	Quality         []*Quality       `json:"recallQuality"`
 	Search          []*SearchQuality `json:"searchQuality"`
 	SearchCost      *SearchCost      `json:"searchCost"`
+	Conversations   []*SearchQuality `json:"conversationQuality"`
+	Calibration     []FusionTrial    `json:"fusionCalibration"`
+	SearchScale     *SearchScale     `json:"searchScale"`
 	Pruning         *PruningRun      `json:"toolOutputPruning"`
 	Upkeep          *UpkeepRun       `json:"upkeep"`
 	Hotspot         Hotspot          `json:"hotspot"`
@@ -294,13 +300,8 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 		rep.Quality = append(rep.Quality, q)
 	}
 	if len(cfg.Embedders) > 0 {
-		log("search quality: %s on the search fixture, beside plain BM25", cfg.Embedders[0].Model())
-		if rep.Search, err = MeasureSearch(ctx, cfg.Embedders[0], tok); err != nil {
-			return nil, fmt.Errorf("search quality: %w", err)
-		}
-		log("search cost: the dev part in the emulator")
-		if rep.SearchCost, err = MeasureSearchCost(ctx, cfg.Embedders[0], tok); err != nil {
-			return nil, fmt.Errorf("search cost: %w", err)
+		if err := runSearch(ctx, cfg, tok, rep, log); err != nil {
+			return nil, err
 		}
 	}
 	if cfg.DraftReply > 0 {

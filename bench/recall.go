@@ -137,5 +137,8 @@ func (r *Report) writeRecall(w io.Writer) {
 	}
 	fmt.Fprintln(w)
 	WriteSearchQuality(w, r.Search)
+	WriteConversations(w, r.Conversations)
+	WriteCalibration(w, r.Calibration)
 	WriteSearchCost(w, r.SearchCost)
+	WriteSearchScale(w, r.SearchScale)
 }

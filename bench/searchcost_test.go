@@ -34,3 +34,21 @@ func TestSearchCost(t *testing.T) {
 		t.Errorf("search cost %+v", c)
 	}
 }
+
+// TestSearchScale: with users' units seeded through the API (a few here;
+// make bench seeds 10 users' 3,000), a search through GET /search answers
+// and reads what its legs found, far under the words leg's bound.
+func TestSearchScale(t *testing.T) {
+	emulatortest.Require(t, "FIRESTORE_EMULATOR_HOST")
+	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
+	s, err := MeasureSearchScale(context.Background(), 2, 500, 20, t.Logf)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var out strings.Builder
+	WriteSearchScale(&out, s)
+	t.Log(out.String())
+	if s.UnitsPerUser != 500 || s.ReadsMean == 0 || s.ReadsMean > 40*12+20+1+30 {
+		t.Errorf("search at scale %+v", s)
+	}
+}

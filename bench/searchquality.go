@@ -29,6 +29,8 @@ type SearchQuality struct {
 	At10      float64            `json:"recallAt10"`
 	MRR       float64            `json:"mrr"`
 	ByKind    map[string]float64 `json:"recallAt5ByKind"`
+	At1ByKind map[string]float64 `json:"recallAt1ByKind,omitempty"`
+	MRRByKind map[string]float64 `json:"mrrByKind,omitempty"`
 }
 
 // Fixture sizes: dozens of sessions of ten exchanges each.
@@ -151,10 +153,16 @@ func measurePart(ctx context.Context, e recall.Embedder, tok history.Counter, na
 // services, indexing each exchange with svc as a turn's after-work does,
 // and returns the question and reply ids of each exchange by session.
 func storeFixture(ctx context.Context, db fixtureStore, tok history.Counter, svc *recall.Service, fx []fixtureSession) ([][][2]string, error) {
+	return storeSessions(ctx, db, tok, svc, "alice", "fixture", fx)
+}
+
+// storeSessions stores fx as user's sessions (their ids prefix and a
+// number) in db, as storeFixture does.
+func storeSessions(ctx context.Context, db fixtureStore, tok history.Counter, svc *recall.Service, user, prefix string, fx []fixtureSession) ([][][2]string, error) {
 	ss, hs := sessions.NewService(db, "gpt-4o-mini"), history.NewService(db, tok)
 	ids := make([][][2]string, len(fx)) // session → exchange → question and reply ids
 	for i, f := range fx {
-		s, err := ss.Create(ctx, "alice", sessions.CreateInput{Title: f.title, ID: fmt.Sprintf("fixture%03d", i)})
+		s, err := ss.Create(ctx, user, sessions.CreateInput{Title: f.title, ID: fmt.Sprintf("%s%03d", prefix, i)})
 		if err != nil {
 			return nil, err
 		}
@@ -163,7 +171,7 @@ func storeFixture(ctx context.Context, db fixtureStore, tok history.Counter, svc
 			if err != nil {
 				return nil, err
 			}
-			if s, err = ss.Get(ctx, "alice", s.ID); err != nil {
+			if s, err = ss.Get(ctx, user, s.ID); err != nil {
 				return nil, err
 			}
 			if _, err := svc.Index(ctx, s, msgs); err != nil {

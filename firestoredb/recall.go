@@ -30,13 +30,16 @@ type exchangeDoc struct {
 	Tools        []excerptDoc       `firestore:"tools,omitempty"` // a tool round's results
 	Model        string             `firestore:"model"`
 	Embedding    firestore.Vector32 `firestore:"embedding"`
-	// The lexical leg's: the distinct terms (an array-contains query
-	// finds the unit by them), their counts and the unit's length in
-	// terms (counts are exempt from indexing).
-	Terms   []string       `firestore:"terms,omitempty"`
-	TF      map[string]int `firestore:"tf,omitempty"`
-	Len     int            `firestore:"len"`
-	Lexicon int            `firestore:"lexicon,omitempty"` // 0: 1 (see recall.Lexicon)
+	// The lexical leg's: the distinct terms, and the same as the keys of
+	// Has (an equality query, has.{term} == true, finds the unit by
+	// them: the emulator answers it from its index, where it scans every
+	// unit for an array-contains query), their counts and the unit's
+	// length in terms (counts are exempt from indexing).
+	Terms   []string        `firestore:"terms,omitempty"`
+	Has     map[string]bool `firestore:"has,omitempty"`
+	TF      map[string]int  `firestore:"tf,omitempty"`
+	Len     int             `firestore:"len"`
+	Lexicon int             `firestore:"lexicon,omitempty"` // 0: 1 (see recall.Lexicon)
 }
 
 // SaveExchange stores e in a transaction that reads its session, so that a
@@ -70,8 +73,17 @@ func (db *DB) SaveExchange(ctx context.Context, e recall.Exchange) error {
 		}
 		return tx.Set(db.recallOf(e.SessionID).Doc(e.ID()), exchangeDoc{UserID: e.UserID, SessionID: e.SessionID, SessionTitle: s.Title,
 			Question: toExcerptDoc(e.Question), Reply: toExcerptDoc(e.Reply), Tools: tools, Model: e.Model, Embedding: firestore.Vector32(e.Vector),
-			Terms: e.Bag.Terms, TF: e.Bag.TF, Len: e.Bag.Len, Lexicon: e.Bag.Lexicon})
+			Terms: e.Bag.Terms, Has: has(e.Bag.Terms), TF: e.Bag.TF, Len: e.Bag.Len, Lexicon: e.Bag.Lexicon})
 	})
+}
+
+// has is the set of terms, as a unit's has map.
+func has(terms []string) map[string]bool {
+	out := make(map[string]bool, len(terms))
+	for _, t := range terms {
+		out[t] = true
+	}
+	return out
 }
 
 type excerptDoc struct {
@@ -139,10 +151,11 @@ func (db *DB) SessionsOf(ctx context.Context, ids []string) (map[string]*session
 }
 
 // Lexical runs one query for each term, all at once: the user's units
-// whose terms hold it (an array-contains query on the collection group,
-// pre-filtered by userId and, for one session, sessionId; their indexes
-// are in firestore.indexes.json), at most q.PerTerm each (with q.Any, one
-// array-contains-any query of at most q.PerTerm).
+// that hold it (has.{term} == true on the collection group, with userId
+// and, for one session, sessionId: equalities Firestore serves by merging
+// single-field indexes, declared in firestore.indexes.json), at most
+// q.PerTerm each (with q.Any, one array-contains-any query of at most
+// q.PerTerm on terms).
 func (db *DB) Lexical(ctx context.Context, q recall.LexicalQuery) (recall.LexicalHits, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
@@ -174,7 +187,7 @@ func lexicalQueries(units firestore.Query, q recall.LexicalQuery) []firestore.Qu
 	}
 	out := make([]firestore.Query, len(q.Terms))
 	for i, term := range q.Terms {
-		out[i] = units.Where("terms", "array-contains", term).Limit(q.PerTerm)
+		out[i] = holding(units, term).Limit(q.PerTerm)
 	}
 	return out
 }
@@ -191,7 +204,7 @@ func getEach(ctx context.Context, queries []firestore.Query) ([][]*firestore.Doc
 // them: one aggregation a term, all at once.
 func (db *DB) termCounts(ctx context.Context, units firestore.Query, terms []string) (map[string]int, error) {
 	counts, err := allAtOnce(len(terms), func(i int) (int, error) {
-		return db.count(ctx, units.Where("terms", "array-contains", terms[i]))
+		return db.count(ctx, holding(units, terms[i]))
 	})
 	if err != nil {
 		return nil, err
@@ -201,6 +214,12 @@ func (db *DB) termCounts(ctx context.Context, units firestore.Query, terms []str
 		df[term] = counts[i]
 	}
 	return df, nil
+}
+
+// holding narrows units to those holding term (terms are letters and
+// digits: a field path's part as they are).
+func holding(units firestore.Query, term string) firestore.Query {
+	return units.Where("has."+term, "==", true)
 }
 
 // allAtOnce runs fn(0..n-1) at once and returns what each returned, or

@@ -36,8 +36,9 @@ const (
 // Lexicon names the way Terms makes terms, stored with each unit's bag:
 // a unit whose bag an earlier way made is indexed again (see Backfill), for
 // a query's terms would miss its words. 1: plurals folded; 2: the Snowball
-// (Porter2) English stemmer.
-const Lexicon = 2
+// (Porter2) English stemmer; 3: the same terms, which a store also keeps
+// so that it can find a unit by equality (firestoredb's has map).
+const Lexicon = 3
 
 // Bag is what the lexical leg keeps of a unit: its distinct terms (at
 // most MaxUnitTerms), how often each occurs, its length in terms, and the
@@ -122,35 +123,16 @@ func (c Corpus) BM25(terms []string, b Bag) float64 {
 		if tf == 0 {
 			continue
 		}
-		df := float64(c.DF[t])
-		n := math.Max(float64(c.N), df)
-		idf := math.Log(1 + (n-df+0.5)/(df+0.5))
-		score += idf * tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*float64(b.Len)/avg))
+		score += c.idf(t) * tf * (bm25K1 + 1) / (tf + bm25K1*(1-bm25B+bm25B*float64(b.Len)/avg))
 	}
 	return score
 }
 
-// rrfK is reciprocal rank fusion's constant: a unit ranked r-th (from 1)
-// by a leg adds 1/(rrfK+r). Fusion by rank needs no calibration between
-// BM25's scores and cosine similarities, which live on unrelated scales;
-// 60 is the value its authors found robust.
-const rrfK = 60
-
-// fuse ranks ids by reciprocal rank fusion of the legs' rankings (best
-// first in each).
-func fuse(legs ...[]string) []string {
-	score := map[string]float64{}
-	var order []string
-	for _, leg := range legs {
-		for r, id := range leg {
-			if _, ok := score[id]; !ok {
-				order = append(order, id)
-			}
-			score[id] += 1 / float64(rrfK+r+1)
-		}
-	}
-	sort.SliceStable(order, func(i, j int) bool { return score[order[i]] > score[order[j]] })
-	return order
+// idf is term t's inverse document frequency in c.
+func (c Corpus) idf(t string) float64 {
+	df := float64(c.DF[t])
+	n := math.Max(float64(c.N), df)
+	return math.Log(1 + (n-df+0.5)/(df+0.5))
 }
 
 // Phrase is a query as it is matched as written: a query in double quotes

@@ -23,9 +23,10 @@ type retrieval struct {
 // fused is a unit retrieval found, with its fused score and the legs that
 // found it.
 type fused struct {
-	hit            Hit
-	score          float64
-	words, meaning bool
+	hit                    Hit
+	score                  float64
+	words, meaning         bool
+	wordsRank, meaningRank int // from 0; the leg's length if it did not find it
 }
 
 func (f fused) matched() []string {
@@ -55,15 +56,13 @@ func (svc *Service) retrieve(ctx context.Context, r retrieval) (retrieved, error
 	if r.visibility {
 		wg.Go(func() { vis, vErr = svc.Store.Visibility(ctx, r.userID) })
 	}
+	if svc.Legs == MeaningOnly {
+		terms = nil
+	}
 	if len(terms) > 0 {
-		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: perTerm, Count: !r.cheap}
-		if r.cheap {
-			q.Terms, q.PerTerm, q.Any = terms[:min(len(terms), anyTerms)], anyLimit, true
-		}
+		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: perTerm, Count: true}
 		wg.Go(func() { lex, lexErr = svc.Store.Lexical(ctx, q) })
-		if !r.cheap {
-			wg.Go(func() { units, nErr = svc.Store.CountExchanges(ctx, r.userID) })
-		}
+		wg.Go(func() { units, nErr = svc.Store.CountExchanges(ctx, r.userID) })
 	}
 	near, err := svc.nearest(ctx, r)
 	wg.Wait()
@@ -73,7 +72,7 @@ func (svc *Service) retrieve(ctx context.Context, r retrieval) (retrieved, error
 	c := corpusOf(lex, units)
 	words := byWords(lex, terms, c)
 	meaning := byMeaning(near)
-	found := fuseHits(words[:min(len(words), r.k)], meaning[:min(len(meaning), r.k)])
+	found := svc.fusion().fuse(words[:min(len(words), r.k)], meaning[:min(len(meaning), r.k)], c.coverage(terms, words))
 	return retrieved{found: found, corpus: c, visibility: vis}, nil
 }
 
@@ -107,13 +106,6 @@ func (svc *Service) withTitles(ctx context.Context, found []fused) error {
 	return err
 }
 
-// A turn's recall looks for its message's anyTerms longest words in one
-// query of at most anyLimit units.
-const (
-	anyTerms = 10
-	anyLimit = 10
-)
-
 // corpusOf is what BM25 knows from a lexical query: the user's units
 // (without a count, ten times the units found: IDF then weighs terms by
 // how many of those found hold them), and for each term how many units
@@ -139,6 +131,9 @@ func corpusOf(lex LexicalHits, units int) Corpus {
 
 // nearest is the meaning leg: the units nearest the text's embedding.
 func (svc *Service) nearest(ctx context.Context, r retrieval) ([]Hit, error) {
+	if svc.Legs == WordsOnly {
+		return nil, nil
+	}
 	v := r.vector
 	if v == nil {
 		got, err := svc.Embedder.Embed(ctx, []string{clip(r.text, maxEmbedChars)})
@@ -182,44 +177,6 @@ func byMeaning(near []Hit) []Hit {
 		if 1-h.Distance >= MinSimilarity {
 			out = append(out, h)
 		}
-	}
-	return out
-}
-
-// fuseHits fuses the two legs' rankings.
-func fuseHits(words, meaning []Hit) []fused {
-	byID := map[string]*fused{}
-	rankOf := func(hits []Hit, leg func(*fused)) []string {
-		ids := make([]string, len(hits))
-		for i, h := range hits {
-			id := h.Exchange.ID()
-			ids[i] = id
-			f, ok := byID[id]
-			if !ok {
-				f = &fused{hit: h}
-				byID[id] = f
-			}
-			leg(f)
-		}
-		return ids
-	}
-	w := rankOf(words, func(f *fused) { f.words = true })
-	m := rankOf(meaning, func(f *fused) { f.meaning = true })
-	order := fuse(w, m)
-	out := make([]fused, len(order))
-	for i, id := range order {
-		f := byID[id]
-		for r, x := range w {
-			if x == id {
-				f.score += 1 / float64(rrfK+r+1)
-			}
-		}
-		for r, x := range m {
-			if x == id {
-				f.score += 1 / float64(rrfK+r+1)
-			}
-		}
-		out[i] = *f
 	}
 	return out
 }

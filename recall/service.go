@@ -13,7 +13,22 @@ import (
 type Service struct {
 	Embedder Embedder
 	Store    Store
+	// Legs are the legs a retrieval runs: both (the default), or one
+	// alone (to measure each).
+	Legs Legs
+	// Fusion fuses the legs (zero: DefaultFusion).
+	Fusion Fusion
 }
+
+// Legs says which legs of retrieval run.
+type Legs int
+
+// The legs.
+const (
+	BothLegs Legs = iota
+	WordsOnly
+	MeaningOnly
+)
 
 // maxEmbedChars bounds the text embedded per exchange (embedding models
 // take about 8,000 tokens; the start of a long message says what it is

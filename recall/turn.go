@@ -38,7 +38,9 @@ type Scope struct {
 // it did for the vector query alone.
 func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string, v []float32, scope Scope, k int) ([]Exchange, error) {
 	// Twice k: room for those the filters drop (each is a billed read).
-	r := retrieval{userID: s.UserID, sessionID: s.ID, text: text, vector: v, k: 2 * k, cheap: true}
+	// The same retrieval as a search's: the best units for the message
+	// by words (a query a term, beside the counts), not the first.
+	r := retrieval{userID: s.UserID, sessionID: s.ID, text: text, vector: v, k: 2 * k}
 	if scope.All {
 		r.sessionID, r.visibility = "", scope.Known == nil
 	}

@@ -1,0 +1,40 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/recall"
+)
+
+// runSearch measures search with the first embedder into rep: its quality
+// on both fixtures (each leg, fused, recall, BM25), the fusion's grid on
+// the conversation fixture's dev part (an error if it chooses another
+// fusion than search uses), and what a search costs on the emulator.
+func runSearch(ctx context.Context, cfg Config, tok history.Counter, rep *Report, log func(string, ...any)) error {
+	var err error
+	log("search quality: %s on the search fixture, beside plain BM25", cfg.Embedders[0].Model())
+	if rep.Search, err = MeasureSearch(ctx, cfg.Embedders[0], tok); err != nil {
+		return fmt.Errorf("search quality: %w", err)
+	}
+	log("search quality: the conversation fixture, each leg, fused, recall and BM25")
+	if rep.Conversations, err = MeasureConversations(ctx, cfg.Embedders[0], tok); err != nil {
+		return fmt.Errorf("conversation quality: %w", err)
+	}
+	log("search fusion: the grid on the conversation fixture's dev part")
+	if rep.Calibration, err = CalibrateFusion(ctx, cfg.Embedders[0], tok); err != nil {
+		return fmt.Errorf("fusion calibration: %w", err)
+	}
+	if chosen := rep.Calibration[0].Fusion; chosen != recall.DefaultFusion {
+		return fmt.Errorf("fusion calibration: the dev part chooses %+v, search uses %+v", chosen, recall.DefaultFusion)
+	}
+	if rep.SearchScale, err = MeasureSearchScale(ctx, cfg.SearchUsers, cfg.SearchUnits, 100, log); err != nil {
+		return fmt.Errorf("search at scale: %w", err)
+	}
+	log("search cost: the dev part in the emulator")
+	if rep.SearchCost, err = MeasureSearchCost(ctx, cfg.Embedders[0], tok); err != nil {
+		return fmt.Errorf("search cost: %w", err)
+	}
+	return nil
+}

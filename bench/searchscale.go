@@ -1,0 +1,140 @@
+package bench
+
+import (
+	"context"
+	"fmt"
+	"io"
+	"log/slog"
+	"net/http"
+	"net/url"
+	"time"
+
+	"cloud.google.com/go/firestore"
+
+	"github.com/chatmemory/backend/app"
+	"github.com/chatmemory/backend/firestoredb/firestoretest"
+	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/llm"
+)
+
+// SearchScale is what a search costs on the emulator with many users'
+// units, seeded through the API: its latency (the emulator's: what make
+// dev and the web app's search box wait for, not production's) and the
+// documents it reads (which transfer to production).
+type SearchScale struct {
+	Users        int     `json:"users"`
+	UnitsPerUser int     `json:"unitsPerUser"`
+	Searches     int     `json:"searches"`
+	SeedSeconds  float64 `json:"seedSeconds"`
+	P50Ms        float64 `json:"p50Ms"`
+	P95Ms        float64 `json:"p95Ms"`
+	ReadsMean    float64 `json:"readsMean"`
+}
+
+// MeasureSearchScale seeds users users with about units exchanges each
+// (the conversation fixture's dev templates, in sessions of 25 exchanges,
+// each appended in one POST) in a fresh emulator project through the
+// HTTP API with embeddings on, then runs searches of the fixture's
+// questions through GET /search, round the users.
+func MeasureSearchScale(ctx context.Context, users, units, searches int, log func(string, ...any)) (*SearchScale, error) {
+	counter := &firestoretest.Counter{}
+	client, err := firestoretest.Dial(ctx, fmt.Sprintf("demo-bench-searchscale-%d", time.Now().UnixNano()), counter)
+	if err != nil {
+		return nil, err
+	}
+	defer client.Close()
+	api, tokens, stop, err := searchAPI(ctx, client, users)
+	if err != nil {
+		return nil, err
+	}
+	defer stop()
+	per := max(1, units/(convSessions*convExchanges)) // conversations a user
+	convs, qs := buildConversations(devConv, users*per, devSeed)
+	out := &SearchScale{Users: users, UnitsPerUser: per * convSessions * convExchanges, Searches: searches}
+	log("search at scale: seeding %d users with %d exchanges each through the API", users, out.UnitsPerUser)
+	start := time.Now()
+	err = parallel(ctx, users, users, func(u int) error {
+		for c := u * per; c < (u+1)*per; c++ {
+			for _, s := range convs[c].sessions {
+				if err := api[u].seedExchanges(ctx, tokens[u], s); err != nil {
+					return err
+				}
+			}
+		}
+		return nil
+	})
+	if err != nil {
+		return nil, err
+	}
+	out.SeedSeconds = time.Since(start).Seconds()
+	var took []float64
+	for i := range searches {
+		q := qs[(i*7919)%len(qs)] // spread over the questions
+		u := (q.conv / per) % users
+		before, at := counter.Snapshot(), time.Now()
+		path := "/search?q=" + url.QueryEscape(q.query)
+		if err := api[u].call(ctx, tokens[u], "GET", path, nil, nil, http.StatusOK); err != nil {
+			return nil, err
+		}
+		took = append(took, ms(time.Since(at)))
+		out.ReadsMean += float64(counter.Snapshot().Sub(before).Reads)
+	}
+	out.ReadsMean /= float64(searches)
+	out.P50Ms, out.P95Ms = percentile(took, 50), percentile(took, 95)
+	return out, nil
+}
+
+// seedExchanges creates a session and appends s's exchanges in one POST.
+func (c *apiClient) seedExchanges(ctx context.Context, token string, s fixtureSession) error {
+	var created struct{ ID string }
+	if err := c.call(ctx, token, "POST", "/sessions", map[string]any{"title": s.title}, &created, http.StatusCreated); err != nil {
+		return err
+	}
+	var msgs []map[string]any
+	for _, x := range s.exchanges {
+		msgs = append(msgs, map[string]any{"role": "user", "content": x[0]}, map[string]any{"role": "assistant", "content": x[1]})
+	}
+	return c.call(ctx, token, "POST", "/sessions/"+created.ID+"/messages", map[string]any{"messages": msgs}, nil, http.StatusCreated)
+}
+
+// searchAPI serves the backend on client with embeddings on (the offline
+// stand-in) and signs up users: a client and a token for each.
+func searchAPI(ctx context.Context, client *firestore.Client, users int) ([]*apiClient, []string, func(), error) {
+	tok, err := history.NewTikToken()
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fb, err := newFirebaseApp(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	authClient, err := fb.Auth(ctx)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	fcfg := app.Config{ProjectID: authProject(), ChatModel: "gpt-4o-mini", MaxSessionMessages: 1 << 20, ContextStrategy: "summary_buffer",
+		WindowExchanges: 10, ModelTimeout: time.Minute, MaxBodyBytes: app.DefaultMaxBodyBytes, SearchesPerMinute: 1 << 20,
+		Embeddings: true, EmbeddingModel: llm.DefaultEmbeddingModel, EmbeddingDimensions: llm.DefaultEmbeddingDimensions}
+	backend := app.New(fcfg, app.Deps{Store: app.Firestore(client), Auth: &functions.FirebaseVerifier{Client: authClient},
+		Model: llm.Offline{}, Embedder: fcfg.Embedder(), Tokens: tok, Log: slog.New(slog.DiscardHandler)})
+	api, stop, err := serve(backend.Handler(), users)
+	if err != nil {
+		return nil, nil, nil, err
+	}
+	tokens, err := signUpUsers(ctx, users)
+	if err != nil {
+		stop()
+		return nil, nil, nil, err
+	}
+	return api, tokens, stop, nil
+}
+
+// WriteSearchScale prints it.
+func WriteSearchScale(w io.Writer, s *SearchScale) {
+	if s == nil {
+		return
+	}
+	fmt.Fprintf(w, "A search on the emulator with %d users' %d exchanges each (seeded through the API in %.0f s): %.0f ms at the median, %.0f ms at p95, %.1f documents read on average (%d searches through GET /search; the emulator's times, not production's).\n\n",
+		s.Users, s.UnitsPerUser, s.SeedSeconds, s.P50Ms, s.P95Ms, s.ReadsMean, s.Searches)
+}
