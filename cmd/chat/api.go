@@ -37,6 +37,25 @@ type client struct {
 	auth tokens
 }
 
+// getJSON reads path into out.
+func (c *client) getJSON(ctx context.Context, path string, out any) error {
+	return c.callJSON(ctx, http.MethodGet, path, nil, out)
+}
+
+// callJSON sends method path with body and reads the answer into out (nil:
+// the answer is dropped).
+func (c *client) callJSON(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.call(ctx, method, path, body)
+	if err != nil {
+		return err
+	}
+	defer resp.Body.Close()
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return nil
+	}
+	return json.NewDecoder(resp.Body).Decode(out)
+}
+
 // call sends method path with body (JSON; nil for none) and returns the
 // response when its status is 2xx, else the API's error. A 401 is retried
 // once with a renewed token.
@@ -80,25 +99,6 @@ func (c *client) send(ctx context.Context, method, path string, data []byte) (*h
 		req.Header.Set("Content-Type", "application/json")
 	}
 	return http.DefaultClient.Do(req)
-}
-
-// getJSON reads path into out.
-func (c *client) getJSON(ctx context.Context, path string, out any) error {
-	return c.callJSON(ctx, http.MethodGet, path, nil, out)
-}
-
-// callJSON sends method path with body and reads the answer into out (nil:
-// the answer is dropped).
-func (c *client) callJSON(ctx context.Context, method, path string, body, out any) error {
-	resp, err := c.call(ctx, method, path, body)
-	if err != nil {
-		return err
-	}
-	defer resp.Body.Close()
-	if out == nil || resp.StatusCode == http.StatusNoContent {
-		return nil
-	}
-	return json.NewDecoder(resp.Body).Decode(out)
 }
 
 // errorOf reads an error response's body as the API's error.

@@ -37,7 +37,9 @@ type event struct {
 		Text      string     `json:"text"`
 		ToolCalls []toolCall `json:"toolCalls"`
 		Reply     struct {
-			Model string `json:"model"`
+			Metadata struct {
+				Model string `json:"model"`
+			} `json:"metadata"`
 		} `json:"reply"`
 		Error struct{ Code, Message string }
 	}
@@ -82,7 +84,7 @@ func (t *terminal) turn(body map[string]any) (turnResult, error) {
 				t.showCalls(ev.data.ToolCalls)
 			case "done":
 				t.noteSession(ev.data.SessionID)
-				t.noteModel(ev.data.Reply.Model)
+				t.noteModel(ev.data.Reply.Metadata.Model)
 			case "error":
 				return res, &apiError{status: http.StatusBadGateway, code: ev.data.Error.Code, message: ev.data.Error.Message}
 			}

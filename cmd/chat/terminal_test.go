@@ -69,7 +69,7 @@ func (f *fakeAPI) chat(w http.ResponseWriter, r *http.Request) {
 	send("session", `{"sessionId":"s1","replyId":"r1"}`)
 	if results, ok := body["toolResults"].([]any); ok {
 		send("delta", fmt.Sprintf(`{"text":"the tool said %s"}`, results[0].(map[string]any)["content"]))
-		send("done", `{"sessionId":"s1","status":"completed","reply":{"model":"offline-stand-in"}}`)
+		send("done", `{"sessionId":"s1","status":"completed","reply":{"metadata":{"model":"offline-stand-in"}}}`)
 		return
 	}
 	if tools, ok := body["tools"].([]any); ok {
@@ -91,7 +91,7 @@ func (f *fakeAPI) chat(w http.ResponseWriter, r *http.Request) {
 		}
 	}
 	send("delta", `{"text":"hello"}`)
-	send("done", `{"sessionId":"s1","status":"completed","reply":{"model":"offline-stand-in"}}`)
+	send("done", `{"sessionId":"s1","status":"completed","reply":{"metadata":{"model":"offline-stand-in"}}}`)
 }
 
 func (f *fakeAPI) saw(request string) bool {
