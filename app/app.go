@@ -237,8 +237,8 @@ func Firestore(client *firestore.Client, opts ...firestoredb.Option) functions.S
 	return cache.New(firestoredb.New(client, opts...), cache.DefaultBytes)
 }
 
-// chooseModel is the model service cfg names, or the offline stand-in,
-// announced loudly, when it names none; sessions then name the stand-in
+// chooseModel is the model service cfg names, or the offline stand-in
+// (streaming at OFFLINE_PACE_MS), announced loudly, when it names none; sessions then name the stand-in
 // (with the configured default's context window).
 func chooseModel(cfg *Config, log *slog.Logger) chat.Model {
 	if !cfg.OfflineModel() {
@@ -247,7 +247,7 @@ func chooseModel(cfg *Config, log *slog.Logger) chat.Model {
 	cfg.ChatModels = []ChatModel{{Name: llm.OfflineModel, ContextWindow: cfg.windowOf(cfg.ChatModel)}}
 	cfg.ChatModel = llm.OfflineModel
 	log.Warn("OFFLINE MODEL: OPENAI_API_KEY and OPENAI_BASE_URL are not set, so replies come from a deterministic offline stand-in (stored with model \"" + llm.OfflineModel + "\"), not a real model")
-	return llm.Offline{}
+	return llm.Offline{Pace: cfg.OfflinePace}
 }
 
 // openEmbedder is the embedding model cfg names (see Config.Embedder),

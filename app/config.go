@@ -51,6 +51,7 @@ type Config struct {
 	AuthTimeout         time.Duration // AUTH_TIMEOUT_SECONDS: each ID-token check
 	RevocationTTL       time.Duration // REVOCATION_CHECK_SECONDS: how long an account's revocation state is trusted
 	DraftInterval       time.Duration // DRAFT_INTERVAL_MS: how often a streaming reply's partial text is saved
+	OfflinePace         time.Duration // OFFLINE_PACE_MS: the offline stand-in's pause between streamed chunks
 	ReadTimeout         time.Duration // READ_TIMEOUT_SECONDS: reading a request's body
 	RetentionDays       [3]int        // RETENTION_ACTIVE_DAYS, RETENTION_ARCHIVED_DAYS, RETENTION_DELETED_DAYS
 	MessageDays         int           // RETENTION_MESSAGE_DAYS: messages older than this are deleted; 0 (default) keeps them
@@ -149,6 +150,7 @@ func readConfig(env *vars) Config {
 		AuthTimeout:        env.seconds("AUTH_TIMEOUT_SECONDS", DefaultAuthTimeout, 1, 60),
 		RevocationTTL:      env.seconds("REVOCATION_CHECK_SECONDS", DefaultRevocationTTL, 0, day),
 		DraftInterval:      time.Duration(env.num("DRAFT_INTERVAL_MS", int(chat.DefaultDraftInterval/time.Millisecond), 100, 60_000)) * time.Millisecond,
+		OfflinePace:        time.Duration(env.num("OFFLINE_PACE_MS", int(llm.DefaultOfflinePace/time.Millisecond), 0, 1000)) * time.Millisecond,
 		ReadTimeout:        env.seconds("READ_TIMEOUT_SECONDS", DefaultReadTimeout, 1, 600),
 		LogLevel:           env.str("LOG_LEVEL", "info"),
 		RetentionDays: [3]int{env.num("RETENTION_ACTIVE_DAYS", 30, 1, sessions.MaxRetentionDays),

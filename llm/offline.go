@@ -7,6 +7,7 @@ import (
 	"hash/fnv"
 	"strconv"
 	"strings"
+	"time"
 	"unicode"
 
 	"github.com/chatmemory/backend/chat"
@@ -17,20 +18,30 @@ import (
 // OfflineModel is the name stored on replies of the offline stand-in.
 const OfflineModel = "offline-stand-in"
 
-// offlineBanner opens every chat reply of the stand-in.
-const offlineBanner = "[offline stand-in model: set OPENAI_API_KEY or OPENAI_BASE_URL for real replies] "
+// DefaultOfflinePace is the stand-in's pause between streamed chunks.
+const DefaultOfflinePace = 40 * time.Millisecond
+
+// offlineChunkWords is how many words the stand-in streams at a time.
+const offlineChunkWords = 3
 
 // Offline is a deterministic stand-in for a model, for local runs without
-// OPENAI_API_KEY. Its chat replies say loudly what they are; the work it
-// does besides them looks like a product's: a title from the first words
-// of the conversation, a summary that is a recognisable digest of what
-// was said, and extractions that learn nothing.
-type Offline struct{}
+// OPENAI_API_KEY. Its replies are stored with model OfflineModel, which
+// is how clients tell (and say, once per session) what answered; their
+// text reads like a reply, so snippets and resumed streams read naturally.
+// The work it does besides them looks like a product's: a title from the
+// first words of the conversation, a summary that is a recognisable digest
+// of what was said, and extractions that learn nothing.
+type Offline struct {
+	// Pace is the pause before each streamed chunk of a few words, so a
+	// reply streams like a model's and can be stopped or resumed midway
+	// (0: all at once).
+	Pace time.Duration
+}
 
-// Generate answers a task by its instruction, and a chat with a fixed,
-// labelled text about the last user message, streamed word by word when
-// asked.
-func (Offline) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
+// Generate answers a task by its instruction, and a chat with a fixed
+// text about the last user message, streamed a few words at a time at
+// Pace when asked.
+func (o Offline) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
 	if len(req.Messages) == 1 {
 		in := req.Messages[0].Content
 		switch req.System {
@@ -56,19 +67,36 @@ func (Offline) Generate(ctx context.Context, req chat.Request, onDelta func(stri
 			break
 		}
 	}
-	text := offlineBanner + "Messages of this conversation in view: " + strconv.Itoa(len(req.Messages)) + ". You said: " + clipWords(last, 200)
+	text := "You said: " + clipWords(last, 200)
 	if results := offlineToolResults(req.Messages); results != "" {
 		text += " Your tools answered: " + results
 	}
+	text += " (" + strconv.Itoa(len(req.Messages)) + " messages of this conversation in view.)"
 	if onDelta != nil {
-		for _, w := range strings.SplitAfter(text, " ") {
-			if err := ctx.Err(); err != nil {
-				return nil, err
-			}
-			onDelta(w)
+		if err := o.stream(ctx, text, onDelta); err != nil {
+			return nil, err
 		}
 	}
 	return offlineReply(text), nil
+}
+
+// stream hands text to onDelta a few words at a time, pausing Pace before
+// each chunk; it returns ctx's error when ctx ends first.
+func (o Offline) stream(ctx context.Context, text string, onDelta func(string)) error {
+	words := strings.SplitAfter(text, " ")
+	for i := 0; i < len(words); i += offlineChunkWords {
+		if o.Pace > 0 {
+			select {
+			case <-ctx.Done():
+			case <-time.After(o.Pace):
+			}
+		}
+		if err := ctx.Err(); err != nil {
+			return err
+		}
+		onDelta(strings.Join(words[i:min(i+offlineChunkWords, len(words))], ""))
+	}
+	return nil
 }
 
 func offlineReply(text string) *chat.Reply {

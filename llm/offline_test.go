@@ -4,13 +4,15 @@ import (
 	"context"
 	"strings"
 	"testing"
+	"time"
 
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/prompts"
 )
 
-// TestOffline: the stand-in's chat replies carry its banner; its titles
+// TestOffline: the stand-in's chat replies read like replies (no banner:
+// the model name says what answered); its titles
 // are the first words of the conversation, its summaries a digest that
 // grows with the conversation and stays bounded, its extractions learn
 // nothing, and its resolutions decide nothing: all parse as the real
@@ -66,7 +68,41 @@ func TestOffline(t *testing.T) {
 	if bg := ask(prompts.Background, prompts.BackgroundRequest([][2]string{{"2026-03", "Worked on RAG."}})); bg != "[offline stand-in] 2026-03: Worked on RAG." {
 		t.Errorf("background: %q", bg)
 	}
-	if got := ask("You are helpful.", "hello"); !strings.HasPrefix(got, offlineBanner) || !strings.HasSuffix(got, "You said: hello") {
+	if got := ask("You are helpful.", "hello"); got != "You said: hello (1 messages of this conversation in view.)" {
 		t.Errorf("chat: %s", got)
+	}
+}
+
+// TestOfflineStreams: the stand-in streams a few words at a time at its
+// pace, the chunks adding up to the reply, and stops when its context
+// ends midway.
+func TestOfflineStreams(t *testing.T) {
+	req := chat.Request{Messages: []history.Message{{Role: history.RoleUser, Content: "one two three four five six seven eight nine ten eleven twelve"}}}
+	var chunks []string
+	start := time.Now()
+	r, err := Offline{Pace: 10 * time.Millisecond}.Generate(context.Background(), req, func(s string) { chunks = append(chunks, s) })
+	if err != nil {
+		t.Fatal(err)
+	}
+	if took, least := time.Since(start), time.Duration(len(chunks))*10*time.Millisecond; took < least {
+		t.Errorf("%d chunks in %v, want at least %v", len(chunks), took, least)
+	}
+	if len(chunks) < 5 || strings.Join(chunks, "") != r.Content {
+		t.Fatalf("chunks %q of %q", chunks, r.Content)
+	}
+	for _, c := range chunks {
+		if n := len(strings.Fields(c)); n < 1 || n > offlineChunkWords {
+			t.Errorf("chunk %q has %d words", c, n)
+		}
+	}
+	ctx, cancel := context.WithCancel(context.Background())
+	var got []string
+	_, err = Offline{Pace: 10 * time.Millisecond}.Generate(ctx, req, func(s string) {
+		if got = append(got, s); len(got) == 2 {
+			cancel()
+		}
+	})
+	if err != context.Canceled || len(got) != 2 {
+		t.Errorf("stopped after %d chunks: %v", len(got), err)
 	}
 }

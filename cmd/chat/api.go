@@ -2,6 +2,7 @@ package main
 
 import (
 	"bytes"
+	"context"
 	"encoding/json"
 	"fmt"
 	"io"
@@ -23,23 +24,81 @@ func (e *apiError) Error() string {
 	return fmt.Sprintf("%s (HTTP %d): %s", e.message, e.status, e.code)
 }
 
-// getJSON reads url as the signed-in user into out; an error status is the
-// API's error.
-func getJSON(url, token string, out any) error {
-	req, err := http.NewRequest(http.MethodGet, url, nil)
-	if err != nil {
-		return err
-	}
-	req.Header.Set("Authorization", "Bearer "+token)
-	resp, err := http.DefaultClient.Do(req)
+// tokens gives the ID token to call the API with, and a new one when the
+// API refuses it.
+type tokens interface {
+	token(ctx context.Context) (string, error)
+	renew(ctx context.Context) error
+}
+
+// client calls the API as the signed-in user.
+type client struct {
+	base string
+	auth tokens
+}
+
+// getJSON reads path into out.
+func (c *client) getJSON(ctx context.Context, path string, out any) error {
+	return c.callJSON(ctx, http.MethodGet, path, nil, out)
+}
+
+// callJSON sends method path with body and reads the answer into out (nil:
+// the answer is dropped).
+func (c *client) callJSON(ctx context.Context, method, path string, body, out any) error {
+	resp, err := c.call(ctx, method, path, body)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return errorOf(resp)
+	if out == nil || resp.StatusCode == http.StatusNoContent {
+		return nil
 	}
 	return json.NewDecoder(resp.Body).Decode(out)
+}
+
+// call sends method path with body (JSON; nil for none) and returns the
+// response when its status is 2xx, else the API's error. A 401 is retried
+// once with a renewed token.
+func (c *client) call(ctx context.Context, method, path string, body any) (*http.Response, error) {
+	var data []byte
+	if body != nil {
+		data, _ = json.Marshal(body)
+	}
+	for try := 0; ; try++ {
+		resp, err := c.send(ctx, method, path, data)
+		if err != nil {
+			return nil, err
+		}
+		if resp.StatusCode == http.StatusUnauthorized && try == 0 {
+			resp.Body.Close()
+			if err := c.auth.renew(ctx); err != nil {
+				return nil, err
+			}
+			continue
+		}
+		if resp.StatusCode/100 != 2 {
+			defer resp.Body.Close()
+			return nil, errorOf(resp)
+		}
+		return resp, nil
+	}
+}
+
+func (c *client) send(ctx context.Context, method, path string, data []byte) (*http.Response, error) {
+	tok, err := c.auth.token(ctx)
+	if err != nil {
+		return nil, err
+	}
+	req, err := http.NewRequestWithContext(ctx, method, c.base+path, bytes.NewReader(data))
+	if err != nil {
+		return nil, err
+	}
+	req.Header.Set("Authorization", "Bearer "+tok)
+	req.Header.Set("Accept", "application/json, text/event-stream")
+	if data != nil {
+		req.Header.Set("Content-Type", "application/json")
+	}
+	return http.DefaultClient.Do(req)
 }
 
 // errorOf reads an error response's body as the API's error.
@@ -54,49 +113,23 @@ func errorOf(resp *http.Response) error {
 	return &apiError{status: resp.StatusCode, message: strings.Join(strings.Fields(string(b)), " ")}
 }
 
-// signIn returns an ID token from the Auth emulator, signing up if needed.
-func signIn(host, email, password string) (string, error) {
-	body := map[string]any{"email": email, "password": password, "returnSecureToken": true}
-	var out struct {
-		IDToken string `json:"idToken"`
-		Error   struct {
-			Message string `json:"message"`
-		} `json:"error"`
+// postJSON posts body to u and reads its JSON answer, whatever the status
+// (the Auth API says what went wrong in it).
+func postJSON(ctx context.Context, u string, body, out any) error {
+	data, _ := json.Marshal(body)
+	req, err := http.NewRequestWithContext(ctx, http.MethodPost, u, bytes.NewReader(data))
+	if err != nil {
+		return err
 	}
-	for _, op := range []string{"signInWithPassword", "signUp"} {
-		url := "http://" + host + "/identitytoolkit.googleapis.com/v1/accounts:" + op + "?key=any"
-		if err := postJSON(url, "", body, &out); err != nil {
-			return "", fmt.Errorf("auth emulator at %s: %w", host, err)
-		}
-		if out.IDToken != "" {
-			return out.IDToken, nil
-		}
-		if !strings.HasPrefix(out.Error.Message, "EMAIL_NOT_FOUND") && !strings.HasPrefix(out.Error.Message, "INVALID_LOGIN_CREDENTIALS") {
-			break
-		}
-	}
-	return "", fmt.Errorf("sign-in failed: %s", out.Error.Message)
+	req.Header.Set("Content-Type", "application/json")
+	return doJSON(req, out)
 }
 
-func postJSON(url, token string, body, out any) error {
-	resp, err := post(url, token, body)
+func doJSON(req *http.Request, out any) error {
+	resp, err := http.DefaultClient.Do(req)
 	if err != nil {
 		return err
 	}
 	defer resp.Body.Close()
 	return json.NewDecoder(resp.Body).Decode(out)
-}
-
-func post(url, token string, body any) (*http.Response, error) {
-	data, _ := json.Marshal(body)
-	req, err := http.NewRequest(http.MethodPost, url, bytes.NewReader(data))
-	if err != nil {
-		return nil, err
-	}
-	req.Header.Set("Content-Type", "application/json")
-	if token != "" {
-		req.Header.Set("Authorization", "Bearer "+token)
-		req.Header.Set("Accept", "text/event-stream")
-	}
-	return http.DefaultClient.Do(req)
 }

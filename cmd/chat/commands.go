@@ -1,132 +1,142 @@
 package main
 
 import (
-	"errors"
 	"fmt"
+	"net/http"
+	"net/url"
+	"strings"
 )
 
-// listSessions prints the user's active sessions, most recent first.
-func (t *terminal) listSessions() error {
-	var page struct {
-		Sessions []struct {
-			ID           string `json:"id"`
-			Title        string `json:"title"`
-			MessageCount int    `json:"messageCount"`
-		} `json:"sessions"`
-	}
-	if err := getJSON(t.api+"/sessions?status=active&limit=20", t.token, &page); err != nil {
-		return err
-	}
-	if len(page.Sessions) == 0 {
-		fmt.Fprintln(t.out, "(no sessions yet)")
-	}
-	for _, s := range page.Sessions {
-		fmt.Fprintf(t.out, "  %s  %-40s %d messages\n", s.ID, s.Title, s.MessageCount)
-	}
-	return nil
+// command is one of the terminal's slash commands.
+type command struct {
+	name, arg, about string
+	needsArg         bool
+	run              func(t *terminal, arg string) (stopped bool, err error)
 }
 
-// showUsage prints the user's standing against the limits, and the
-// session's totals if there is one.
-func (t *terminal) showUsage() error {
-	type gauge struct {
-		Used     int    `json:"used"`
-		Limit    int    `json:"limit"`
-		ResetsAt string `json:"resetsAt"`
+// commands lists the commands in /help's order.
+var commands []command
+
+func init() {
+	quiet := func(f func(t *terminal, arg string) error) func(*terminal, string) (bool, error) {
+		return func(t *terminal, arg string) (bool, error) { return false, f(t, arg) }
 	}
-	var u struct {
-		Day                     string `json:"day"`
-		Tokens, Turns, Messages gauge
+	commands = []command{
+		{"/new", "", "the next message starts a new session", false, quiet(func(t *terminal, _ string) error {
+			t.session = ""
+			fmt.Fprintln(t.out, "(the next message starts a new session)")
+			return nil
+		})},
+		{"/sessions", "", "your active sessions", false, quiet((*terminal).listSessions)},
+		{"/resume", "ID", "continue session ID", true, quiet((*terminal).resume)},
+		{"/regenerate", "", "answer your last message again", false, (*terminal).regenerate},
+		{"/edit", "TEXT", "send your last message anew as TEXT", true, (*terminal).edit},
+		{"/search", "WORDS", "search your conversations by words and meaning", true, quiet((*terminal).search)},
+		{"/archive", "[ID]", "archive this session (or session ID)", false, quiet((*terminal).archive)},
+		{"/delete", "[ID]", "delete this session (or session ID); restorable until retention purges it", false, quiet((*terminal).remove)},
+		{"/memory", "[on|off|forget]", "what the model remembers about you across sessions; turn it on or off, or forget it all", false, quiet((*terminal).memory)},
+		{"/export", "FILE", "write everything your account holds to FILE (JSON)", true, quiet((*terminal).export)},
+		{"/tool", "NAME", "offer the model a tool NAME (again: stop offering it); when a reply calls it, you type its result", true,
+			quiet(func(t *terminal, arg string) error { t.toggleTool(arg); return nil })},
+		{"/usage", "", "your usage and the session's", false, quiet((*terminal).showUsage)},
+		{"/help", "", "this list", false, quiet(func(t *terminal, _ string) error { fmt.Fprint(t.out, helpText()); return nil })},
+		{"/quit", "", "leave (or Ctrl-C twice)", false, nil},
 	}
-	if err := getJSON(t.api+"/usage", t.token, &u); err != nil {
-		return err
-	}
-	of := func(g gauge) string {
-		if g.Limit == 0 {
-			return fmt.Sprintf("%d (no limit)", g.Used)
+}
+
+// commandNamed is the command called name.
+func commandNamed(name string) (command, bool) {
+	for _, c := range commands {
+		if c.name == name && c.run != nil {
+			return c, true
 		}
-		return fmt.Sprintf("%d of %d (resets %s)", g.Used, g.Limit, g.ResetsAt)
 	}
-	fmt.Fprintf(t.out, "  today (%s): tokens %s\n  this minute: turns %s, appended messages %s\n", u.Day, of(u.Tokens), of(u.Turns), of(u.Messages))
-	if t.session == "" {
-		return nil
-	}
-	var s struct {
-		Title string `json:"title"`
-		Usage struct {
-			PromptTokens, CompletionTokens, Turns int
-			LastModel                             string
-		} `json:"usage"`
-	}
-	if err := getJSON(t.api+"/sessions/"+t.session, t.token, &s); err != nil {
-		return err
-	}
-	fmt.Fprintf(t.out, "  this session (%s): replies %d, %d prompt + %d completion tokens, last model %s\n",
-		s.Title, s.Usage.Turns, s.Usage.PromptTokens, s.Usage.CompletionTokens, s.Usage.LastModel)
-	return nil
+	return command{}, false
 }
 
-// resume prints the last messages of session id and continues it.
-func (t *terminal) resume(id string) error {
+// helpText lists the commands and how to type several lines.
+func helpText() string {
+	var b strings.Builder
+	b.WriteString("Commands:\n")
+	for _, c := range commands {
+		fmt.Fprintf(&b, "  %-26s %s\n", strings.TrimSpace(c.name+" "+c.arg), c.about)
+	}
+	b.WriteString(`A message of several lines: paste it, or type """ on a line, the lines, and """ again.
+Ctrl-C while a reply streams stops it; at the prompt, twice, leaves.
+`)
+	return b.String()
+}
+
+// search prints the best matches for words across the user's sessions.
+func (t *terminal) search(words string) error {
 	var page struct {
-		Messages []struct {
-			Role    string `json:"role"`
-			Content string `json:"content"`
-		} `json:"messages"`
+		Results []struct {
+			SessionID, SessionTitle, Role, Snippet string
+		} `json:"results"`
 	}
-	if err := getJSON(t.api+"/sessions/"+id+"/messages?order=desc&limit=6", t.token, &page); err != nil {
+	if err := t.api.getJSON(t.ctx, "/search?q="+url.QueryEscape(words), &page); err != nil {
 		return err
 	}
-	t.session = id
-	fmt.Fprintf(t.out, "(session %s)\n", id)
-	for i := len(page.Messages) - 1; i >= 0; i-- {
-		m := page.Messages[i]
-		who := "you"
-		if m.Role != "user" {
-			who = m.Role
-		}
-		fmt.Fprintf(t.out, "%s> %s\n", who, m.Content)
+	if len(page.Results) == 0 {
+		fmt.Fprintln(t.out, "(nothing found)")
+	}
+	for _, r := range page.Results {
+		fmt.Fprintf(t.out, "  %s  %s\n    %s: %s\n", r.SessionID, r.SessionTitle, r.Role, oneLine(r.Snippet, 160))
 	}
 	return nil
 }
 
-// regenerate answers the user's last message again, streaming the new reply.
-func (t *terminal) regenerate() error {
-	id, err := t.lastOf("user")
+// archive archives session id (this one if "").
+func (t *terminal) archive(id string) error {
+	id, err := t.sessionOr(id)
 	if err != nil {
 		return err
 	}
-	return t.send(map[string]any{"regenerate": id})
+	if err := t.api.callJSON(t.ctx, http.MethodPost, "/sessions/"+url.PathEscape(id)+"/archive", nil, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(t.out, "(session %s archived: read-only until restored)\n", id)
+	return t.leave(id)
 }
 
-// edit sends the user's last message anew as text.
-func (t *terminal) edit(text string) error {
-	id, err := t.lastOf("user")
+// remove deletes session id (this one if ""), restorably.
+func (t *terminal) remove(id string) error {
+	id, err := t.sessionOr(id)
 	if err != nil {
 		return err
 	}
-	return t.send(map[string]any{"edit": id, "message": text})
+	if err := t.api.callJSON(t.ctx, http.MethodDelete, "/sessions/"+url.PathEscape(id), nil, nil); err != nil {
+		return err
+	}
+	fmt.Fprintf(t.out, "(session %s deleted: restorable until retention purges it)\n", id)
+	return t.leave(id)
 }
 
-// lastOf returns the id of the latest message with role on the session's
-// active branch.
-func (t *terminal) lastOf(role string) (string, error) {
+// sessionOr is id, or this session's when id is "".
+func (t *terminal) sessionOr(id string) (string, error) {
+	if id != "" {
+		return id, nil
+	}
 	if t.session == "" {
-		return "", errors.New("no session yet: send a message first")
+		return "", fmt.Errorf("no session yet: send a message first, or name one (/sessions lists them)")
 	}
-	var page struct {
-		Messages []struct {
-			ID   string `json:"id"`
-			Role string `json:"role"`
-		} `json:"messages"`
+	return t.session, nil
+}
+
+// leave starts a new session next when id is this one.
+func (t *terminal) leave(id string) error {
+	if id == t.session {
+		t.session = ""
+		fmt.Fprintln(t.out, "(the next message starts a new session)")
 	}
-	if err := getJSON(t.api+"/sessions/"+t.session+"/messages?order=desc&limit=20", t.token, &page); err != nil {
-		return "", err
+	return nil
+}
+
+// oneLine is s on one line, cut to n runes.
+func oneLine(s string, n int) string {
+	s = strings.Join(strings.Fields(s), " ")
+	if r := []rune(s); len(r) > n {
+		return string(r[:n]) + "…"
 	}
-	for _, m := range page.Messages {
-		if m.Role == role {
-			return m.ID, nil
-		}
-	}
-	return "", fmt.Errorf("no %s message in the latest ones", role)
+	return s
 }

@@ -1,15 +1,18 @@
 // Command chat is a terminal client for the backend: it signs in to the
-// Auth emulator (creating the account on first use) and chats, streaming
-// each reply. Tools declared with /tool are offered to the model; when a
-// reply asks for calls, the client asks you for each result and sends
-// them, which makes the tool loop easy to try by hand.
+// Auth emulator (creating the account on first use, refreshing its token
+// before it expires) and chats, streaming each reply; Ctrl-C stops a reply
+// on the server. A paste of several lines is one message. Tools declared
+// with /tool are offered to the model; when a reply asks for calls, the
+// client asks you for each result and sends them, which makes the tool
+// loop easy to try by hand.
 package main
 
 import (
-	"bufio"
+	"context"
 	"flag"
 	"fmt"
 	"os"
+	"os/signal"
 )
 
 func main() {
@@ -20,16 +23,43 @@ func main() {
 	session := flag.String("session", "", "continue this session instead of starting a new one")
 	flag.Parse()
 
-	token, err := signIn(*authHost, *email, *password)
+	ctx := context.Background()
+	acct, err := signIn(ctx, *authHost, *email, *password)
 	if err != nil {
 		fmt.Fprintln(os.Stderr, "chat:", err)
 		os.Exit(1)
 	}
+	in := input{lines: linesOf(os.Stdin), intr: interrupts()}
+	if isTerminal(os.Stdin) {
+		in.gap = pasteGap
+		fmt.Print(pasteOn)
+		defer fmt.Print(pasteOff)
+	}
 	fmt.Printf("Signed in as %s. Type a message, or /help for the commands.\n", *email)
-	in := bufio.NewScanner(os.Stdin)
-	in.Buffer(make([]byte, 64<<10), 64<<10)
-	t := &terminal{api: *api, token: token, in: in, out: os.Stdout, errs: os.Stderr, session: *session}
+	t := &terminal{api: &client{base: *api, auth: acct}, in: in, out: os.Stdout, errs: os.Stderr, session: *session, ctx: ctx}
 	t.run()
+}
+
+// interrupts turns each Ctrl-C (SIGINT) into a value on the channel.
+func interrupts() <-chan struct{} {
+	sig := make(chan os.Signal, 1)
+	signal.Notify(sig, os.Interrupt)
+	out := make(chan struct{}, 1)
+	go func() {
+		for range sig {
+			select {
+			case out <- struct{}{}:
+			default:
+			}
+		}
+	}()
+	return out
+}
+
+// isTerminal reports whether f is a terminal (not a pipe or a file).
+func isTerminal(f *os.File) bool {
+	st, err := f.Stat()
+	return err == nil && st.Mode()&os.ModeCharDevice != 0
 }
 
 func envOr(name, def string) string {

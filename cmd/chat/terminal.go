@@ -1,84 +1,77 @@
 package main
 
 import (
-	"bufio"
-	"encoding/json"
-	"errors"
+	"context"
 	"fmt"
 	"io"
-	"net/http"
 	"slices"
 	"strings"
 )
 
-// terminal is a signed-in chat on a terminal: lines in, replies out.
+// terminal is a signed-in chat on a terminal: messages in, replies out.
 type terminal struct {
-	api, token string
-	in         *bufio.Scanner
-	out, errs  io.Writer
-	session    string           // "" until the first message
-	tools      []map[string]any // offered to the model with each message
+	api       *client
+	in        input
+	out, errs io.Writer
+	session   string           // "" until the first message
+	tools     []map[string]any // offered to the model with each message
+	noted     map[string]bool  // sessions told that the offline stand-in answers
+	ctx       context.Context
 }
 
-const help = `Commands:
-  /new             the next message starts a new session
-  /sessions        your active sessions
-  /resume ID       continue session ID
-  /regenerate      answer your last message again
-  /edit TEXT       send your last message anew as TEXT
-  /tool NAME       offer the model a tool NAME (again: stop offering it); when a
-                   reply calls it, you type its result
-  /usage           your usage and the session's
-  /help            this list
-  /quit            leave`
-
-// run reads commands and messages until the input ends or /quit.
+// run reads commands and messages until the input ends, /quit, or Ctrl-C
+// twice in a row at the prompt.
 func (t *terminal) run() {
+	if t.ctx == nil {
+		t.ctx = context.Background()
+	}
+	interrupted := false
 	for {
 		fmt.Fprint(t.out, "\nyou> ")
-		if !t.in.Scan() {
+		text, ok, intr := t.in.message()
+		switch {
+		case !ok:
+			return
+		case intr && interrupted:
+			fmt.Fprintln(t.out)
+			return
+		case intr:
+			fmt.Fprint(t.out, "\n(Ctrl-C again, or /quit, to leave)")
+			interrupted = true
+			continue
+		case strings.TrimSpace(text) == "/quit":
 			return
 		}
-		line := strings.TrimSpace(t.in.Text())
-		if line == "/quit" {
-			return
-		}
-		if err := t.do(line); err != nil {
+		stopped, err := t.do(text)
+		if err != nil {
 			fmt.Fprintln(t.errs, "\nchat:", err)
 		}
+		interrupted = stopped
 	}
 }
 
-// do runs one line: a command, or a message.
-func (t *terminal) do(line string) error {
-	cmd, arg, _ := strings.Cut(line, " ")
-	arg = strings.TrimSpace(arg)
-	switch {
-	case line == "":
-		return nil
-	case cmd == "/help":
-		fmt.Fprintln(t.out, help)
-	case cmd == "/new":
-		t.session = ""
-		fmt.Fprintln(t.out, "(the next message starts a new session)")
-	case cmd == "/sessions":
-		return t.listSessions()
-	case cmd == "/usage":
-		return t.showUsage()
-	case cmd == "/regenerate":
-		return t.regenerate()
-	case cmd == "/edit" && arg != "":
-		return t.edit(arg)
-	case cmd == "/resume" && arg != "":
-		return t.resume(arg)
-	case cmd == "/tool" && arg != "":
-		t.toggleTool(arg)
-	case strings.HasPrefix(line, "/"):
-		fmt.Fprintln(t.out, "(unknown command; /help lists them)")
-	default:
-		return t.send(map[string]any{"message": line})
+// do runs one message, or the command it is; stopped is true when Ctrl-C
+// stopped a reply.
+func (t *terminal) do(text string) (stopped bool, err error) {
+	line := strings.TrimSpace(text)
+	if line == "" {
+		return false, nil
 	}
-	return nil
+	if !strings.HasPrefix(line, "/") || strings.Contains(line, "\n") {
+		return t.send(map[string]any{"message": text})
+	}
+	name, arg, _ := strings.Cut(line, " ")
+	c, ok := commandNamed(name)
+	if !ok {
+		fmt.Fprintln(t.out, "(unknown command; /help lists them)")
+		return false, nil
+	}
+	arg = strings.TrimSpace(arg)
+	if arg == "" && c.needsArg {
+		fmt.Fprintf(t.out, "usage: %s %s  (%s)\n", c.name, c.arg, c.about)
+		return false, nil
+	}
+	return c.run(t, arg)
 }
 
 // toggleTool offers the model a tool, or stops offering it.
@@ -96,8 +89,8 @@ func (t *terminal) toggleTool(name string) {
 
 // send runs a turn of the session with body, and then a turn with the
 // results of each call its reply asks for, typed by the user, until a
-// reply asks for none.
-func (t *terminal) send(body map[string]any) error {
+// reply asks for none or Ctrl-C stops one.
+func (t *terminal) send(body map[string]any) (bool, error) {
 	before := t.session
 	defer func() {
 		if t.session != before {
@@ -109,92 +102,28 @@ func (t *terminal) send(body map[string]any) error {
 		if len(t.tools) > 0 {
 			body["tools"] = t.tools
 		}
-		calls, err := t.turn(body)
-		if err != nil || len(calls) == 0 {
-			return err
+		r, err := t.turn(body)
+		if err != nil || r.stopped || len(r.calls) == 0 {
+			return r.stopped, err
 		}
-		results, err := t.askResults(calls)
+		results, err := t.askResults(r.calls)
 		if err != nil {
-			return err
+			return false, err
 		}
 		body = map[string]any{"toolResults": results}
 	}
-}
-
-type toolCall struct {
-	ID       string `json:"id"`
-	Function struct {
-		Name      string `json:"name"`
-		Arguments string `json:"arguments"`
-	} `json:"function"`
 }
 
 // askResults asks the user for the result of each call.
 func (t *terminal) askResults(calls []toolCall) ([]map[string]string, error) {
 	var out []map[string]string
 	for _, c := range calls {
-		fmt.Fprintf(t.out, "\n(the model calls %s(%s))\nresult> ", c.Function.Name, c.Function.Arguments)
-		if !t.in.Scan() {
-			return nil, errors.New("no result typed: the calls await their results (send a message to abandon them)")
+		fmt.Fprintf(t.out, "\nresult of %s> ", c.Function.Name)
+		line, ok := t.in.line()
+		if !ok {
+			return nil, fmt.Errorf("no result typed: the calls await their results (send a message to abandon them)")
 		}
-		out = append(out, map[string]string{"toolCallId": c.ID, "content": strings.TrimSpace(t.in.Text())})
+		out = append(out, map[string]string{"toolCallId": c.ID, "content": strings.TrimSpace(line)})
 	}
 	return out, nil
-}
-
-// turn runs one streamed turn (body is /chat's request) and prints the
-// reply; it returns the calls the reply asks for.
-func (t *terminal) turn(body map[string]any) ([]toolCall, error) {
-	body["stream"] = true
-	resp, err := post(t.api+"/chat", t.token, body)
-	if err != nil {
-		return nil, err
-	}
-	defer resp.Body.Close()
-	if resp.StatusCode != http.StatusOK {
-		return nil, errorOf(resp)
-	}
-	fmt.Fprint(t.out, "assistant> ")
-	r := bufio.NewReader(resp.Body)
-	event := ""
-	var calls []toolCall
-	for {
-		line, err := r.ReadString('\n')
-		if errors.Is(err, io.EOF) {
-			return calls, nil
-		}
-		if err != nil {
-			return nil, err
-		}
-		line = strings.TrimRight(line, "\n")
-		switch {
-		case strings.HasPrefix(line, "event: "):
-			event = strings.TrimPrefix(line, "event: ")
-		case strings.HasPrefix(line, "data: "):
-			var v struct {
-				SessionID string     `json:"sessionId"`
-				Text      string     `json:"text"`
-				ToolCalls []toolCall `json:"toolCalls"`
-				Error     struct{ Code, Message string }
-			}
-			json.Unmarshal([]byte(strings.TrimPrefix(line, "data: ")), &v)
-			switch event {
-			case "session", "done":
-				t.noteSession(v.SessionID)
-			case "delta":
-				fmt.Fprint(t.out, v.Text)
-			case "tool_calls":
-				calls = v.ToolCalls
-			case "error":
-				return nil, &apiError{status: http.StatusBadGateway, code: v.Error.Code, message: v.Error.Message}
-			}
-		}
-	}
-}
-
-// noteSession follows the session a turn ran in (a new one, the first time).
-func (t *terminal) noteSession(id string) {
-	if id != "" {
-		t.session = id
-	}
 }
