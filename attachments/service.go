@@ -23,7 +23,7 @@ const (
 	DefaultPerMinute = 20       // uploads per user per minute
 	maxNameBytes     = 255
 	MaxAltChars      = 1000
-	headSniff        = 4 << 10
+	headSniff        = 512
 )
 
 // Service takes uploads, answers downloads and deletes attachments.

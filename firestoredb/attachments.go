@@ -10,6 +10,7 @@ import (
 
 	"github.com/chatmemory/backend/attachments"
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
 )
 
 // Attachments' records and each user's stored bytes:
@@ -40,6 +41,7 @@ type quotaDoc struct {
 	Bytes   int64  `firestore:"bytes"`
 	Minute  int64  `firestore:"minute"`
 	Uploads int    `firestore:"uploads"`
+	Token   string `firestore:"token,omitempty"` // of the last update
 }
 
 func (db *DB) attachmentRef(id string) *firestore.DocumentRef {
@@ -50,44 +52,65 @@ func (db *DB) quotaRef(userID string) *firestore.DocumentRef {
 	return db.client.Collection(AttachmentQuotasCollection).Doc(UserDocID(userID))
 }
 
-// ReserveAttachment reads and writes the user's quota in a transaction,
-// so concurrent uploads of a user queue on it and the quota holds.
+// ReserveAttachment reads the user's quota and writes it back on
+// condition that it did not change meanwhile (optimistic: one read and
+// one commit, no locks, so 20 uploads of a user at once retry rather than
+// queue on a transaction). Each call marks the record with a token of its
+// own, so after a commit whose answer was lost it finds its own write
+// instead of reserving twice.
 func (db *DB) ReserveAttachment(ctx context.Context, userID string, r attachments.Reservation) error {
-	ref := db.quotaRef(userID)
-	return db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		q, err := readQuota(tx, ref)
-		if err != nil {
-			return err
-		}
+	return db.updateQuota(ctx, userID, func(q *quotaDoc) error {
 		if q.Minute != r.Minute() {
 			q.Minute, q.Uploads = r.Minute(), 0
 		}
 		if err := attachments.Admit(q.Bytes, q.Uploads, r); err != nil {
 			return err
 		}
-		q.UserID, q.Bytes, q.Uploads = userID, q.Bytes+r.Bytes, q.Uploads+1
-		return tx.Set(ref, q)
+		q.Bytes, q.Uploads = q.Bytes+r.Bytes, q.Uploads+1
+		return nil
 	})
-}
-
-func readQuota(tx *firestore.Transaction, ref *firestore.DocumentRef) (quotaDoc, error) {
-	var q quotaDoc
-	snap, err := tx.Get(ref)
-	if status.Code(err) == codes.NotFound {
-		return q, nil
-	}
-	if err != nil {
-		return q, err
-	}
-	return q, snap.DataTo(&q)
 }
 
 // ReleaseAttachment takes n bytes off the user's stored bytes.
 func (db *DB) ReleaseAttachment(ctx context.Context, userID string, n int64) error {
-	ref := db.quotaRef(userID)
-	return db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		return releaseIn(tx, ref, n)
+	return db.updateQuota(ctx, userID, func(q *quotaDoc) error {
+		q.Bytes = max(0, q.Bytes-n)
+		return nil
 	})
+}
+
+// updateQuota applies fn to the user's quota record optimistically.
+func (db *DB) updateQuota(ctx context.Context, userID string, fn func(*quotaDoc) error) error {
+	ref, token := db.quotaRef(userID), ids.New()
+	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
+		snaps, err := get([]*firestore.DocumentRef{ref})
+		if err != nil {
+			return nil, err
+		}
+		var q quotaDoc
+		if snaps[0].Exists() {
+			if err := snaps[0].DataTo(&q); err != nil {
+				return nil, err
+			}
+		}
+		if q.Token == token {
+			return nil, nil // this call's own commit landed
+		}
+		if err := fn(&q); err != nil {
+			return nil, err
+		}
+		q.UserID, q.Token = userID, token
+		w := db.newWrites()
+		if snaps[0].Exists() {
+			w.Update(ref, []firestore.Update{{Path: "userId", Value: q.UserID}, {Path: "bytes", Value: q.Bytes},
+				{Path: "minute", Value: q.Minute}, {Path: "uploads", Value: q.Uploads}, {Path: "token", Value: q.Token}},
+				firestore.LastUpdateTime(snaps[0].UpdateTime))
+		} else {
+			w.Create(ref, q)
+		}
+		return w, nil
+	})
+	return err
 }
 
 // releaseIn takes n bytes off the quota at ref within tx (no record: nothing).
@@ -103,7 +126,7 @@ func releaseIn(tx *firestore.Transaction, ref *firestore.DocumentRef, n int64) e
 	if err := snap.DataTo(&q); err != nil {
 		return err
 	}
-	return tx.Update(ref, []firestore.Update{{Path: "bytes", Value: max(0, q.Bytes-n)}})
+	return tx.Update(ref, []firestore.Update{{Path: "bytes", Value: max(0, q.Bytes-n)}, {Path: "token", Value: ids.New()}})
 }
 
 // StoredBytes is the user's stored bytes.

@@ -34,7 +34,7 @@ func Storage(tb testing.TB) (*storage.Client, string) {
 		tb.Fatalf("storage emulator: %v", err)
 	}
 	ctx := context.Background()
-	client, err := storage.NewClient(ctx)
+	client, err := storage.NewClient(ctx, storage.WithJSONReads())
 	if err != nil {
 		tb.Fatalf("storage client: %v", err)
 	}
