@@ -171,12 +171,8 @@ func readConfig(env *vars) Config {
 		AppCheck:            AppCheckMode(env.str("APP_CHECK", string(AppCheckOff))),
 		AppCheckAppIDs:      env.list("APP_CHECK_APP_IDS"),
 		TraceSampleRatio:    env.ratio("TRACE_SAMPLE_RATIO", 1),
-		MaxAttachmentBytes:  int64(env.num("MAX_ATTACHMENT_BYTES", attachments.DefaultMaxBytes, 1024, 1<<30)),
-		AttachmentQuota:     int64(env.num("ATTACHMENT_QUOTA_BYTES", attachments.DefaultQuota, 1024, 1<<40)),
-		UploadsPerMinute:    env.num("RATE_UPLOADS_PER_MINUTE", attachments.DefaultPerMinute, 0, many),
-		StorageEmulator:     env.str("STORAGE_EMULATOR_HOST", ""),
 	}
-	c.StorageBucket = env.str("STORAGE_BUCKET", c.ProjectID+".firebasestorage.app")
+	c.readFiles(env)
 	// Exporters: off, stdout, or Google Cloud's (the default there).
 	c.TraceExporter = env.exporter("TRACE_EXPORTER", TracesCloudTrace, c.OnGoogleCloud)
 	c.MetricsExporter = env.exporter("METRICS_EXPORTER", MetricsCloudMonitoring, c.OnGoogleCloud)
@@ -186,6 +182,15 @@ func readConfig(env *vars) Config {
 		c.ChatModels = models
 	}
 	return c
+}
+
+// readFiles reads the settings of attachments.
+func (c *Config) readFiles(env *vars) {
+	c.MaxAttachmentBytes = int64(env.num("MAX_ATTACHMENT_BYTES", attachments.DefaultMaxBytes, 1024, 1<<30))
+	c.AttachmentQuota = int64(env.num("ATTACHMENT_QUOTA_BYTES", attachments.DefaultQuota, 1024, 1<<40))
+	c.UploadsPerMinute = env.num("RATE_UPLOADS_PER_MINUTE", attachments.DefaultPerMinute, 0, 1_000_000_000)
+	c.StorageEmulator = env.str("STORAGE_EMULATOR_HOST", "")
+	c.StorageBucket = env.str("STORAGE_BUCKET", c.ProjectID+".firebasestorage.app")
 }
 
 // checkBackend checks that the storage backend is one there is, and can be

@@ -12,6 +12,7 @@ package attachments
 import (
 	"context"
 	"io"
+	"math"
 	"net/url"
 	"slices"
 	"strings"
@@ -128,4 +129,23 @@ func SortAttachments(all []Attachment) {
 		}
 		return strings.Compare(a.ID, b.ID)
 	})
+}
+
+// ImageTokens is what an image of w×h pixels costs in a prompt by
+// OpenAI's formula: "low" detail a flat 85; otherwise the image is scaled
+// to fit 2048×2048, then its shorter side to at most 768, and each 512-px
+// tile costs 170 more than the base 85.
+func ImageTokens(w, h int, detail string) int {
+	if detail == "low" || w <= 0 || h <= 0 {
+		return 85
+	}
+	fw, fh := float64(w), float64(h)
+	if s := 2048 / max(fw, fh); s < 1 {
+		fw, fh = fw*s, fh*s
+	}
+	if s := 768 / min(fw, fh); s < 1 {
+		fw, fh = fw*s, fh*s
+	}
+	tiles := int(math.Ceil(fw/512)) * int(math.Ceil(fh/512))
+	return 85 + 170*tiles
 }

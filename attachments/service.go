@@ -53,21 +53,6 @@ type Upload struct {
 	Then func(a *Attachment) error
 }
 
-// MaxFile is the largest file taken.
-func (s *Service) MaxFile() int64 {
-	if s.MaxBytes > 0 {
-		return s.MaxBytes
-	}
-	return DefaultMaxBytes
-}
-
-func (s *Service) quota() int64 {
-	if s.Quota > 0 {
-		return s.Quota
-	}
-	return DefaultQuota
-}
-
 // Upload stores one file of userID: it reads the type from the first
 // bytes, reserves room in the user's quota, streams the bytes to the blob
 // store while counting, hashing and checking them, and writes the record.
@@ -232,4 +217,19 @@ func CheckAlt(alt string) error {
 		return errs.Errorf(errs.EINVALID, "alt: it is longer than %d characters", MaxAltChars)
 	}
 	return nil
+}
+
+// MaxFile is the largest file taken.
+func (s *Service) MaxFile() int64 {
+	if s.MaxBytes > 0 {
+		return s.MaxBytes
+	}
+	return DefaultMaxBytes
+}
+
+func (s *Service) quota() int64 {
+	if s.Quota > 0 {
+		return s.Quota
+	}
+	return DefaultQuota
 }

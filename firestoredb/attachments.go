@@ -44,14 +44,6 @@ type quotaDoc struct {
 	Token   string `firestore:"token,omitempty"` // of the last update
 }
 
-func (db *DB) attachmentRef(id string) *firestore.DocumentRef {
-	return db.client.Collection(AttachmentsCollection).Doc(id)
-}
-
-func (db *DB) quotaRef(userID string) *firestore.DocumentRef {
-	return db.client.Collection(AttachmentQuotasCollection).Doc(UserDocID(userID))
-}
-
 // ReserveAttachment reads the user's quota and writes it back on
 // condition that it did not change meanwhile (optimistic: one read and
 // one commit, no locks, so 20 uploads of a user at once retry rather than
@@ -111,22 +103,6 @@ func (db *DB) updateQuota(ctx context.Context, userID string, fn func(*quotaDoc)
 		return w, nil
 	})
 	return err
-}
-
-// releaseIn takes n bytes off the quota at ref within tx (no record: nothing).
-func releaseIn(tx *firestore.Transaction, ref *firestore.DocumentRef, n int64) error {
-	snap, err := tx.Get(ref)
-	if status.Code(err) == codes.NotFound {
-		return nil
-	}
-	if err != nil {
-		return err
-	}
-	var q quotaDoc
-	if err := snap.DataTo(&q); err != nil {
-		return err
-	}
-	return tx.Update(ref, []firestore.Update{{Path: "bytes", Value: max(0, q.Bytes-n)}, {Path: "token", Value: ids.New()}})
 }
 
 // StoredBytes is the user's stored bytes.
@@ -243,4 +219,28 @@ func fromAttachmentSnap(snap *firestore.DocumentSnapshot) (*attachments.Attachme
 	}
 	return &attachments.Attachment{ID: snap.Ref.ID, UserID: d.UserID, SessionID: d.SessionID, Type: d.Type, Name: d.Name,
 		Alt: d.Alt, Size: d.Size, Width: d.Width, Height: d.Height, SHA256: d.SHA256, CreatedAt: d.CreatedAt, Referenced: d.Referenced}, nil
+}
+
+// releaseIn takes n bytes off the quota at ref within tx (no record: nothing).
+func releaseIn(tx *firestore.Transaction, ref *firestore.DocumentRef, n int64) error {
+	snap, err := tx.Get(ref)
+	if status.Code(err) == codes.NotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var q quotaDoc
+	if err := snap.DataTo(&q); err != nil {
+		return err
+	}
+	return tx.Update(ref, []firestore.Update{{Path: "bytes", Value: max(0, q.Bytes-n)}, {Path: "token", Value: ids.New()}})
+}
+
+func (db *DB) attachmentRef(id string) *firestore.DocumentRef {
+	return db.client.Collection(AttachmentsCollection).Doc(id)
+}
+
+func (db *DB) quotaRef(userID string) *firestore.DocumentRef {
+	return db.client.Collection(AttachmentQuotasCollection).Doc(UserDocID(userID))
 }

@@ -19,13 +19,6 @@ type quota struct {
 	uploads int
 }
 
-func (db *DB) files() *files {
-	if db.attach == nil {
-		db.attach = &files{byID: map[string]attachments.Attachment{}, quotas: map[string]*quota{}}
-	}
-	return db.attach
-}
-
 // ReserveAttachment counts an upload and its bytes, or refuses it.
 func (db *DB) ReserveAttachment(_ context.Context, userID string, r attachments.Reservation) error {
 	db.mu.Lock()
@@ -125,4 +118,11 @@ func (db *DB) DeleteAttachmentQuota(_ context.Context, userID string) error {
 	defer db.mu.Unlock()
 	delete(db.files().quotas, userID)
 	return nil
+}
+
+func (db *DB) files() *files {
+	if db.attach == nil {
+		db.attach = &files{byID: map[string]attachments.Attachment{}, quotas: map[string]*quota{}}
+	}
+	return db.attach
 }
