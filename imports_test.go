@@ -70,11 +70,11 @@ func TestNoTestCodeInProduction(t *testing.T) {
 
 // TestLayers: dependencies point one way. Each package may import only the
 // packages of ours listed for it, and the domain (kernel, prompts,
-// sessions, history, chat, longterm, retention, recall) nothing of HTTP,
+// sessions, history, chat, longterm, retention, recall, attachments) nothing of HTTP,
 // Firestore, Firebase or OpenAI.
 func TestLayers(t *testing.T) {
-	domain := []string{"kernel", "prompts", "sessions", "history", "chat", "longterm", "retention", "recall"}
-	stores := append([]string{"cache", "firestoredb", "inprocdb", "storage"}, domain...)
+	domain := []string{"kernel", "prompts", "sessions", "history", "chat", "longterm", "retention", "recall", "attachments"}
+	stores := append([]string{"cache", "firestoredb", "inprocdb", "storage", "gcsblob"}, domain...)
 	allowed := map[string][]string{ // package → the packages of ours it may import (by prefix)
 		"kernel":      {"kernel"},
 		"prompts":     {},
@@ -84,6 +84,8 @@ func TestLayers(t *testing.T) {
 		"retention":   {"kernel", "sessions", "history"},
 		"chat":        {"kernel", "sessions", "history", "longterm", "recall"},
 		"recall":      {"kernel", "sessions", "history"},
+		"attachments": {"kernel"},
+		"gcsblob":     {"kernel", "attachments"},
 		"llm":         {"kernel", "prompts", "chat", "history", "recall"},
 		"storage":     domain,
 		"cache":       append([]string{"storage"}, domain...), // a store in front of a store

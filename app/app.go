@@ -22,6 +22,7 @@ import (
 	"github.com/cloudevents/sdk-go/v2/event"
 	"go.opentelemetry.io/otel/metric"
 
+	"github.com/chatmemory/backend/attachments"
 	"github.com/chatmemory/backend/cache"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
@@ -52,7 +53,8 @@ type Deps struct {
 	Auth     functions.Verifier
 	AppCheck functions.AppChecker // required unless cfg.AppCheck is off
 	Model    chat.Model
-	Embedder recall.Embedder // nil: exchanges are not embedded and search answers 404
+	Embedder recall.Embedder   // nil: exchanges are not embedded and search answers 404
+	Blobs    attachments.Blobs // where attachments' bytes live; nil: no attachments
 	// Directory tells which accounts still exist in Auth; nil: the sweep
 	// does not look for accounts deleted there.
 	Directory retention.Directory
@@ -94,6 +96,11 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 		return nil, err
 	}
 	d.Store = store
+	blobs, blobClosers, err := openBlobs(ctx, cfg, log)
+	if err != nil {
+		return nil, err
+	}
+	d.Blobs, closers = blobs, append(closers, blobClosers...)
 	d.Model = chooseModel(&cfg, log)
 	d.Embedder = openEmbedder(cfg, log)
 	stops, err := openTelemetry(ctx, cfg)
@@ -170,7 +177,11 @@ func services(cfg Config, d Deps) *functions.App {
 	if rc != nil {
 		pv.Data["recall"] = rc
 	}
-	return &functions.App{Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Sweeper: sw, Privacy: pv}
+	fs := files(cfg, d)
+	if fs != nil {
+		pv.Data["attachments"] = fs
+	}
+	return &functions.App{Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Sweeper: sw, Privacy: pv, Attachments: fs}
 }
 
 // chatService is the turn's service with cfg's limits and prompt.

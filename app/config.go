@@ -11,6 +11,7 @@ import (
 
 	"github.com/chatmemory/backend/functions"
 
+	"github.com/chatmemory/backend/attachments"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/ids"
@@ -69,6 +70,11 @@ type Config struct {
 	MetricsExporter     string       // METRICS_EXPORTER: off, stdout or cloudmonitoring (the default on Google Cloud)
 	TraceSampleRatio    float64      // TRACE_SAMPLE_RATIO: share of new traces sampled, 0 to 1
 	LogLevel            string
+	MaxAttachmentBytes  int64  // MAX_ATTACHMENT_BYTES: one uploaded file at most (20 MB)
+	AttachmentQuota     int64  // ATTACHMENT_QUOTA_BYTES: a user's stored attachments at most (1 GiB)
+	UploadsPerMinute    int    // RATE_UPLOADS_PER_MINUTE: a user's uploads in a calendar minute (20; 0: no limit)
+	StorageBucket       string // STORAGE_BUCKET: the bucket attachments live in (the project's default Firebase bucket)
+	StorageEmulator     string // STORAGE_EMULATOR_HOST: a Cloud Storage emulator (make dev starts one)
 }
 
 // MinIDSecret is the fewest characters ID_SECRET may have.
@@ -168,6 +174,7 @@ func readConfig(env *vars) Config {
 		AppCheckAppIDs:      env.list("APP_CHECK_APP_IDS"),
 		TraceSampleRatio:    env.ratio("TRACE_SAMPLE_RATIO", 1),
 	}
+	c.readFiles(env)
 	// Exporters: off, stdout, or Google Cloud's (the default there).
 	c.TraceExporter = env.exporter("TRACE_EXPORTER", TracesCloudTrace, c.OnGoogleCloud)
 	c.MetricsExporter = env.exporter("METRICS_EXPORTER", MetricsCloudMonitoring, c.OnGoogleCloud)
@@ -177,6 +184,15 @@ func readConfig(env *vars) Config {
 		c.ChatModels = models
 	}
 	return c
+}
+
+// readFiles reads the settings of attachments.
+func (c *Config) readFiles(env *vars) {
+	c.MaxAttachmentBytes = int64(env.num("MAX_ATTACHMENT_BYTES", attachments.DefaultMaxBytes, 1024, 1<<30))
+	c.AttachmentQuota = int64(env.num("ATTACHMENT_QUOTA_BYTES", attachments.DefaultQuota, 1024, 1<<40))
+	c.UploadsPerMinute = env.num("RATE_UPLOADS_PER_MINUTE", attachments.DefaultPerMinute, 0, 1_000_000_000)
+	c.StorageEmulator = env.str("STORAGE_EMULATOR_HOST", "")
+	c.StorageBucket = env.str("STORAGE_BUCKET", c.ProjectID+".firebasestorage.app")
 }
 
 // checkBackend checks that the storage backend is one there is, and can be

@@ -151,6 +151,7 @@ type Report struct {
 	Calibration     []FusionTrial    `json:"fusionCalibration"`
 	SearchScale     *SearchScale     `json:"searchScale"`
 	Pruning         *PruningRun      `json:"toolOutputPruning"`
+	Uploads         *UploadRun       `json:"uploads,omitempty"`
 	Upkeep          *UpkeepRun       `json:"upkeep"`
 	Hotspot         Hotspot          `json:"hotspot"`
 	Tokenizer       struct {
@@ -309,6 +310,10 @@ func Run(ctx context.Context, cfg Config, modelURL string, log func(string, ...a
 		if rep.Drafts, err = runDrafts(ctx, modelURL, tok, cfg.DraftReply); err != nil {
 			return nil, err
 		}
+	}
+	log("attachments: one upload of each kind of file")
+	if rep.Uploads, err = runUploads(ctx, tok); err != nil {
+		return nil, fmt.Errorf("uploads: %w", err)
 	}
 	rep.Tokenizer.MessagesPerSecond = tokenizerRate(tok, cfg.TokenizerCorpus)
 	rep.Notes = []string{

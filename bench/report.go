@@ -36,6 +36,7 @@ func (r *Report) WriteTable(w io.Writer) {
 	r.writeMemoryPath(w)
 	r.writeRecall(w)
 	r.writePruning(w)
+	r.writeUploads(w)
 	r.writeUpkeep(w)
 	fmt.Fprintln(w, "| sessions at once | turns | turns/s | p95 ms |")
 	fmt.Fprintln(w, "|---|---|---|---|")

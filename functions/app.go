@@ -11,6 +11,7 @@ import (
 	"log/slog"
 	"time"
 
+	"github.com/chatmemory/backend/attachments"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/longterm"
@@ -32,7 +33,8 @@ type App struct {
 	Recall         *recall.Service // nil: no embeddings, no search
 	Sweeper        *retention.Sweeper
 	Privacy        *retention.Privacy
-	Backstop       *retention.Backstop // nil: no Directory to ask
+	Attachments    *attachments.Service // nil: no file storage, the attachment routes answer 404
+	Backstop       *retention.Backstop  // nil: no Directory to ask
 	Auth           Verifier
 	AppCheck       *AppCheck // nil: App Check is off
 	Store          Store

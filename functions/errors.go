@@ -37,6 +37,8 @@ var answers = map[errs.Code]answer{
 	errs.ECHANGED:         {http.StatusPreconditionFailed, "FAILED_PRECONDITION", 400},
 	errs.ETOOLARGE:        {http.StatusRequestEntityTooLarge, "INVALID_ARGUMENT", 400},
 	errs.ERATELIMITED:     {http.StatusTooManyRequests, "RESOURCE_EXHAUSTED", 429},
+	errs.EUNSUPPORTED:     {http.StatusUnsupportedMediaType, "INVALID_ARGUMENT", 400},
+	errs.EQUOTA:           {http.StatusRequestEntityTooLarge, "RESOURCE_EXHAUSTED", 429},
 	errs.EINTERNAL:        {http.StatusInternalServerError, "INTERNAL", 500},
 	errs.EUPSTREAM:        {http.StatusBadGateway, "UNAVAILABLE", 503},
 	errs.EUNAVAILABLE:     {http.StatusServiceUnavailable, "UNAVAILABLE", 503},

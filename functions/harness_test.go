@@ -21,12 +21,14 @@ import (
 	"firebase.google.com/go/v4/auth"
 
 	"github.com/chatmemory/backend/app"
+	"github.com/chatmemory/backend/attachments"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/emulator"
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/functions"
+	"github.com/chatmemory/backend/gcsblob"
 	"github.com/chatmemory/backend/inprocdb"
 	"github.com/chatmemory/backend/kernel/clock/clocktest"
 	"github.com/chatmemory/backend/llm"
@@ -51,10 +53,11 @@ type harness struct {
 	auth      *auth.Client // the Auth emulator's; nil on the in-process store
 	local     *localAuth   // Auth in its place on the in-process store
 	logs      *syncBuffer
-	sent      atomic.Int64 // requests sent with do
-	done      atomic.Int64 // requests the server finished (its handler returned: after-turn work included)
-	lookups   atomic.Int64 // calls of the Auth directory (the backstop's)
-	start     func()       // starts the server on a new instance of the app
+	sent      atomic.Int64      // requests sent with do
+	done      atomic.Int64      // requests the server finished (its handler returned: after-turn work included)
+	lookups   atomic.Int64      // calls of the Auth directory (the backstop's)
+	blobs     attachments.Blobs // where the server keeps files: the Cloud Storage emulator beside Firestore
+	start     func()            // starts the server on a new instance of the app
 }
 
 // restart serves the API from a new instance of the app on the same
@@ -142,6 +145,11 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*app.Config)) 
 		})
 	}
 	verifier, directory := h.authFor(backend)
+	h.blobs = inprocdb.NewBlobs()
+	if backend == "firestore" {
+		client, bucket := emulatortest.Storage(t)
+		h.blobs = gcsblob.New(client, bucket)
+	}
 	model := llm.NewOpenAI("test-key", h.model.BaseURL(), nil)
 	var embedder recall.Embedder // tests that search turn embeddings on
 	if cfg.Embeddings {
@@ -158,6 +166,7 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*app.Config)) 
 			Auth:      verifier,
 			Model:     model,
 			Embedder:  embedder,
+			Blobs:     h.blobs,
 			Directory: countedDirectory{directory, &h.lookups},
 			Tokens:    tokens,
 			Log:       slog.New(slog.NewJSONHandler(h.logs, nil)),

@@ -62,7 +62,7 @@ func TestHostingRewrites(t *testing.T) {
 	backend := app.New(testConfig(), app.Deps{Store: inprocdb.New(), Model: llm.Offline{}, Tokens: storetest.Tokens(t)})
 	prefixes := backend.APIPrefixes()
 	slices.Sort(prefixes)
-	if want := []string{"/account", "/ai-sdk", "/callable", "/chat", "/healthz", "/memory", "/models", "/search", "/sessions", "/usage"}; !slices.Equal(prefixes, want) {
+	if want := []string{"/account", "/ai-sdk", "/attachments", "/callable", "/chat", "/healthz", "/memory", "/models", "/search", "/sessions", "/usage"}; !slices.Equal(prefixes, want) {
 		t.Errorf("API prefixes %v, want %v", prefixes, want)
 	}
 	for _, m := range routes {

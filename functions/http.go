@@ -215,6 +215,10 @@ func (a *App) routes() []route {
 		{"POST /sessions/{id}/branch", a.switchBranch},
 		{"GET /search", a.search},
 		{"GET /usage", a.usage},
+		{"POST /attachments", a.withFiles(a.uploadAttachment)},
+		{"GET /attachments", a.withFiles(a.listAttachments)},
+		{"GET /attachments/{id}", a.withFiles(a.getAttachment)},
+		{"DELETE /attachments/{id}", a.withFiles(a.deleteAttachment)},
 		{"GET /models", a.listModels},
 		{"POST /sessions/{id}/compactions", a.recordCompaction},
 		{"PUT /sessions/{id}/messages/{messageId}/feedback", a.setFeedback},
@@ -324,7 +328,7 @@ func (a *App) cors(next http.Handler) http.Handler {
 		}
 		if allowed {
 			w.Header().Set("Access-Control-Allow-Origin", origin)
-			w.Header().Set("Access-Control-Expose-Headers", "Retry-After, X-Request-Id")
+			w.Header().Set("Access-Control-Expose-Headers", "Retry-After, X-Request-Id, Location, Content-Disposition, ETag")
 		}
 		if r.Method == http.MethodOptions && r.Header.Get("Access-Control-Request-Method") != "" {
 			if !allowed { // no CORS headers: the browser refuses the request
@@ -346,11 +350,16 @@ func (a *App) cors(next http.Handler) http.Handler {
 // it has been read, so a streamed reply is never cut by it.
 func (a *App) limitBody(next http.Handler) http.Handler {
 	return http.HandlerFunc(func(w http.ResponseWriter, r *http.Request) {
-		if r.ContentLength > a.MaxBodyBytes {
-			a.writeError(w, r, tooLarge(a.MaxBodyBytes))
+		limit, tooBig := a.MaxBodyBytes, tooLarge(a.MaxBodyBytes)
+		if a.isUpload(r) {
+			limit = a.Attachments.MaxFile() + uploadOverhead
+			tooBig = errs.Errorf(errs.ETOOLARGE, "file: it is larger than the %d bytes taken", a.Attachments.MaxFile())
+		}
+		if r.ContentLength > limit {
+			a.writeError(w, r, tooBig)
 			return
 		}
-		body := http.MaxBytesReader(w, r.Body, a.MaxBodyBytes)
+		body := http.MaxBytesReader(w, r.Body, limit)
 		if a.ReadTimeout > 0 && r.Body != http.NoBody {
 			rc := http.NewResponseController(w)
 			if rc.SetReadDeadline(time.Now().Add(a.ReadTimeout)) == nil {

@@ -22,12 +22,39 @@ func (a *App) listModels(w http.ResponseWriter, r *http.Request) {
 
 // usage answers GET /usage: where the caller stands against the limits
 // now (today's tokens, this minute's turns and appended messages, and when
-// each resets), from one batched read.
+// each resets), from one batched read, and what their attachments take of
+// their storage quota.
 func (a *App) usage(w http.ResponseWriter, r *http.Request) {
 	st, err := chat.UsageData{Store: a.Store}.Standing(r.Context(), UserID(r.Context()), a.Chat.Limits, clock.Stored(a.Chat.Now))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, st)
+	files, err := a.fileUsage(r)
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	writeJSON(w, http.StatusOK, struct {
+		*chat.Standing
+		Attachments *fileUsage `json:"attachments,omitempty"`
+	}{st, files})
+}
+
+// fileUsage is what a user's attachments take of their quota.
+type fileUsage struct {
+	StoredBytes int64 `json:"storedBytes"`
+	QuotaBytes  int64 `json:"quotaBytes"`
+	MaxFile     int64 `json:"maxFileBytes"`
+}
+
+func (a *App) fileUsage(r *http.Request) (*fileUsage, error) {
+	if a.Attachments == nil {
+		return nil, nil
+	}
+	used, quota, err := a.Attachments.StoredBytes(r.Context(), UserID(r.Context()))
+	if err != nil {
+		return nil, err
+	}
+	return &fileUsage{StoredBytes: used, QuotaBytes: quota, MaxFile: a.Attachments.MaxFile()}, nil
 }

@@ -7,6 +7,7 @@ package storage
 import (
 	"context"
 
+	"github.com/chatmemory/backend/attachments"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/longterm"
@@ -29,6 +30,7 @@ type Store interface {
 	retention.PrivacyRepo
 	retention.AccountRepo
 	recall.BackfillStore
+	attachments.Repo
 	// Ping checks that the store answers (the health check).
 	Ping(ctx context.Context) error
 }

@@ -112,6 +112,8 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("RollUpRepo", func(t *testing.T) { testRollUpRepo(t, env(t)) })
 	t.Run("DeletedList", func(t *testing.T) { testDeletedList(t, env(t)) })
 	t.Run("UpdateSessions", func(t *testing.T) { testUpdateSessions(t, env(t)) })
+	t.Run("AttachmentRecords", func(t *testing.T) { testAttachmentRecords(t, env(t)) })
+	t.Run("AttachmentQuota", func(t *testing.T) { testAttachmentQuota(t, env(t)) })
 }
 
 // NewEnv wires services around db.

@@ -1,7 +1,8 @@
 // Command emulators starts the Firestore and Auth emulators (reusing any that
-// already answer), then either runs a command with the environment pointing
-// at them and stops what it started when the command ends, or, without a
-// command, runs until interrupted.
+// already answer) and a Cloud Storage emulator in this process
+// (fake-gcs-server, for attachments), then either runs a command with the
+// environment pointing at them and stops what it started when the command
+// ends, or, without a command, runs until interrupted.
 //
 //	emulators [-v] [-- command args...]
 package main
@@ -47,7 +48,13 @@ func run() int {
 			fmt.Fprintln(os.Stderr, "emulators:", err)
 		}
 	}()
-	for _, kv := range emus.Env() {
+	env, stopStorage, err := withStorage(ctx, emus.Env(), logw)
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "emulators:", err)
+		return 1
+	}
+	defer stopStorage()
+	for _, kv := range env {
 		fmt.Fprintln(os.Stderr, "emulators:", kv)
 	}
 
@@ -56,7 +63,23 @@ func run() int {
 		<-ctx.Done()
 		return 0
 	}
-	return runCommand(ctx, flag.Args(), emus.Env())
+	return runCommand(ctx, flag.Args(), env)
+}
+
+// withStorage adds a Cloud Storage emulator to env: the one that answers
+// on its default address already, or one started here on it (or, when
+// that address is taken, on any free port).
+func withStorage(ctx context.Context, env []string, logw io.Writer) ([]string, func(), error) {
+	if emulator.StorageAnswers(ctx, emulator.DefaultStorageAddr) {
+		return append(env, "STORAGE_EMULATOR_HOST="+emulator.DefaultStorageAddr), func() {}, nil
+	}
+	st, err := emulator.StartStorage(emulator.DefaultStorageAddr, logw)
+	if err != nil {
+		if st, err = emulator.StartStorage("127.0.0.1:0", logw); err != nil {
+			return nil, nil, err
+		}
+	}
+	return append(env, st.Env()...), st.Stop, nil
 }
 
 // runCommand runs args with env added to its environment and returns its

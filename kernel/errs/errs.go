@@ -20,6 +20,8 @@ const (
 	EPRECONDITION    Code = "failed_precondition"
 	ECHANGED         Code = "changed" // not as the caller read it (If-Match)
 	ETOOLARGE        Code = "too_large"
+	EUNSUPPORTED     Code = "unsupported_type" // a file of a type not taken, or not the type it claims
+	EQUOTA           Code = "quota_exceeded"   // stored bytes would pass the user's quota
 	ERATELIMITED     Code = "rate_limited"
 	EUPSTREAM        Code = "upstream"
 	EUNAVAILABLE     Code = "unavailable"

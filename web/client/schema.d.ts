@@ -417,6 +417,62 @@ export interface paths {
         patch?: never;
         trace?: never;
     };
+    "/attachments": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        /** The caller's attachments, oldest first */
+        get: operations["listAttachments"];
+        put?: never;
+        /**
+         * Upload a file to attach to messages
+         * @description `multipart/form-data` with one part named `file` (the bytes; its
+         *     filename is kept as `name`) and, optionally, `alt` (an image's
+         *     description), in either order. The file is streamed to storage; its
+         *     type is read from its bytes (PNG, JPEG, WebP, GIF, PDF, UTF-8 text:
+         *     plain, Markdown, CSV, JSON, source code), never from its name, and a
+         *     name or a Content-Type that claims another type is refused. At most
+         *     MAX_ATTACHMENT_BYTES; counted in the caller's ATTACHMENT_QUOTA_BYTES
+         *     (see /usage) and RATE_UPLOADS_PER_MINUTE. A refused file leaves
+         *     nothing stored. See docs/attachments.md.
+         */
+        post: operations["uploadAttachment"];
+        delete?: never;
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
+    "/attachments/{id}": {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        /**
+         * The file's bytes, to its owner only
+         * @description With the stored `Content-Type`, `X-Content-Type-Options: nosniff`,
+         *     `Content-Security-Policy: default-src 'none'; sandbox`, and
+         *     `Content-Disposition: inline` for images, `attachment` (a download)
+         *     for everything else. `ETag` is the SHA-256; `If-None-Match` answers
+         *     304. Another user's id, or an unknown one, is 404.
+         */
+        get: operations["getAttachment"];
+        put?: never;
+        post?: never;
+        /** Delete the file (its bytes leave the quota) */
+        delete: operations["deleteAttachment"];
+        options?: never;
+        head?: never;
+        patch?: never;
+        trace?: never;
+    };
     "/ai-sdk/chat": {
         parameters: {
             query?: never;
@@ -707,6 +763,27 @@ export interface paths {
 export type webhooks = Record<string, never>;
 export interface components {
     schemas: {
+        Attachment: {
+            id: string;
+            /**
+             * @description read from the bytes
+             * @enum {string}
+             */
+            type: "image/png" | "image/jpeg" | "image/webp" | "image/gif" | "application/pdf" | "text/plain" | "text/markdown" | "text/csv" | "application/json";
+            name: string;
+            alt?: string;
+            /** @description bytes */
+            size: number;
+            /** @description images only */
+            width?: number;
+            /** @description images only */
+            height?: number;
+            sha256: string;
+            /** Format: date-time */
+            createdAt: string;
+            /** @description a message names it */
+            referenced: boolean;
+        };
         HistoryTier: {
             text: string;
             /** Format: date-time */
@@ -775,7 +852,7 @@ export interface components {
         Error: {
             error?: {
                 /** @enum {string} */
-                code?: "invalid_argument" | "unauthenticated" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "failed_precondition" | "changed" | "too_large" | "rate_limited" | "upstream" | "unavailable" | "internal";
+                code?: "invalid_argument" | "unauthenticated" | "not_found" | "method_not_allowed" | "request_timeout" | "conflict" | "failed_precondition" | "changed" | "too_large" | "unsupported_type" | "quota_exceeded" | "rate_limited" | "upstream" | "unavailable" | "internal";
                 message?: string;
                 /** @description seconds after which the same request may succeed (as the Retry-After header); absent when retrying will not help */
                 retryAfter?: number;
@@ -1742,10 +1819,134 @@ export interface operations {
                         replyTokensByModel?: {
                             [key: string]: number;
                         };
+                        /** @description what the caller's attachments take of their storage quota (absent when the server stores no files) */
+                        attachments?: {
+                            /** @description stored files, and uploads in progress */
+                            storedBytes: number;
+                            /** @description ATTACHMENT_QUOTA_BYTES */
+                            quotaBytes: number;
+                            /** @description MAX_ATTACHMENT_BYTES */
+                            maxFileBytes: number;
+                        };
                     };
                 };
             };
             401: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    listAttachments: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Their records */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": {
+                        attachments: components["schemas"]["Attachment"][];
+                    };
+                };
+            };
+            401: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    uploadAttachment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path?: never;
+            cookie?: never;
+        };
+        requestBody: {
+            content: {
+                "multipart/form-data": {
+                    /** Format: binary */
+                    file: string;
+                    alt?: string;
+                };
+            };
+        };
+        responses: {
+            /** @description The stored file's record */
+            201: {
+                headers: {
+                    /** @description /attachments/{id} */
+                    Location?: string;
+                    [name: string]: unknown;
+                };
+                content: {
+                    "application/json": components["schemas"]["Attachment"];
+                };
+            };
+            400: components["responses"]["Error"];
+            401: components["responses"]["Error"];
+            413: components["responses"]["Error"];
+            415: components["responses"]["Error"];
+            429: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    getAttachment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description The bytes */
+            200: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content: {
+                    "*/*": string;
+                };
+            };
+            /** @description Not modified */
+            304: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
+            default: components["responses"]["Error"];
+        };
+    };
+    deleteAttachment: {
+        parameters: {
+            query?: never;
+            header?: never;
+            path: {
+                id: string;
+            };
+            cookie?: never;
+        };
+        requestBody?: never;
+        responses: {
+            /** @description Deleted */
+            204: {
+                headers: {
+                    [name: string]: unknown;
+                };
+                content?: never;
+            };
+            401: components["responses"]["Error"];
+            404: components["responses"]["Error"];
             default: components["responses"]["Error"];
         };
     };

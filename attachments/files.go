@@ -1,0 +1,102 @@
+package attachments
+
+import (
+	"context"
+	"errors"
+	"io"
+
+	"github.com/chatmemory/backend/kernel/errs"
+)
+
+// Get is the user's attachment id; ENOTFOUND for anyone else's.
+func (s *Service) Get(ctx context.Context, userID, id string) (*Attachment, error) {
+	return s.Repo.GetAttachment(ctx, userID, id)
+}
+
+// Open is the user's attachment id with its bytes; ENOTFOUND for anyone
+// else's. The caller closes the reader.
+func (s *Service) Open(ctx context.Context, userID, id string) (*Attachment, io.ReadCloser, error) {
+	a, err := s.Repo.GetAttachment(ctx, userID, id)
+	if err != nil {
+		return nil, nil, err
+	}
+	r, err := s.Blobs.Open(ctx, Key(userID, id))
+	if err != nil {
+		return nil, nil, err
+	}
+	return a, r, nil
+}
+
+// Delete removes the user's attachment: its object first, so that a
+// record is never left without its bytes being gone too.
+func (s *Service) Delete(ctx context.Context, userID, id string) error {
+	if _, err := s.Repo.GetAttachment(ctx, userID, id); err != nil {
+		return err
+	}
+	if err := s.Blobs.Delete(ctx, Key(userID, id)); err != nil {
+		return err
+	}
+	_, err := s.Repo.DeleteAttachment(ctx, userID, id)
+	return err
+}
+
+// StoredBytes is what the user's attachments take of their quota, and
+// the quota.
+func (s *Service) StoredBytes(ctx context.Context, userID string) (used, quota int64, err error) {
+	used, err = s.Repo.StoredBytes(ctx, userID)
+	return used, s.quota(), err
+}
+
+// ExportUser lists the user's attachments (their records; each one's
+// bytes are at GET /attachments/{id} with the user's token). nil if none.
+func (s *Service) ExportUser(ctx context.Context, userID string) (any, error) {
+	all, err := s.Repo.ListAttachments(ctx, userID)
+	if err != nil || len(all) == 0 {
+		return nil, err
+	}
+	return all, nil
+}
+
+// EraseUser deletes every attachment of the user, object and record,
+// then any object left under the user's prefix (one whose record was
+// never written), then the user's stored-bytes record. It returns how
+// many records it deleted.
+func (s *Service) EraseUser(ctx context.Context, userID string) (int, error) {
+	all, err := s.Repo.ListAttachments(ctx, userID)
+	if err != nil {
+		return 0, err
+	}
+	n := 0
+	for _, a := range all {
+		if err := s.Blobs.Delete(ctx, Key(userID, a.ID)); err != nil {
+			return n, err
+		}
+		ok, err := s.Repo.DeleteAttachment(ctx, userID, a.ID)
+		if err != nil {
+			return n, err
+		}
+		if ok {
+			n++
+		}
+	}
+	if err := s.deleteStrays(ctx, userID); err != nil {
+		return n, err
+	}
+	return n, s.Repo.DeleteAttachmentQuota(ctx, userID)
+}
+
+// deleteStrays deletes every object under the user's prefix.
+func (s *Service) deleteStrays(ctx context.Context, userID string) error {
+	keys, err := s.Blobs.List(ctx, Prefix(userID))
+	if err != nil {
+		return err
+	}
+	var failed []error
+	for _, k := range keys {
+		failed = append(failed, s.Blobs.Delete(ctx, k))
+	}
+	if err := errors.Join(failed...); err != nil {
+		return errs.Wrap(errs.EUNAVAILABLE, err, "attachments could not be deleted")
+	}
+	return nil
+}

@@ -1,0 +1,246 @@
+package firestoredb
+
+import (
+	"context"
+	"time"
+
+	"cloud.google.com/go/firestore"
+	"google.golang.org/grpc/codes"
+	"google.golang.org/grpc/status"
+
+	"github.com/chatmemory/backend/attachments"
+	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
+)
+
+// Attachments' records and each user's stored bytes:
+//
+//	chat_attachments/{id}         an attachment's record, with its owner's userId
+//	chat_attachment_quotas/{uid}  the user's stored bytes and this minute's uploads
+const (
+	AttachmentsCollection      = "chat_attachments"
+	AttachmentQuotasCollection = "chat_attachment_quotas"
+)
+
+type attachmentDoc struct {
+	UserID     string    `firestore:"userId"`
+	SessionID  string    `firestore:"sessionId,omitempty"`
+	Type       string    `firestore:"type"`
+	Name       string    `firestore:"name"`
+	Alt        string    `firestore:"alt,omitempty"`
+	Size       int64     `firestore:"size"`
+	Width      int       `firestore:"width,omitempty"`
+	Height     int       `firestore:"height,omitempty"`
+	SHA256     string    `firestore:"sha256"`
+	CreatedAt  time.Time `firestore:"createdAt"`
+	Referenced bool      `firestore:"referenced"`
+}
+
+type quotaDoc struct {
+	UserID  string `firestore:"userId"`
+	Bytes   int64  `firestore:"bytes"`
+	Minute  int64  `firestore:"minute"`
+	Uploads int    `firestore:"uploads"`
+	Token   string `firestore:"token,omitempty"` // of the last update
+}
+
+// ReserveAttachment reads the user's quota and writes it back on
+// condition that it did not change meanwhile (optimistic: one read and
+// one commit, no locks, so 20 uploads of a user at once retry rather than
+// queue on a transaction). Each call marks the record with a token of its
+// own, so after a commit whose answer was lost it finds its own write
+// instead of reserving twice.
+func (db *DB) ReserveAttachment(ctx context.Context, userID string, r attachments.Reservation) error {
+	return db.updateQuota(ctx, userID, func(q *quotaDoc) error {
+		if q.Minute != r.Minute() {
+			q.Minute, q.Uploads = r.Minute(), 0
+		}
+		if err := attachments.Admit(q.Bytes, q.Uploads, r); err != nil {
+			return err
+		}
+		q.Bytes, q.Uploads = q.Bytes+r.Bytes, q.Uploads+1
+		return nil
+	})
+}
+
+// ReleaseAttachment takes n bytes off the user's stored bytes.
+func (db *DB) ReleaseAttachment(ctx context.Context, userID string, n int64) error {
+	return db.updateQuota(ctx, userID, func(q *quotaDoc) error {
+		q.Bytes = max(0, q.Bytes-n)
+		return nil
+	})
+}
+
+// updateQuota applies fn to the user's quota record optimistically.
+func (db *DB) updateQuota(ctx context.Context, userID string, fn func(*quotaDoc) error) error {
+	ref, token := db.quotaRef(userID), ids.New()
+	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
+		snaps, err := get([]*firestore.DocumentRef{ref})
+		if err != nil {
+			return nil, err
+		}
+		var q quotaDoc
+		if snaps[0].Exists() {
+			if err := snaps[0].DataTo(&q); err != nil {
+				return nil, err
+			}
+		}
+		if q.Token == token {
+			return nil, nil // this call's own commit landed
+		}
+		if err := fn(&q); err != nil {
+			return nil, err
+		}
+		q.UserID, q.Token = userID, token
+		w := db.newWrites()
+		if snaps[0].Exists() {
+			w.Update(ref, []firestore.Update{{Path: "userId", Value: q.UserID}, {Path: "bytes", Value: q.Bytes},
+				{Path: "minute", Value: q.Minute}, {Path: "uploads", Value: q.Uploads}, {Path: "token", Value: q.Token}},
+				firestore.LastUpdateTime(snaps[0].UpdateTime))
+		} else {
+			w.Create(ref, q)
+		}
+		return w, nil
+	})
+	return err
+}
+
+// StoredBytes is the user's stored bytes.
+func (db *DB) StoredBytes(ctx context.Context, userID string) (int64, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	snap, err := db.quotaRef(userID).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return 0, nil
+	}
+	if err != nil {
+		return 0, translate(err)
+	}
+	var q quotaDoc
+	if err := snap.DataTo(&q); err != nil {
+		return 0, translate(err)
+	}
+	return q.Bytes, nil
+}
+
+// CreateAttachment creates the record, in one write.
+func (db *DB) CreateAttachment(ctx context.Context, a *attachments.Attachment) error {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	_, err := db.attachmentRef(a.ID).Create(ctx, toAttachmentDoc(a))
+	return translate(err)
+}
+
+// GetAttachment reads the record; another user's is not found.
+func (db *DB) GetAttachment(ctx context.Context, userID, id string) (*attachments.Attachment, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	snap, err := db.attachmentRef(id).Get(ctx)
+	if status.Code(err) == codes.NotFound {
+		return nil, errs.Errorf(errs.ENOTFOUND, "no such attachment")
+	}
+	if err != nil {
+		return nil, translate(err)
+	}
+	a, err := fromAttachmentSnap(snap)
+	if err != nil {
+		return nil, err
+	}
+	if a.UserID != userID {
+		return nil, errs.Errorf(errs.ENOTFOUND, "no such attachment")
+	}
+	return a, nil
+}
+
+// ListAttachments queries the user's records, oldest first.
+func (db *DB) ListAttachments(ctx context.Context, userID string) ([]attachments.Attachment, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	snaps, err := db.client.Collection(AttachmentsCollection).Where("userId", "==", userID).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, translate(err)
+	}
+	all := make([]attachments.Attachment, 0, len(snaps))
+	for _, s := range snaps {
+		a, err := fromAttachmentSnap(s)
+		if err != nil {
+			return nil, err
+		}
+		all = append(all, *a)
+	}
+	attachments.SortAttachments(all)
+	return all, nil
+}
+
+// DeleteAttachment deletes the record and takes its size off the quota
+// in one transaction.
+func (db *DB) DeleteAttachment(ctx context.Context, userID, id string) (bool, error) {
+	ref, qref := db.attachmentRef(id), db.quotaRef(userID)
+	deleted := false
+	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		deleted = false
+		snap, err := tx.Get(ref)
+		if status.Code(err) == codes.NotFound {
+			return nil
+		}
+		if err != nil {
+			return err
+		}
+		a, err := fromAttachmentSnap(snap)
+		if err != nil || a.UserID != userID {
+			return err
+		}
+		if err := releaseIn(tx, qref, a.Size); err != nil {
+			return err
+		}
+		deleted = true
+		return tx.Delete(ref)
+	})
+	return deleted, err
+}
+
+// DeleteAttachmentQuota deletes the user's quota record.
+func (db *DB) DeleteAttachmentQuota(ctx context.Context, userID string) error {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	_, err := db.quotaRef(userID).Delete(ctx)
+	return translate(err)
+}
+
+func toAttachmentDoc(a *attachments.Attachment) attachmentDoc {
+	return attachmentDoc{UserID: a.UserID, SessionID: a.SessionID, Type: a.Type, Name: a.Name, Alt: a.Alt,
+		Size: a.Size, Width: a.Width, Height: a.Height, SHA256: a.SHA256, CreatedAt: a.CreatedAt, Referenced: a.Referenced}
+}
+
+func fromAttachmentSnap(snap *firestore.DocumentSnapshot) (*attachments.Attachment, error) {
+	var d attachmentDoc
+	if err := snap.DataTo(&d); err != nil {
+		return nil, translate(err)
+	}
+	return &attachments.Attachment{ID: snap.Ref.ID, UserID: d.UserID, SessionID: d.SessionID, Type: d.Type, Name: d.Name,
+		Alt: d.Alt, Size: d.Size, Width: d.Width, Height: d.Height, SHA256: d.SHA256, CreatedAt: d.CreatedAt, Referenced: d.Referenced}, nil
+}
+
+// releaseIn takes n bytes off the quota at ref within tx (no record: nothing).
+func releaseIn(tx *firestore.Transaction, ref *firestore.DocumentRef, n int64) error {
+	snap, err := tx.Get(ref)
+	if status.Code(err) == codes.NotFound {
+		return nil
+	}
+	if err != nil {
+		return err
+	}
+	var q quotaDoc
+	if err := snap.DataTo(&q); err != nil {
+		return err
+	}
+	return tx.Update(ref, []firestore.Update{{Path: "bytes", Value: max(0, q.Bytes-n)}, {Path: "token", Value: ids.New()}})
+}
+
+func (db *DB) attachmentRef(id string) *firestore.DocumentRef {
+	return db.client.Collection(AttachmentsCollection).Doc(id)
+}
+
+func (db *DB) quotaRef(userID string) *firestore.DocumentRef {
+	return db.client.Collection(AttachmentQuotasCollection).Doc(UserDocID(userID))
+}

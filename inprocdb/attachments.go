@@ -1,0 +1,128 @@
+package inprocdb
+
+import (
+	"context"
+
+	"github.com/chatmemory/backend/attachments"
+	"github.com/chatmemory/backend/kernel/errs"
+)
+
+// files are the attachments' records and each user's stored bytes.
+type files struct {
+	byID   map[string]attachments.Attachment
+	quotas map[string]*quota // by user
+}
+
+type quota struct {
+	bytes   int64
+	minute  int64
+	uploads int
+}
+
+// ReserveAttachment counts an upload and its bytes, or refuses it.
+func (db *DB) ReserveAttachment(_ context.Context, userID string, r attachments.Reservation) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	q := db.files().quotas[userID]
+	if q == nil {
+		q = &quota{}
+	}
+	next := *q
+	if next.minute != r.Minute() {
+		next.minute, next.uploads = r.Minute(), 0
+	}
+	if err := attachments.Admit(next.bytes, next.uploads, r); err != nil {
+		return err
+	}
+	next.bytes += r.Bytes
+	next.uploads++
+	db.files().quotas[userID] = &next
+	return nil
+}
+
+// ReleaseAttachment takes n bytes off the user's stored bytes.
+func (db *DB) ReleaseAttachment(_ context.Context, userID string, n int64) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if q := db.files().quotas[userID]; q != nil {
+		q.bytes = max(0, q.bytes-n)
+	}
+	return nil
+}
+
+// StoredBytes is the user's stored bytes.
+func (db *DB) StoredBytes(_ context.Context, userID string) (int64, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if q := db.files().quotas[userID]; q != nil {
+		return q.bytes, nil
+	}
+	return 0, nil
+}
+
+// CreateAttachment keeps a new attachment's record.
+func (db *DB) CreateAttachment(_ context.Context, a *attachments.Attachment) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	if _, ok := db.files().byID[a.ID]; ok {
+		return errs.Errorf(errs.ECONFLICT, "attachment %s exists", a.ID)
+	}
+	db.files().byID[a.ID] = *a
+	return nil
+}
+
+// GetAttachment reads the user's attachment id.
+func (db *DB) GetAttachment(_ context.Context, userID, id string) (*attachments.Attachment, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	a, ok := db.files().byID[id]
+	if !ok || a.UserID != userID {
+		return nil, errs.Errorf(errs.ENOTFOUND, "no such attachment")
+	}
+	return &a, nil
+}
+
+// ListAttachments is every attachment of the user, oldest first.
+func (db *DB) ListAttachments(_ context.Context, userID string) ([]attachments.Attachment, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var all []attachments.Attachment
+	for _, a := range db.files().byID {
+		if a.UserID == userID {
+			all = append(all, a)
+		}
+	}
+	attachments.SortAttachments(all)
+	return all, nil
+}
+
+// DeleteAttachment removes the record and its bytes from the quota.
+func (db *DB) DeleteAttachment(_ context.Context, userID, id string) (bool, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	f := db.files()
+	a, ok := f.byID[id]
+	if !ok || a.UserID != userID {
+		return false, nil
+	}
+	delete(f.byID, id)
+	if q := f.quotas[userID]; q != nil {
+		q.bytes = max(0, q.bytes-a.Size)
+	}
+	return true, nil
+}
+
+// DeleteAttachmentQuota forgets the user's stored bytes.
+func (db *DB) DeleteAttachmentQuota(_ context.Context, userID string) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	delete(db.files().quotas, userID)
+	return nil
+}
+
+func (db *DB) files() *files {
+	if db.attach == nil {
+		db.attach = &files{byID: map[string]attachments.Attachment{}, quotas: map[string]*quota{}}
+	}
+	return db.attach
+}

@@ -1,0 +1,112 @@
+package storetest
+
+import (
+	"context"
+	"sync"
+	"testing"
+	"time"
+
+	"github.com/chatmemory/backend/attachments"
+	"github.com/chatmemory/backend/kernel/errs"
+)
+
+// testAttachmentRecords: a record reads back as written, to its owner
+// only; listing is the owner's, oldest first; deleting takes its size off
+// the stored bytes, once.
+func testAttachmentRecords(t *testing.T, e *Env) {
+	ctx := context.Background()
+	db := e.DB
+	at := Epoch
+	mk := func(id, user string, size int64) *attachments.Attachment {
+		at = at.Add(time.Second)
+		return &attachments.Attachment{ID: id, UserID: user, Type: "image/png", Name: id + ".png", Alt: "a cat",
+			Size: size, Width: 3, Height: 2, SHA256: "ab", CreatedAt: at}
+	}
+	for _, a := range []*attachments.Attachment{mk("b1", "alice", 10), mk("a2", "alice", 20), mk("c3", "bob", 5)} {
+		ok(t, db.ReserveAttachment(ctx, a.UserID, attachments.Reservation{Bytes: a.Size, Quota: 100, At: Epoch}))
+		ok(t, db.CreateAttachment(ctx, a))
+	}
+	WantCode(t, db.CreateAttachment(ctx, mk("b1", "alice", 1)), errs.ECONFLICT)
+	got := Must[*attachments.Attachment](t)(db.GetAttachment(ctx, "alice", "b1"))
+	if got.Name != "b1.png" || got.Alt != "a cat" || got.Size != 10 || got.Width != 3 || got.Height != 2 || got.UserID != "alice" || !got.CreatedAt.Equal(Epoch.Add(time.Second)) {
+		t.Fatalf("read back %+v", got)
+	}
+	_, err := db.GetAttachment(ctx, "bob", "b1")
+	WantCode(t, err, errs.ENOTFOUND)
+	_, err = db.GetAttachment(ctx, "alice", "nope")
+	WantCode(t, err, errs.ENOTFOUND)
+	list := Must[[]attachments.Attachment](t)(db.ListAttachments(ctx, "alice"))
+	if len(list) != 2 || list[0].ID != "b1" || list[1].ID != "a2" {
+		t.Fatalf("alice's list = %+v, want b1 then a2", list)
+	}
+	if ok := Must[bool](t)(db.DeleteAttachment(ctx, "bob", "b1")); ok {
+		t.Fatal("bob deleted alice's attachment")
+	}
+	if ok := Must[bool](t)(db.DeleteAttachment(ctx, "alice", "b1")); !ok {
+		t.Fatal("alice could not delete her attachment")
+	}
+	if ok := Must[bool](t)(db.DeleteAttachment(ctx, "alice", "b1")); ok {
+		t.Fatal("deleted twice")
+	}
+	if n := Must[int64](t)(db.StoredBytes(ctx, "alice")); n != 20 {
+		t.Fatalf("alice's stored bytes = %d, want 20", n)
+	}
+	ok(t, db.DeleteAttachmentQuota(ctx, "bob"))
+	if n := Must[int64](t)(db.StoredBytes(ctx, "bob")); n != 0 {
+		t.Fatalf("bob's stored bytes after erasure = %d", n)
+	}
+}
+
+// testAttachmentQuota: reservations hold the quota and the minute's
+// uploads, also when 20 run at once; releases give bytes back, never
+// below zero.
+func testAttachmentQuota(t *testing.T, e *Env) {
+	ctx := context.Background()
+	db := e.DB
+	r := attachments.Reservation{Bytes: 30, Quota: 100, At: Epoch, PerMinute: 3}
+	for range 3 {
+		ok(t, db.ReserveAttachment(ctx, "alice", r))
+	}
+	WantCode(t, db.ReserveAttachment(ctx, "alice", r), errs.ERATELIMITED)
+	r.At = Epoch.Add(time.Minute)
+	WantCode(t, db.ReserveAttachment(ctx, "alice", r), errs.EQUOTA) // 90 + 30 > 100
+	r.Bytes = 10
+	ok(t, db.ReserveAttachment(ctx, "alice", r))
+	ok(t, db.ReleaseAttachment(ctx, "alice", 60))
+	if n := Must[int64](t)(db.StoredBytes(ctx, "alice")); n != 40 {
+		t.Fatalf("stored bytes = %d, want 40", n)
+	}
+	ok(t, db.ReleaseAttachment(ctx, "alice", 1000))
+	if n := Must[int64](t)(db.StoredBytes(ctx, "alice")); n != 0 {
+		t.Fatalf("stored bytes = %d, want 0", n)
+	}
+
+	const uploads = 20
+	var wg sync.WaitGroup
+	results := make(chan error, uploads)
+	for range uploads {
+		wg.Go(func() {
+			results <- db.ReserveAttachment(ctx, "carol", attachments.Reservation{Bytes: 10, Quota: 75, At: Epoch})
+		})
+	}
+	wg.Wait()
+	close(results)
+	admitted := 0
+	for err := range results {
+		if err == nil {
+			admitted++
+		} else if errs.CodeOf(err) != errs.EQUOTA {
+			t.Fatalf("a concurrent reservation failed with %v", err)
+		}
+	}
+	if n := Must[int64](t)(db.StoredBytes(ctx, "carol")); admitted != 7 || n != 70 {
+		t.Fatalf("%d of %d concurrent reservations admitted, %d bytes stored; want 7 and 70", admitted, uploads, n)
+	}
+}
+
+func ok(tb testing.TB, err error) {
+	tb.Helper()
+	if err != nil {
+		tb.Fatal(err)
+	}
+}
