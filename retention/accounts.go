@@ -87,6 +87,20 @@ type BackstopReport struct {
 	DurationMs int64
 }
 
+// Counts are what the run did by name, as a sweep report's phase shows
+// them (complete is 1 or 0).
+func (r BackstopReport) Counts() map[string]int {
+	return map[string]int{"accountsChecked": r.Checked, "accountsErased": r.Erased, "authCalls": r.AuthCalls,
+		"documentsDeleted": r.Documents, "failed": r.Failed, "complete": b2i(r.Complete)}
+}
+
+func b2i(b bool) int {
+	if b {
+		return 1
+	}
+	return 0
+}
+
 // Run asks Auth, a hundred at a time, about the accounts not seen for
 // CheckAfter, erases those it no longer knows and records the rest as
 // seen now, until none is left or out says to stop. An erasure that fails
