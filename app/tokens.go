@@ -27,7 +27,9 @@ type loadingTokens struct {
 	err   error
 }
 
-func (t *loadingTokens) Count(model string, m *history.Message) int { return t.loaded().Count(model, m) }
+func (t *loadingTokens) Count(model string, m *history.Message) int {
+	return t.loaded().Count(model, m)
+}
 
 func (t *loadingTokens) Text(model, s string) int { return t.loaded().Text(model, s) }
 
