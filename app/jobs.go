@@ -19,6 +19,10 @@ import (
 // of histories, the backfill of the recall index and the migration of
 // what earlier versions stored.
 
+// PhaseOpen names, in a sweep's report, what a command did before the
+// run: its start, configuration and clients (see retention.Report.Before).
+const PhaseOpen = retention.PhaseOpen
+
 // Sweep runs the retention sweep (see retention.Sweeper.Run), then the
 // deleted-account backstop and the roll-up of histories, and records its
 // progress and backlog as metrics (a dry run records nothing and runs

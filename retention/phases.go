@@ -31,16 +31,6 @@ type Phase struct {
 	took   time.Duration
 }
 
-// StartClock starts the run's clock at now (the system's clock if nil);
-// Run starts it itself when the caller has not.
-func (r *Report) StartClock(now func() time.Time) {
-	if now == nil {
-		now = time.Now
-	}
-	r.now = now
-	r.lapped = now()
-}
-
 // Lap ends the phase called name now: the time since the previous lap (or
 // the clock's start) is added to it, as are counts. A phase lapped again
 // (a kind's next page) keeps its place.
@@ -51,6 +41,23 @@ func (r *Report) Lap(name string, counts map[string]int) {
 	t := r.now()
 	r.AddPhase(name, t.Sub(r.lapped), counts)
 	r.lapped = t
+}
+
+// StartClock starts the run's clock at now (the system's clock if nil);
+// Run starts it itself when the caller has not.
+func (r *Report) StartClock(now func() time.Time) {
+	if now == nil {
+		now = time.Now
+	}
+	r.now = now
+	r.lapped = now()
+}
+
+// Before adds a phase that ended as the run's clock started (opening the
+// command that runs it) in front of the others.
+func (r *Report) Before(name string, d time.Duration, counts map[string]int) {
+	r.Phases = slices.Insert(r.Phases, 0, Phase{Name: name})
+	r.AddPhase(name, d, counts)
 }
 
 // AddPhase adds d and counts to the phase called name, appended if new;
@@ -66,23 +73,6 @@ func (r *Report) AddPhase(name string, d time.Duration, counts map[string]int) {
 		p.Counts[k] += n
 	}
 	r.total()
-}
-
-// Before adds a phase that ended as the run's clock started (opening the
-// command that runs it) in front of the others.
-func (r *Report) Before(name string, d time.Duration, counts map[string]int) {
-	r.Phases = slices.Insert(r.Phases, 0, Phase{Name: name})
-	r.AddPhase(name, d, counts)
-}
-
-// Took is the time of the phase called name so far.
-func (r *Report) Took(name string) time.Duration {
-	for _, p := range r.Phases {
-		if p.Name == name {
-			return p.took
-		}
-	}
-	return 0
 }
 
 func (r *Report) phase(name string) *Phase {
@@ -112,14 +102,14 @@ func (r *Report) total() {
 	}
 }
 
-// counters are the report's counts, to count a phase's share of them.
-type counters struct {
-	softDeleted, purged, resumed, documents, skipped, busy, failed, trimmed, messages, planned int
-}
-
-func (r *Report) counters() counters {
-	return counters{r.SoftDeleted, r.Purged, r.ResumedPurges, r.DocumentsDeleted, r.Skipped, r.PurgesBusy, r.Failed,
-		r.SessionsTrimmed, r.MessagesDeleted, len(r.Planned) + len(r.PlannedTrims)}
+// Took is the time of the phase called name so far.
+func (r *Report) Took(name string) time.Duration {
+	for _, p := range r.Phases {
+		if p.Name == name {
+			return p.took
+		}
+	}
+	return 0
 }
 
 // since is what r counted after before, under the names keys gives
@@ -143,6 +133,16 @@ func (r *Report) since(before counters, keys ...string) map[string]int {
 		out[k] = all[k]
 	}
 	return out
+}
+
+// counters are the report's counts, to count a phase's share of them.
+type counters struct {
+	softDeleted, purged, resumed, documents, skipped, busy, failed, trimmed, messages, planned int
+}
+
+func (r *Report) counters() counters {
+	return counters{r.SoftDeleted, r.Purged, r.ResumedPurges, r.DocumentsDeleted, r.Skipped, r.PurgesBusy, r.Failed,
+		r.SessionsTrimmed, r.MessagesDeleted, len(r.Planned) + len(r.PlannedTrims)}
 }
 
 // counts are b's counts by name; none for no backlog counted (a dry run,
