@@ -3,10 +3,12 @@ package retention
 import (
 	"context"
 	"log/slog"
+	"sync"
 	"time"
 
 	"github.com/chatmemory/backend/kernel/clock"
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/parallel"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -59,6 +61,10 @@ type Directory interface {
 // DirectoryBatch is how many accounts one Directory call asks about
 // (Firebase Auth's GetUsers takes at most 100).
 const DirectoryBatch = 100
+
+// eraseWorkers is how many accounts deleted in Auth the backstop erases
+// at once (each erasure touches only its user's documents).
+const eraseWorkers = 4
 
 // DefaultCheckAfter is how long an account may go unseen before the
 // backstop asks about it: each account costs at most one hundredth of an
@@ -176,23 +182,29 @@ func (b *Backstop) check(ctx context.Context, page []Account, now time.Time, r *
 	for _, uid := range missing {
 		gone[uid] = true
 	}
-	var alive []string
+	var alive, erase []string
 	for _, uid := range ids {
-		if !gone[uid] {
+		if gone[uid] {
+			erase = append(erase, uid)
+		} else {
 			alive = append(alive, uid)
-			continue
 		}
-		e, err := b.Privacy.Erase(ctx, uid)
+	}
+	var mu sync.Mutex
+	parallel.Each(len(erase), eraseWorkers, func(i int) {
+		e, err := b.Privacy.Erase(ctx, erase[i])
+		mu.Lock()
+		defer mu.Unlock()
 		if err != nil {
 			r.Failed++
 			if b.Log != nil {
 				b.Log.ErrorContext(ctx, "erasing an account deleted in Auth failed; the next run tries again", "code", string(errs.CodeOf(err)))
 			}
-			continue
+			return
 		}
 		r.Erased++
 		r.Documents += e.Documents
-	}
+	})
 	if len(alive) == 0 {
 		return nil
 	}

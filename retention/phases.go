@@ -43,8 +43,9 @@ func (r *Report) Lap(name string, counts map[string]int) {
 	r.lapped = t
 }
 
-// StartClock starts the run's clock at now (the system's clock if nil);
-// Run starts it itself when the caller has not.
+// StartClock starts the run's clock at now (the system's clock if nil).
+// Run starts it as it begins; a report lapped without it starts at its
+// first lap.
 func (r *Report) StartClock(now func() time.Time) {
 	if now == nil {
 		now = time.Now
@@ -60,8 +61,8 @@ func (r *Report) Before(name string, d time.Duration, counts map[string]int) {
 	r.AddPhase(name, d, counts)
 }
 
-// AddPhase adds d and counts to the phase called name, appended if new;
-// a phase before the clock started (opening the command) is added so.
+// AddPhase adds d and counts to the phase called name (appended if new),
+// and makes the totals again.
 func (r *Report) AddPhase(name string, d time.Duration, counts map[string]int) {
 	p := r.phase(name)
 	p.took += d
