@@ -87,9 +87,7 @@ func Open(ctx context.Context, cfg Config, logw io.Writer) (*App, error) {
 	if err != nil {
 		return nil, err
 	}
-	if d.Tokens, err = history.NewTikToken(); err != nil {
-		return nil, err
-	}
+	d.Tokens = loadTokens()
 	d.Log = log
 	store, closers, err := openStore(ctx, cfg, log)
 	if err != nil {

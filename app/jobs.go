@@ -19,25 +19,36 @@ import (
 // of histories, the backfill of the recall index and the migration of
 // what earlier versions stored.
 
-// Sweep runs the retention sweep (see retention.Sweeper.Run) and records
-// its progress and backlog as metrics (a dry run records nothing).
+// PhaseOpen names, in a sweep's report, what a command did before the
+// run: its start, configuration and clients (see retention.Report.Before).
+const PhaseOpen = retention.PhaseOpen
+
+// Sweep runs the retention sweep (see retention.Sweeper.Run), then the
+// deleted-account backstop and the roll-up of histories, and records its
+// progress and backlog as metrics (a dry run records nothing and runs
+// only the sweep). The report's phases are all three, timed without gaps:
+// its total is the whole run.
 func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 	start := time.Now()
 	report, err := a.Sweeper.Run(ctx, dry)
-	if report != nil && !dry {
-		a.Metrics.Sweep(ctx, report)
+	if dry {
+		report.Lap(retention.PhaseBackstop, nil)
+		report.Lap(retention.PhaseRollUp, nil)
+		return report, err
 	}
-	if !dry {
-		// Accounts deleted in Auth whose event never came: what is left
-		// of the budget, at least a tenth of it.
-		a.EraseDeletedAccounts(ctx, max(a.Sweeper.Budget-time.Since(start), a.Sweeper.Budget/10))
-	}
-	if !dry && a.rollUps {
+	// Accounts deleted in Auth whose event never came: what is left of
+	// the budget, at least a tenth of it.
+	b := a.EraseDeletedAccounts(ctx, max(a.Sweeper.Budget-time.Since(start), a.Sweeper.Budget/10))
+	report.Lap(retention.PhaseBackstop, b.Counts())
+	var rolled longterm.RollUpReport
+	if a.rollUps {
 		// What is left of the run's budget; the sweep stops with a tenth
 		// of it left, so the roll-up always has some.
 		left := max(a.Sweeper.Budget-time.Since(start), a.Sweeper.Budget/10)
-		a.RollUpHistories(ctx, left)
+		rolled = a.RollUpHistories(ctx, left)
 	}
+	report.Lap(retention.PhaseRollUp, rolled.Counts())
+	a.Metrics.Sweep(ctx, report)
 	return report, err
 }
 

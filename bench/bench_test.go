@@ -6,9 +6,12 @@ import (
 	"image/png"
 	"math"
 	"os"
+	"os/exec"
 	"path/filepath"
+	"slices"
 	"strings"
 	"testing"
+	"time"
 
 	openai "github.com/sashabaranov/go-openai"
 
@@ -192,18 +195,38 @@ func TestTinyRetention(t *testing.T) {
 	emulatortest.Require(t, "FIRESTORE_EMULATOR_HOST")
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
 	cfg := bench.RetentionTiny()
+	cfg.Command = filepath.Join(t.TempDir(), "sweep")
+	if out, err := exec.Command("go", "build", "-o", cfg.Command, "../cmd/sweep").CombinedOutput(); err != nil {
+		t.Fatalf("building cmd/sweep: %v: %s", err, out)
+	}
 	rep, err := bench.RunRetention(context.Background(), cfg, t.Logf)
 	if err != nil {
 		t.Fatal(err)
 	}
 	s := rep.Sweep
-	if !rep.Verified || !s.Complete || s.SoftDeleted != 2*cfg.PerKind || s.Purged != cfg.PerKind ||
-		s.DocumentsDeleted != cfg.PerKind*(3+cfg.Messages+cfg.Messages/2) || s.Backlog == nil || s.Backlog.Total() != 0 {
+	purged := cfg.Due / 2
+	if !rep.Verified || !s.Complete || s.SoftDeleted != cfg.Due-purged || s.Purged != purged ||
+		s.DocumentsDeleted != purged*(3+cfg.Messages+cfg.Messages/2) || s.Backlog == nil || s.Backlog.Total() != 0 {
 		t.Errorf("retention run: %+v, sweep %+v, problems %v", rep, s, rep.Problems)
+	}
+	// The process's report accounts for its whole run: every phase, adding
+	// up to a total the process's wall time exceeds only by starting and
+	// exiting.
+	var names []string
+	var sum int64
+	for _, p := range s.Phases {
+		names = append(names, p.Name)
+		sum += p.Ms
+	}
+	want := []string{"open", "resumePurges", "purge", "softDelete", "trim", "backlog", "backstop", "rollUp"}
+	wall := time.Duration(rep.WallSeconds * float64(time.Second))
+	total := time.Duration(s.DurationMs) * time.Millisecond
+	if !slices.Equal(names, want) || sum > s.DurationMs || s.DurationMs-sum > int64(len(want)) || total > wall || wall-total > 500*time.Millisecond {
+		t.Errorf("phases %v adding up to %d ms of %v, the process ran %v; want %v, adding up to the total, within 500 ms of the process", names, sum, total, wall, want)
 	}
 	var table strings.Builder
 	bench.WriteRetentionTables(&table, []*bench.RetentionReport{rep})
-	if !strings.Contains(table.String(), "raw BulkWriter deletes") || !strings.Contains(table.String(), "| 12 | 3 | 36 |") {
+	if !strings.Contains(table.String(), "raw BulkWriter deletes") || !strings.Contains(table.String(), "| 36 | 3 | 18 | 18 |") || !strings.Contains(table.String(), "| rollUp |") {
 		t.Errorf("table: %s", table.String())
 	}
 }

@@ -5,9 +5,12 @@ import (
 	"errors"
 	"slices"
 	"strings"
+	"sync"
+	"sync/atomic"
 	"time"
 
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/parallel"
 	"github.com/chatmemory/backend/prompts"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -59,6 +62,9 @@ func (svc *Service) RollUp(ctx context.Context, userID string) error {
 			if errors.Is(err, errUnchanged) {
 				return nil
 			}
+			if err == nil {
+				tallyOf(ctx).written.Add(1)
+			}
 			return err
 		}
 	}
@@ -108,11 +114,15 @@ func (svc *Service) rollUp(ctx context.Context, userID string, rolls RollUpRepo)
 func (svc *Service) activeSince(ctx context.Context, rolls RollUpRepo, userID string, st sessions.Status, since time.Time) ([]*sessions.Session, error) {
 	var out []*sessions.Session
 	q := sessions.ListQuery{UserID: userID, Status: st, Limit: firstSessionsPage}
+	if since.Before(svc.now().Add(-backfill + time.Hour)) {
+		q.Limit = maxSessionsPage // a first roll-up, which reads every session it finds: in as few queries as it can
+	}
 	for {
 		page, err := rolls.ListSessions(ctx, q)
 		if err != nil {
 			return nil, err
 		}
+		tallyOf(ctx).sessions.Add(int64(len(page)))
 		for _, s := range page {
 			if !s.UpdatedAt.After(since) {
 				return out, nil
@@ -160,6 +170,7 @@ func (svc *Service) writeTiers(ctx context.Context, h *History, now time.Time) e
 		for _, e := range n.Episodes {
 			eps = append(eps, prompts.Episode{Date: e.At.Format("2006-01-02"), Title: e.Title, Summary: e.Summary})
 		}
+		tallyOf(ctx).model.Add(1)
 		text, err := svc.Model.Complete(ctx, model, prompts.MonthNote, prompts.MonthNoteRequest(n.Month, eps))
 		if err != nil {
 			return err
@@ -176,6 +187,7 @@ func (svc *Service) writeTiers(ctx context.Context, h *History, now time.Time) e
 		}
 		text := ""
 		if len(notes) > 0 {
+			tallyOf(ctx).model.Add(1)
 			out, err := svc.Model.Complete(ctx, model, prompts.Background, prompts.BackgroundRequest(notes))
 			if err != nil {
 				return err
@@ -247,25 +259,55 @@ func uniq(ids []string) []string {
 
 func oneLine(s string) string { return strings.Join(strings.Fields(s), " ") }
 
-// RollUpReport is what one daily roll-up of histories did.
+// RollUpReport is what one daily roll-up of histories did, and what it
+// cost.
 type RollUpReport struct {
 	Users    int  `json:"users"`  // users whose history was looked at
 	Failed   int  `json:"failed"` // of them, those left to the next run
 	Complete bool `json:"complete"`
+	// Listed are the entries the listings of due users returned: one read
+	// each (a session updated since the last run, or a history due).
+	Listed int `json:"listed"`
+	// SessionsRead are the sessions the users' roll-ups listed (a read
+	// each; a save reads again those it learned from, in its transaction).
+	SessionsRead int `json:"sessionsRead"`
+	Written      int `json:"written"`    // histories saved (one write each)
+	ModelCalls   int `json:"modelCalls"` // month notes and backgrounds made
 }
 
-// usersPage is how many users a roll-up lists at once.
-const usersPage = 500
+// Counts are what the run did by name, as the sweep report's roll-up
+// phase shows them (complete is 1 or 0).
+func (r RollUpReport) Counts() map[string]int {
+	complete := 0
+	if r.Complete {
+		complete = 1
+	}
+	return map[string]int{"users": r.Users, "failed": r.Failed, "complete": complete, "listed": r.Listed,
+		"sessionsRead": r.SessionsRead, "written": r.Written, "modelCalls": r.ModelCalls}
+}
+
+// usersPage is how many due users one listing returns at most: each
+// entry is a read wherever it is, but each call a round trip (and, on the
+// emulator, a scan of every session), so few large pages beat many small
+// ones; an entry is a user id and a time.
+const usersPage = 5000
+
+// rollUpWorkers is how many users' histories are rolled up at once (each
+// reads and writes only its user's documents, so they do not contend).
+const rollUpWorkers = 8
 
 // RollUpDue rolls up, with run (which calls RollUp, charging the model's
 // tokens as the caller does), the history of every user with session
 // activity since the last complete run began, and of every user whose
-// history has something to move now. A user whose roll-up fails is
-// logged and left to the next run; a run that out cuts short is not
-// complete, and the next looks again from the same moment. Roll-ups are
-// idempotent, so a user seen twice costs a read, not a second note.
-func (svc *Service) RollUpDue(ctx context.Context, run func(ctx context.Context, userID string) error, out func() bool) (RollUpReport, error) {
-	var r RollUpReport
+// history has something to move now, rollUpWorkers at once. A user whose
+// roll-up fails is logged and left to the next run; a run that out cuts
+// short is not complete, and the next looks again from the same moment.
+// Roll-ups are idempotent, so a user seen twice costs a read, not a
+// second note.
+func (svc *Service) RollUpDue(ctx context.Context, run func(ctx context.Context, userID string) error, out func() bool) (r RollUpReport, err error) {
+	tally := &rollUpTally{}
+	ctx = context.WithValue(ctx, tallyKey{}, tally)
+	defer tally.into(&r)
 	now := svc.now()
 	since, err := svc.Rolls.RollUpMark(ctx)
 	if err != nil {
@@ -275,32 +317,14 @@ func (svc *Service) RollUpDue(ctx context.Context, run func(ctx context.Context,
 		since = now.Add(-backfill)
 	}
 	done := map[string]bool{}
-	roll := func(ids []string) bool {
-		for _, id := range ids {
-			if done[id] {
-				continue
-			}
-			if out() {
-				return false
-			}
-			done[id] = true
-			r.Users++
-			if err := run(ctx, id); err != nil {
-				r.Failed++
-				if svc.Log != nil {
-					svc.Log.WarnContext(ctx, "history roll-up failed; the next run tries again", "code", string(errs.CodeOf(err)))
-				}
-			}
-		}
-		return true
-	}
 	for _, list := range svc.dueLists(ctx, since, now) {
 		for cursor := (*sessions.Cursor)(nil); ; {
 			ids, next, err := list(cursor)
 			if err != nil {
 				return r, err
 			}
-			if !roll(ids) {
+			r.Listed += len(ids)
+			if !svc.rollAll(ctx, &r, newIDs(ids, done), run, out) {
 				return r, nil
 			}
 			if next == nil {
@@ -318,6 +342,44 @@ func (svc *Service) RollUpDue(ctx context.Context, run func(ctx context.Context,
 	return r, nil
 }
 
+// rollAll runs the roll-ups of ids, rollUpWorkers at once, and counts
+// them in r; it reports false if out cut them short.
+func (svc *Service) rollAll(ctx context.Context, r *RollUpReport, ids []string, run func(ctx context.Context, userID string) error, out func() bool) bool {
+	var mu sync.Mutex
+	cut := false
+	parallel.Each(len(ids), rollUpWorkers, func(i int) {
+		if out() {
+			mu.Lock()
+			cut = true
+			mu.Unlock()
+			return
+		}
+		err := run(ctx, ids[i])
+		mu.Lock()
+		r.Users++
+		if err != nil {
+			r.Failed++
+		}
+		mu.Unlock()
+		if err != nil && svc.Log != nil {
+			svc.Log.WarnContext(ctx, "history roll-up failed; the next run tries again", "code", string(errs.CodeOf(err)))
+		}
+	})
+	return !cut
+}
+
+// newIDs are those of ids not in done, once each; they are added to it.
+func newIDs(ids []string, done map[string]bool) []string {
+	var out []string
+	for _, id := range ids {
+		if !done[id] {
+			done[id] = true
+			out = append(out, id)
+		}
+	}
+	return out
+}
+
 // dueLists list, a page from a cursor at a time, the users whose history
 // may be due a roll-up at now: those active since the last run, then
 // those whose history said when it would be due.
@@ -330,4 +392,21 @@ func (svc *Service) dueLists(ctx context.Context, since, now time.Time) []func(*
 			return svc.Rolls.HistoriesToRoll(ctx, now, c, usersPage)
 		},
 	}
+}
+
+// rollUpTally counts what a run's roll-ups cost, from their context.
+type rollUpTally struct{ sessions, written, model atomic.Int64 }
+
+type tallyKey struct{}
+
+// tallyOf is ctx's tally (one that counts for nobody outside a run).
+func tallyOf(ctx context.Context) *rollUpTally {
+	if t, ok := ctx.Value(tallyKey{}).(*rollUpTally); ok {
+		return t
+	}
+	return &rollUpTally{}
+}
+
+func (t *rollUpTally) into(r *RollUpReport) {
+	r.SessionsRead, r.Written, r.ModelCalls = int(t.sessions.Load()), int(t.written.Load()), int(t.model.Load())
 }

@@ -4,6 +4,7 @@ import (
 	"context"
 	"strings"
 	"sync"
+	"sync/atomic"
 	"testing"
 	"time"
 
@@ -169,15 +170,19 @@ func TestRollUpDue(t *testing.T) {
 	}
 	w.Clock.Advance(time.Hour)
 	var ran []string
+	var mu sync.Mutex
 	failing := map[string]bool{}
 	run := func(ctx context.Context, user string) error {
+		mu.Lock()
 		ran = append(ran, user)
+		mu.Unlock()
 		if failing[user] {
 			return errs.Errorf(errs.EUNAVAILABLE, "down")
 		}
 		return w.lt.RollUp(ctx, user)
 	}
 	never := func() bool { return false }
+	var asked atomic.Int32
 	for _, tc := range []struct {
 		name    string
 		bobDown bool
@@ -185,9 +190,12 @@ func TestRollUpDue(t *testing.T) {
 		report  longterm.RollUpReport
 		ran     int
 	}{
-		{"bob fails", true, never, longterm.RollUpReport{Users: 3, Failed: 1, Complete: true}, 3},
-		{"again from the same moment", true, never, longterm.RollUpReport{Users: 3, Failed: 1, Complete: true}, 3},
-		{"cut short", false, func() bool { return len(ran) == 1 }, longterm.RollUpReport{Users: 1}, 1},
+		// Six sessions listed; two users' roll-ups each read their two
+		// and write their history once.
+		{"bob fails", true, never, longterm.RollUpReport{Users: 3, Failed: 1, Complete: true, Listed: 6, SessionsRead: 4, Written: 2}, 3},
+		// The same sessions listed; nothing new to read or write.
+		{"again from the same moment", true, never, longterm.RollUpReport{Users: 3, Failed: 1, Complete: true, Listed: 6, SessionsRead: 4}, 3},
+		{"cut short", false, func() bool { return asked.Add(1) > 1 }, longterm.RollUpReport{Users: 1, Listed: 6, SessionsRead: 2}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ran, failing["bob"] = nil, tc.bobDown

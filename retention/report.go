@@ -22,13 +22,20 @@ type Report struct {
 	// SessionsTrimmed are the sessions whose oldest messages message
 	// retention deleted; MessagesDeleted those messages (not counted in
 	// DocumentsDeleted, which purges delete).
-	SessionsTrimmed int     `json:"sessionsTrimmed"`
-	MessagesDeleted int     `json:"messagesDeleted"`
-	Complete        bool    `json:"complete"`
+	SessionsTrimmed int  `json:"sessionsTrimmed"`
+	MessagesDeleted int  `json:"messagesDeleted"`
+	Complete        bool `json:"complete"`
+	// DurationMs is the whole run: the sum of its Phases (from the
+	// process's start when cmd/sweep runs it, so what an operator or the
+	// scheduler waits for).
 	DurationMs      int64   `json:"durationMs"`
 	DocumentsPerSec float64 `json:"documentsPerSecond"`
-	SessionsPerSec  float64 `json:"sessionsPerSecond"` // soft-deleted and purged
-	// Time spent on each kind of work (the kinds take turns).
+	SessionsPerSec  float64 `json:"sessionsPerSecond"` // soft-deleted and purged, over DurationMs
+	// Phases are where the run's time went, in order, each with what it
+	// did; they add up to DurationMs (see PhasePurge and the others).
+	Phases []Phase `json:"phases"`
+	// Time spent on each kind of work (the kinds take turns), as in Phases
+	// (PurgeMs includes resumed purges).
 	PurgeMs      int64 `json:"purgeMs"`
 	SoftDeleteMs int64 `json:"softDeleteMs"`
 	TrimMs       int64 `json:"trimMs"`
@@ -41,6 +48,9 @@ type Report struct {
 	Planned       []Action `json:"planned,omitempty"` // dry runs: what would change
 	// PlannedTrims are the histories a dry run would trim.
 	PlannedTrims []TrimAction `json:"plannedTrims,omitempty"`
+
+	now    func() time.Time // the run's clock, for its phases
+	lapped time.Time        // when the last phase ended
 }
 
 // Backlog is what is due and not done.

@@ -97,16 +97,20 @@ func NewSweeper(repo Repo) *Sweeper {
 // transaction. A cancelled context or a spent budget ends the run cleanly
 // with Complete false.
 func (sw *Sweeper) Run(ctx context.Context, dryRun bool) (*Report, error) {
+	r := &Report{DryRun: dryRun}
+	r.StartClock(nil)
 	start := time.Now()
 	elapsed := sw.Elapsed
 	if elapsed == nil {
 		elapsed = time.Since
 	}
 	budget := sw.Budget - sw.Budget/stopMargin
-	r := &Report{DryRun: dryRun}
 	out := func() bool { return ctx.Err() != nil || (sw.Budget > 0 && elapsed(start) >= budget) }
 	now := clock.Stored(sw.Now)
-	err := sw.resumePurges(ctx, r, dryRun, out)
+	for _, name := range []string{PhaseResumePurges, PhasePurge, PhaseSoftDelete, PhaseTrim} {
+		r.AddPhase(name, 0, r.since(r.counters(), phaseCounts(name, dryRun)...)) // every phase shown, in order
+	}
+	err := sw.lap(r, PhaseResumePurges, func() error { return sw.resumePurges(ctx, r, dryRun, out) })
 	kinds := []*work{
 		{status: sessions.StatusDeleted, action: sessions.ActionPurge},
 		{status: sessions.StatusActive, action: sessions.ActionDelete},
@@ -119,7 +123,7 @@ func (sw *Sweeper) Run(ctx context.Context, dryRun bool) (*Report, error) {
 			if k.done {
 				continue
 			}
-			if err = sw.page(ctx, r, now, k, dryRun, out); err != nil {
+			if err = sw.lap(r, k.phase(), func() error { return sw.page(ctx, r, now, k, dryRun, out) }); err != nil {
 				break
 			}
 			if !k.done {
@@ -130,16 +134,10 @@ func (sw *Sweeper) Run(ctx context.Context, dryRun bool) (*Report, error) {
 			if err != nil || k.done {
 				continue
 			}
-			if err = sw.trimPage(ctx, r, now, k, dryRun, out); err == nil && !k.done {
+			if err = sw.lap(r, PhaseTrim, func() error { return sw.trimPage(ctx, r, now, k, dryRun, out) }); err == nil && !k.done {
 				left++
 			}
 		}
-	}
-	took := time.Since(start)
-	r.DurationMs = took.Milliseconds()
-	if s := took.Seconds(); s > 0 {
-		r.DocumentsPerSec = float64(r.DocumentsDeleted) / s
-		r.SessionsPerSec = float64(r.SoftDeleted+r.Purged+r.ResumedPurges) / s
 	}
 	if errors.Is(err, errOutOfTime) || (err != nil && ctx.Err() != nil) {
 		err = nil
@@ -149,8 +147,45 @@ func (sw *Sweeper) Run(ctx context.Context, dryRun bool) (*Report, error) {
 	if !dryRun {
 		sw.measureBacklog(context.WithoutCancel(ctx), r, now)
 	}
+	r.Lap(PhaseBacklog, r.Backlog.counts())
 	sw.log(ctx, r, err)
 	return r, err
+}
+
+// lap runs one step of the phase called name and adds its time and what
+// it counted to the phase.
+func (sw *Sweeper) lap(r *Report, name string, step func() error) error {
+	before := r.counters()
+	err := step()
+	r.Lap(name, r.since(before, phaseCounts(name, r.DryRun)...))
+	return err
+}
+
+// phaseCounts are what a phase of the sweep's own reports it did.
+func phaseCounts(name string, dryRun bool) []string {
+	var keys []string
+	switch name {
+	case PhaseResumePurges:
+		keys = []string{"purgesResumed", "purgesBusy", "documentsDeleted", "failed"}
+	case PhasePurge:
+		keys = []string{"sessionsPurged", "documentsDeleted", "skipped", "failed"}
+	case PhaseSoftDelete:
+		keys = []string{"sessionsSoftDeleted", "skipped", "failed"}
+	case PhaseTrim:
+		keys = []string{"sessionsTrimmed", "messagesDeleted", "failed"}
+	}
+	if dryRun {
+		keys = append(keys, "planned")
+	}
+	return keys
+}
+
+// phase is the phase k's pages add to.
+func (k *work) phase() string {
+	if k.action == sessions.ActionPurge {
+		return PhasePurge
+	}
+	return PhaseSoftDelete
 }
 
 func (sw *Sweeper) resumePurges(ctx context.Context, r *Report, dryRun bool, out func() bool) error {
@@ -167,9 +202,7 @@ func (sw *Sweeper) resumePurges(ctx context.Context, r *Report, dryRun bool, out
 			return err
 		}
 		after = ids[len(ids)-1]
-		t0 := time.Now()
 		purged := sw.Repo.ResumePurges(ctx, ids, sw.Forget)
-		r.PurgeMs += time.Since(t0).Milliseconds()
 		for _, p := range purged {
 			r.DocumentsDeleted += p.Documents // what was deleted, even by a purge that then failed
 			switch code := errs.CodeOf(p.Err); {
@@ -234,7 +267,6 @@ func plan(r *Report, due []*sessions.Session, k *work) {
 // purge purges due, each on condition that it is still due, and counts
 // every outcome before it returns the first that ends the run.
 func (sw *Sweeper) purge(ctx context.Context, r *Report, due []*sessions.Session, k *work, now time.Time) error {
-	defer func(t time.Time) { r.PurgeMs += time.Since(t).Milliseconds() }(time.Now())
 	ids := make([]string, len(due))
 	for i, s := range due {
 		ids[i] = s.ID
@@ -259,7 +291,6 @@ func (sw *Sweeper) purge(ctx context.Context, r *Report, due []*sessions.Session
 // them), and counts every outcome before it returns the first that ends
 // the run.
 func (sw *Sweeper) softDeleteDue(ctx context.Context, r *Report, due []*sessions.Session, k *work, now time.Time) error {
-	defer func(t time.Time) { r.SoftDeleteMs += time.Since(t).Milliseconds() }(time.Now())
 	failures := sw.softDelete(ctx, due, k, now)
 	var fatal error
 	for i, s := range due {

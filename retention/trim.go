@@ -107,7 +107,6 @@ func (sw *Sweeper) trimPage(ctx context.Context, r *Report, now time.Time, k *tr
 		}
 		k.cursor = &Cursor{ExpiresAt: at, ID: last.ID}
 	}
-	defer func(t time.Time) { r.TrimMs += time.Since(t).Milliseconds() }(time.Now())
 	page = slices.DeleteFunc(page, func(s *sessions.Session) bool {
 		seen := k.seen[s.ID]
 		k.seen[s.ID] = true

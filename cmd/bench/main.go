@@ -4,6 +4,7 @@
 // `make bench` runs it under the emulators.
 //
 //	bench [-tiny] [-out bench-out]
+//	bench -retention [-tiny] [-due N] [-sweep path] [-out bench-out]
 package main
 
 import (
@@ -12,6 +13,7 @@ import (
 	"flag"
 	"fmt"
 	"os"
+	"os/exec"
 	"path/filepath"
 	"strings"
 
@@ -24,7 +26,8 @@ import (
 func main() {
 	tiny := flag.Bool("tiny", false, "a few turns, to check the harness")
 	ret := flag.Bool("retention", false, "benchmark the retention sweep instead of turns")
-	perKind := flag.Int("per-kind", 0, "with -retention: one run with this many sessions of each kind (default: 500, 2000 and 5000)")
+	due := flag.Int("due", 0, "with -retention: one run with this many due sessions (default: 2000, then 8000)")
+	sweep := flag.String("sweep", "", "with -retention: the sweep command to time (default: cmd/sweep, built now)")
 	out := flag.String("out", "bench-out", "where to write bench.json, bench.md and bench.png")
 	flag.Parse()
 	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
@@ -32,7 +35,7 @@ func main() {
 		os.Exit(2)
 	}
 	if *ret {
-		os.Exit(retention(*tiny, *perKind, *out))
+		os.Exit(retention(*tiny, *due, *sweep, *out))
 	}
 	cfg := bench.Full()
 	if *tiny {
@@ -66,22 +69,36 @@ func main() {
 	fmt.Fprintf(os.Stderr, "bench: wrote %s/bench.json, bench.md and bench.png\n", *out)
 }
 
-// retention runs the retention benchmark at each size (one, with
-// -per-kind) and writes retention.json and retention.md to out.
-func retention(tiny bool, perKind int, out string) int {
+// retention runs the retention benchmark at each size (one, with -due)
+// and writes retention.json and retention.md to out.
+func retention(tiny bool, due int, sweep, out string) int {
 	var cfgs []bench.RetentionConfig
 	switch {
 	case tiny:
 		cfgs = []bench.RetentionConfig{bench.RetentionTiny()}
-	case perKind > 0:
-		cfgs = []bench.RetentionConfig{bench.RetentionFull(perKind)}
+	case due > 0:
+		cfgs = []bench.RetentionConfig{bench.RetentionFull(due)}
 	default:
 		for _, n := range bench.RetentionSizes {
 			cfgs = append(cfgs, bench.RetentionFull(n))
 		}
 	}
+	if sweep == "" {
+		dir, err := os.MkdirTemp("", "bench-sweep")
+		if err != nil {
+			fmt.Fprintln(os.Stderr, "bench:", err)
+			return 1
+		}
+		defer os.RemoveAll(dir)
+		sweep = filepath.Join(dir, "sweep")
+		if err := buildSweep(sweep); err != nil {
+			fmt.Fprintln(os.Stderr, "bench: building cmd/sweep:", err)
+			return 1
+		}
+	}
 	var runs []*bench.RetentionReport
 	for _, cfg := range cfgs {
+		cfg.Command = sweep
 		rep, err := bench.RunRetention(context.Background(), cfg, func(f string, a ...any) {
 			fmt.Fprintf(os.Stderr, "bench: "+f+"\n", a...)
 		})
@@ -111,4 +128,12 @@ func retention(tiny bool, perKind int, out string) int {
 		}
 	}
 	return 0
+}
+
+// buildSweep builds cmd/sweep to path, as it is deployed (the bench times
+// the process, not `go run`'s compilation).
+func buildSweep(path string) error {
+	cmd := exec.Command("go", "build", "-o", path, "./cmd/sweep")
+	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
+	return cmd.Run()
 }

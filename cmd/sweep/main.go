@@ -20,10 +20,16 @@ import (
 	"syscall"
 	"time"
 
+	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/cmd/internal/command"
 )
 
+// started is when main's package was set up; the report's total runs
+// from the process's start (processStart), which is earlier.
+var started = time.Now()
+
 func main() {
+	began := processStart(started)
 	dry := flag.Bool("dry-run", false, "print what would change, change nothing")
 	budget := flag.Duration("budget", 0, "stop cleanly after about this long (default SWEEP_BUDGET_SECONDS)")
 	verbose := flag.Bool("v", false, "log as the deployed function does")
@@ -53,7 +59,9 @@ func main() {
 	if *budget > 0 {
 		backend.Sweeper.Budget = *budget
 	}
+	opened := time.Since(began)
 	report, err := backend.Sweep(ctx, *dry)
+	report.Before(app.PhaseOpen, opened, nil)
 	if *dry {
 		for _, a := range report.Planned {
 			fmt.Printf("would %-7s %s (%s since %s, due %s)\n", verb(a.To), a.SessionID, sinceWord(a.From), a.Since.Format(time.RFC3339), a.ExpiresAt.Format(time.RFC3339))

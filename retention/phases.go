@@ -1,0 +1,156 @@
+package retention
+
+import (
+	"slices"
+	"time"
+)
+
+// A run's time is split into phases without gaps: each phase's time runs
+// from the end of the one before (or the run's start) to its own end, so
+// the phases add up to the run's total (DurationMs), and what a phase did
+// is counted beside its time. Kinds of work that take turns (purges,
+// soft-deletes, trims) add each of their pages to their phase.
+
+// Phase names, in the order a run meets them.
+const (
+	PhaseOpen         = "open"         // the command's configuration and clients (cmd/sweep only)
+	PhaseResumePurges = "resumePurges" // purges an earlier run left cut off
+	PhasePurge        = "purge"        // sessions past their recovery window, the queries finding them included
+	PhaseSoftDelete   = "softDelete"   // idle and long-archived sessions, the queries finding them included
+	PhaseTrim         = "trim"         // messages past their retention period
+	PhaseBacklog      = "backlog"      // counting what is still due, and the run's log line
+	PhaseBackstop     = "backstop"     // accounts deleted in Auth whose event never came
+	PhaseRollUp       = "rollUp"       // the episodic histories of users active since the last run
+)
+
+// Phase is one part of a run: where the time went and what it did.
+type Phase struct {
+	Name   string         `json:"name"`
+	Ms     int64          `json:"ms"`
+	Counts map[string]int `json:"counts,omitempty"`
+	took   time.Duration
+}
+
+// Lap ends the phase called name now: the time since the previous lap (or
+// the clock's start) is added to it, as are counts. A phase lapped again
+// (a kind's next page) keeps its place.
+func (r *Report) Lap(name string, counts map[string]int) {
+	if r.now == nil {
+		r.StartClock(nil)
+	}
+	t := r.now()
+	r.AddPhase(name, t.Sub(r.lapped), counts)
+	r.lapped = t
+}
+
+// StartClock starts the run's clock at now (the system's clock if nil).
+// Run starts it as it begins; a report lapped without it starts at its
+// first lap.
+func (r *Report) StartClock(now func() time.Time) {
+	if now == nil {
+		now = time.Now
+	}
+	r.now = now
+	r.lapped = now()
+}
+
+// Before adds a phase that ended as the run's clock started (opening the
+// command that runs it) in front of the others.
+func (r *Report) Before(name string, d time.Duration, counts map[string]int) {
+	r.Phases = slices.Insert(r.Phases, 0, Phase{Name: name})
+	r.AddPhase(name, d, counts)
+}
+
+// AddPhase adds d and counts to the phase called name (appended if new),
+// and makes the totals again.
+func (r *Report) AddPhase(name string, d time.Duration, counts map[string]int) {
+	p := r.phase(name)
+	p.took += d
+	p.Ms = p.took.Milliseconds()
+	if len(counts) > 0 && p.Counts == nil {
+		p.Counts = map[string]int{}
+	}
+	for k, n := range counts {
+		p.Counts[k] += n
+	}
+	r.total()
+}
+
+func (r *Report) phase(name string) *Phase {
+	for i := range r.Phases {
+		if r.Phases[i].Name == name {
+			return &r.Phases[i]
+		}
+	}
+	r.Phases = append(r.Phases, Phase{Name: name})
+	return &r.Phases[len(r.Phases)-1]
+}
+
+// total makes the run's totals and rates those of its phases.
+func (r *Report) total() {
+	var took time.Duration
+	for _, p := range r.Phases {
+		took += p.took
+	}
+	r.DurationMs = took.Milliseconds()
+	r.PurgeMs = (r.Took(PhasePurge) + r.Took(PhaseResumePurges)).Milliseconds()
+	r.SoftDeleteMs = r.Took(PhaseSoftDelete).Milliseconds()
+	r.TrimMs = r.Took(PhaseTrim).Milliseconds()
+	r.DocumentsPerSec, r.SessionsPerSec = 0, 0
+	if s := took.Seconds(); s > 0 {
+		r.DocumentsPerSec = float64(r.DocumentsDeleted) / s
+		r.SessionsPerSec = float64(r.SoftDeleted+r.Purged+r.ResumedPurges) / s
+	}
+}
+
+// Took is the time of the phase called name so far.
+func (r *Report) Took(name string) time.Duration {
+	for _, p := range r.Phases {
+		if p.Name == name {
+			return p.took
+		}
+	}
+	return 0
+}
+
+// since is what r counted after before, under the names keys gives
+// (zeros included: a phase that did nothing says so).
+func (r *Report) since(before counters, keys ...string) map[string]int {
+	now := r.counters()
+	all := map[string]int{
+		"sessionsSoftDeleted": now.softDeleted - before.softDeleted,
+		"sessionsPurged":      now.purged - before.purged,
+		"purgesResumed":       now.resumed - before.resumed,
+		"documentsDeleted":    now.documents - before.documents,
+		"skipped":             now.skipped - before.skipped,
+		"purgesBusy":          now.busy - before.busy,
+		"failed":              now.failed - before.failed,
+		"sessionsTrimmed":     now.trimmed - before.trimmed,
+		"messagesDeleted":     now.messages - before.messages,
+		"planned":             now.planned - before.planned,
+	}
+	out := make(map[string]int, len(keys))
+	for _, k := range keys {
+		out[k] = all[k]
+	}
+	return out
+}
+
+// counters are the report's counts, to count a phase's share of them.
+type counters struct {
+	softDeleted, purged, resumed, documents, skipped, busy, failed, trimmed, messages, planned int
+}
+
+func (r *Report) counters() counters {
+	return counters{r.SoftDeleted, r.Purged, r.ResumedPurges, r.DocumentsDeleted, r.Skipped, r.PurgesBusy, r.Failed,
+		r.SessionsTrimmed, r.MessagesDeleted, len(r.Planned) + len(r.PlannedTrims)}
+}
+
+// counts are b's counts by name; none for no backlog counted (a dry run,
+// or a count that failed).
+func (b *Backlog) counts() map[string]int {
+	if b == nil {
+		return nil
+	}
+	return map[string]int{"toSoftDelete": b.ToSoftDelete, "toPurge": b.ToPurge, "purgesPending": b.PurgesPending, "toTrim": b.ToTrim}
+}
