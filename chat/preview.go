@@ -107,5 +107,5 @@ func (svc *Service) request(s *sessions.Session, c *history.Context, mem memoryB
 	if c.Compaction != nil {
 		msgs = append([]history.Message{history.SummaryMessage(c.Compaction)}, msgs...)
 	}
-	return Request{Model: s.Model, System: svc.SystemPrompt, Instructions: s.Instructions, Memory: mem.text, Messages: msgs}
+	return Request{Model: s.Model, System: svc.SystemPrompt, Instructions: s.Instructions, Memory: mem.text, Messages: msgs, CacheKey: s.ID}
 }

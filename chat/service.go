@@ -34,6 +34,9 @@ type Request struct {
 	Messages     []history.Message
 	Tools        []Tool // the app's functions the model may call
 	ToolChoice   string // with Tools: auto (""), none, required, or a tool's name
+	// CacheKey names the session to the provider's prompt cache (OpenAI's
+	// prompt_cache_key): its requests are routed to the same cache.
+	CacheKey string
 }
 
 // Reply is the model's answer.
@@ -44,6 +47,9 @@ type Reply struct {
 	FinishReason     string
 	PromptTokens     int
 	CompletionTokens int
+	// CachedTokens are the part of PromptTokens the provider served from
+	// its prompt cache (as it reported them; 0 if it did not).
+	CachedTokens int
 }
 
 // Titler names a conversation from its first exchange.

@@ -199,9 +199,10 @@ type TurnWrite struct {
 	Slot   int
 	Minute int64
 	Tokens int // added to the user's spend on the query's Day
-	// ByModel, if set, are the reply's own tokens (prompt and completion)
-	// by the model that answered, added to the day's spend by model.
-	ByModel map[string]int
+	// ByModel, if set, are the reply's own tokens (its input, the part of
+	// it served from the provider's cache, and its output) by the model
+	// that answered, added to the day's spend by model.
+	ByModel map[string]ModelTokens
 	Draft   *DraftWrite
 }
 
