@@ -241,8 +241,9 @@ func serviceError(err error) error {
 }
 
 // Messages converts a request to OpenAI's chat format: the operator's
-// system prompt first, the session's instructions, the memory block, then
-// the history with its tool calls and results.
+// system prompt first, the session's instructions, the memory block's
+// stable part, then the history with its tool calls and results, with
+// the request's Context just before the message the turn answers.
 func Messages(req chat.Request) []openai.ChatCompletionMessage {
 	out := make([]openai.ChatCompletionMessage, 0, len(req.Messages)+2)
 	if req.System != "" {
@@ -254,10 +255,36 @@ func Messages(req chat.Request) []openai.ChatCompletionMessage {
 	if req.Memory != "" {
 		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.Memory})
 	}
-	for _, m := range req.Messages {
+	at := contextAt(req)
+	for i, m := range req.Messages {
+		if i == at {
+			out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.Context})
+		}
 		out = append(out, Message(m))
 	}
+	if at == len(req.Messages) {
+		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.Context})
+	}
 	return out
+}
+
+// contextAt is where req's Context goes among its messages: before the
+// last user message (the one the turn answers, whose tool calls may
+// follow it), else at the end (a context previewed for the next message,
+// after a reply); -1 when there is none.
+func contextAt(req chat.Request) int {
+	if req.Context == "" {
+		return -1
+	}
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		switch m := req.Messages[i]; {
+		case m.Role == history.RoleUser:
+			return i
+		case m.Role == history.RoleAssistant && len(m.ToolCalls) == 0:
+			return len(req.Messages)
+		}
+	}
+	return len(req.Messages)
 }
 
 // Message converts one stored message.
