@@ -35,10 +35,10 @@ type Request struct {
 	// part, the facts chosen for the message, the recalled excerpts): a
 	// system message just before the last user message of Messages, so
 	// that the request's start stays what the provider's cache holds.
-	Context string
-	Messages     []history.Message
-	Tools        []Tool // the app's functions the model may call
-	ToolChoice   string // with Tools: auto (""), none, required, or a tool's name
+	Context    string
+	Messages   []history.Message
+	Tools      []Tool // the app's functions the model may call
+	ToolChoice string // with Tools: auto (""), none, required, or a tool's name
 	// CacheKey names the session to the provider's prompt cache (OpenAI's
 	// prompt_cache_key): its requests are routed to the same cache.
 	CacheKey string

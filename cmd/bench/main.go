@@ -18,6 +18,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/chatmemory/backend/bench"
+	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm/llmtest"
 )
 
@@ -26,7 +27,11 @@ func main() {
 	ret := flag.Bool("retention", false, "benchmark the retention sweep instead of turns")
 	perKind := flag.Int("per-kind", 0, "with -retention: one run with this many sessions of each kind (default: 500, 2000 and 5000)")
 	out := flag.String("out", "bench-out", "where to write bench.json, bench.md and bench.png")
+	bill := flag.Bool("bill", false, "benchmark the model bill (the prompt cache's share, per strategy) instead of turns")
 	flag.Parse()
+	if *bill {
+		os.Exit(modelBill(*tiny, *out))
+	}
 	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
 		fmt.Fprintln(os.Stderr, "bench: FIRESTORE_EMULATOR_HOST is not set; run `make bench`")
 		os.Exit(2)
@@ -110,5 +115,29 @@ func retention(tiny bool, perKind int, out string) int {
 			return 1
 		}
 	}
+	return 0
+}
+
+// modelBill runs the model bill's conversations (a few turns with -tiny)
+// and writes bill.json and bill.md to out.
+func modelBill(tiny bool, out string) int {
+	tok, err := history.NewTikToken()
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	turns := bench.BillTurns
+	if tiny {
+		turns = 12
+	}
+	rows, err := bench.RunBill(context.Background(), turns, tok)
+	if err == nil {
+		err = bench.WriteBillFiles(out, rows)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	bench.WriteBill(os.Stdout, rows)
 	return 0
 }
