@@ -8,7 +8,6 @@ import (
 	"io"
 	"log/slog"
 	"net/http"
-	"net/http/httptest"
 	"os"
 	"path/filepath"
 	"strings"
@@ -52,20 +51,6 @@ type BillScenario struct {
 	Target float64
 }
 
-// BillScenarios are the issue's: defaults, recall, learning, strategies.
-func BillScenarios() []BillScenario {
-	return []BillScenario{
-		{Name: "defaults (summary_buffer)", Target: 0.90},
-		{Name: "summary_buffer, 4,000-token budget", Context: map[string]any{"budgetTokens": 4000}, Target: 0.75},
-		{Name: `recall "session"`, Context: map[string]any{"recall": "session"}, Embed: true, Target: 0.90},
-		{Name: `recall "all"`, Context: map[string]any{"recall": "all"}, Embed: true, Others: 6, Target: 0.90},
-		{Name: "window, 10 exchanges", Context: map[string]any{"strategy": "window"}, Target: 0.85},
-		{Name: "token_buffer (default budget 8,000)", Context: map[string]any{"strategy": "token_buffer", "budgetTokens": 8000}, Target: 0.85},
-		{Name: "learns facts", Learns: true, Embed: true, Target: 0.90},
-		{Name: "learns facts past the block's cap", Learns: true, Many: true, Embed: true, Target: 0.90},
-	}
-}
-
 // BillRow is one scenario in one order.
 type BillRow struct {
 	Scenario string  `json:"scenario"`
@@ -80,7 +65,11 @@ type BillRow struct {
 }
 
 // RunBill runs every scenario in both orders.
-func RunBill(ctx context.Context, turns int, tok *history.TikToken) ([]BillRow, error) {
+func RunBill(ctx context.Context, turns int) ([]BillRow, error) {
+	tok, err := history.NewTikToken()
+	if err != nil {
+		return nil, err
+	}
 	var rows []BillRow
 	for _, sc := range BillScenarios() {
 		for _, legacy := range []bool{true, false} {
@@ -92,6 +81,20 @@ func RunBill(ctx context.Context, turns int, tok *history.TikToken) ([]BillRow, 
 		}
 	}
 	return rows, nil
+}
+
+// BillScenarios are the issue's: defaults, recall, learning, strategies.
+func BillScenarios() []BillScenario {
+	return []BillScenario{
+		{Name: "defaults (summary_buffer)", Target: 0.90},
+		{Name: "summary_buffer, 4,000-token budget", Context: map[string]any{"budgetTokens": 4000}, Target: 0.75},
+		{Name: `recall "session"`, Context: map[string]any{"recall": "session"}, Embed: true, Target: 0.90},
+		{Name: `recall "all"`, Context: map[string]any{"recall": "all"}, Embed: true, Others: 6, Target: 0.90},
+		{Name: "window, 10 exchanges", Context: map[string]any{"strategy": "window"}, Target: 0.85},
+		{Name: "token_buffer (default budget 8,000)", Context: map[string]any{"strategy": "token_buffer", "budgetTokens": 8000}, Target: 0.85},
+		{Name: "learns facts", Learns: true, Embed: true, Target: 0.90},
+		{Name: "learns facts past the block's cap", Learns: true, Many: true, Embed: true, Target: 0.90},
+	}
 }
 
 // runBillScenario runs one conversation.
@@ -111,9 +114,12 @@ func runBillScenario(ctx context.Context, sc BillScenario, legacy bool, turns in
 	}
 	a := app.New(cfg, deps)
 	a.Chat.LegacyOrder = legacy
-	srv := httptest.NewServer(a.Handler())
-	defer srv.Close()
-	c := &apiClient{base: srv.URL, http: srv.Client()}
+	clients, stop, err := serve(a.Handler(), 1)
+	if err != nil {
+		return BillRow{}, err
+	}
+	defer stop()
+	c := clients[0]
 	for i := range sc.Others {
 		if _, err := c.seedSession(ctx, "bill-user", "active", i, 20); err != nil {
 			return BillRow{}, err
@@ -186,19 +192,6 @@ func billReplies(sc BillScenario, learned *atomic.Int64) func(openai.ChatComplet
 	}
 }
 
-// WriteBill writes rows as a table.
-func WriteBill(w io.Writer, rows []BillRow) {
-	fmt.Fprintf(w, "| scenario | order | input tokens | cached | cacheable share | target | gpt-4o-mini input $ (no cache) | gpt-5 input $ (no cache) |\n|---|---|---|---|---|---|---|---|\n")
-	for _, r := range rows {
-		order := "cache order"
-		if r.Legacy {
-			order = "before (baseline)"
-		}
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %.1f%% | %.0f%% | $%.3f ($%.3f) | $%.3f ($%.3f) |\n",
-			r.Scenario, order, r.Prompt, r.Cached, 100*r.Share, 100*r.Target, r.Mini, r.MiniNoCache, r.Five, r.FiveNoCache)
-	}
-}
-
 // WriteBillFiles writes rows to dir as bill.json and bill.md.
 func WriteBillFiles(dir string, rows []BillRow) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
@@ -215,4 +208,17 @@ func WriteBillFiles(dir string, rows []BillRow) error {
 	fmt.Fprintf(&b, "# The model bill\n\n%d-turn conversations through POST /chat; cacheable share = cached_tokens / prompt_tokens of the replies, as the test model reports them by OpenAI's rule (see docs/context.md).\n\n", BillTurns)
 	WriteBill(&b, rows)
 	return os.WriteFile(filepath.Join(dir, "bill.md"), b.Bytes(), 0o644)
+}
+
+// WriteBill writes rows as a table.
+func WriteBill(w io.Writer, rows []BillRow) {
+	fmt.Fprintf(w, "| scenario | order | input tokens | cached | cacheable share | target | gpt-4o-mini input $ (no cache) | gpt-5 input $ (no cache) |\n|---|---|---|---|---|---|---|---|\n")
+	for _, r := range rows {
+		order := "cache order"
+		if r.Legacy {
+			order = "before (baseline)"
+		}
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %.1f%% | %.0f%% | $%.3f ($%.3f) | $%.3f ($%.3f) |\n",
+			r.Scenario, order, r.Prompt, r.Cached, 100*r.Share, 100*r.Target, r.Mini, r.MiniNoCache, r.Five, r.FiveNoCache)
+	}
 }

@@ -32,12 +32,6 @@ type Price struct {
 // Zero reports whether no price is known.
 func (p Price) Zero() bool { return p == Price{} }
 
-// Dollars is what t costs at p.
-func (p Price) Dollars(t ModelTokens) float64 {
-	uncached := max(t.Input-t.Cached, 0)
-	return (float64(uncached)*p.Input + float64(t.Cached)*p.CachedInput + float64(t.Output)*p.Output) / 1e6
-}
-
 // InputDollars is what t's input costs at p, served as t says (cached),
 // or, with noCache, as if nothing of it were cached.
 func (p Price) InputDollars(t ModelTokens, noCache bool) float64 {
@@ -45,6 +39,12 @@ func (p Price) InputDollars(t ModelTokens, noCache bool) float64 {
 		return float64(t.Input) * p.Input / 1e6
 	}
 	return p.Dollars(ModelTokens{Input: t.Input, Cached: t.Cached})
+}
+
+// Dollars is what t costs at p.
+func (p Price) Dollars(t ModelTokens) float64 {
+	uncached := max(t.Input-t.Cached, 0)
+	return (float64(uncached)*p.Input + float64(t.Cached)*p.CachedInput + float64(t.Output)*p.Output) / 1e6
 }
 
 // listPrices are OpenAI's list prices (dollars per million tokens) for

@@ -2,10 +2,8 @@ package chat
 
 import (
 	"context"
-	"strings"
 
 	"github.com/chatmemory/backend/longterm"
-	"github.com/chatmemory/backend/prompts"
 )
 
 // The memory block in a turn's request has two parts, placed for the
@@ -98,14 +96,11 @@ func blockOf(m MemoryBlock) memoryBlock {
 	if m.Text == "" {
 		return memoryBlock{}
 	}
-	stable, recent, ok := strings.Cut(m.Text, "\n"+prompts.MemoryRecent)
-	switch {
-	case !ok:
-		return memoryBlock{stable: m.Text, tokens: m.Tokens + systemMessageTokens}
-	case stable == prompts.MemoryHeader: // nothing but today's
-		return memoryBlock{recent: m.Text, tokens: m.Tokens + systemMessageTokens}
+	stable, recent := longterm.SplitBlock(m.Text)
+	if stable == "" || recent == "" {
+		return memoryBlock{stable: stable, recent: recent, tokens: m.Tokens + systemMessageTokens}
 	}
-	return memoryBlock{stable: stable, recent: prompts.MemoryRecent + recent, tokens: m.Tokens + 2*systemMessageTokens}
+	return memoryBlock{stable: stable, recent: recent, tokens: m.Tokens + 2*systemMessageTokens}
 }
 
 // with is the memory with text (of n tokens) added to what changes often.

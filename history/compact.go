@@ -204,14 +204,6 @@ const (
 	MaxCompactMessages = 200
 )
 
-// keepBelow is the share of the budget a compaction of s leaves verbatim.
-func keepBelow(s *sessions.Session) int {
-	if s.Context.Trim == sessions.TrimEach {
-		return keepBelowPct
-	}
-	return keepBelowStepsPct
-}
-
 // CompactionPlan is a range of messages to fold into the summary.
 type CompactionPlan struct {
 	Previous *Compaction // the summary to extend; nil for the first
@@ -267,6 +259,14 @@ func PlanCompaction(s *sessions.Session, t *Tail, budget, fixed int) (Compaction
 	}
 	p.EndSeq = end
 	return p, true
+}
+
+// keepBelow is the share of the budget a compaction of s leaves verbatim.
+func keepBelow(s *sessions.Session) int {
+	if s.Context.Trim == sessions.TrimEach {
+		return keepBelowPct
+	}
+	return keepBelowStepsPct
 }
 
 // bytesOf is what msgs take in a tail (see StoredBytes).

@@ -104,6 +104,55 @@ func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
 	return c, nil
 }
 
+// windowInSteps returns the last exchanges from a start that moves step
+// exchanges at a time: between k and k+step-1 of them, the same first one
+// from turn to turn until the window passes k+step-1. Exchanges are
+// counted from the first in msgs (each starts at a user message).
+func windowInSteps(msgs []Message, k, step int) []Message {
+	var starts []int
+	for i, m := range msgs {
+		if m.Role == RoleUser {
+			starts = append(starts, i)
+		}
+	}
+	if k <= 0 || len(starts) <= k {
+		return msgs
+	}
+	drop := (len(starts) - k) / step * step // whole steps past k
+	return msgs[starts[drop]:]
+}
+
+// fitInSteps returns the most recent whole units of msgs within budget,
+// from a start that moves forward about step tokens at a time: the first
+// unit at or after the fit's own start that begins a new step of the grid
+// every step tokens (counted from the first of msgs), so that the start
+// stays put from turn to turn until the budget forces it past the next
+// mark. step 0: FitBudget.
+func fitInSteps(msgs []Message, budget, step int) []Message {
+	fit := FitBudget(msgs, budget)
+	if step <= 0 || len(fit) == 0 || len(fit) == len(msgs) {
+		return fit
+	}
+	us, prev, at, first := units(msgs), 0, 0, fit[0].Seq
+	for i, u := range us {
+		// Unit i begins a step when a multiple of step lies in (prev, at].
+		if u.msgs[0].Seq >= first && (i == 0 || prev/step != at/step) {
+			return flatten(us[i:])
+		}
+		prev, at = at, at+u.tokens
+	}
+	return fit
+}
+
+// flatten is the messages of us, in order.
+func flatten(us []unit) []Message {
+	var out []Message
+	for _, u := range us {
+		out = append(out, u.msgs...)
+	}
+	return out
+}
+
 // FitBudget returns the most recent whole units of msgs (oldest first) whose
 // tokens sum to at most budget, oldest first. Tool exchanges stay whole.
 func FitBudget(msgs []Message, budget int) []Message {
@@ -175,53 +224,4 @@ func after(msgs []Message, seq int) []Message {
 		}
 	}
 	return nil
-}
-
-// windowInSteps returns the last exchanges from a start that moves step
-// exchanges at a time: between k and k+step-1 of them, the same first one
-// from turn to turn until the window passes k+step-1. Exchanges are
-// counted from the first in msgs (each starts at a user message).
-func windowInSteps(msgs []Message, k, step int) []Message {
-	var starts []int
-	for i, m := range msgs {
-		if m.Role == RoleUser {
-			starts = append(starts, i)
-		}
-	}
-	if k <= 0 || len(starts) <= k {
-		return msgs
-	}
-	drop := (len(starts) - k) / step * step // whole steps past k
-	return msgs[starts[drop]:]
-}
-
-// fitInSteps returns the most recent whole units of msgs within budget,
-// from a start that moves forward about step tokens at a time: the first
-// unit at or after the fit's own start that begins a new step of the grid
-// every step tokens (counted from the first of msgs), so that the start
-// stays put from turn to turn until the budget forces it past the next
-// mark. step 0: FitBudget.
-func fitInSteps(msgs []Message, budget, step int) []Message {
-	fit := FitBudget(msgs, budget)
-	if step <= 0 || len(fit) == 0 || len(fit) == len(msgs) {
-		return fit
-	}
-	us, prev, at, first := units(msgs), 0, 0, fit[0].Seq
-	for i, u := range us {
-		// Unit i begins a step when a multiple of step lies in (prev, at].
-		if u.msgs[0].Seq >= first && (i == 0 || prev/step != at/step) {
-			return flatten(us[i:])
-		}
-		prev, at = at, at+u.tokens
-	}
-	return fit
-}
-
-// flatten is the messages of us, in order.
-func flatten(us []unit) []Message {
-	var out []Message
-	for _, u := range us {
-		out = append(out, u.msgs...)
-	}
-	return out
 }

@@ -270,6 +270,20 @@ func buildBlock(u *User, facts []Fact, s Settings, tok TokenCounter) (text strin
 	return text, count(text), keptStable+keptRecent < len(stable)+len(recent), keptRecent < len(recent)
 }
 
+// SplitBlock divides a block buildBlock rendered into its stable part and
+// its recent part (under its own header); stable is "" when the block
+// holds nothing but recent lines, recent "" when it holds none.
+func SplitBlock(block string) (stable, recent string) {
+	s, r, ok := strings.Cut(block, "\n"+prompts.MemoryRecent)
+	switch {
+	case !ok:
+		return block, ""
+	case s == prompts.MemoryHeader:
+		return "", block
+	}
+	return s, prompts.MemoryRecent + r
+}
+
 // recentShare: the block's recent part takes at most 1/recentShare of the cap.
 const recentShare = 5
 

@@ -18,7 +18,6 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/chatmemory/backend/bench"
-	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm/llmtest"
 )
 
@@ -121,16 +120,11 @@ func retention(tiny bool, perKind int, out string) int {
 // modelBill runs the model bill's conversations (a few turns with -tiny)
 // and writes bill.json and bill.md to out.
 func modelBill(tiny bool, out string) int {
-	tok, err := history.NewTikToken()
-	if err != nil {
-		fmt.Fprintln(os.Stderr, "bench:", err)
-		return 1
-	}
 	turns := bench.BillTurns
 	if tiny {
 		turns = 12
 	}
-	rows, err := bench.RunBill(context.Background(), turns, tok)
+	rows, err := bench.RunBill(context.Background(), turns)
 	if err == nil {
 		err = bench.WriteBillFiles(out, rows)
 	}
