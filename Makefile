@@ -75,6 +75,7 @@ BENCH_OUT ?= docs/bench
 bench: deps
 	$(GO) test -run '^$$' -bench Text -benchtime 20x ./history
 	$(GO) run ./cmd/emulators -- $(GO) run ./cmd/bench -out $(BENCH_OUT)
+	$(GO) run ./cmd/bench -bill -out $(BENCH_OUT)
 
 # Deploy everything (see README, Deploy): empty variables take cmd/deploy's defaults.
 deploy: deps

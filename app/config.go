@@ -263,9 +263,10 @@ func (c *Config) checkChoices(env *vars) {
 	}
 }
 
-// parseModels reads CHAT_MODELS: "name[:window],…"; a model without a
-// window has the one known for its name. The default model is always
-// offered, first.
+// parseModels reads CHAT_MODELS: "name[:window[:input/cached/output]],…";
+// a model without a window has the one known for its name, one without
+// prices (dollars per million tokens) its list price if known. The
+// default model is always offered, first.
 func parseModels(v, def string) ([]ChatModel, error) {
 	out := []ChatModel{{Name: def, ContextWindow: history.ContextWindow(def)}}
 	for _, item := range strings.Split(v, ",") {
@@ -274,8 +275,14 @@ func parseModels(v, def string) ([]ChatModel, error) {
 			continue
 		}
 		name, window, hasWindow := strings.Cut(item, ":")
+		window, prices, hasPrices := strings.Cut(window, ":")
 		m := ChatModel{Name: strings.TrimSpace(name), ContextWindow: history.ContextWindow(name)}
-		if hasWindow {
+		if p, err := parsePrice(m.Name, prices, hasPrices); err != nil {
+			return nil, err
+		} else if !p.Zero() {
+			m.Price = &p
+		}
+		if hasWindow && strings.TrimSpace(window) != "" {
 			n, err := strconv.Atoi(strings.TrimSpace(window))
 			if err != nil || n < 1000 || n > 10_000_000 {
 				return nil, fmt.Errorf("CHAT_MODELS: %q: the context window must be a whole number of tokens from 1000 to 10000000", item)
@@ -292,6 +299,26 @@ func parseModels(v, def string) ([]ChatModel, error) {
 		out = append(out, m)
 	}
 	return out, nil
+}
+
+// parsePrice reads a model's prices, "input/cached/output" in dollars per
+// million tokens (zero when none are given: its list price applies).
+func parsePrice(model, v string, given bool) (chat.Price, error) {
+	if !given {
+		return chat.Price{}, nil
+	}
+	parts := strings.Split(v, "/")
+	var n [3]float64
+	for i := range n {
+		var err error
+		if len(parts) == 3 {
+			n[i], err = strconv.ParseFloat(strings.TrimSpace(parts[i]), 64)
+		}
+		if len(parts) != 3 || err != nil || n[i] < 0 || n[i] > 10_000 || n[i] != n[i] {
+			return chat.Price{}, fmt.Errorf("CHAT_MODELS: %q: prices are input/cached/output in dollars per million tokens, e.g. 0.15/0.075/0.6", model+":"+v)
+		}
+	}
+	return chat.Price{Input: n[0], CachedInput: n[1], Output: n[2]}, nil
 }
 
 // emulatorRisks lists what would let anyone be anyone: the Auth emulator

@@ -49,10 +49,11 @@ func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent
 		reply.Op = c.op
 	}
 	fin := finished{reply: reply, learn: svc.claimLearning(s, st, t)}
-	prompt, completion := replyTokens(answer.reported, sent, reply)
-	spent += prompt + completion
-	s.Usage.PromptTokens += prompt
-	s.Usage.CompletionTokens += completion
+	used := replyTokens(answer.reported, sent, reply)
+	spent += used.Total()
+	s.Usage.PromptTokens += used.Input
+	s.Usage.CachedTokens += used.Cached
+	s.Usage.CompletionTokens += used.Output
 	s.Usage.Turns++
 	s.Usage.LastModel = answer.draft.Metadata.Model
 	if svc.Recall != nil {
@@ -62,7 +63,7 @@ func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent
 		spent += c.user.Tokens + reply.Tokens
 	}
 	fin.write = &TurnWrite{Session: s, Tail: t, Messages: []history.Message{reply}, Slot: NoSlot, Tokens: spent, Draft: c.endDraft(st),
-		ByModel: map[string]int{cmp.Or(answer.draft.Metadata.Model, s.Model): prompt + completion}}
+		ByModel: map[string]ModelTokens{cmp.Or(answer.draft.Metadata.Model, s.Model): used}}
 	return fin, nil
 }
 
@@ -107,12 +108,13 @@ func (svc *Service) claimLearning(s *sessions.Session, st *TurnState, t *history
 	return &b
 }
 
-// replyTokens is what a reply cost, its prompt and its completion: as the
-// service reported them, else as counted for the context sent and the
-// reply.
-func replyTokens(reported *Reply, sent *history.Context, reply history.Message) (prompt, completion int) {
+// replyTokens is what a reply cost, its prompt (and the part of it served
+// from the provider's cache) and its completion: as the service reported
+// them, else as counted for the context sent and the reply (none cached).
+func replyTokens(reported *Reply, sent *history.Context, reply history.Message) ModelTokens {
 	if reported.PromptTokens+reported.CompletionTokens == 0 {
-		return sent.Tokens, reply.Tokens
+		return ModelTokens{Input: sent.Tokens, Output: reply.Tokens}
 	}
-	return reported.PromptTokens, reported.CompletionTokens
+	cached := min(max(reported.CachedTokens, 0), reported.PromptTokens)
+	return ModelTokens{Input: reported.PromptTokens, Cached: cached, Output: reported.CompletionTokens}
 }

@@ -54,7 +54,7 @@ func (m metered) Generate(ctx context.Context, req Request, onDelta func(string)
 	}
 	n := r.PromptTokens + r.CompletionTokens
 	if n == 0 {
-		n = m.count.Text(req.Model, req.System) + m.count.Text(req.Model, req.Memory) + m.count.Text(req.Model, r.Content) + history.ReplyPriming
+		n = m.count.Text(req.Model, req.System) + m.count.Text(req.Model, req.Memory) + m.count.Text(req.Model, req.Context) + m.count.Text(req.Model, r.Content) + history.ReplyPriming
 		for _, msg := range req.Messages {
 			n += m.count.Text(req.Model, msg.Content) + 4
 		}

@@ -52,23 +52,6 @@ func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Pre
 	return p, nil
 }
 
-// memoryBlock is a user's long-term memory block and its tokens.
-type memoryBlock struct {
-	text   string
-	tokens int
-}
-
-// systemMessageTokens is what wrapping a text in a system message adds.
-const systemMessageTokens = 4
-
-// blockOf is the memory block a turn sends, as a system message.
-func blockOf(m MemoryBlock) memoryBlock {
-	if m.Text == "" {
-		return memoryBlock{}
-	}
-	return memoryBlock{text: m.Text, tokens: m.Tokens + systemMessageTokens}
-}
-
 // build chooses the session's context from its tail: no reads, no
 // tokenizing of stored messages.
 func (svc *Service) build(s *sessions.Session, t *history.Tail, mem memoryBlock, toolTokens int) (*history.Context, error) {
@@ -99,13 +82,16 @@ func (svc *Service) systemPrompt(model string) int {
 	return n
 }
 
-// request is what the model is sent for a built context: the system prompt,
-// the memory block, the summary in use as a system message, then the
-// messages verbatim.
+// request is what the model is sent for a built context: the system
+// prompt, the instructions, the memory block's stable part, the summary in
+// use as a system message, then the messages verbatim, with what changes
+// more often (the block's recent part, the facts chosen for the message,
+// the recalled excerpts) next to the message the turn answers.
 func (svc *Service) request(s *sessions.Session, c *history.Context, mem memoryBlock) Request {
 	msgs := c.Messages
 	if c.Compaction != nil {
 		msgs = append([]history.Message{history.SummaryMessage(c.Compaction)}, msgs...)
 	}
-	return Request{Model: s.Model, System: svc.SystemPrompt, Instructions: s.Instructions, Memory: mem.text, Messages: msgs}
+	first, next := mem.parts(svc.LegacyOrder)
+	return Request{Model: s.Model, System: svc.SystemPrompt, Instructions: s.Instructions, Memory: first, Context: next, Messages: msgs, CacheKey: s.ID}
 }

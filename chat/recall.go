@@ -8,7 +8,6 @@ import (
 	"unicode/utf8"
 
 	"github.com/chatmemory/backend/history"
-	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -103,35 +102,6 @@ func (svc *Service) embedQuery(ctx context.Context, r *recaller, query string) {
 	r.vector, r.embedErr = svc.Finder.EmbedQuery(ctx, query)
 }
 
-// memoryFor is the memory block a turn sends: the facts chosen by
-// relevance to its message when the block leaves some out and the message
-// is embedded, else the block as read.
-func (svc *Service) memoryFor(ctx context.Context, r *recaller, m MemoryBlock, sessionID string) memoryBlock {
-	if m.Relevance() == nil || svc.Memory == nil || r.embedded == nil {
-		return blockOf(m)
-	}
-	type read struct {
-		u   *longterm.User
-		err error
-	}
-	facts := make(chan read, 1)
-	go func() { // the facts, read beside the embedding
-		u, err := svc.Memory.WithFacts(ctx, m.Relevance())
-		facts <- read{u, err}
-	}()
-	if <-r.embedded; r.embedErr != nil {
-		svc.logError(ctx, "embedding the message failed; the memory block is chosen by confidence", sessionID, r.embedErr)
-		return blockOf(m)
-	}
-	got := <-facts
-	if got.err != nil {
-		svc.logError(ctx, "reading the long-term facts failed; the memory block is chosen by confidence", sessionID, got.err)
-		return blockOf(m)
-	}
-	text, n := svc.Memory.Relevant(got.u, r.vector)
-	return blockOf(MemoryBlock{Text: text, Tokens: n})
-}
-
 // recallHints remembers, per instance, which sessions embed their turns'
 // messages (to recall, or to choose long-term facts), and which recall from
 // all of the user's sessions: a turn of one embeds its message beside its
@@ -165,15 +135,6 @@ func (h *recallHints) get(id string) hint {
 	h.mu.Lock()
 	defer h.mu.Unlock()
 	return h.on[id]
-}
-
-// with is the memory block with text (of n tokens) added, in the same
-// system message.
-func (m memoryBlock) with(text string, n int) memoryBlock {
-	if m.text == "" {
-		return memoryBlock{text: text, tokens: n + systemMessageTokens}
-	}
-	return memoryBlock{text: m.text + "\n\n" + text, tokens: m.tokens + n}
 }
 
 // recallBlock returns the excerpts to add to the turn's system messages,

@@ -48,9 +48,9 @@ func TestRecallInTurn(t *testing.T) {
 			s := w.session(t, sessions.CreateInput{Context: sessions.ContextSettings{Recall: tc.mode}})
 			w.turn(t, chat.TurnRequest{SessionID: s.ID, Message: "which mooring was it?"})
 			req := w.model.last()
-			got := strings.Contains(req.Memory, "47-BRAVO") && strings.Contains(req.Memory, `"Boats"`) && strings.Contains(req.Memory, "2026-03-01")
+			got := strings.Contains(req.Context, "47-BRAVO") && strings.Contains(req.Context, `"Boats"`) && strings.Contains(req.Context, "2026-03-01") && !strings.Contains(req.Memory, "47-BRAVO")
 			if got != tc.want {
-				t.Fatalf("recalled %v, want %v: %q", got, tc.want, req.Memory)
+				t.Fatalf("recalled %v, want %v: %q", got, tc.want, req.Context)
 			}
 			if tc.want && (len(f.texts) != 1 || f.texts[0] != "which mooring was it?" || f.all[0] != (tc.mode == sessions.RecallAll)) {
 				t.Errorf("asked %q (all %v)", f.texts, f.all)
@@ -87,7 +87,7 @@ func TestRecalledLoneMessages(t *testing.T) {
 			w.svc.Finder = &fakeRecaller{found: []recall.Exchange{unit}}
 			s := w.session(t, sessions.CreateInput{Context: sessions.ContextSettings{Recall: sessions.RecallAll}})
 			w.turn(t, chat.TurnRequest{SessionID: s.ID, Message: "which mooring was it?"})
-			sent := w.model.last().Memory
+			sent := w.model.last().Context
 			for _, want := range tc.want {
 				if !strings.Contains(sent, want) {
 					t.Errorf("sent %q, want it to hold %q", sent, want)

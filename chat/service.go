@@ -30,10 +30,18 @@ type Request struct {
 	// Instructions are the session's own, sent after the operator's
 	// prompt as a system message of their own.
 	Instructions string
-	Memory       string // the user's long-term memory block, sent as a system message after them
-	Messages     []history.Message
-	Tools        []Tool // the app's functions the model may call
-	ToolChoice   string // with Tools: auto (""), none, required, or a tool's name
+	Memory       string // the user's long-term memory block's stable part, sent as a system message after them
+	// Context is what changes from turn to turn (the memory block's recent
+	// part, the facts chosen for the message, the recalled excerpts): a
+	// system message just before the last user message of Messages, so
+	// that the request's start stays what the provider's cache holds.
+	Context    string
+	Messages   []history.Message
+	Tools      []Tool // the app's functions the model may call
+	ToolChoice string // with Tools: auto (""), none, required, or a tool's name
+	// CacheKey names the session to the provider's prompt cache (OpenAI's
+	// prompt_cache_key): its requests are routed to the same cache.
+	CacheKey string
 }
 
 // Reply is the model's answer.
@@ -44,6 +52,9 @@ type Reply struct {
 	FinishReason     string
 	PromptTokens     int
 	CompletionTokens int
+	// CachedTokens are the part of PromptTokens the provider served from
+	// its prompt cache (as it reported them; 0 if it did not).
+	CachedTokens int
 }
 
 // Titler names a conversation from its first exchange.
@@ -60,8 +71,9 @@ type Memory interface {
 	Claim(s *sessions.Session) (longterm.Batch, bool)
 	// LearnClaimed extracts memory from a claimed batch.
 	LearnClaimed(ctx context.Context, s *sessions.Session, model string, b longterm.Batch) error
-	// Relevant is u's block with its facts chosen by relevance to a
-	// message embedded as v, and its tokens.
+	// Relevant is what the turn adds to u's block for a message embedded
+	// as v: the facts the block leaves out most relevant to it (see
+	// longterm.Service.Relevant), and their tokens.
 	Relevant(u *longterm.User, v []float32) (string, int)
 	// Block returns userID's memory block and its tokens (one read; empty
 	// when memory is off or holds nothing).
@@ -103,6 +115,11 @@ type Service struct {
 	BusyWait time.Duration
 	Now      func() time.Time
 	Log      *slog.Logger
+
+	// LegacyOrder sends the whole memory block and the recalled excerpts
+	// before the summary and the history, as requests were ordered before
+	// the cache order (make bench's baseline).
+	LegacyOrder bool
 
 	systemTokens sync.Map // model → tokens of SystemPrompt, counted once
 	recallHints  recallHints

@@ -5,7 +5,6 @@ import (
 	"errors"
 
 	"github.com/chatmemory/backend/history"
-	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -159,37 +158,6 @@ type TurnState struct {
 	DraftVersion any
 }
 
-// MemoryBlock is the user's long-term memory as a turn sends it.
-type MemoryBlock struct {
-	Text   string
-	Tokens int // of Text alone
-	// Source is the memory as the turn read it (nil: none was read):
-	// learning after the turn starts from it instead of reading it again.
-	Source *longterm.User
-}
-
-// Relevance is the memory the block was made from when the turn may
-// choose its facts by relevance to its message instead: when the block
-// leaves embedded facts out. Nil otherwise.
-func (m MemoryBlock) Relevance() *longterm.User {
-	if u := m.Source; u != nil && !u.Disabled && u.BlockCut && u.VectorModel != "" {
-		return u
-	}
-	return nil
-}
-
-// MemoryOf is the block a turn reads for u (as a store returns it), with
-// u itself as its Source: no text when memory is off.
-func MemoryOf(u *longterm.User) MemoryBlock {
-	if u == nil {
-		return MemoryBlock{}
-	}
-	if u.Disabled {
-		return MemoryBlock{Source: u}
-	}
-	return MemoryBlock{Text: u.Block, Tokens: u.BlockTokens, Source: u}
-}
-
 // TurnWrite is what one commit of a turn writes.
 type TurnWrite struct {
 	Session  *sessions.Session // created if the state had none, else replaced
@@ -199,9 +167,10 @@ type TurnWrite struct {
 	Slot   int
 	Minute int64
 	Tokens int // added to the user's spend on the query's Day
-	// ByModel, if set, are the reply's own tokens (prompt and completion)
-	// by the model that answered, added to the day's spend by model.
-	ByModel map[string]int
+	// ByModel, if set, are the reply's own tokens (its input, the part of
+	// it served from the provider's cache, and its output) by the model
+	// that answered, added to the day's spend by model.
+	ByModel map[string]ModelTokens
 	Draft   *DraftWrite
 }
 

@@ -186,12 +186,20 @@ type UsageRecord struct {
 	// Models are, for UsageOn's day, the replies' tokens by the model that
 	// answered (titles, summaries, learning and embeddings are not among
 	// them: Days has every token).
-	Models      map[string]int
+	Models map[string]int
+	// Bill are, for UsageOn's day, the same replies' tokens by model as
+	// input, cached input and output (none for days before they were kept).
+	Bill        map[string]ModelTokens
 	TurnMinutes []int64 // the minute each rate-limit slot was last taken in
 }
 
-// UsageData is a user's rate-limit windows as personal data.
-type UsageData struct{ Store UsageStore }
+// UsageData is a user's rate-limit windows as personal data, and where
+// they stand against the limits and the bill.
+type UsageData struct {
+	Store UsageStore
+	// Price is a model's price (nil: the list prices, see ListPrice).
+	Price func(model string) Price
+}
 
 // ExportUser returns the user's usage, or nil.
 func (d UsageData) ExportUser(ctx context.Context, userID string) (any, error) {
@@ -220,6 +228,13 @@ type Standing struct {
 	// answered (the rest of Tokens is titles, summaries, learning and
 	// embeddings).
 	ReplyTokensByModel map[string]int `json:"replyTokensByModel"`
+	// Models are today's replies by the model that answered: input
+	// tokens, the part of them served from the provider's prompt cache and
+	// the rest, output tokens, and, at the model's price, dollars.
+	Models map[string]ModelBill `json:"models"`
+	// Dollars is what today's replies cost, at the prices known (models
+	// without one are not in it).
+	Dollars float64 `json:"dollars"`
 }
 
 // Gauge is one limit's standing: Limit 0 is none.
@@ -257,7 +272,26 @@ func (d UsageData) Standing(ctx context.Context, userID string, l Limits, now ti
 	for m, n := range r.Models {
 		st.ReplyTokensByModel[m] = n
 	}
+	st.Models = d.bills(r)
+	for _, b := range st.Models {
+		if b.Dollars != nil {
+			st.Dollars += *b.Dollars
+		}
+	}
 	return st, nil
+}
+
+// bills are r's replies by model, priced.
+func (d UsageData) bills(r *UsageRecord) map[string]ModelBill {
+	price := d.Price
+	if price == nil {
+		price = ListPrice
+	}
+	out := map[string]ModelBill{}
+	for m, t := range r.Bill {
+		out[m] = billOf(t, price(m))
+	}
+	return out
 }
 
 // Day is the UTC date of now, as usage is kept by.

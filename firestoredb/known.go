@@ -146,9 +146,9 @@ func (db *DB) undoClaim(ctx context.Context, q chat.TurnQuery, ts, out *chat.Tur
 		b.Delete(db.draftRef(q.SessionID))
 	}
 	if w.Tokens > 0 { // a claim that charged (the chat's do not) is charged back
-		back := map[string]int{}
+		back := map[string]chat.ModelTokens{}
 		for m, n := range w.ByModel {
-			back[m] = -n
+			back[m] = chat.ModelTokens{Input: -n.Input, Cached: -n.Cached, Output: -n.Output}
 		}
 		db.addTokens(b, q.UserID, q.Day, -w.Tokens, back)
 	}

@@ -45,6 +45,7 @@ type memoryUserDoc struct {
 	Block       string                `firestore:"block"`
 	BlockTokens int                   `firestore:"blockTokens"`
 	BlockCut    bool                  `firestore:"blockCut,omitempty"`
+	StableAt    time.Time             `firestore:"stableAt"` // divides the block (longterm.User.StableAt)
 	VectorModel string                `firestore:"vectorModel,omitempty"`
 	// History is the episodic history (exempt from indexing);
 	// historyDueAt, when it next has something to move, which the daily
@@ -130,7 +131,7 @@ func decodeMemoryUser(snap *firestore.DocumentSnapshot, userID string) (*longter
 		return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
 	}
 	u := &longterm.User{UserID: userID, Disabled: d.Disabled, Block: d.Block, BlockTokens: d.BlockTokens,
-		BlockCut: d.BlockCut, VectorModel: d.VectorModel, Version: d.Version, UpdatedAt: d.UpdatedAt.UTC(),
+		BlockCut: d.BlockCut, StableAt: d.StableAt.UTC(), VectorModel: d.VectorModel, Version: d.Version, UpdatedAt: d.UpdatedAt.UTC(),
 		Profile: longterm.Profile{Work: lp(d.Work), Personal: lp(d.Personal), Focus: lp(d.Focus)}, History: historyUTC(d.History),
 		Partial: d.Facts == nil}
 	for _, f := range d.Facts {
@@ -220,7 +221,7 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 			}
 		}
 		d := memoryUserDoc{UserID: userID, Disabled: u.Disabled, Work: u.Profile.Work, Personal: u.Profile.Personal,
-			Focus: u.Profile.Focus, Block: u.Block, BlockTokens: u.BlockTokens, BlockCut: u.BlockCut, VectorModel: u.VectorModel,
+			Focus: u.Profile.Focus, Block: u.Block, BlockTokens: u.BlockTokens, BlockCut: u.BlockCut, StableAt: u.StableAt, VectorModel: u.VectorModel,
 			Version: version + 1, UpdatedAt: u.UpdatedAt,
 			History: u.History, HistoryDueAt: orNull(u.History.DueAt(u.UpdatedAt))}
 		if err := tx.Set(ref, d); err != nil {

@@ -37,6 +37,8 @@ type dayDoc struct {
 	Day    string         `firestore:"day"`
 	Tokens int            `firestore:"tokens"`
 	Models map[string]int `firestore:"models,omitempty"` // replies' tokens by the model that answered
+	// Bill are the same tokens as input, cached input and output.
+	Bill map[string]chat.ModelTokens `firestore:"bill,omitempty"`
 }
 
 type slotDoc struct {
@@ -168,14 +170,15 @@ func (db *DB) AddTokens(ctx context.Context, userID, day string, n int) error {
 
 // addTokens adds n to the user's spend on day in w: an increment, so
 // concurrent turns never conflict over it.
-func (db *DB) addTokens(w *writes, userID, day string, n int, byModel map[string]int) {
+func (db *DB) addTokens(w *writes, userID, day string, n int, byModel map[string]chat.ModelTokens) {
 	data := map[string]any{"userId": userID, "day": day, "tokens": firestore.Increment(n)}
 	if len(byModel) > 0 {
-		models := map[string]any{}
+		models, bill := map[string]any{}, map[string]any{}
 		for m, k := range byModel {
-			models[m] = firestore.Increment(k)
+			models[m] = firestore.Increment(k.Total())
+			bill[m] = map[string]any{"input": firestore.Increment(k.Input), "cached": firestore.Increment(k.Cached), "output": firestore.Increment(k.Output)}
 		}
-		data["models"] = models
+		data["models"], data["bill"] = models, bill
 	}
 	w.Set(db.dayRef(userID, day), data, firestore.MergeAll)
 }
@@ -314,7 +317,7 @@ func (db *DB) UsageOn(ctx context.Context, userID, day string, slots int) (*chat
 		if err := dataTo(snaps[1], &d); err != nil {
 			return nil, err
 		}
-		r.Days[day], r.Models = d.Tokens, d.Models
+		r.Days[day], r.Models, r.Bill = d.Tokens, d.Models, d.Bill
 	}
 	for i, s := range snaps[2:] {
 		if s.Exists() {

@@ -69,8 +69,18 @@ func TestFactsByRelevance(t *testing.T) {
 		}
 		h.do("POST", "/chat", alice.token, map[string]any{"message": word(99*8+3) + " " + word(99*8+5) + "?"}).want(t, 200)
 		sys := h.systemOf(word(99*8+3) + " " + word(99*8+5) + "?")
-		if !strings.Contains(sys, fact(99)) || !strings.HasPrefix(sys, "You are") || !strings.Contains(sys, prompts.MemoryHeader+"\n- "+fact(99)) {
+		// The block stays as stored, at the top; the fact relevant to the
+		// message comes after the history, just before the message.
+		if !strings.Contains(sys, fact(99)) || !strings.HasPrefix(sys, "You are") || !strings.Contains(sys, prompts.MemoryRelevant+"\n- "+fact(99)) {
 			t.Fatalf("the block for a message about the last fact: %.300s", sys)
+		}
+		reqs := h.model.Requests()
+		for _, r := range reqs {
+			if msgs := r.Messages; msgs[len(msgs)-1].Content == word(99*8+3)+" "+word(99*8+5)+"?" {
+				if next := msgs[len(msgs)-2]; next.Role != "system" || !strings.HasPrefix(next.Content, prompts.MemoryRelevant) || strings.Contains(msgs[1].Content, fact(99)) {
+					t.Fatalf("the relevant facts are not next to the message: %.200s", next.Content)
+				}
+			}
 		}
 		h.idle() // the last exchange is embedded after its reply
 		var export map[string]json.RawMessage

@@ -8,24 +8,30 @@ import (
 )
 
 // listModels answers GET /models: the chat models a session may choose
-// (its `model` at creation or with PATCH), each with its context window,
-// the default first.
+// (its `model` at creation or with PATCH), each with its context window
+// and its price when one is known, the default first.
 func (a *App) listModels(w http.ResponseWriter, r *http.Request) {
-	models, def := a.Models, ""
+	models, def := []ChatModel{}, ""
+	for _, m := range a.Models {
+		if p := priceOf(a.Models, m.Name); m.Price == nil && !p.Zero() {
+			m.Price = &p
+		}
+		models = append(models, m)
+	}
 	if len(models) > 0 {
 		def = models[0].Name
-	} else {
-		models = []ChatModel{}
 	}
 	writeJSON(w, http.StatusOK, map[string]any{"default": def, "models": models})
 }
 
 // usage answers GET /usage: where the caller stands against the limits
 // now (today's tokens, this minute's turns and appended messages, and when
-// each resets), from one batched read, and what their attachments take of
-// their storage quota.
+// each resets) and today's bill by model (input, cached and uncached,
+// output, dollars), from one batched read, and what their attachments take
+// of their storage quota.
 func (a *App) usage(w http.ResponseWriter, r *http.Request) {
-	st, err := chat.UsageData{Store: a.Store}.Standing(r.Context(), UserID(r.Context()), a.Chat.Limits, clock.Stored(a.Chat.Now))
+	price := func(model string) chat.Price { return priceOf(a.Models, model) }
+	st, err := chat.UsageData{Store: a.Store, Price: price}.Standing(r.Context(), UserID(r.Context()), a.Chat.Limits, clock.Stored(a.Chat.Now))
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -190,12 +190,17 @@ func CompactionID(endSeq int) string { return fmt.Sprintf("e%010d", endSeq) }
 
 // Compaction thresholds, as shares of the budget left for history: once the
 // verbatim part passes compactAbove, the oldest of it is summarized until
-// what stays verbatim is at most keepBelow. Each summarization handles at
+// what stays verbatim is at most keepBelow. A summary changes the start of
+// every request after it (the provider's cache then serves only the
+// prompts before it), so by default (trim "steps") a session compacts far
+// below its threshold and rarely; with trim "each" it compacts half as
+// far, more often, and sends fewer tokens. Each summarization handles at
 // most MaxCompactMessages messages, so it costs a bounded amount however
 // long the session is.
 const (
 	compactAbovePct    = 60
 	keepBelowPct       = 30
+	keepBelowStepsPct  = 10
 	MaxCompactMessages = 200
 )
 
@@ -233,7 +238,7 @@ func PlanCompaction(s *sessions.Session, t *Tail, budget, fixed int) (Compaction
 		return CompactionPlan{}, false
 	}
 	us := units(verbatim)
-	keep, keepBytes := avail*keepBelowPct/100, MaxTailBytes*keepBelowPct/100
+	keep, keepBytes := avail*keepBelow(s)/100, MaxTailBytes*keepBelowPct/100
 	end := -1
 	for i := 0; i < len(us)-1 && (total > keep || bytes > keepBytes); i++ { // never the last unit
 		total -= us[i].tokens
@@ -254,6 +259,14 @@ func PlanCompaction(s *sessions.Session, t *Tail, budget, fixed int) (Compaction
 	}
 	p.EndSeq = end
 	return p, true
+}
+
+// keepBelow is the share of the budget a compaction of s leaves verbatim.
+func keepBelow(s *sessions.Session) int {
+	if s.Context.Trim == sessions.TrimEach {
+		return keepBelowPct
+	}
+	return keepBelowStepsPct
 }
 
 // bytesOf is what msgs take in a tail (see StoredBytes).

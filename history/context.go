@@ -74,9 +74,9 @@ func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
 		}
 		c.Messages = all
 	case sessions.StrategyWindow:
-		c.Messages = FitBudget(lastExchanges(msgs, mem.WindowExchanges), avail)
+		c.Messages = FitBudget(windowInSteps(msgs, mem.WindowExchanges, mem.WindowStep(mem.WindowExchanges)), avail)
 	case sessions.StrategyTokenBuffer:
-		c.Messages = FitBudget(msgs, avail)
+		c.Messages = fitInSteps(msgs, avail, int(float64(avail)*mem.BudgetStep()))
 	default: // summary_buffer
 		verbatim := msgs
 		if cp := t.Compaction; cp != nil && cp.Tokens < avail {
@@ -102,6 +102,55 @@ func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
 		c.Tokens += c.Compaction.Tokens
 	}
 	return c, nil
+}
+
+// windowInSteps returns the last exchanges from a start that moves step
+// exchanges at a time: between k and k+step-1 of them, the same first one
+// from turn to turn until the window passes k+step-1. Exchanges are
+// counted from the first in msgs (each starts at a user message).
+func windowInSteps(msgs []Message, k, step int) []Message {
+	var starts []int
+	for i, m := range msgs {
+		if m.Role == RoleUser {
+			starts = append(starts, i)
+		}
+	}
+	if k <= 0 || len(starts) <= k {
+		return msgs
+	}
+	drop := (len(starts) - k) / step * step // whole steps past k
+	return msgs[starts[drop]:]
+}
+
+// fitInSteps returns the most recent whole units of msgs within budget,
+// from a start that moves forward about step tokens at a time: the first
+// unit at or after the fit's own start that begins a new step of the grid
+// every step tokens (counted from the first of msgs), so that the start
+// stays put from turn to turn until the budget forces it past the next
+// mark. step 0: FitBudget.
+func fitInSteps(msgs []Message, budget, step int) []Message {
+	fit := FitBudget(msgs, budget)
+	if step <= 0 || len(fit) == 0 || len(fit) == len(msgs) {
+		return fit
+	}
+	us, prev, at, first := units(msgs), 0, 0, fit[0].Seq
+	for i, u := range us {
+		// Unit i begins a step when a multiple of step lies in (prev, at].
+		if u.msgs[0].Seq >= first && (i == 0 || prev/step != at/step) {
+			return flatten(us[i:])
+		}
+		prev, at = at, at+u.tokens
+	}
+	return fit
+}
+
+// flatten is the messages of us, in order.
+func flatten(us []unit) []Message {
+	var out []Message
+	for _, u := range us {
+		out = append(out, u.msgs...)
+	}
+	return out
 }
 
 // FitBudget returns the most recent whole units of msgs (oldest first) whose
@@ -175,16 +224,4 @@ func after(msgs []Message, seq int) []Message {
 		}
 	}
 	return nil
-}
-
-// lastExchanges returns the last k exchanges: each starts at a user message.
-func lastExchanges(msgs []Message, k int) []Message {
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role == RoleUser {
-			if k--; k == 0 {
-				return msgs[i:]
-			}
-		}
-	}
-	return msgs
 }

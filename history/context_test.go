@@ -292,6 +292,12 @@ func TestPlanCompaction(t *testing.T) {
 	h = seqd(h...)
 	s := session(sessions.StrategySummaryBuffer, 0, 10)
 	budget := 100 + ReplyPriming
+	// In steps (the default), a compaction leaves 10% verbatim (the last
+	// unit at least).
+	if p, ok := PlanCompaction(s, &Tail{Messages: h[:7]}, budget, 0); !ok || p.StartSeq != 0 || p.EndSeq != 5 {
+		t.Errorf("70 tokens, in steps: plan %+v %v, want 0..5 (10 stay verbatim)", p, ok)
+	}
+	s.Context.Trim = sessions.TrimEach // the rest: compactions half as deep
 	if _, ok := PlanCompaction(s, &Tail{Messages: h[:6]}, budget, 0); ok {
 		t.Errorf("60 of 100 tokens is not over the threshold")
 	}
@@ -338,5 +344,50 @@ func TestPlanCompaction(t *testing.T) {
 	p, ok = PlanCompaction(s, &Tail{Messages: short}, big, 0)
 	if !ok || p.StartSeq != 0 || bytesOf(short[p.EndSeq+1:]) > MaxTailBytes*keepBelowPct/100 || bytesOf(short[p.EndSeq:]) <= MaxTailBytes*keepBelowPct/100 {
 		t.Errorf("by bytes: %+v %v (of %d messages)", p, ok, len(short))
+	}
+}
+
+// TestTrimInSteps: window and token_buffer drop old messages in steps,
+// so that the first message sent stays the same over the turns between
+// steps (the provider's prompt cache serves the start of the request),
+// always within the window and the budget; trim "each" drops one
+// exchange a turn.
+func TestTrimInSteps(t *testing.T) {
+	var h []Message
+	for i := 0; i < 80; i++ {
+		h = append(h, msg([]Role{RoleUser, RoleAssistant}[i%2], 10))
+	}
+	h = seqd(h...)
+	for _, tc := range []struct {
+		strategy sessions.Strategy
+		trim     sessions.Trim
+		budget   int
+		changes  int // how often the first message sent changes over 40 exchanges (the first time included)
+		max      int // messages sent at most
+	}{
+		{sessions.StrategyWindow, "", 1000, 7, 2 * (10 + 4)},
+		{sessions.StrategyWindow, sessions.TrimEach, 1000, 31, 20},
+		{sessions.StrategyTokenBuffer, "", 200, 11, 20},
+		{sessions.StrategyTokenBuffer, sessions.TrimEach, 200, 61, 20},
+	} {
+		s := session(tc.strategy, 10, 0)
+		s.Context.Trim = tc.trim
+		first, changes := -1, 0
+		for n := 2; n <= len(h); n++ {
+			c, err := Build(s, &Tail{Messages: h[:n]}, tc.budget+ReplyPriming, 0)
+			if err != nil {
+				t.Fatal(err)
+			}
+			if len(c.Messages) > tc.max || c.Tokens > tc.budget+ReplyPriming || c.Messages[len(c.Messages)-1].Seq != n-1 {
+				t.Fatalf("%s %q at %d: %d messages, %d tokens", tc.strategy, tc.trim, n, len(c.Messages), c.Tokens)
+			}
+			if c.Messages[0].Seq != first {
+				first, changes = c.Messages[0].Seq, changes+1
+			}
+		}
+		if changes > tc.changes {
+			t.Errorf("%s %q: the first message changed %d times, want at most %d", tc.strategy, tc.trim, changes, tc.changes)
+		}
+		t.Logf("%s %q: the first message changed %d times over %d messages", tc.strategy, tc.trim, changes, len(h))
 	}
 }

@@ -20,15 +20,15 @@ import (
 type DB struct {
 	mu       sync.Mutex
 	sessions map[string]*sessions.Session
-	messages map[string][]history.Message // by session; index == seq
-	keys     map[string]map[string][]int  // session → clientMessageId → seqs
-	usage    map[string]chat.Usage        // by user: the appended-messages window
-	days     map[string]map[string]int    // by user, then UTC day: tokens spent
-	models   map[string]map[string]int    // by user and day ("uid day"), then model: replies' tokens
-	slots    map[string][]int64           // by user: the minute each turn slot was taken in
-	replies  map[string]map[string]int    // session → id of a turn's reply → its seq
-	drafts   map[string]*draft            // by session: its streaming reply
-	tails    map[string]*history.Tail     // by session
+	messages map[string][]history.Message           // by session; index == seq
+	keys     map[string]map[string][]int            // session → clientMessageId → seqs
+	usage    map[string]chat.Usage                  // by user: the appended-messages window
+	days     map[string]map[string]int              // by user, then UTC day: tokens spent
+	models   map[string]map[string]chat.ModelTokens // by user and day ("uid day"), then model: replies' tokens
+	slots    map[string][]int64                     // by user: the minute each turn slot was taken in
+	replies  map[string]map[string]int              // session → id of a turn's reply → its seq
+	drafts   map[string]*draft                      // by session: its streaming reply
+	tails    map[string]*history.Tail               // by session
 	compact  map[string][]history.Compaction
 	users    map[string]longterm.User
 	facts    map[string]map[string]longterm.Fact   // superseded, by user, then id
@@ -53,7 +53,7 @@ func New() *DB {
 		keys:     map[string]map[string][]int{},
 		usage:    map[string]chat.Usage{},
 		days:     map[string]map[string]int{},
-		models:   map[string]map[string]int{},
+		models:   map[string]map[string]chat.ModelTokens{},
 		slots:    map[string][]int64{},
 		replies:  map[string]map[string]int{},
 		drafts:   map[string]*draft{},

@@ -109,9 +109,9 @@ func (db *DB) applyTurnLocked(q chat.TurnQuery, st *chat.TurnState, w *chat.Turn
 		for m, n := range w.ByModel {
 			key := q.UserID + " " + q.Day
 			if db.models[key] == nil {
-				db.models[key] = map[string]int{}
+				db.models[key] = map[string]chat.ModelTokens{}
 			}
-			db.models[key][m] += n
+			db.models[key][m] = db.models[key][m].Add(n)
 		}
 	}
 	if d := w.Draft; d != nil {

@@ -106,8 +106,11 @@ func (db *DB) UsageOn(_ context.Context, userID, day string, slots int) (*chat.U
 	defer db.mu.Unlock()
 	u := db.usage[userID]
 	r := &chat.UsageRecord{Minute: u.Minute, MinuteMessages: u.MinuteMessages, SearchMinute: u.SearchMinute, MinuteSearches: u.MinuteSearches, Days: map[string]int{day: db.days[userID][day]},
-		Models:      maps.Clone(db.models[userID+" "+day]),
+		Models: map[string]int{}, Bill: maps.Clone(db.models[userID+" "+day]),
 		TurnMinutes: make([]int64, slots)}
+	for m, t := range r.Bill {
+		r.Models[m] = t.Total()
+	}
 	copy(r.TurnMinutes, db.slots[userID])
 	return r, nil
 }

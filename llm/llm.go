@@ -3,6 +3,7 @@
 package llm
 
 import (
+	"cmp"
 	"context"
 	"errors"
 	"io"
@@ -28,15 +29,19 @@ func NewOpenAI(apiKey, baseURL string, httpClient *http.Client) *OpenAI {
 	if baseURL != "" {
 		cfg.BaseURL = strings.TrimSuffix(baseURL, "/")
 	}
-	if httpClient != nil {
-		cfg.HTTPClient = httpClient
+	if httpClient == nil {
+		httpClient = &http.Client{}
 	}
+	hc := *httpClient
+	hc.Transport = cacheKeys{cmp.Or[http.RoundTripper](hc.Transport, http.DefaultTransport)}
+	cfg.HTTPClient = &hc
 	return &OpenAI{client: openai.NewClientWithConfig(cfg)}
 }
 
 // Generate sends req, streaming when onDelta is set.
 func (o *OpenAI) Generate(ctx context.Context, req chat.Request, onDelta func(string)) (*chat.Reply, error) {
 	creq := openai.ChatCompletionRequest{Model: req.Model, Messages: Messages(req)}
+	ctx = withCacheKey(ctx, req.CacheKey)
 	creq.Tools, creq.ToolChoice = Tools(req)
 	if onDelta == nil {
 		return o.complete(ctx, creq)
@@ -63,6 +68,7 @@ func (o *OpenAI) complete(ctx context.Context, creq openai.ChatCompletionRequest
 		FinishReason:     string(resp.Choices[0].FinishReason),
 		PromptTokens:     resp.Usage.PromptTokens,
 		CompletionTokens: resp.Usage.CompletionTokens,
+		CachedTokens:     cachedTokens(&resp.Usage),
 	}, nil
 }
 
@@ -92,6 +98,7 @@ func (o *OpenAI) stream(ctx context.Context, creq openai.ChatCompletionRequest, 
 		}
 		if chunk.Usage != nil {
 			reply.PromptTokens, reply.CompletionTokens = chunk.Usage.PromptTokens, chunk.Usage.CompletionTokens
+			reply.CachedTokens = cachedTokens(chunk.Usage)
 		}
 		for _, c := range chunk.Choices {
 			if c.Delta.Content != "" {
@@ -111,6 +118,15 @@ func (o *OpenAI) stream(ctx context.Context, creq openai.ChatCompletionRequest, 
 	}
 	reply.Content, reply.ToolCalls = text.String(), toolCalls(calls)
 	return reply, nil
+}
+
+// cachedTokens is the part of u's prompt the provider served from its
+// prompt cache, as it reported it (0 if it did not).
+func cachedTokens(u *openai.Usage) int {
+	if u.PromptTokensDetails == nil {
+		return 0
+	}
+	return u.PromptTokensDetails.CachedTokens
 }
 
 // Tools converts a request's tools and tool choice to OpenAI's format.
@@ -225,8 +241,9 @@ func serviceError(err error) error {
 }
 
 // Messages converts a request to OpenAI's chat format: the operator's
-// system prompt first, the session's instructions, the memory block, then
-// the history with its tool calls and results.
+// system prompt first, the session's instructions, the memory block's
+// stable part, then the history with its tool calls and results, with
+// the request's Context just before the message the turn answers.
 func Messages(req chat.Request) []openai.ChatCompletionMessage {
 	out := make([]openai.ChatCompletionMessage, 0, len(req.Messages)+2)
 	if req.System != "" {
@@ -238,10 +255,36 @@ func Messages(req chat.Request) []openai.ChatCompletionMessage {
 	if req.Memory != "" {
 		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.Memory})
 	}
-	for _, m := range req.Messages {
+	at := contextAt(req)
+	for i, m := range req.Messages {
+		if i == at {
+			out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.Context})
+		}
 		out = append(out, Message(m))
 	}
+	if at == len(req.Messages) {
+		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.Context})
+	}
 	return out
+}
+
+// contextAt is where req's Context goes among its messages: before the
+// last user message (the one the turn answers, whose tool calls may
+// follow it), else at the end (a context previewed for the next message,
+// after a reply); -1 when there is none.
+func contextAt(req chat.Request) int {
+	if req.Context == "" {
+		return -1
+	}
+	for i := len(req.Messages) - 1; i >= 0; i-- {
+		switch m := req.Messages[i]; {
+		case m.Role == history.RoleUser:
+			return i
+		case m.Role == history.RoleAssistant && len(m.ToolCalls) == 0:
+			return len(req.Messages)
+		}
+	}
+	return len(req.Messages)
 }
 
 // Message converts one stored message.

@@ -134,18 +134,18 @@ func TestHistoryInTheBlock(t *testing.T) {
 			Earlier: Tier{Text: "Has been building RAG systems since early 2025."}},
 		Facts: []Fact{{ID: "f1", Content: "The user is vegetarian.", Confidence: 1}}}
 	st := DefaultSettings()
-	block, _, _ := buildBlock(u, u.Facts, st, tok)
+	block, _, _, _ := buildBlock(u, u.Facts, st, tok)
 	iw, ir, ie, iv := strings.Index(block, "Backend engineer"), strings.Index(block, "In the last 30 days: Nov 20"), strings.Index(block, "Earlier: Has been"), strings.Index(block, "vegetarian")
 	if iw < 0 || ir < iw || ie < ir || iv < ie {
 		t.Fatalf("block order: %q", block)
 	}
 	st.HistoryShare = 0.05 // 100 tokens: the long middle tier no longer fits, so it and what follows are left out
-	block, _, _ = buildBlock(u, u.Facts, st, tok)
+	block, _, _, _ = buildBlock(u, u.Facts, st, tok)
 	if !strings.Contains(block, "Nov 20") || strings.Contains(block, "RAG") || !strings.Contains(block, "vegetarian") {
 		t.Errorf("within a small share: %q", block)
 	}
 	st.HistoryShare = 0
-	if block, _, _ = buildBlock(u, u.Facts, st, tok); strings.Contains(block, "Nov 20") {
+	if block, _, _, _ = buildBlock(u, u.Facts, st, tok); strings.Contains(block, "Nov 20") {
 		t.Errorf("a share of 0 shows history: %q", block)
 	}
 }

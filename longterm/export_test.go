@@ -6,6 +6,6 @@ import "time"
 // first, then live facts by effective confidence on now, cut so that it
 // never exceeds the block's cap (for the tests outside the package).
 func BuildBlock(u *User, facts []Fact, now time.Time, s Settings, tok TokenCounter) (string, int) {
-	text, n, _ := buildBlock(u, byEffective(facts, now, s.DecayPerWeek), s, tok)
+	text, n, _, _ := buildBlock(u, byEffective(facts, now, s.DecayPerWeek), s, tok)
 	return text, n
 }

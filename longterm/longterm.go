@@ -113,6 +113,12 @@ type User struct {
 	// BlockCut tells that Block leaves live facts out (the cap is full):
 	// only then does choosing facts by relevance change what a turn sees.
 	BlockCut bool `json:"-"`
+	// StableAt divides the block: what was learned after it (facts, profile
+	// fields) is its recent part, rendered last under its own header and
+	// sent after the history; the rest is its stable part. It moves to the
+	// save's time once a day, and when the recent part outgrows its share
+	// of the cap (see settle).
+	StableAt time.Time `json:"-"`
 	// VectorModel is the embedding model of the facts' vectors.
 	VectorModel string    `json:"-"`
 	Version     int64     `json:"-"` // bumped by every change, for optimistic saves
@@ -220,26 +226,66 @@ func (f *Fact) Effective(now time.Time, decayPerWeek float64) float64 {
 	return math.Max(0, f.Confidence-decayPerWeek*math.Max(0, weeks))
 }
 
-// buildBlock renders the profile, then facts in the order given, within
-// the cap, and reports whether facts were left out.
-func buildBlock(u *User, facts []Fact, s Settings, tok TokenCounter) (text string, tokens int, cut bool) {
-	var lines []string
+// buildBlock renders the block in two parts divided by u.StableAt: its
+// stable part (the profile, the history, then the facts learned before
+// it, in the order given, within the cap less the recent part's share),
+// then, under prompts.MemoryRecent, its recent part (profile fields and
+// facts learned since, within that share). It reports whether facts were
+// left out, and whether recent ones were (the recent part is full).
+func buildBlock(u *User, facts []Fact, s Settings, tok TokenCounter) (text string, tokens int, cut, full bool) {
+	var stable, recent []string
+	after := func(t *time.Time) bool { return t != nil && t.After(u.StableAt) }
 	for _, pf := range u.Profile.fields() {
-		if t := strings.TrimSpace(pf.f.Text); t != "" {
-			lines = append(lines, "- "+pf.label+": "+t)
+		if t := strings.TrimSpace(pf.f.Text); t != "" && after(pf.f.UpdatedAt) {
+			recent = append(recent, "- "+pf.label+": "+t)
+		} else if t != "" {
+			stable = append(stable, "- "+pf.label+": "+t)
 		}
 	}
 	count := func(text string) int { return blockTokens(tok, text) }
-	lines = append(lines, historyLines(&u.History, int(float64(s.BlockTokens)*s.HistoryShare), count)...)
+	stable = append(stable, historyLines(&u.History, int(float64(s.BlockTokens)*s.HistoryShare), count)...)
 	for _, f := range facts {
-		lines = append(lines, "- "+f.Content)
+		if after(&f.CreatedAt) {
+			recent = append(recent, "- "+f.Content)
+		} else {
+			stable = append(stable, "- "+f.Content)
+		}
 	}
-	if len(lines) == 0 {
-		return "", 0, false
+	if len(stable)+len(recent) == 0 {
+		return "", 0, false, false
 	}
-	text, tokens, kept := fitLines(prompts.MemoryHeader, lines, s.BlockTokens, count)
-	return text, tokens, kept < len(lines)
+	share := s.BlockTokens / recentShare
+	text, _, keptStable := fitLines(prompts.MemoryHeader, stable, s.BlockTokens-share, count)
+	keptRecent := 0
+	if len(recent) > 0 {
+		var more string
+		more, _, keptRecent = fitLines(prompts.MemoryRecent, recent, share, count)
+		switch {
+		case keptRecent > 0 && text == "":
+			text = more
+		case keptRecent > 0:
+			text += "\n" + more
+		}
+	}
+	return text, count(text), keptStable+keptRecent < len(stable)+len(recent), keptRecent < len(recent)
 }
+
+// SplitBlock divides a block buildBlock rendered into its stable part and
+// its recent part (under its own header); stable is "" when the block
+// holds nothing but recent lines, recent "" when it holds none.
+func SplitBlock(block string) (stable, recent string) {
+	s, r, ok := strings.Cut(block, "\n"+prompts.MemoryRecent)
+	switch {
+	case !ok:
+		return block, ""
+	case s == prompts.MemoryHeader:
+		return "", block
+	}
+	return s, prompts.MemoryRecent + r
+}
+
+// recentShare: the block's recent part takes at most 1/recentShare of the cap.
+const recentShare = 5
 
 // ProfileField is one part of the profile.
 type ProfileField struct {

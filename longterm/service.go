@@ -264,9 +264,30 @@ func (svc *Service) save(ctx context.Context, u *User, c Change) error {
 		return errs.Errorf(errs.EINTERNAL, "long-term memory: a save without the live facts")
 	}
 	now := svc.now()
-	u.Block, u.BlockTokens, u.BlockCut = buildBlock(u, byEffective(u.Facts, now, svc.Settings.DecayPerWeek), svc.Settings, svc.Tokens)
+	svc.settle(u, now)
 	u.UpdatedAt = now
 	return svc.Repo.SaveMemory(ctx, u.UserID, u.Version, u, c)
+}
+
+// settle renders u's block at now, moving its division (StableAt) to now
+// on a new day or when the recent part is full, so that the stable part
+// changes at most then.
+func (svc *Service) settle(u *User, now time.Time) {
+	if !sameDay(u.StableAt, now) {
+		u.StableAt = now
+	}
+	facts := byEffective(u.Facts, now, svc.Settings.DecayPerWeek)
+	var full bool
+	u.Block, u.BlockTokens, u.BlockCut, full = buildBlock(u, facts, svc.Settings, svc.Tokens)
+	if full {
+		u.StableAt = now
+		u.Block, u.BlockTokens, u.BlockCut, _ = buildBlock(u, facts, svc.Settings, svc.Tokens)
+	}
+}
+
+// sameDay reports whether a and b fall on the same UTC day.
+func sameDay(a, b time.Time) bool {
+	return a.UTC().Truncate(24 * time.Hour).Equal(b.UTC().Truncate(24 * time.Hour))
 }
 
 func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }

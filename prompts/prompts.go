@@ -48,6 +48,15 @@ Answer with JSON only: {"decisions":[{"candidate":1,"decision":"same","existing"
 // memory into a turn.
 const MemoryHeader = "What you know about the user from earlier conversations (use it when relevant; the user can correct it):"
 
+// MemoryRecent opens the part of the memory block learned on the day it
+// was last rebuilt: it is sent after the history, so that what is learned
+// during a conversation does not change the start of the next request.
+const MemoryRecent = "Learned today (as above):"
+
+// MemoryRelevant opens the facts the memory block leaves out that are
+// relevant to the user's current message, sent after the history.
+const MemoryRelevant = "Also known about the user, relevant to this message:"
+
 // summaryHeader opens the system message that carries a summary into a turn.
 const summaryHeader = "Summary of the earlier conversation (messages 0–%d):\n"
 

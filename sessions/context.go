@@ -59,6 +59,39 @@ type ContextSettings struct {
 	// the app with its own ("app": it stores them with POST …/compactions
 	// when the context says one is due).
 	Summaries Summaries `json:"summaries,omitempty" firestore:"summaries,omitempty"`
+	// Trim says how window and token_buffer drop old messages: in steps
+	// ("steps", the default: the start of the request holds between steps,
+	// so the provider's prompt cache serves it, at the cost of sending up
+	// to a step more), or one exchange per turn ("each": the fewest tokens
+	// sent, none of them cached once the window is full).
+	Trim Trim `json:"trim,omitempty" firestore:"trim,omitempty"`
+}
+
+// Trim says how a window or a token budget drops old messages.
+type Trim string
+
+const (
+	TrimSteps Trim = "steps"
+	TrimEach  Trim = "each"
+)
+
+// WindowStep is how many exchanges past WindowExchanges a window in steps
+// keeps before it drops them all at once: it sends between K and
+// K+WindowStep-1 exchanges (at least 1 more; half of K).
+func (m ContextSettings) WindowStep(k int) int {
+	if m.Trim == TrimEach {
+		return 1
+	}
+	return max(1, k/2)
+}
+
+// BudgetStep is the share of a token budget a token_buffer in steps drops
+// at once (none for "each").
+func (m ContextSettings) BudgetStep() float64 {
+	if m.Trim == TrimEach {
+		return 0
+	}
+	return 0.3
 }
 
 // Summaries says who makes a session's summaries.
@@ -155,6 +188,11 @@ func (m ContextSettings) Validate() error {
 	case "", SummariesServer, SummariesApp:
 	default:
 		return errs.Errorf(errs.EINVALID, "memory.summaries must be server or app")
+	}
+	switch m.Trim {
+	case "", TrimSteps, TrimEach:
+	default:
+		return errs.Errorf(errs.EINVALID, "memory.trim must be steps or each")
 	}
 	if t := m.ToolOutputs; t != nil {
 		if t.KeepLast < 0 || t.KeepLast > MaxToolKeepLast {

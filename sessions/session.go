@@ -7,6 +7,7 @@
 package sessions
 
 import (
+	"encoding/json"
 	"regexp"
 	"strings"
 	"time"
@@ -140,10 +141,22 @@ type Bookkeeping struct {
 // reply (titles, summaries, learning, embeddings) is charged to the
 // user's day, not counted here.
 type Usage struct {
-	PromptTokens     int    `json:"promptTokens" firestore:"promptTokens"`
-	CompletionTokens int    `json:"completionTokens" firestore:"completionTokens"`
-	Turns            int    `json:"turns" firestore:"turns"`
-	LastModel        string `json:"lastModel,omitempty" firestore:"lastModel,omitempty"`
+	PromptTokens     int `json:"promptTokens" firestore:"promptTokens"`
+	CompletionTokens int `json:"completionTokens" firestore:"completionTokens"`
+	// CachedTokens are the part of PromptTokens the provider served from
+	// its prompt cache (JSON also shows the rest, uncachedPromptTokens).
+	CachedTokens int    `json:"cachedPromptTokens" firestore:"cachedTokens,omitempty"`
+	Turns        int    `json:"turns" firestore:"turns"`
+	LastModel    string `json:"lastModel,omitempty" firestore:"lastModel,omitempty"`
+}
+
+// MarshalJSON shows u with its uncached prompt tokens.
+func (u Usage) MarshalJSON() ([]byte, error) {
+	type plain Usage
+	return json.Marshal(struct {
+		plain
+		Uncached int `json:"uncachedPromptTokens"`
+	}{plain(u), max(u.PromptTokens-u.CachedTokens, 0)})
 }
 
 // FeedbackCounts are how many of a session's replies are rated up and

@@ -29,7 +29,11 @@ func main() {
 	due := flag.Int("due", 0, "with -retention: one run with this many due sessions (default: 2000, then 8000)")
 	sweep := flag.String("sweep", "", "with -retention: the sweep command to time (default: cmd/sweep, built now)")
 	out := flag.String("out", "bench-out", "where to write bench.json, bench.md and bench.png")
+	bill := flag.Bool("bill", false, "benchmark the model bill (the prompt cache's share, per strategy) instead of turns")
 	flag.Parse()
+	if *bill {
+		os.Exit(modelBill(*tiny, *out))
+	}
 	if os.Getenv("FIRESTORE_EMULATOR_HOST") == "" {
 		fmt.Fprintln(os.Stderr, "bench: FIRESTORE_EMULATOR_HOST is not set; run `make bench`")
 		os.Exit(2)
@@ -136,4 +140,23 @@ func buildSweep(path string) error {
 	cmd := exec.Command("go", "build", "-o", path, "./cmd/sweep")
 	cmd.Stdout, cmd.Stderr = os.Stderr, os.Stderr
 	return cmd.Run()
+}
+
+// modelBill runs the model bill's conversations (a few turns with -tiny)
+// and writes bill.json and bill.md to out.
+func modelBill(tiny bool, out string) int {
+	turns := bench.BillTurns
+	if tiny {
+		turns = 12
+	}
+	rows, err := bench.RunBill(context.Background(), turns)
+	if err == nil {
+		err = bench.WriteBillFiles(out, rows)
+	}
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	bench.WriteBill(os.Stdout, rows)
+	return 0
 }

@@ -6,6 +6,7 @@ package llmtest
 import (
 	"encoding/json"
 	"fmt"
+	"io"
 	"net/http"
 	"net/http/httptest"
 	"strings"
@@ -43,6 +44,11 @@ type Server struct {
 	mu    sync.Mutex
 	reqs  []openai.ChatCompletionRequest
 	reply func(openai.ChatCompletionRequest) Response
+	// counter counts prompts for the prompt cache (nil: words); keys are
+	// the requests' prompt_cache_key, recent their prompts by key.
+	counter Counter
+	keys    []string
+	recent  map[string][]prompt
 	// embedGate, when set, is called with each /embeddings request's
 	// inputs before it is answered (a test holds it there).
 	embedGate func(inputs []string)
@@ -88,7 +94,7 @@ func (s *Server) Close() { s.srv.Close() }
 func (s *Server) Forget() {
 	s.mu.Lock()
 	defer s.mu.Unlock()
-	s.reqs = nil
+	s.reqs, s.keys = nil, nil
 }
 
 // BaseURL is what OPENAI_BASE_URL should be set to.
@@ -117,14 +123,19 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		http.Error(w, `{"error":{"message":"not found"}}`, http.StatusNotFound)
 		return
 	}
+	body, err := io.ReadAll(r.Body)
 	var req openai.ChatCompletionRequest
-	if err := json.NewDecoder(r.Body).Decode(&req); err != nil {
+	var key struct {
+		PromptCacheKey string `json:"prompt_cache_key"`
+	}
+	if err != nil || json.Unmarshal(body, &req) != nil || json.Unmarshal(body, &key) != nil {
 		http.Error(w, `{"error":{"message":"bad request"}}`, http.StatusBadRequest)
 		return
 	}
 	s.mu.Lock()
-	s.reqs = append(s.reqs, req)
+	s.reqs, s.keys = append(s.reqs, req), append(s.keys, key.PromptCacheKey)
 	reply := s.reply
+	p, inCache, count := s.remember(req, key.PromptCacheKey)
 	s.mu.Unlock()
 	resp := reply(req)
 	if !sleep(r, resp.Delay) {
@@ -142,11 +153,15 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	usage := openai.Usage{PromptTokens: resp.PromptTokens, CompletionTokens: resp.CompletionTokens}
+	if usage.PromptTokens == 0 && count != nil {
+		usage.PromptTokens = p.total
+	}
 	if usage.PromptTokens == 0 {
 		for _, m := range req.Messages {
 			usage.PromptTokens += 4 + len(strings.Fields(m.Content))
 		}
 	}
+	usage.PromptTokensDetails = &openai.PromptTokensDetails{CachedTokens: min(inCache, usage.PromptTokens)}
 	if usage.CompletionTokens == 0 {
 		usage.CompletionTokens = len(strings.Fields(resp.Content))
 	}
@@ -220,6 +235,28 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 			Choices: []openai.ChatCompletionStreamChoice{}, Usage: &usage})
 	}
 	fmt.Fprint(w, "data: [DONE]\n\n")
+}
+
+// remember adds req's prompt to the recent ones under key and returns it,
+// what of it the cache serves, and the counter it was counted with (nil
+// when words were).
+func (s *Server) remember(req openai.ChatCompletionRequest, key string) (prompt, int, func(string) int) {
+	count := words
+	var counter func(string) int
+	if c := s.counter; c != nil {
+		counter = func(text string) int { return c.Text(req.Model, text) }
+		count = counter
+	}
+	p := promptOf(req, count)
+	n := cached(p, s.recent[key], count)
+	if s.recent == nil {
+		s.recent = map[string][]prompt{}
+	}
+	s.recent[key] = append(s.recent[key], p)
+	if len(s.recent[key]) > cacheDepth {
+		s.recent[key] = s.recent[key][1:]
+	}
+	return p, n, counter
 }
 
 // finishOf is the finish reason of a complete answer.
