@@ -177,6 +177,7 @@ func services(cfg Config, d Deps) *functions.App {
 func chatService(cfg Config, d Deps, ss *sessions.Service, hs *history.Service, background chat.Model) *chat.Service {
 	return &chat.Service{
 		Turns:               d.Store,
+		Jobs:                d.Store,
 		Drafts:              d.Store,
 		DraftInterval:       cfg.DraftInterval,
 		Sessions:            ss,

@@ -23,6 +23,9 @@ import (
 // its progress and backlog as metrics (a dry run records nothing).
 func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 	start := time.Now()
+	if !dry {
+		a.RunDueJobs(ctx)
+	}
 	report, err := a.Sweeper.Run(ctx, dry)
 	if report != nil && !dry {
 		a.Metrics.Sweep(ctx, report)
@@ -39,6 +42,24 @@ func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 		a.RollUpHistories(ctx, left)
 	}
 	return report, err
+}
+
+// dueJobsPerSweep bounds the after-turn jobs one sweep runs.
+const dueJobsPerSweep = 1000
+
+// RunDueJobs runs the after-turn jobs that neither their turn nor the
+// trigger on their creation finished (see chat.Service.RunDueJobs), and
+// logs what it did.
+func (a *App) RunDueJobs(ctx context.Context) chat.JobsReport {
+	start := time.Now()
+	r, err := a.Chat.RunDueJobs(ctx, dueJobsPerSweep)
+	attrs := []any{"found", r.Found, "ran", r.Ran, "held", r.Held, "failed", r.Failed, "durationMs", time.Since(start).Milliseconds()}
+	if err != nil {
+		a.Log.ErrorContext(ctx, "after-turn jobs failed", append(attrs, "error", err.Error())...)
+	} else if r.Found > 0 {
+		a.Log.InfoContext(ctx, "after-turn jobs", attrs...)
+	}
+	return r
 }
 
 // RollUpHistories rolls users' episodic histories forward (see

@@ -14,6 +14,9 @@ import (
 // MaxTitleChars is the longest generated title kept.
 const MaxTitleChars = 60
 
+// afterTurnTimeout bounds the work that follows a reply.
+const afterTurnTimeout = 2 * time.Minute
+
 // afterTurn does what must not delay the reply: it names the session after
 // its first exchange (unless its user named it), learns long-term memory
 // and folds old messages into the summary when the session needs it, and
@@ -23,7 +26,7 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 	if res == nil || res.Replayed {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterTurnTimeout)
 	defer cancel()
 	ctx, meter := WithMeter(ctx)
 	// This work's model tokens count against the user's day like the

@@ -116,3 +116,12 @@ func replyTokens(reported *Reply, sent *history.Context, reply history.Message) 
 	}
 	return reported.PromptTokens, reported.CompletionTokens
 }
+
+// job is the job the commit that finished the turn recorded, if it
+// landed (done holds its reply): nil when the reply was stored already.
+func (fin finished) job(done *TurnState) *Job {
+	if fin.write == nil || fin.write.Job == nil || done == nil || done.Answer == nil {
+		return nil
+	}
+	return fin.write.Job
+}

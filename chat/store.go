@@ -203,6 +203,9 @@ type TurnWrite struct {
 	// by the model that answered, added to the day's spend by model.
 	ByModel map[string]int
 	Draft   *DraftWrite
+	// Job, if set, is created in the same commit: the work that follows
+	// the reply it stores (the outbox; see Job).
+	Job *Job
 }
 
 // NoSlot is a TurnWrite's Slot when it takes none.

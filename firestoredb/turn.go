@@ -121,6 +121,7 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		db.addTokens(b, q.UserID, q.Day, w.Tokens, w.ByModel)
 	}
 	writeDraft(b, r.draft, q.UserID, ts, w.Draft)
+	db.writeJob(b, w)
 	return b, func(res []*firestore.WriteResult) *chat.TurnState {
 		nv := &turnVersion{st: v.st.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd, next)}
 		out := ts.Apply(q, w)

@@ -34,6 +34,7 @@ type DB struct {
 	facts    map[string]map[string]longterm.Fact   // superseded, by user, then id
 	recall   map[string]map[string]recall.Exchange // session → reply id → its exchange
 	accounts map[string]time.Time                  // by user who holds data: when last seen alive
+	jobs     map[string]map[string]chat.Job        // session → reply id → its after-turn job
 	draftSeq int64
 	// rollUpMark is when the last complete roll-up of histories started.
 	rollUpMark time.Time
@@ -62,6 +63,7 @@ func New() *DB {
 		facts:    map[string]map[string]longterm.Fact{},
 		recall:   map[string]map[string]recall.Exchange{},
 		accounts: map[string]time.Time{},
+		jobs:     map[string]map[string]chat.Job{},
 	}
 }
 
