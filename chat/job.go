@@ -4,9 +4,11 @@ import (
 	"context"
 	"time"
 
+	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/ids"
 	"github.com/chatmemory/backend/longterm"
+	"github.com/chatmemory/backend/sessions"
 )
 
 // Job is the work that follows a turn's reply (a title, learning, the
@@ -68,9 +70,10 @@ const JobLease = afterTurnTimeout + 30*time.Second
 const JobDelay = JobLease + time.Minute
 
 // newJob is the job of the turn whose reply fin stores, held by the
-// turn itself (its claim's token) for JobLease; nil without a JobStore.
+// turn itself (its claim's token) for JobLease; nil without a JobStore,
+// and when there is nothing to do after the reply (see workAfter).
 func (svc *Service) newJob(plan *turnPlan, fin finished, memoryTokens int) *Job {
-	if svc.Jobs == nil || fin.write == nil {
+	if svc.Jobs == nil || fin.write == nil || !svc.workAfter(fin, memoryTokens) {
 		return nil
 	}
 	now := svc.now()
@@ -80,6 +83,24 @@ func (svc *Service) newJob(plan *turnPlan, fin finished, memoryTokens int) *Job 
 		j.Learn = &LearnBatch{From: b.From, To: b.To}
 	}
 	return j
+}
+
+// workAfter reports whether afterTurn may have work after the reply fin
+// stores: a title, a batch to learn, an exchange to index, or a summary
+// due. A turn with none records no job (and costs no write for it).
+func (svc *Service) workAfter(fin finished, memoryTokens int) bool {
+	s, t := fin.write.Session, fin.write.Tail
+	if (s.TitleSource == sessions.TitleDefault && svc.Titler != nil) || fin.learn != nil || svc.Recall != nil {
+		return true
+	}
+	if s.Context.Summaries == sessions.SummariesApp {
+		return false
+	}
+	if t == nil {
+		return true // the tail is not at hand: the job plans the summary from what is stored
+	}
+	_, due := history.PlanCompaction(s, t, svc.History.BudgetFor(s), svc.fixed(s)+memoryTokens)
+	return due
 }
 
 // handOff runs a turn's job: at once, on the caller's goroutine (or as
