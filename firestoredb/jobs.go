@@ -31,29 +31,6 @@ type jobDoc struct {
 	Lease         time.Time `firestore:"lease"`
 }
 
-func toJobDoc(j *chat.Job) jobDoc {
-	d := jobDoc{UserID: j.UserID, UserMessageID: j.UserMessageID, MemoryTokens: j.MemoryTokens,
-		CreatedAt: j.CreatedAt.UTC(), Runner: j.Runner, Lease: j.Lease.UTC()}
-	if b := j.Learn; b != nil {
-		d.Learn, d.LearnFrom, d.LearnTo = true, b.From, b.To
-	}
-	return d
-}
-
-func (d jobDoc) job(sessionID, id string) *chat.Job {
-	j := &chat.Job{SessionID: sessionID, ID: id, UserID: d.UserID, UserMessageID: d.UserMessageID, MemoryTokens: d.MemoryTokens,
-		CreatedAt: d.CreatedAt, Runner: d.Runner, Lease: d.Lease}
-	if d.Learn {
-		j.Learn = &chat.LearnBatch{From: d.LearnFrom, To: d.LearnTo}
-	}
-	return j
-}
-
-// jobRef is chat_sessions/{sessionID}/jobs/{id}.
-func (db *DB) jobRef(sessionID, id string) *firestore.DocumentRef {
-	return db.sessionRef(sessionID).Collection(JobsCollection).Doc(id)
-}
-
 // writeJob creates the job of w in b, the commit that stores its reply.
 func (db *DB) writeJob(b *writes, w *chat.TurnWrite) {
 	if j := w.Job; j != nil {
@@ -123,4 +100,27 @@ func (db *DB) DueJobs(ctx context.Context, before time.Time, limit int) ([]chat.
 		out = append(out, *d.job(s.Ref.Parent.Parent.ID, s.Ref.ID))
 	}
 	return out, nil
+}
+
+// jobRef is chat_sessions/{sessionID}/jobs/{id}.
+func (db *DB) jobRef(sessionID, id string) *firestore.DocumentRef {
+	return db.sessionRef(sessionID).Collection(JobsCollection).Doc(id)
+}
+
+func toJobDoc(j *chat.Job) jobDoc {
+	d := jobDoc{UserID: j.UserID, UserMessageID: j.UserMessageID, MemoryTokens: j.MemoryTokens,
+		CreatedAt: j.CreatedAt.UTC(), Runner: j.Runner, Lease: j.Lease.UTC()}
+	if b := j.Learn; b != nil {
+		d.Learn, d.LearnFrom, d.LearnTo = true, b.From, b.To
+	}
+	return d
+}
+
+func (d jobDoc) job(sessionID, id string) *chat.Job {
+	j := &chat.Job{SessionID: sessionID, ID: id, UserID: d.UserID, UserMessageID: d.UserMessageID, MemoryTokens: d.MemoryTokens,
+		CreatedAt: d.CreatedAt, Runner: d.Runner, Lease: d.Lease}
+	if d.Learn {
+		j.Learn = &chat.LearnBatch{From: d.LearnFrom, To: d.LearnTo}
+	}
+	return j
 }
