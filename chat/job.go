@@ -19,10 +19,13 @@ import (
 // the lease the commit gave it; otherwise the store's trigger on the
 // job's creation (RunJob) or the retention sweep (RunDueJobs) runs it
 // once that lease has run out. Each of its steps is fenced or idempotent
-// (the title is set only while the session has none, an exchange is
-// indexed once, a summary is planned from what is stored, the learning
-// batch was claimed by the reply's commit), so a second run after a
-// runner died midway does nothing twice.
+// (the title is set only while the session has none, an exchange's entry
+// is stored under its reply's id, a summary is planned from what is
+// stored), so a second run after a runner died midway repeats none of
+// them; the learning batch was claimed by the reply's commit, and is
+// learned again only if a runner died between saving what it learned
+// and deleting the job (the facts it finds then are the same ones, which
+// learning merges).
 type Job struct {
 	SessionID string
 	ID        string // the reply's id: a reply has one job
