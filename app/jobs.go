@@ -13,11 +13,19 @@ import (
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/retention"
+	"github.com/chatmemory/backend/storage"
 )
 
-// The jobs an App runs besides serving: the retention sweep, the roll-up
-// of histories, the backfill of the recall index and the migration of
-// what earlier versions stored.
+// Jobs are what an App runs besides serving, and what only they use: the
+// retention sweep, its backstop for accounts deleted in Auth, and the
+// store itself (for the backfill of the recall index and the migration
+// of what earlier versions stored). The work after replies, the roll-up
+// of histories and the erasure of accounts go through the services.
+type Jobs struct {
+	Sweeper  *retention.Sweeper
+	Backstop *retention.Backstop // nil: no Directory to ask
+	Store    storage.Store
+}
 
 // Sweep runs the retention sweep (see retention.Sweeper.Run) and records
 // its progress and backlog as metrics (a dry run records nothing).

@@ -190,6 +190,12 @@ type UsageRecord struct {
 	TurnMinutes []int64 // the minute each rate-limit slot was last taken in
 }
 
+// Standing is where userID stands against the service's limits now (one
+// read).
+func (svc *Service) Standing(ctx context.Context, userID string) (*Standing, error) {
+	return UsageData{Store: svc.Usage}.Standing(ctx, userID, svc.Limits, svc.now())
+}
+
 // UsageData is a user's rate-limit windows as personal data.
 type UsageData struct{ Store UsageStore }
 

@@ -2,9 +2,6 @@ package functions
 
 import (
 	"net/http"
-
-	"github.com/chatmemory/backend/chat"
-	"github.com/chatmemory/backend/kernel/clock"
 )
 
 // listModels answers GET /models: the chat models a session may choose
@@ -24,7 +21,7 @@ func (a *App) listModels(w http.ResponseWriter, r *http.Request) {
 // now (today's tokens, this minute's turns and appended messages, and when
 // each resets), from one batched read.
 func (a *App) usage(w http.ResponseWriter, r *http.Request) {
-	st, err := chat.UsageData{Store: a.Store}.Standing(r.Context(), UserID(r.Context()), a.Chat.Limits, clock.Stored(a.Chat.Now))
+	st, err := a.Chat.Standing(r.Context(), UserID(r.Context()))
 	if err != nil {
 		a.writeError(w, r, err)
 		return
