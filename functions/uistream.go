@@ -12,16 +12,12 @@ import (
 // Only chunk types the SDK's clients accept are sent (an unknown one
 // breaks the client's whole stream).
 type uiStream struct {
-	w       http.ResponseWriter
-	r       *http.Request
-	flusher http.Flusher
-	started bool
-	gone    bool
+	*sseWriter
+	r *http.Request
 }
 
 func newUIStream(w http.ResponseWriter, r *http.Request) *uiStream {
-	f, _ := w.(http.Flusher)
-	return &uiStream{w: w, r: r, flusher: f}
+	return &uiStream{sseWriter: newSSE(w, "X-Vercel-AI-UI-Message-Stream", "v1"), r: r}
 }
 
 // begin starts the assistant message messageID (and its first step).
@@ -61,32 +57,7 @@ func (s *uiStream) fail(err error) {
 }
 
 // send writes one chunk, starting the response with the first.
-func (s *uiStream) send(chunk any) {
-	data, _ := json.Marshal(chunk)
-	s.write("data: " + string(data) + "\n\n")
-}
-
-func (s *uiStream) write(line string) {
-	if s.gone {
-		return
-	}
-	if !s.started {
-		h := s.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		h.Set("X-Vercel-AI-UI-Message-Stream", "v1")
-		s.w.WriteHeader(http.StatusOK)
-		s.started = true
-	}
-	if _, err := s.w.Write([]byte(line)); err != nil {
-		s.gone = true
-		return
-	}
-	if s.flusher != nil {
-		s.flusher.Flush()
-	}
-}
+func (s *uiStream) send(chunk any) { s.event("", chunk) }
 
 // end ends the response now, so that the client's stream (which ends with
 // the body, not with [DONE]) ends with the reply while the work after it
