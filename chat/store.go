@@ -118,6 +118,11 @@ type TurnQuery struct {
 	Deleted bool
 }
 
+// Version is a store's record of what it read or wrote (an update time,
+// a counter), for the conditions of its later commits: opaque to all but
+// the store that made it, which alone may look inside.
+type Version any
+
 // TurnState is what a turn read (or, after a commit, what it wrote).
 type TurnState struct {
 	Session *sessions.Session // nil if there is none
@@ -127,7 +132,7 @@ type TurnState struct {
 	Slots   []int64          // the unix minute each slot of the query's was last taken in; 0 never
 	// SlotVersions are the store's record of each of Slots, for its
 	// conditions (as Version is of the rest).
-	SlotVersions []any
+	SlotVersions []Version
 	DayTokens    int // spent on Day
 	// KeyUsed: with AskedID and Key, a message is stored under Key.
 	KeyUsed bool
@@ -155,8 +160,8 @@ type TurnState struct {
 
 	// Version is the store's record of what it read, for its conditions;
 	// DraftVersion that of the draft (as read, or as a commit started it).
-	Version      any
-	DraftVersion any
+	Version      Version
+	DraftVersion Version
 }
 
 // MemoryBlock is the user's long-term memory as a turn sends it.
@@ -242,7 +247,7 @@ type Drafts interface {
 type Draft struct {
 	SessionID, ReplyID, UserID string
 	Text                       string
-	Version                    any
+	Version                    Version
 }
 
 // ErrDraftTaken is SaveDraft's answer once the session's draft follows

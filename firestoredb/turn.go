@@ -378,8 +378,8 @@ func optionalMessage(snap *firestore.DocumentSnapshot) (*history.Message, error)
 
 // decodeSlots are the minutes the slot documents read were last taken in
 // (0: never), and their update times (zero: no document).
-func decodeSlots(snaps []*firestore.DocumentSnapshot) ([]int64, []any, error) {
-	minutes, versions := make([]int64, len(snaps)), make([]any, len(snaps))
+func decodeSlots(snaps []*firestore.DocumentSnapshot) ([]int64, []chat.Version, error) {
+	minutes, versions := make([]int64, len(snaps)), make([]chat.Version, len(snaps))
 	for i, snap := range snaps {
 		var d slotDoc
 		if err := dataTo(snap, &d); err != nil {
