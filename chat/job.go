@@ -4,11 +4,9 @@ import (
 	"context"
 	"time"
 
-	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/ids"
 	"github.com/chatmemory/backend/longterm"
-	"github.com/chatmemory/backend/sessions"
 )
 
 // Job is the work that follows a turn's reply (a title, learning, the
@@ -71,67 +69,6 @@ const JobLease = afterTurnTimeout + 30*time.Second
 // JobDelay is how old a job is before the sweep runs it: older than its
 // lease, so the turn that wrote it (or the trigger) has had its chance.
 const JobDelay = JobLease + time.Minute
-
-// newJob is the job of the turn whose reply fin stores, held by the
-// turn itself (its claim's token) for JobLease; nil without a JobStore,
-// and when there is nothing to do after the reply (see workAfter).
-func (svc *Service) newJob(plan *turnPlan, fin finished, memoryTokens int) *Job {
-	if svc.Jobs == nil || fin.write == nil || !svc.workAfter(fin, memoryTokens) {
-		return nil
-	}
-	now := svc.now()
-	j := &Job{SessionID: plan.query.SessionID, ID: fin.reply.ID, UserID: plan.query.UserID, UserMessageID: plan.claim.user.ID,
-		MemoryTokens: memoryTokens, CreatedAt: now, Runner: plan.claim.token, Lease: now.Add(JobLease)}
-	if b := fin.learn; b != nil {
-		j.Learn = &LearnBatch{From: b.From, To: b.To}
-	}
-	return j
-}
-
-// workAfter reports whether afterTurn may have work after the reply fin
-// stores: a title, a batch to learn, an exchange to index, or a summary
-// due. A turn with none records no job (and costs no write for it).
-func (svc *Service) workAfter(fin finished, memoryTokens int) bool {
-	s, t := fin.write.Session, fin.write.Tail
-	if (s.TitleSource == sessions.TitleDefault && svc.Titler != nil) || fin.learn != nil || svc.Recall != nil {
-		return true
-	}
-	if s.Context.Summaries == sessions.SummariesApp {
-		return false
-	}
-	if t == nil {
-		return true // the tail is not at hand: the job plans the summary from what is stored
-	}
-	_, due := history.PlanCompaction(s, t, svc.History.BudgetFor(s), svc.fixed(s)+memoryTokens)
-	return due
-}
-
-// handOff runs a turn's job: at once, on the caller's goroutine (or as
-// HandOff says), then deletes it. Without a job recorded (no JobStore)
-// the work runs all the same, only not durably.
-func (svc *Service) handOff(ctx context.Context, res *TurnResult) {
-	if res == nil || res.Replayed {
-		return
-	}
-	run := func(ctx context.Context) {
-		svc.afterTurn(ctx, res)
-		if j := res.job; j != nil {
-			if err := svc.Jobs.FinishJob(context.WithoutCancel(ctx), j.SessionID, j.ID); err != nil {
-				svc.logError(ctx, "finishing the job after a reply failed; the sweep runs it again", j.SessionID, err)
-			}
-		}
-	}
-	if svc.HandOff != nil {
-		svc.HandOff(ctx, run)
-		return
-	}
-	run(ctx)
-}
-
-// JobsReport is what a run of due jobs did.
-type JobsReport struct {
-	Found, Ran, Held, Failed int
-}
 
 // RunDueJobs runs the jobs older than JobDelay, at most limit of them:
 // the sweep's backstop for the jobs neither their turn nor the trigger

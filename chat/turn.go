@@ -101,6 +101,33 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	return res, nil
 }
 
+// handOff runs a turn's job: at once, on the caller's goroutine (or as
+// HandOff says), then deletes it. Without a job recorded (no JobStore)
+// the work runs all the same, only not durably.
+func (svc *Service) handOff(ctx context.Context, res *TurnResult) {
+	if res == nil || res.Replayed {
+		return
+	}
+	run := func(ctx context.Context) {
+		svc.afterTurn(ctx, res)
+		if j := res.job; j != nil {
+			if err := svc.Jobs.FinishJob(context.WithoutCancel(ctx), j.SessionID, j.ID); err != nil {
+				svc.logError(ctx, "finishing the job after a reply failed; the sweep runs it again", j.SessionID, err)
+			}
+		}
+	}
+	if svc.HandOff != nil {
+		svc.HandOff(ctx, run)
+		return
+	}
+	run(ctx)
+}
+
+// JobsReport is what a run of due jobs did.
+type JobsReport struct {
+	Found, Ran, Held, Failed int
+}
+
 type afterTurnKey struct{}
 
 // WithAfterTurnContext makes the work that follows a turn's reply run in
@@ -334,8 +361,12 @@ func (svc *Service) storeReply(ctx context.Context, plan *turnPlan, st *TurnStat
 		svc.release(ctx, plan.query, st, plan.claim)
 		return nil, err
 	}
-	return &TurnResult{Session: done.Session, Tail: done.Tail, Context: sent.context, User: plan.claim.user, Reply: fin.reply,
-		memoryTokens: sent.memory.tokens, learn: fin.learn, job: fin.job(done)}, nil
+	res := &TurnResult{Session: done.Session, Tail: done.Tail, Context: sent.context, User: plan.claim.user, Reply: fin.reply,
+		memoryTokens: sent.memory.tokens, learn: fin.learn}
+	if fin.write != nil { // the commit landed now: its job is the turn's to run
+		res.job = fin.write.Job
+	}
+	return res, nil
 }
 
 // releaseTries is how often giving a failed turn back is tried.

@@ -31,13 +31,6 @@ type jobDoc struct {
 	Lease         time.Time `firestore:"lease"`
 }
 
-// writeJob creates the job of w in b, the commit that stores its reply.
-func (db *DB) writeJob(b *writes, w *chat.TurnWrite) {
-	if j := w.Job; j != nil {
-		b.Create(db.jobRef(j.SessionID, j.ID), toJobDoc(j))
-	}
-}
-
 // ClaimJob reads the job and, unless another runner holds it, takes it
 // in an update conditioned on that read (two round trips); see
 // chat.JobStore.

@@ -121,7 +121,9 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		db.addTokens(b, q.UserID, q.Day, w.Tokens, w.ByModel)
 	}
 	writeDraft(b, r.draft, q.UserID, ts, w.Draft)
-	db.writeJob(b, w)
+	if j := w.Job; j != nil { // the after-turn job, in the reply's commit
+		b.Create(db.jobRef(j.SessionID, j.ID), toJobDoc(j))
+	}
 	return b, func(res []*firestore.WriteResult) *chat.TurnState {
 		nv := &turnVersion{st: v.st.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd, next)}
 		out := ts.Apply(q, w)
