@@ -18,4 +18,8 @@ func init() {
 	// Firebase Auth's user-deleted event (a 1st-gen trigger, handed over
 	// as a CloudEvent): the account's data is erased.
 	ff.CloudEvent("userDeleted", app.UserDeleted)
+	// The work after each reply (titles, learning, search's index,
+	// summaries, charges), when the instance that answered did not finish
+	// it: a Firestore trigger on the creation of its job (chat.Job).
+	ff.CloudEvent("afterTurn", app.AfterTurn)
 }

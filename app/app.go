@@ -41,6 +41,7 @@ import (
 // App is the backend: its services behind the HTTP edge, and its jobs.
 type App struct {
 	*functions.App
+	Jobs
 	closers []func() error
 	handler http.Handler
 	rollUps bool // the daily sweep rolls histories forward (long-term memory is on)
@@ -122,20 +123,22 @@ func New(cfg Config, d Deps) *App {
 	d.Log = slog.New(functions.WithTraceIDs(d.Log.Handler(), cfg.ProjectID))
 	mx := functions.NewMetrics(d.Meter)
 	d.Model = functions.TracedModel(d.Model, mx)
-	edge := services(cfg, d)
-	edge.Auth, edge.Store, edge.Log, edge.Metrics = d.Auth, d.Store, d.Log, mx
+	edge, sweeper := services(cfg, d)
+	edge.Auth, edge.Health, edge.Log, edge.Metrics = d.Auth, d.Store, d.Log, mx
 	edge.AllowedOrigins, edge.Models, edge.MaxBodyBytes, edge.ReadTimeout = cfg.AllowedOrigins, cfg.models(), cfg.MaxBodyBytes, cfg.ReadTimeout
+	jobs := Jobs{Store: d.Store, Sweeper: sweeper}
 	if d.Directory != nil {
-		edge.Backstop = &retention.Backstop{Accounts: d.Store, Directory: d.Directory, Privacy: edge.Privacy, Now: d.Now, Log: d.Log}
+		jobs.Backstop = &retention.Backstop{Accounts: d.Store, Directory: d.Directory, Privacy: edge.Privacy, Now: d.Now, Log: d.Log}
 	}
 	if cfg.AppCheck != "" && cfg.AppCheck != AppCheckOff {
 		edge.AppCheck = &functions.AppCheck{Mode: cfg.AppCheck, Client: d.AppCheck, AppIDs: cfg.AppCheckAppIDs}
 	}
-	return &App{App: edge, rollUps: cfg.LongTermMemory}
+	return &App{App: edge, Jobs: jobs, rollUps: cfg.LongTermMemory}
 }
 
-// services builds the domain's services over d's store and model.
-func services(cfg Config, d Deps) *functions.App {
+// services builds the domain's services over d's store and model, and
+// the retention sweep over them.
+func services(cfg Config, d Deps) (*functions.App, *retention.Sweeper) {
 	ss := sessions.NewService(d.Store, cfg.ChatModel)
 	ss.Now = d.Now
 	ss.DefaultContext = cfg.DefaultContext()
@@ -149,7 +152,7 @@ func services(cfg Config, d Deps) *functions.App {
 	hs.Policy, hs.Now = cfg.Policy(), d.Now
 	hs.MaxMessages = cfg.MaxSessionMessages
 	hs.DefaultBudget = cfg.ContextBudget
-	hs.Window = cfg.windowOf
+	hs.Window, hs.Feedback = cfg.windowOf, d.Store
 	// Work the model does besides replies is charged to the user too.
 	background := chat.Metered(d.Model, d.Tokens)
 	hs.Summarizer = llm.Summarizer{Model: background}
@@ -179,13 +182,14 @@ func services(cfg Config, d Deps) *functions.App {
 	if fs != nil {
 		pv.Data["attachments"] = fs
 	}
-	return &functions.App{Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Sweeper: sw, Privacy: pv, Attachments: fs}
+	return &functions.App{Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Privacy: pv, Attachments: fs}, sw
 }
 
 // chatService is the turn's service with cfg's limits and prompt.
 func chatService(cfg Config, d Deps, ss *sessions.Service, hs *history.Service, background chat.Model) *chat.Service {
 	return &chat.Service{
 		Turns:               d.Store,
+		Jobs:                d.Store,
 		Drafts:              d.Store,
 		DraftInterval:       cfg.DraftInterval,
 		Sessions:            ss,

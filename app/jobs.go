@@ -13,11 +13,19 @@ import (
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/retention"
+	"github.com/chatmemory/backend/storage"
 )
 
-// The jobs an App runs besides serving: the retention sweep, the roll-up
-// of histories, the backfill of the recall index and the migration of
-// what earlier versions stored.
+// Jobs are what an App runs besides serving, and what only they use: the
+// retention sweep, its backstop for accounts deleted in Auth, and the
+// store itself (for the backfill of the recall index and the migration
+// of what earlier versions stored). The work after replies, the roll-up
+// of histories and the erasure of accounts go through the services.
+type Jobs struct {
+	Sweeper  *retention.Sweeper
+	Backstop *retention.Backstop // nil: no Directory to ask
+	Store    storage.Store
+}
 
 // PhaseOpen names, in a sweep's report, what a command did before the
 // run: its start, configuration and clients (see retention.Report.Before).
@@ -30,6 +38,9 @@ const PhaseOpen = retention.PhaseOpen
 // its total is the whole run.
 func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 	start := time.Now()
+	if !dry {
+		a.RunDueJobs(ctx)
+	}
 	report, err := a.Sweeper.Run(ctx, dry)
 	if dry {
 		report.Lap(retention.PhaseBackstop, nil)
@@ -50,6 +61,24 @@ func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 	report.Lap(retention.PhaseRollUp, rolled.Counts())
 	a.Metrics.Sweep(ctx, report)
 	return report, err
+}
+
+// dueJobsPerSweep bounds the after-turn jobs one sweep runs.
+const dueJobsPerSweep = 1000
+
+// RunDueJobs runs the after-turn jobs that neither their turn nor the
+// trigger on their creation finished (see chat.Service.RunDueJobs), and
+// logs what it did.
+func (a *App) RunDueJobs(ctx context.Context) chat.JobsReport {
+	start := time.Now()
+	r, err := a.Chat.RunDueJobs(ctx, dueJobsPerSweep)
+	attrs := []any{"found", r.Found, "ran", r.Ran, "held", r.Held, "failed", r.Failed, "durationMs", time.Since(start).Milliseconds()}
+	if err != nil {
+		a.Log.ErrorContext(ctx, "after-turn jobs failed", append(attrs, "error", err.Error())...)
+	} else if r.Found > 0 {
+		a.Log.InfoContext(ctx, "after-turn jobs", attrs...)
+	}
+	return r
 }
 
 // RollUpHistories rolls users' episodic histories forward (see

@@ -46,7 +46,7 @@ type Source interface {
 	// them. It returns the session and its context as the commit left
 	// them (as read, with a nil write), and the user's window and spend;
 	// the state's Version, and usage, are nil when the store cannot tell.
-	AppendKnown(ctx context.Context, q chat.AppendQuery, known *chat.TurnState, usage any, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (*chat.TurnState, any, error)
+	AppendKnown(ctx context.Context, q chat.AppendQuery, known *chat.TurnState, usage chat.Version, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (*chat.TurnState, chat.Version, error)
 	// CreateKnown creates a session as CreateSession does and returns it
 	// as a known state with no context yet.
 	CreateKnown(ctx context.Context, s *sessions.Session) (*chat.TurnState, error)

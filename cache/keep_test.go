@@ -40,7 +40,7 @@ func (c *claims) ReadKnown(ctx context.Context, q chat.TurnQuery, known *chat.Tu
 func versioned(st *chat.TurnState) *chat.TurnState {
 	if st != nil {
 		st.Version = st.ContextVersion
-		st.SlotVersions = make([]any, len(st.Slots))
+		st.SlotVersions = make([]chat.Version, len(st.Slots))
 		for i, m := range st.Slots {
 			st.SlotVersions[i] = m
 		}

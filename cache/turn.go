@@ -63,7 +63,7 @@ func (c *Store) knownTurn(q chat.TurnQuery, prev *chat.TurnState) (_ chat.TurnQu
 		q.Slots = slices.Sorted(maps.Keys(u.slots))
 	}
 	st.DayTokens, st.Memory = u.dayFloor, u.memory
-	st.Slots, st.SlotVersions = make([]int64, len(q.Slots)), make([]any, len(q.Slots))
+	st.Slots, st.SlotVersions = make([]int64, len(q.Slots)), make([]chat.Version, len(q.Slots))
 	for i, idx := range q.Slots {
 		st.Slots[i], st.SlotVersions[i] = u.slots[idx].minute, u.slots[idx].version
 	}

@@ -14,15 +14,15 @@ type user struct {
 	memory   chat.MemoryBlock // as last read (its Source is nil until one was)
 	claiming bool             // a claim from what is kept is under way
 
-	usageDay string // the day usage is of ("": none kept)
-	usage    any    // the user's appended-messages window and spend, as the store returned them
+	usageDay string       // the day usage is of ("": none kept)
+	usage    chat.Version // the user's appended-messages window and spend, as the store returned them
 }
 
 // slot is a rate-limit slot as read or written: the minute it was last
 // taken in, and the store's version of it.
 type slot struct {
 	minute  int64
-	version any
+	version chat.Version
 }
 
 // spent adds n to what is known spent on day.

@@ -14,6 +14,9 @@ import (
 // MaxTitleChars is the longest generated title kept.
 const MaxTitleChars = 60
 
+// afterTurnTimeout bounds the work that follows a reply.
+const afterTurnTimeout = 2 * time.Minute
+
 // afterTurn does what must not delay the reply: it names the session after
 // its first exchange (unless its user named it), learns long-term memory
 // and folds old messages into the summary when the session needs it, and
@@ -23,7 +26,7 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 	if res == nil || res.Replayed {
 		return
 	}
-	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), 2*time.Minute)
+	ctx, cancel := context.WithTimeout(context.WithoutCancel(ctx), afterTurnTimeout)
 	defer cancel()
 	ctx, meter := WithMeter(ctx)
 	// This work's model tokens count against the user's day like the
@@ -121,54 +124,4 @@ func CleanTitle(t string) string {
 		cut = cut[:i]
 	}
 	return strings.TrimRight(cut, " ,;:-") + "…"
-}
-
-// Spend records n tokens spent for userID outside a turn (a search's
-// embedding) against their daily limit.
-func (svc *Service) Spend(ctx context.Context, userID string, n int) { svc.addTokens(ctx, userID, n) }
-
-// AdmitSearch counts a search of userID's against their limits, or
-// refuses it (rate_limited, with when to try again) before anything is
-// embedded or read.
-func (svc *Service) AdmitSearch(ctx context.Context, userID string) error {
-	now := svc.now()
-	return svc.Usage.UpdateUsage(ctx, userID, Day(now), func(u *Usage) error { return u.AdmitSearch(now, svc.Limits) })
-}
-
-// ChargeMemory records n tokens spent on userID's long-term memory (a
-// history roll-up) against their daily limit, unless the memory was erased
-// meanwhile. A failure is logged.
-func (svc *Service) ChargeMemory(ctx context.Context, userID string, n int) {
-	if n <= 0 {
-		return
-	}
-	err := svc.Usage.ChargeMemory(ctx, userID, Day(svc.now()), n)
-	if err != nil && errs.CodeOf(err) != errs.ENOTFOUND && svc.Log != nil {
-		svc.Log.ErrorContext(ctx, "recording token usage failed", "code", string(errs.CodeOf(err)))
-	}
-}
-
-// chargeAfter records n tokens of work done after a reply or an append
-// of day against the user's daily limit, unless the user was erased
-// meanwhile (nothing of theirs is written then). A failure is logged.
-func (svc *Service) chargeAfter(ctx context.Context, userID, sessionID, day string, n int) {
-	if n <= 0 {
-		return
-	}
-	err := svc.Usage.ChargeAfter(ctx, userID, day, n)
-	if err != nil && errs.CodeOf(err) != errs.ENOTFOUND {
-		svc.logError(ctx, "recording token usage failed", sessionID, err)
-	}
-}
-
-// addTokens records n tokens against the user's daily limit. What they
-// paid for is stored already, so a failure here is logged, not returned.
-func (svc *Service) addTokens(ctx context.Context, userID string, n int) {
-	if n <= 0 {
-		return
-	}
-	err := svc.Usage.AddTokens(ctx, userID, Day(svc.now()), n)
-	if err != nil && svc.Log != nil {
-		svc.Log.ErrorContext(ctx, "recording token usage failed", "code", string(errs.CodeOf(err)))
-	}
 }

@@ -26,7 +26,7 @@ type claim struct {
 	user   history.Message
 	replay *TurnResult // the turn was complete already
 	// draftVersion is the store's record of the draft's last write.
-	draftVersion any
+	draftVersion Version
 }
 
 // latest is st with the draft as this turn last wrote it.

@@ -118,3 +118,33 @@ func replyTokens(reported *Reply, sent *history.Context, reply history.Message) 
 	cached := min(max(reported.CachedTokens, 0), reported.PromptTokens)
 	return ModelTokens{Input: reported.PromptTokens, Cached: cached, Output: reported.CompletionTokens}
 }
+
+// newJob is the job of the turn whose reply fin stores, held by the
+// turn itself (its claim's token) for JobLease; nil without a JobStore,
+// and when there is nothing to do after the reply: no title, no batch to
+// learn, no exchange to index (search off), no summary due. A turn with
+// nothing to do after it records no job (and costs no write for it).
+func (svc *Service) newJob(plan *turnPlan, fin finished, memoryTokens int) *Job {
+	if svc.Jobs == nil || fin.write == nil {
+		return nil
+	}
+	s, t := fin.write.Session, fin.write.Tail
+	due := (s.TitleSource == sessions.TitleDefault && svc.Titler != nil) || fin.learn != nil || svc.Recall != nil
+	switch {
+	case due || s.Context.Summaries == sessions.SummariesApp:
+	case t == nil:
+		due = true // the tail is not at hand: the job plans the summary from what is stored
+	default:
+		_, due = history.PlanCompaction(s, t, svc.History.BudgetFor(s), svc.fixed(s)+memoryTokens)
+	}
+	if !due {
+		return nil
+	}
+	now := svc.now()
+	j := &Job{SessionID: plan.query.SessionID, ID: fin.reply.ID, UserID: plan.query.UserID, UserMessageID: plan.claim.user.ID,
+		MemoryTokens: memoryTokens, CreatedAt: now, Runner: plan.claim.token, Lease: now.Add(JobLease)}
+	if b := fin.learn; b != nil {
+		j.Learn = &LearnBatch{From: b.From, To: b.To}
+	}
+	return j
+}

@@ -117,6 +117,11 @@ type TurnQuery struct {
 	Deleted bool
 }
 
+// Version is a store's record of what it read or wrote (an update time,
+// a counter), for the conditions of its later commits: opaque to all but
+// the store that made it, which alone may look inside.
+type Version any
+
 // TurnState is what a turn read (or, after a commit, what it wrote).
 type TurnState struct {
 	Session *sessions.Session // nil if there is none
@@ -126,7 +131,7 @@ type TurnState struct {
 	Slots   []int64          // the unix minute each slot of the query's was last taken in; 0 never
 	// SlotVersions are the store's record of each of Slots, for its
 	// conditions (as Version is of the rest).
-	SlotVersions []any
+	SlotVersions []Version
 	DayTokens    int // spent on Day
 	// KeyUsed: with AskedID and Key, a message is stored under Key.
 	KeyUsed bool
@@ -154,8 +159,8 @@ type TurnState struct {
 
 	// Version is the store's record of what it read, for its conditions;
 	// DraftVersion that of the draft (as read, or as a commit started it).
-	Version      any
-	DraftVersion any
+	Version      Version
+	DraftVersion Version
 }
 
 // TurnWrite is what one commit of a turn writes.
@@ -172,6 +177,9 @@ type TurnWrite struct {
 	// that answered, added to the day's spend by model.
 	ByModel map[string]ModelTokens
 	Draft   *DraftWrite
+	// Job, if set, is created in the same commit: the work that follows
+	// the reply it stores (the outbox; see Job).
+	Job *Job
 }
 
 // NoSlot is a TurnWrite's Slot when it takes none.
@@ -208,7 +216,7 @@ type Drafts interface {
 type Draft struct {
 	SessionID, ReplyID, UserID string
 	Text                       string
-	Version                    any
+	Version                    Version
 }
 
 // ErrDraftTaken is SaveDraft's answer once the session's draft follows

@@ -67,13 +67,16 @@ type TurnResult struct {
 
 	memoryTokens int             // of the memory block the turn sent
 	learn        *longterm.Batch // claimed for learning by the reply's commit
+	job          *Job            // recorded by the reply's commit; nil if none was
 }
 
 // Turn runs one chat turn as one planned unit: one batched read and one
-// commit before the model, one commit after it (see TurnStore). Once the
-// reply is stored it is delivered (OnReply), and then Turn does the work
-// that follows a reply (afterTurn: a title, learning, a summary when due,
-// charging their tokens) before it returns: no caller can forget it.
+// commit before the model, one commit after it (see TurnStore). The turn
+// ends at its reply: the reply's commit records the work that follows it
+// (a Job: a title, learning, the index entry, a summary when due, the
+// charge of their tokens), the reply is delivered (OnReply), and the job
+// is handed off (handOff): run at once by default, else by the store's
+// trigger or the sweep, so it is done even if this instance stops.
 //
 // The user's message is stored before the model is called, and the turn
 // is detached from the caller as soon as its request is read, so whenever
@@ -94,8 +97,35 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	if req.OnReply != nil {
 		req.OnReply(res)
 	}
-	svc.afterTurn(afterTurnContext(ctx), res)
+	svc.handOff(afterTurnContext(ctx), res)
 	return res, nil
+}
+
+// handOff runs a turn's job: at once, on the caller's goroutine (or as
+// HandOff says), then deletes it. Without a job recorded (no JobStore)
+// the work runs all the same, only not durably.
+func (svc *Service) handOff(ctx context.Context, res *TurnResult) {
+	if res == nil || res.Replayed {
+		return
+	}
+	run := func(ctx context.Context) {
+		svc.afterTurn(ctx, res)
+		if j := res.job; j != nil {
+			if err := svc.Jobs.FinishJob(context.WithoutCancel(ctx), j.SessionID, j.ID); err != nil {
+				svc.logError(ctx, "finishing the job after a reply failed; the sweep runs it again", j.SessionID, err)
+			}
+		}
+	}
+	if svc.HandOff != nil {
+		svc.HandOff(ctx, run)
+		return
+	}
+	run(ctx)
+}
+
+// JobsReport is what a run of due jobs did.
+type JobsReport struct {
+	Found, Ran, Held, Failed int
 }
 
 type afterTurnKey struct{}
@@ -322,14 +352,21 @@ func (svc *Service) storeReply(ctx context.Context, plan *turnPlan, st *TurnStat
 	done, err := svc.Turns.RunTurn(ctx, plan.query, plan.claim.latest(st), func(st *TurnState) (*TurnWrite, error) {
 		var err error
 		fin, err = svc.finish(st, plan, answer, spent, sent.context)
+		if err == nil && fin.write != nil {
+			fin.write.Job = svc.newJob(plan, fin, sent.memory.tokens)
+		}
 		return fin.write, err
 	})
 	if err != nil {
 		svc.release(ctx, plan.query, st, plan.claim)
 		return nil, err
 	}
-	return &TurnResult{Session: done.Session, Tail: done.Tail, Context: sent.context, User: plan.claim.user, Reply: fin.reply,
-		memoryTokens: sent.memory.tokens, learn: fin.learn}, nil
+	res := &TurnResult{Session: done.Session, Tail: done.Tail, Context: sent.context, User: plan.claim.user, Reply: fin.reply,
+		memoryTokens: sent.memory.tokens, learn: fin.learn}
+	if fin.write != nil { // the commit landed now: its job is the turn's to run
+		res.job = fin.write.Job
+	}
+	return res, nil
 }
 
 // releaseTries is how often giving a failed turn back is tried.

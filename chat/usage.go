@@ -193,6 +193,12 @@ type UsageRecord struct {
 	TurnMinutes []int64 // the minute each rate-limit slot was last taken in
 }
 
+// Standing is where userID stands against the service's limits now, and
+// today's bill priced by price (nil: the list prices); one read.
+func (svc *Service) Standing(ctx context.Context, userID string, price func(model string) Price) (*Standing, error) {
+	return UsageData{Store: svc.Usage, Price: price}.Standing(ctx, userID, svc.Limits, svc.now())
+}
+
 // UsageData is a user's rate-limit windows as personal data, and where
 // they stand against the limits and the bill.
 type UsageData struct {
@@ -292,6 +298,58 @@ func (d UsageData) bills(r *UsageRecord) map[string]ModelBill {
 		out[m] = billOf(t, price(m))
 	}
 	return out
+}
+
+// The per-user charges of what is spent outside a turn's own commits.
+
+// Spend records n tokens spent for userID outside a turn (a search's
+// embedding) against their daily limit.
+func (svc *Service) Spend(ctx context.Context, userID string, n int) { svc.addTokens(ctx, userID, n) }
+
+// AdmitSearch counts a search of userID's against their limits, or
+// refuses it (rate_limited, with when to try again) before anything is
+// embedded or read.
+func (svc *Service) AdmitSearch(ctx context.Context, userID string) error {
+	now := svc.now()
+	return svc.Usage.UpdateUsage(ctx, userID, Day(now), func(u *Usage) error { return u.AdmitSearch(now, svc.Limits) })
+}
+
+// ChargeMemory records n tokens spent on userID's long-term memory (a
+// history roll-up) against their daily limit, unless the memory was erased
+// meanwhile. A failure is logged.
+func (svc *Service) ChargeMemory(ctx context.Context, userID string, n int) {
+	if n <= 0 {
+		return
+	}
+	err := svc.Usage.ChargeMemory(ctx, userID, Day(svc.now()), n)
+	if err != nil && errs.CodeOf(err) != errs.ENOTFOUND && svc.Log != nil {
+		svc.Log.ErrorContext(ctx, "recording token usage failed", "code", string(errs.CodeOf(err)))
+	}
+}
+
+// chargeAfter records n tokens of work done after a reply or an append
+// of day against the user's daily limit, unless the user was erased
+// meanwhile (nothing of theirs is written then). A failure is logged.
+func (svc *Service) chargeAfter(ctx context.Context, userID, sessionID, day string, n int) {
+	if n <= 0 {
+		return
+	}
+	err := svc.Usage.ChargeAfter(ctx, userID, day, n)
+	if err != nil && errs.CodeOf(err) != errs.ENOTFOUND {
+		svc.logError(ctx, "recording token usage failed", sessionID, err)
+	}
+}
+
+// addTokens records n tokens against the user's daily limit. What they
+// paid for is stored already, so a failure here is logged, not returned.
+func (svc *Service) addTokens(ctx context.Context, userID string, n int) {
+	if n <= 0 {
+		return
+	}
+	err := svc.Usage.AddTokens(ctx, userID, Day(svc.now()), n)
+	if err != nil && svc.Log != nil {
+		svc.Log.ErrorContext(ctx, "recording token usage failed", "code", string(errs.CodeOf(err)))
+	}
 }
 
 // Day is the UTC date of now, as usage is kept by.

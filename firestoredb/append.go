@@ -34,7 +34,7 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 // session and its context as the commit left them (with a nil write, as
 // read), and the user's window and spend; their Version, and usage, are
 // nil when the store cannot tell them.
-func (db *DB) AppendKnown(ctx context.Context, q chat.AppendQuery, known *chat.TurnState, usage any, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (*chat.TurnState, any, error) {
+func (db *DB) AppendKnown(ctx context.Context, q chat.AppendQuery, known *chat.TurnState, usage chat.Version, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (*chat.TurnState, chat.Version, error) {
 	a := &appendRun{db: db, q: q, known: known, usage: usage, plan: plan, msgs: db.messagesOf(q.SessionID), first: true, plannedSeq: -1}
 	res, err := db.optimistic(ctx, a.attempt)
 	if err != nil {
@@ -49,7 +49,7 @@ type appendRun struct {
 	db    *DB
 	q     chat.AppendQuery
 	known *chat.TurnState
-	usage any
+	usage chat.Version
 	plan  func(*chat.AppendState) (*chat.AppendWrite, error)
 	msgs  *firestore.CollectionRef
 
@@ -135,7 +135,7 @@ func (a *appendRun) start(get getAll) (*chat.AppendState, error) {
 // outcome is what the append returns once its commit ran (res: the
 // commit's results): the session and its context as it left them, and the
 // user's window and spend when the commit's update times tell them.
-func (a *appendRun) outcome(res []*firestore.WriteResult) (*chat.TurnState, any, error) {
+func (a *appendRun) outcome(res []*firestore.WriteResult) (*chat.TurnState, chat.Version, error) {
 	switch {
 	case a.w == nil && a.read != nil: // as read just now: nothing was planned
 		return stateOf(a.read), a.ur, nil
@@ -193,7 +193,7 @@ func (db *DB) writeAppend(q chat.AppendQuery, st *stored, ur usageRead, w *chat.
 // too, it reads nothing and returns it as kept; else it reads extra (the
 // user's window and spend, and the key's message). Any other attempt
 // reads the session and its context with extra.
-func (db *DB) appendStart(get getAll, q chat.AppendQuery, first bool, known *chat.TurnState, usage any, extra []*firestore.DocumentRef) (_ *stored, kept *usageRead, _ []*firestore.DocumentSnapshot, _ error) {
+func (db *DB) appendStart(get getAll, q chat.AppendQuery, first bool, known *chat.TurnState, usage chat.Version, extra []*firestore.DocumentRef) (_ *stored, kept *usageRead, _ []*firestore.DocumentSnapshot, _ error) {
 	k := knownAt(known, q.IfMatch)
 	if !first || k == nil {
 		st, snaps, err := db.readStored(get, q.SessionID, extra...)

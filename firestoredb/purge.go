@@ -34,7 +34,7 @@ type purgeMarker struct {
 // purge deletes them by name, without listing them (one round trip less
 // per session, and the slowest). A subcollection added to sessions must be
 // added here, or purges leave it behind.
-var sessionCollections = []string{MessagesCollection, ContextCollection, CompactionsCollection, RecallCollection}
+var sessionCollections = []string{MessagesCollection, ContextCollection, CompactionsCollection, RecallCollection, JobsCollection}
 
 // Defaults of the purge machinery.
 const (

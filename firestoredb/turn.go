@@ -121,6 +121,9 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		db.addTokens(b, q.UserID, q.Day, w.Tokens, w.ByModel)
 	}
 	writeDraft(b, r.draft, q.UserID, ts, w.Draft)
+	if j := w.Job; j != nil { // the after-turn job, in the reply's commit
+		b.Create(db.jobRef(j.SessionID, j.ID), toJobDoc(j))
+	}
 	return b, func(res []*firestore.WriteResult) *chat.TurnState {
 		nv := &turnVersion{st: v.st.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd, next)}
 		out := ts.Apply(q, w)
@@ -377,8 +380,8 @@ func optionalMessage(snap *firestore.DocumentSnapshot) (*history.Message, error)
 
 // decodeSlots are the minutes the slot documents read were last taken in
 // (0: never), and their update times (zero: no document).
-func decodeSlots(snaps []*firestore.DocumentSnapshot) ([]int64, []any, error) {
-	minutes, versions := make([]int64, len(snaps)), make([]any, len(snaps))
+func decodeSlots(snaps []*firestore.DocumentSnapshot) ([]int64, []chat.Version, error) {
+	minutes, versions := make([]int64, len(snaps)), make([]chat.Version, len(snaps))
 	for i, snap := range snaps {
 		var d slotDoc
 		if err := dataTo(snap, &d); err != nil {

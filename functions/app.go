@@ -8,6 +8,7 @@
 package functions
 
 import (
+	"context"
 	"log/slog"
 	"time"
 
@@ -24,6 +25,11 @@ import (
 // Store is a storage backend (storage.Store, declared once there).
 type Store = storage.Store
 
+// Pinger answers whether it is reachable (the health check's question).
+type Pinger interface {
+	Ping(ctx context.Context) error
+}
+
 // App is the HTTP edge over the services behind the endpoints.
 type App struct {
 	Sessions       *sessions.Service
@@ -31,13 +37,11 @@ type App struct {
 	Chat           *chat.Service
 	Memory         *longterm.Service
 	Recall         *recall.Service // nil: no embeddings, no search
-	Sweeper        *retention.Sweeper
 	Privacy        *retention.Privacy
 	Attachments    *attachments.Service // nil: no file storage, the attachment routes answer 404
-	Backstop       *retention.Backstop  // nil: no Directory to ask
 	Auth           Verifier
 	AppCheck       *AppCheck // nil: App Check is off
-	Store          Store
+	Health         Pinger    // what /healthz asks: the storage
 	Log            *slog.Logger
 	AllowedOrigins []string
 	// Models are what sessions may choose, the default first.

@@ -3,7 +3,6 @@ package functions
 import (
 	"bytes"
 	"encoding/json"
-	"fmt"
 	"io"
 	"maps"
 	"net/http"
@@ -297,11 +296,11 @@ func (s *callableStream) Write(b []byte) (int, error) {
 // done, error) into the streaming callable protocol's, as they are
 // written; a JSON error sent before any event becomes an error event.
 type callableStream struct {
-	w       http.ResponseWriter
-	header  http.Header
-	status  int
-	started bool
-	buf     bytes.Buffer
+	w      http.ResponseWriter
+	sse    *sseWriter // nil until the first event
+	header http.Header
+	status int
+	buf    bytes.Buffer
 }
 
 func (s *callableStream) Header() http.Header {
@@ -340,7 +339,7 @@ func (s *callableStream) frame(frame string) {
 
 // end answers a stream that never started (an error before the turn ran).
 func (s *callableStream) end() {
-	if s.started || s.buf.Len() == 0 {
+	if s.sse != nil || s.buf.Len() == 0 {
 		return
 	}
 	var b errorBody
@@ -361,17 +360,10 @@ func toCallableError(b errorBody) (callableError, int) {
 }
 
 func (s *callableStream) send(v any) {
-	if !s.started {
-		h := s.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		s.w.WriteHeader(http.StatusOK)
-		s.started = true
+	if s.sse == nil {
+		s.sse = newSSE(s.w)
 	}
-	b, _ := json.Marshal(v)
-	fmt.Fprintf(s.w, "data: %s\n\n", b)
-	s.Flush()
+	s.sse.event("", v)
 }
 
 func (s *callableStream) Flush() {

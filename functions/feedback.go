@@ -7,7 +7,6 @@ import (
 	"go.opentelemetry.io/otel/trace"
 
 	"github.com/chatmemory/backend/history"
-	"github.com/chatmemory/backend/kernel/clock"
 )
 
 // feedbackBody is what PUT …/feedback takes.
@@ -34,7 +33,7 @@ func (a *App) deleteFeedback(w http.ResponseWriter, r *http.Request) {
 }
 
 func (a *App) feedback(w http.ResponseWriter, r *http.Request, fb *history.Feedback) {
-	m, err := history.SetFeedback(r.Context(), a.Store, clock.Stored(a.Chat.Now), UserID(r.Context()), r.PathValue("id"), r.PathValue("messageId"), fb)
+	m, err := a.History.SetFeedback(r.Context(), UserID(r.Context()), r.PathValue("id"), r.PathValue("messageId"), fb)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -2,7 +2,6 @@ package functions
 
 import (
 	"context"
-	"encoding/json"
 	"net/http"
 	"strconv"
 	"strings"
@@ -226,29 +225,8 @@ func (a *App) chat(w http.ResponseWriter, r *http.Request) {
 // streamed is an ordinary JSON error with its status. If the client goes
 // away, the turn still completes and the reply is stored.
 func (a *App) streamChat(w http.ResponseWriter, r *http.Request, turn chat.TurnRequest) {
-	flusher, _ := w.(http.Flusher)
-	started, gone := false, false
-	send := func(event string, v any) {
-		if gone {
-			return
-		}
-		if !started {
-			h := w.Header()
-			h.Set("Content-Type", "text/event-stream")
-			h.Set("Cache-Control", "no-cache")
-			h.Set("X-Accel-Buffering", "no")
-			w.WriteHeader(http.StatusOK)
-			started = true
-		}
-		data, _ := json.Marshal(v)
-		if _, err := w.Write([]byte("event: " + event + "\ndata: " + string(data) + "\n\n")); err != nil {
-			gone = true
-			return
-		}
-		if flusher != nil {
-			flusher.Flush()
-		}
-	}
+	sse := newSSE(w)
+	send := sse.event
 	turn.OnStart = func(s *sessions.Session, user history.Message, replyID string) {
 		info(r.Context()).sessionID = s.ID
 		send("session", map[string]any{"sessionId": s.ID, "userMessage": user, "replyId": replyID})
@@ -269,7 +247,7 @@ func (a *App) streamChat(w http.ResponseWriter, r *http.Request, turn chat.TurnR
 	}
 	_, err := a.tracedTurn(r.Context(), turn)
 	switch {
-	case err != nil && !started:
+	case err != nil && !sse.started:
 		a.writeError(w, r, err)
 	case err != nil:
 		a.logFailure(r, StatusOf(err), err)

@@ -378,7 +378,7 @@ func tooLarge(n int64) error {
 func (a *App) healthz(w http.ResponseWriter, r *http.Request) {
 	ctx, cancel := context.WithTimeout(r.Context(), 3*time.Second)
 	defer cancel()
-	if err := a.Store.Ping(ctx); err != nil {
+	if err := a.Health.Ping(ctx); err != nil {
 		a.Log.ErrorContext(r.Context(), "health check: storage does not answer", "error", err.Error())
 		writeJSON(w, http.StatusServiceUnavailable, map[string]string{"status": "unavailable", "storage": "unavailable"})
 		return

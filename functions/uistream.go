@@ -16,16 +16,17 @@ import (
 // know: not 7.x's "interrupted") and error. web/e2e/aisdk.test.mjs checks
 // each chunk served against each version's own schema.
 type uiStream struct {
-	w       http.ResponseWriter
-	r       *http.Request
-	flusher http.Flusher
-	started bool
-	gone    bool
+	*sseWriter
+	r *http.Request
 }
 
 func newUIStream(w http.ResponseWriter, r *http.Request) *uiStream {
-	f, _ := w.(http.Flusher)
-	return &uiStream{w: w, r: r, flusher: f}
+	header := []string{"X-Vercel-AI-UI-Message-Stream", "v1"}
+	if closes(r) {
+		// end closes the connection: the client must not send its next request on it
+		header = append(header, "Connection", "close")
+	}
+	return &uiStream{sseWriter: newSSE(w, header...), r: r}
 }
 
 // begin starts the assistant message messageID (and its first step).
@@ -65,35 +66,7 @@ func (s *uiStream) fail(err error) {
 }
 
 // send writes one chunk, starting the response with the first.
-func (s *uiStream) send(chunk any) {
-	data, _ := json.Marshal(chunk)
-	s.write("data: " + string(data) + "\n\n")
-}
-
-func (s *uiStream) write(line string) {
-	if s.gone {
-		return
-	}
-	if !s.started {
-		h := s.w.Header()
-		h.Set("Content-Type", "text/event-stream")
-		h.Set("Cache-Control", "no-cache")
-		h.Set("X-Accel-Buffering", "no")
-		h.Set("X-Vercel-AI-UI-Message-Stream", "v1")
-		if s.closes() {
-			h.Set("Connection", "close") // end closes it: the client must not send its next request on it
-		}
-		s.w.WriteHeader(http.StatusOK)
-		s.started = true
-	}
-	if _, err := s.w.Write([]byte(line)); err != nil {
-		s.gone = true
-		return
-	}
-	if s.flusher != nil {
-		s.flusher.Flush()
-	}
-}
+func (s *uiStream) send(chunk any) { s.event("", chunk) }
 
 // end ends the response now, so that the client's stream (which ends with
 // the body, not with [DONE]) ends with the reply while the work after it
@@ -102,7 +75,7 @@ func (s *uiStream) write(line string) {
 // it (the headers said Connection: close); where that cannot be done (HTTP/2), the response ends when the
 // handler returns.
 func (s *uiStream) end() {
-	if !s.started || s.gone || !s.closes() {
+	if !s.started || s.gone || !closes(s.r) {
 		return
 	}
 	rc := http.NewResponseController(s.w)
@@ -120,8 +93,8 @@ func (s *uiStream) end() {
 }
 
 // closes tells whether end closes the connection: over HTTP/1.1.
-func (s *uiStream) closes() bool {
-	return s.r.ProtoMajor == 1 && s.r.ProtoAtLeast(1, 1)
+func closes(r *http.Request) bool {
+	return r.ProtoMajor == 1 && r.ProtoAtLeast(1, 1)
 }
 
 // toolInput is a call's arguments as the SDK's tool parts hold them: the

@@ -4,7 +4,6 @@ import (
 	"net/http"
 
 	"github.com/chatmemory/backend/chat"
-	"github.com/chatmemory/backend/kernel/clock"
 )
 
 // listModels answers GET /models: the chat models a session may choose
@@ -31,7 +30,7 @@ func (a *App) listModels(w http.ResponseWriter, r *http.Request) {
 // of their storage quota.
 func (a *App) usage(w http.ResponseWriter, r *http.Request) {
 	price := func(model string) chat.Price { return priceOf(a.Models, model) }
-	st, err := chat.UsageData{Store: a.Store, Price: price}.Standing(r.Context(), UserID(r.Context()), a.Chat.Limits, clock.Stored(a.Chat.Now))
+	st, err := a.Chat.Standing(r.Context(), UserID(r.Context()), price)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -6,6 +6,7 @@ import (
 	"time"
 	"unicode/utf8"
 
+	"github.com/chatmemory/backend/kernel/clock"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -36,6 +37,12 @@ type FeedbackRepo interface {
 	// feedback counts as fn left them, atomically; if fn reports no
 	// change, nothing is written.
 	UpdateFeedback(ctx context.Context, sessionID, messageID string, fn func(s *sessions.Session, m *Message) (changed bool, err error)) (*Message, error)
+}
+
+// SetFeedback rates (or, with fb nil, unrates) message messageID of
+// userID's session sessionID now (see the function SetFeedback).
+func (svc *Service) SetFeedback(ctx context.Context, userID, sessionID, messageID string, fb *Feedback) (*Message, error) {
+	return SetFeedback(ctx, svc.Feedback, clock.Stored(svc.Now), userID, sessionID, messageID, fb)
 }
 
 // SetFeedback rates message messageID of userID's session sessionID (fb

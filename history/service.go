@@ -86,6 +86,8 @@ type Service struct {
 	// Window returns a model's context window in tokens; nil:
 	// ContextWindow, the known models'.
 	Window func(model string) int
+	// Feedback stores ratings of replies (see SetFeedback).
+	Feedback FeedbackRepo
 }
 
 // NewService returns a service with the default policy and the system clock.

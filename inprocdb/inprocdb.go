@@ -35,6 +35,7 @@ type DB struct {
 	recall   map[string]map[string]recall.Exchange // session → reply id → its exchange
 	accounts map[string]time.Time                  // by user who holds data: when last seen alive
 	attach   *files                                // attachments' records and quotas (attachments.go)
+	jobs     map[string]map[string]chat.Job        // session → reply id → its after-turn job
 	draftSeq int64
 	// rollUpMark is when the last complete roll-up of histories started.
 	rollUpMark time.Time
@@ -63,6 +64,7 @@ func New() *DB {
 		facts:    map[string]map[string]longterm.Fact{},
 		recall:   map[string]map[string]recall.Exchange{},
 		accounts: map[string]time.Time{},
+		jobs:     map[string]map[string]chat.Job{},
 	}
 }
 

@@ -24,7 +24,7 @@ func (db *DB) ReadKnown(ctx context.Context, q chat.TurnQuery, _ *chat.TurnState
 
 // AppendKnown appends as RunAppend does, and returns the session and its
 // context as left, and the user's usage.
-func (db *DB) AppendKnown(ctx context.Context, q chat.AppendQuery, _ *chat.TurnState, _ any, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (*chat.TurnState, any, error) {
+func (db *DB) AppendKnown(ctx context.Context, q chat.AppendQuery, _ *chat.TurnState, _ chat.Version, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (*chat.TurnState, chat.Version, error) {
 	v, err := db.RunAppend(ctx, q, plan)
 	if err != nil {
 		return nil, nil, err

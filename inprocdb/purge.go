@@ -38,7 +38,7 @@ func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.
 
 // purgeLocked removes a session and all under it; db.mu is held.
 func (db *DB) purgeLocked(id string) int {
-	n := 1 + len(db.compact[id]) + len(db.recall[id])
+	n := 1 + len(db.compact[id]) + len(db.recall[id]) + len(db.jobs[id])
 	for _, m := range db.messages[id] {
 		if m.ID != "" { // not trimmed
 			n++
@@ -55,6 +55,7 @@ func (db *DB) purgeLocked(id string) int {
 	delete(db.tails, id)
 	delete(db.compact, id)
 	delete(db.recall, id)
+	delete(db.jobs, id)
 	return n
 }
 

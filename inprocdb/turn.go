@@ -114,6 +114,9 @@ func (db *DB) applyTurnLocked(q chat.TurnQuery, st *chat.TurnState, w *chat.Turn
 			db.models[key][m] = db.models[key][m].Add(n)
 		}
 	}
+	if j := w.Job; j != nil {
+		db.putJobLocked(*j)
+	}
 	if d := w.Draft; d != nil {
 		switch cur := db.drafts[q.SessionID]; {
 		case d.Create:

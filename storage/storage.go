@@ -22,6 +22,7 @@ type Store interface {
 	history.Repo
 	history.FeedbackRepo
 	chat.TurnStore
+	chat.JobStore
 	chat.Drafts
 	chat.UsageStore
 	longterm.Repo

@@ -92,6 +92,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("Purge", func(t *testing.T) { testPurge(t, env(t)) })
 	t.Run("ConcurrentAppends", func(t *testing.T) { testConcurrentAppends(t, env(t)) })
 	t.Run("Turns", func(t *testing.T) { testTurns(t, env(t)) })
+	t.Run("Jobs", func(t *testing.T) { testJobs(t, env(t)) })
 	t.Run("Appends", func(t *testing.T) { testAppends(t, env(t)) })
 	t.Run("Drafts", func(t *testing.T) { testDrafts(t, env(t)) })
 	t.Run("Branches", func(t *testing.T) { testBranches(t, env(t)) })

@@ -89,6 +89,13 @@ func TestDeployPlan(t *testing.T) {
 				if !strings.Contains(l, "--trigger-event="+userDeletedEvent) || !strings.Contains(l, "--trigger-resource=my-proj") || !strings.Contains(l, "--retry") {
 					t.Errorf("the user-deleted function: %s", l)
 				}
+			} else if name == afterTurnFunction {
+				for _, want := range []string{"--trigger-event-filters=type=" + jobCreatedEvent, "'--trigger-event-filters=database=(default)'",
+					"'--trigger-event-filters-path-pattern=document=chat_sessions/{session}/jobs/{job}'", "--retry"} {
+					if !strings.Contains(l, want) {
+						t.Errorf("the after-turn function: %q lacks %s", l, want)
+					}
+				}
 			} else if !strings.Contains(l, "--trigger-topic="+sweepTopic) {
 				t.Errorf("CloudEvent function %s: %s", name, l)
 			}
@@ -167,7 +174,7 @@ func TestDeployRuns(t *testing.T) {
 		t.Fatalf("exit %d: %s", code, errOut.String())
 	}
 	joined := strings.Join(ran, "\n")
-	if strings.Contains(joined, "topics create") || !strings.Contains(joined, "scheduler jobs create") || len(ran) != 9 {
+	if strings.Contains(joined, "topics create") || !strings.Contains(joined, "scheduler jobs create") || len(ran) != 10 { // nine steps and the after-turn function
 		t.Fatalf("ran:\n%s", joined)
 	}
 	exists["scheduler"], ran = true, nil

@@ -24,9 +24,14 @@ const (
 	// which reaches only 1st-gen functions.
 	userDeletedFunction = "userDeleted"
 	userDeletedEvent    = "providers/firebase.auth/eventTypes/user.delete"
-	sweepTopic          = "retention-sweep"
-	sweepJob            = "retention-sweep-daily"
-	idSecret            = "chat-id-secret" // ID_SECRET: the key of ids derived from client keys
+	// afterTurnFunction runs a reply's after-turn job when the instance
+	// that answered did not: a Firestore trigger on the job's creation.
+	afterTurnFunction = "afterTurn"
+	jobCreatedEvent   = "google.cloud.firestore.document.v1.created"
+	jobDocuments      = "chat_sessions/{session}/jobs/{job}"
+	sweepTopic        = "retention-sweep"
+	sweepJob          = "retention-sweep-daily"
+	idSecret          = "chat-id-secret" // ID_SECRET: the key of ids derived from client keys
 )
 
 // apis are the services the deployment needs enabled.
@@ -134,6 +139,11 @@ func plan(s settings) []step {
 		// Erasure is idempotent: a failed run is retried by the platform.
 		{what: "the user-deleted function", create: deployAs("--no-gen2", userDeletedFunction, "--trigger-event="+userDeletedEvent,
 			"--trigger-resource="+s.Project, "--retry", "--timeout=540s")},
+		// A job still held by the turn that wrote it is an error, which
+		// the platform retries with backoff; the sweep is the backstop.
+		{what: "the after-turn function", create: deploy(afterTurnFunction, "--trigger-event-filters=type="+jobCreatedEvent,
+			"--trigger-event-filters=database=(default)", "--trigger-event-filters-path-pattern=document="+jobDocuments,
+			"--trigger-location="+s.Region, "--retry", "--timeout=300s")},
 		{what: "the daily schedule", check: gcloud("scheduler", "jobs", "describe", sweepJob, "--location="+s.Region),
 			create: job("create"), update: job("update")},
 		{what: "the web app", create: []string{"npm", "run", "--silent", "build:web"}},
