@@ -16,10 +16,10 @@ import (
 // reads are the methods of storage.Store that write nothing: they pass
 // through the cache, which keeps nothing of what they return.
 var reads = []string{"AccountsSeenBefore", "CountExchanges", "CountExpired", "CountHistoriesDue", "CountPendingPurges",
-	"DueJobs", "Embedded", "ExpiredSessions", "FirstMessageAfter", "GetSession", "GetUsage", "GetUser", "HistoriesDue",
-	"HistoriesToRoll", "LastBacklog", "Lexical", "ListCompactions", "ListMessages", "ListSessions", "ListSuperseded",
-	"LiveFacts", "MessageRange", "Nearest", "PendingPurges", "Ping", "ReadTail", "RollUpMark", "SessionsAfter",
-	"SessionsOf", "UsageOn", "UsersActiveSince", "Visibility"}
+	"DueJobs", "Embedded", "ExpiredSessions", "FirstMessageAfter", "GetAttachment", "GetSession", "GetUsage", "GetUser",
+	"HistoriesDue", "HistoriesToRoll", "HoldersAfter", "LastBacklog", "Lexical", "ListAttachments", "ListCompactions",
+	"ListMessages", "ListSessions", "ListSuperseded", "LiveFacts", "MessageRange", "Nearest", "PendingPurges", "Ping",
+	"ReadTail", "RollUpMark", "SessionsAfter", "SessionsOf", "StoredBytes", "UsageOn", "UsersActiveSince", "Visibility"}
 
 // untouched are the writes that pass through the cache because they
 // change nothing it keeps (a session, its context, a user's slots, spend
@@ -37,6 +37,13 @@ var untouched = map[string]string{
 	"SetRollUpMark": "the roll-up's mark: not kept",
 	"ClaimJob":      "an after-turn job: not kept",
 	"FinishJob":     "an after-turn job: not kept",
+	// Attachments keep their records and their owner's stored bytes in
+	// documents of their own, apart from the usage window the cache keeps.
+	"CreateAttachment":      "an attachment's record: not kept",
+	"DeleteAttachment":      "an attachment's record: not kept",
+	"ReserveAttachment":     "the attachments' quota record: not kept",
+	"ReleaseAttachment":     "the attachments' quota record: not kept",
+	"DeleteAttachmentQuota": "the attachments' quota record: not kept",
 }
 
 // TestEveryWriteIsDecided: each method of storage.Store is a read, a
