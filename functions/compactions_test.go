@@ -128,6 +128,9 @@ func TestRecordCompaction(t *testing.T) {
 			}
 		}
 		h.do("POST", path, bob.token, map[string]any{"fromSeq": next, "toSeq": next + 1, "summary": "x"}).want(t, 404)
+		// Two exchanges more, so that next+1 is not the newest message
+		// however little the due summary left verbatim.
+		h.appendExchanges(alice.token, id, 20, 2)
 		var via struct{ Result struct{ EndSeq int } }
 		h.do("POST", "/callable/recordCompaction", alice.token, map[string]any{"data": map[string]any{"sessionId": id, "fromSeq": next, "toSeq": next + 1, "summary": "More."}}).
 			want(t, 200).decode(t, &via)
