@@ -190,8 +190,10 @@ func TestEmbeddingTokensCharged(t *testing.T) {
 		h.turn(alice.token, map[string]any{"sessionId": id, "message": msg})
 		after := h.counter.Snapshot()
 		h.idle()
-		if d := h.counter.Snapshot().Sub(after); i == 1 && d.Writes != 1 {
-			t.Errorf("after the second reply: %d writes, want 1 (the exchange)", d.Writes)
+		// At most the exchange: on a loaded machine the work after the
+		// reply may be done before the client has read the reply.
+		if d := h.counter.Snapshot().Sub(after); i == 1 && d.Writes > 1 {
+			t.Errorf("after the second reply: %d writes, want at most 1 (the exchange)", d.Writes)
 		}
 		words += len(strings.Fields(msg)) // the test server's embedding usage: its words
 	}
