@@ -16,6 +16,7 @@ import { renderMarkdown } from "./markdown";
 import { setupMemory } from "./memory";
 import { setupSettings } from "./settings";
 import { $, askText, clearError, confirmAction, el, icon, showError, THUMB } from "./ui";
+import { setupLayout } from "./layout";
 
 // A turn that branches: answer a message anew, or send an edited one.
 type Fork = Pick<ChatRequest, "regenerate" | "edit">;
@@ -76,11 +77,19 @@ let historyFrom = 0; // the first seq still stored: message retention deleted th
 // session's draft (streamed by another tab, or by this page before a reload).
 let streaming: { text: string; replyId?: string } | null = null;
 let following: { text: string; replyId: string } | null = null;
+// Stop was pressed: the reply on screen stops growing at once, and says
+// "Stopping…" until the server has stopped it.
+let stopping = false;
+let title = ""; // the open chat's title, from its document (it may be outside the list's filter)
+let tapped: number | null = null; // the message whose actions a tap showed (phones show none until then)
 let stopSessions: Unsubscribe | null = null;
 let stopMessages: Unsubscribe | null = null;
 let stopDraft: Unsubscribe | null = null;
 let stopSession: Unsubscribe | null = null;
 const settings = setupSettings(api, () => current);
+const layout = setupLayout();
+// The chat open last, per user, reopened after a reload.
+const lastChat = (uid: string) => `chat-memory.last.${uid}`;
 
 // ---- Sign in ----
 $("auth").addEventListener("submit", async (ev) => {
@@ -103,7 +112,7 @@ onAuthStateChanged(auth, (u) => {
   $("auth").hidden = !!u;
   $("app").hidden = $("account").hidden = !u;
   $("who").textContent = u?.email ?? "";
-  openSession(null);
+  openSession(u ? localStorage.getItem(lastChat(u.uid)) : null);
   watchSessions();
   void showUsage();
 });
@@ -151,21 +160,26 @@ $("filter").addEventListener("change", watchSessions);
 
 function renderSessions() {
   const list = $("sessions");
-  list.replaceChildren(...sessions.map((s) => {
+  const filter = $<HTMLSelectElement>("filter").value;
+  const none = { active: "No chats yet: write a message to start one.", archived: "No archived chats.", deleted: "No deleted chats: a deleted chat stays here for 30 days." }[filter] ?? "";
+  if (!sessions.length) list.replaceChildren(el("li", { className: "none" }, none));
+  else list.replaceChildren(...sessions.map((s) => {
     const li = el("li", { className: s.id === current ? "current" : "" });
     li.dataset.id = s.id;
     const name = el("span", { className: "name", title: "Open" }, s.title);
-    name.addEventListener("click", () => openSession(s.id));
+    name.addEventListener("click", () => { openSession(s.id); layout.closeChats(); });
     const actions = el("div", { className: "row" });
     const action = (label: string, fn: () => Promise<unknown>) => {
-      const b = el("button", { className: "quiet", type: "button" }, label);
+      const b = el("button", { className: label === "Delete" ? "quiet danger" : "quiet", type: "button" }, label);
       b.addEventListener("click", async () => { clearError(); try { await fn(); } catch (e) { showError(e); } });
       actions.append(b);
     };
-    action("Rename", async () => {
-      const title = (await askText("Rename the chat", s.title))?.trim();
+    // Rename: at most 200 characters (the server's limit); a refusal shows
+    // in the dialog, which keeps the text typed.
+    action("Rename", () => askText("Rename the chat", s.title, "Save", { max: MAX_TITLE, submit: async (v) => {
+      const title = v.trim();
       if (title && title !== s.title) await api.updateSession(s.id, { title });
-    });
+    } }));
     if (s.status === "active") action("Archive", () => api.archiveSession(s.id));
     else action("Restore", () => api.restoreSession(s.id));
     if (s.status !== "deleted") action("Delete", async () => {
@@ -176,8 +190,9 @@ function renderSessions() {
     li.append(name, actions);
     return li;
   }));
-  $("title").textContent = sessions.find((s) => s.id === current)?.title ?? "New chat";
+  $("title").textContent = current ? sessions.find((s) => s.id === current)?.title ?? title : "New chat";
 }
+const MAX_TITLE = 200;
 
 // ---- A session's messages, live from Firestore ----
 // openSession shows session id (none: a new chat); from a search hit, the
@@ -188,7 +203,12 @@ function openSession(id: string | null, fromHit = false) {
     $("hits").querySelector("li.none")?.remove(); // "Nothing found." was about the last search
   }
   current = id;
+  if (user && id) localStorage.setItem(lastChat(user.uid), id);
+  else if (user) localStorage.removeItem(lastChat(user.uid));
   status = "active";
+  title = "";
+  stopping = false;
+  tapped = null;
   $("settings-open").hidden = !id;
   settings.close();
   stopMessages?.();
@@ -211,6 +231,11 @@ function openSession(id: string | null, fromHit = false) {
   }, showError);
   // The active branch: its leaf is in the session document once it branched.
   stopSession = onSnapshot(doc(db, "chat_sessions", id), (snap) => {
+    if (!snap.exists()) { // gone for good (or never this user's): a new chat instead
+      if (current === id) openSession(null);
+      return;
+    }
+    title = snap.get("title") ?? "";
     settings.show({ instructions: snap.get("instructions") ?? "", model: snap.get("model") ?? "" });
     const at = (snap.get("updatedAt") as Timestamp | undefined)?.toMillis() ?? 0;
     if (at >= leafAt) [leaf, leafAt] = [snap.get("branches.leaf") ?? null, at];
@@ -218,15 +243,17 @@ function openSession(id: string | null, fromHit = false) {
     showStatus();
     historyFrom = snap.get("historyFrom") ?? 0;
     showSessionUsage(snap.get("usage"));
+    renderSessions();
     renderMessages();
   }, showError);
   // A reply in progress, as its draft shows it: picked up after a reload.
   stopDraft = onSnapshot(doc(db, "chat_sessions", id, "context", "draft"), (snap) => {
-    following = snap.exists() ? { text: snap.get("text") ?? "", replyId: snap.get("replyId") } : null;
+    if (!snap.exists()) [following, stopping] = [null, streaming ? stopping : false];
+    else if (!stopping || !following) following = { text: snap.get("text") ?? "", replyId: snap.get("replyId") };
     renderMessages();
   }, showError);
 }
-$("new").addEventListener("click", () => openSession(null));
+$("new").addEventListener("click", () => { openSession(null); layout.closeChats(); $("input").focus(); });
 
 // showStatus makes the open chat writable only while it is active, and
 // says why it is not (with a way back).
@@ -331,6 +358,14 @@ function renderMessages() {
       const li = bubble(m.role, m.content);
       if (m.toolCalls?.length) li.append(toolDetails(m));
       li.dataset.seq = String(m.seq);
+      // A tap shows this message's actions (a phone shows them only then).
+      if (tapped === m.seq) li.classList.add("tapped");
+      li.addEventListener("click", (ev) => {
+        if ((ev.target as Element).closest("button, a, details")) return;
+        tapped = m.seq;
+        for (const o of $("messages").querySelectorAll("li.tapped")) o.classList.remove("tapped");
+        li.classList.add("tapped");
+      });
       const tools = el("div", { className: "tools" });
       const sibs = versions.get(parentOf(m)) ?? [m.seq];
       if (sibs.length > 1 && current) {
@@ -370,8 +405,12 @@ function renderMessages() {
   else if (following && !messages.some((m) => m.id === following!.replyId)) {
     items.push(bubble("assistant streaming following", following.text || "…"));
   }
+  if (!current && !streaming) items.push(emptyChat());
   $("messages").replaceChildren(...items);
   $("stop").hidden = !(streaming?.replyId || following);
+  $("stop").textContent = stopping ? "Stopping…" : "Stop";
+  $<HTMLButtonElement>("stop").disabled = stopping;
+  for (const b of $("messages").querySelectorAll("li.streaming")) b.classList.toggle("stopping", stopping);
   const hit = found && found.session === current ? $("messages").querySelector(`li[data-seq="${found.seq}"]`) : null;
   if (hit) {
     hit.classList.add("found");
@@ -379,6 +418,23 @@ function renderMessages() {
   } else {
     $("messages").lastElementChild?.scrollIntoView({ block: "end" });
   }
+}
+
+// emptyChat is a new chat's empty state: what to ask, to start from.
+const SUGGESTIONS = ["Plan a weekend in Lisbon", "Explain Firestore security rules simply", "Write a haiku about memory", "Help me name a side project"];
+function emptyChat() {
+  const li = el("li", { className: "empty" });
+  const list = el("div", { className: "suggestions" });
+  for (const text of SUGGESTIONS) {
+    const b = el("button", { className: "quiet suggestion", type: "button" }, text);
+    b.addEventListener("click", () => {
+      $<HTMLTextAreaElement>("input").value = text;
+      $<HTMLFormElement>("composer").requestSubmit();
+    });
+    list.append(b);
+  }
+  li.append(el("h3", {}, "What can I help with?"), el("p", {}, "Your chats are kept, searchable, and remembered across sessions. Try one of these:"), list);
+  return li;
 }
 
 // ---- Search: the user's own conversations, by meaning and exact phrase ----
@@ -414,21 +470,23 @@ $("search").addEventListener("submit", async (ev) => {
 // ---- Sending: the reply is rendered as it streams ----
 async function send(text: string, fork: Fork = {}) {
   $<HTMLButtonElement>("send").disabled = true;
-  streaming = { text: "" };
+  const reply: { text: string; replyId?: string } = { text: "" };
+  streaming = reply;
   renderMessages();
   try {
     const turn = api.chat({ sessionId: current ?? undefined, message: fork.regenerate ? undefined : text, ...fork });
     for await (const ev of turn) {
       if (ev.type === "session") {
         if (ev.sessionId !== current) openSession(ev.sessionId);
-        streaming!.replyId = ev.replyId;
-      } else if (ev.type === "delta") {
-        streaming!.text += ev.text;
+        reply.replyId = ev.replyId;
+      } else if (ev.type === "delta" && !stopping) { // stopped: what came after the click is not shown
+        reply.text += ev.text;
       }
       renderMessages();
     }
   } finally {
     streaming = null;
+    stopping = false;
     renderMessages();
     $<HTMLButtonElement>("send").disabled = status !== "active";
     void showUsage();
@@ -439,7 +497,7 @@ $("composer").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const input = $<HTMLTextAreaElement>("input");
   const text = input.value.trim();
-  if (!text) return;
+  if (!text || streaming) return; // one reply at a time: the text waits in the box
   clearError();
   input.value = "";
   try {
@@ -451,14 +509,16 @@ $("composer").addEventListener("submit", async (ev) => {
 });
 $("stop").addEventListener("click", async () => {
   const replyId = streaming?.replyId ?? following?.replyId;
-  if (!current || !replyId) return;
+  if (!current || !replyId || stopping) return;
   clearError();
-  try { await api.stopReply(current, replyId); } catch (e) { showError(e); }
+  stopping = true; // the screen stops now; the server's stop follows
+  renderMessages();
+  try { await api.stopReply(current, replyId); } catch (e) { stopping = false; renderMessages(); showError(e); }
 });
 $("input").addEventListener("keydown", (ev) => {
-  if (ev.key === "Enter" && !ev.shiftKey) {
+  if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
     ev.preventDefault();
-    $<HTMLFormElement>("composer").requestSubmit();
+    if (!streaming) $<HTMLFormElement>("composer").requestSubmit();
   }
 });
 

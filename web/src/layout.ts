@@ -1,0 +1,31 @@
+// The page's layout on a phone: the chat list is a drawer, opened by the
+// Chats button in the chat's header and closed by choosing a chat, the
+// scrim behind it or Escape. Ctrl/Cmd-K goes to the search box (opening
+// the drawer where it is one).
+import { $ } from "./ui";
+
+export function setupLayout() {
+  const aside = $("chats");
+  const openChats = () => {
+    aside.classList.add("open");
+    $("scrim").hidden = false;
+    $("chats-open").setAttribute("aria-expanded", "true");
+  };
+  const closeChats = () => {
+    aside.classList.remove("open");
+    $("scrim").hidden = true;
+    $("chats-open").setAttribute("aria-expanded", "false");
+  };
+  $("chats-open").addEventListener("click", openChats);
+  $("chats-close").addEventListener("click", closeChats);
+  $("scrim").addEventListener("click", closeChats);
+  document.addEventListener("keydown", (e) => {
+    if (e.key === "Escape" && aside.classList.contains("open")) closeChats();
+    if (e.key.toLowerCase() === "k" && (e.ctrlKey || e.metaKey) && !$("app").hidden) {
+      e.preventDefault();
+      openChats();
+      $("q").focus();
+    }
+  });
+  return { closeChats };
+}
