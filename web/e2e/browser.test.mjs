@@ -108,6 +108,7 @@ test("a user chats, reloads, renames and archives; another user sees none of it"
   const composer = await p.locator("#composer").boundingBox();
   assert.ok(composer.y + composer.height > 844 - 40 && composer.y + composer.height <= 844, `the composer ends at ${composer.y + composer.height}px of 844`);
   await p.screenshot({ path: join(shots, "phone.png") });
+  await p.screenshot({ path: join(root, "docs", "screenshot-phone.png") }); // docs/web-app.md's phone picture
   await phone.close();
 
   // A second user, in a fresh context, sees none of it.

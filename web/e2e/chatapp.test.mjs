@@ -212,3 +212,44 @@ for (const { name, viewport } of widths) {
     await context.close();
   });
 }
+
+test("dark mode follows the system at AA contrast; code is highlighted with Copy; the list is grouped by date; Ctrl-K searches", { skip }, async () => {
+  const context = await web.browser.newContext({ colorScheme: "dark", viewport: widths[0].viewport, permissions: ["clipboard-read", "clipboard-write"] });
+  const page = await context.newPage();
+  await signUp(page, email("dark"));
+  const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  assert.equal(bg, "rgb(23, 24, 26)", "the page is not dark");
+  await contrast(page);
+
+  await page.fill("#input", "md: format this");
+  await page.press("#input", "Enter");
+  await page.waitForSelector("#messages li.assistant:not(.streaming) .code .copy-code");
+  const reply = page.locator("#messages li.assistant:not(.streaming)").last();
+  assert.equal(await reply.locator("pre code").textContent(), "x := 1");
+  assert.equal(await reply.locator("pre code .tok-number").textContent(), "1");
+  await reply.locator(".copy-code").click();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "x := 1");
+  await page.waitForSelector("#messages .copy-code:has-text('Copied')");
+  await reply.hover();
+  await reply.locator(".tools .copy").click();
+  assert.match(await page.evaluate(() => navigator.clipboard.readText()), /^\*\*Bold\*\* and `code`/);
+  await page.waitForSelector("#toast:has-text('Copied')");
+
+  await page.waitForSelector("#sessions li.group:has-text('Today') + li[data-id]");
+  await contrast(page);
+  await page.screenshot({ path: join(shots, "dark.png") });
+
+  // Ctrl-K goes to the search box (on a phone, in the opened drawer).
+  await page.keyboard.press("Control+k");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "q");
+  await page.setViewportSize(widths[1].viewport);
+  await page.click("#messages");
+  await page.keyboard.press("Control+k");
+  await page.waitForSelector("#scrim:not([hidden])");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "q");
+  await contrast(page);
+  await page.keyboard.press("Escape");
+  await page.waitForSelector("#scrim", { state: "hidden" });
+  await contrast(page);
+  await context.close();
+});

@@ -23,7 +23,7 @@ export function setupLayout() {
     if (e.key === "Escape" && aside.classList.contains("open")) closeChats();
     if (e.key.toLowerCase() === "k" && (e.ctrlKey || e.metaKey) && !$("app").hidden) {
       e.preventDefault();
-      openChats();
+      if (matchMedia("(max-width: 700px)").matches) openChats();
       $("q").focus();
     }
   });

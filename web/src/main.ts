@@ -15,7 +15,7 @@ import { ChatMemoryClient, type ChatRequest, type Message } from "../client";
 import { renderMarkdown } from "./markdown";
 import { setupMemory } from "./memory";
 import { setupSettings } from "./settings";
-import { $, askText, clearError, confirmAction, el, icon, showError, THUMB } from "./ui";
+import { $, askText, clearError, confirmAction, el, icon, showError, THUMB, toast } from "./ui";
 import { setupLayout } from "./layout";
 
 // A turn that branches: answer a message anew, or send an edited one.
@@ -30,7 +30,7 @@ type Config = {
   // the reCAPTCHA Enterprise site key, and a debug token for development.
   appCheck?: { siteKey: string; debugToken?: string };
 };
-type Session = { id: string; title: string; status: string };
+type Session = { id: string; title: string; status: string; updatedAt: number };
 
 $("error-close").addEventListener("click", clearError);
 
@@ -152,7 +152,8 @@ function watchSessions() {
     limit(50),
   );
   stopSessions = onSnapshot(q, (snap) => {
-    sessions = snap.docs.map((d) => ({ id: d.id, title: d.get("title"), status: d.get("status") }));
+    sessions = snap.docs.map((d) => ({ id: d.id, title: d.get("title"), status: d.get("status"),
+      updatedAt: (d.get("updatedAt") as Timestamp | undefined)?.toMillis() ?? Date.now() }));
     renderSessions();
   }, showError);
 }
@@ -162,8 +163,12 @@ function renderSessions() {
   const list = $("sessions");
   const filter = $<HTMLSelectElement>("filter").value;
   const none = { active: "No chats yet: write a message to start one.", archived: "No archived chats.", deleted: "No deleted chats: a deleted chat stays here for 30 days." }[filter] ?? "";
+  let group = "";
   if (!sessions.length) list.replaceChildren(el("li", { className: "none" }, none));
-  else list.replaceChildren(...sessions.map((s) => {
+  else list.replaceChildren(...sessions.flatMap((s) => {
+    const g = dateGroup(s.updatedAt);
+    const heading = g !== group ? [el("li", { className: "group", role: "presentation" }, g)] : [];
+    group = g;
     const li = el("li", { className: s.id === current ? "current" : "" });
     li.dataset.id = s.id;
     const name = el("span", { className: "name", title: "Open" }, s.title);
@@ -188,11 +193,22 @@ function renderSessions() {
       }
     });
     li.append(name, actions);
-    return li;
+    return [...heading, li];
   }));
   $("title").textContent = current ? sessions.find((s) => s.id === current)?.title ?? title : "New chat";
 }
 const MAX_TITLE = 200;
+
+// dateGroup names the group of the list a chat last changed at (ms) falls in.
+function dateGroup(at: number): string {
+  const today = new Date().setHours(0, 0, 0, 0);
+  const day = 86_400_000;
+  if (at >= today) return "Today";
+  if (at >= today - day) return "Yesterday";
+  if (at >= today - 7 * day) return "Previous 7 days";
+  if (at >= today - 30 * day) return "Previous 30 days";
+  return "Older";
+}
 
 // ---- A session's messages, live from Firestore ----
 // openSession shows session id (none: a new chat); from a search hit, the
@@ -377,6 +393,11 @@ function renderMessages() {
         next.disabled ||= i === sibs.length - 1;
         tools.append(prev, el("span", { className: "version" }, `${i + 1} / ${sibs.length}`), next);
       }
+      const copy = el("button", { className: "quiet copy", type: "button", title: "Copy the message" }, "Copy");
+      copy.addEventListener("click", async () => {
+        try { await navigator.clipboard.writeText(m.content); toast("Copied."); } catch (e) { showError(e); }
+      });
+      tools.append(copy);
       if (m.role === "assistant") tools.append(button("regenerate", "Regenerate", "Answer again", () => branchTurn({ regenerate: m.id })));
       if (m.role === "assistant" && current) {
         // Thumbs: pressed shows the rating held; pressing it again withdraws it.
