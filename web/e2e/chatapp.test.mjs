@@ -116,6 +116,13 @@ for (const { name, viewport } of widths) {
       await page.waitForFunction(() => getComputedStyle(document.querySelector("#messages > li.user .tools")).opacity === "1");
     }
     await contrast(page);
+    // The command palette, at this width.
+    await page.keyboard.press("Control+k");
+    await page.waitForSelector("#palette[open] #palette-list li.pick");
+    await inView(page, "#palette");
+    await contrast(page);
+    await page.keyboard.press("Escape");
+    await page.waitForSelector("#palette", { state: "hidden" });
     await context.close();
   });
 
@@ -213,7 +220,7 @@ for (const { name, viewport } of widths) {
   });
 }
 
-test("dark mode follows the system at AA contrast; code is highlighted with Copy; the list is grouped by date; Ctrl-K searches", { skip }, async () => {
+test("dark mode follows the system at AA contrast; code is highlighted with Copy; the list is grouped by date; shortcuts and the Ctrl-K command palette", { skip }, async () => {
   const context = await web.browser.newContext({ colorScheme: "dark", viewport: widths[0].viewport, permissions: ["clipboard-read", "clipboard-write"] });
   const page = await context.newPage();
   await signUp(page, email("dark"));
@@ -239,17 +246,44 @@ test("dark mode follows the system at AA contrast; code is highlighted with Copy
   await contrast(page);
   await page.screenshot({ path: join(shots, "dark.png") });
 
-  // Ctrl-K goes to the search box (on a phone, in the opened drawer).
+  // Ctrl-Shift-O starts a new chat.
+  await page.keyboard.press("Control+Shift+O");
+  await page.waitForSelector("#messages li.empty");
+  assert.equal(await page.textContent("#title"), "New chat");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "input");
+
+  // Ctrl-K: the command palette opens a chat by its title...
   await page.keyboard.press("Control+k");
-  assert.equal(await page.evaluate(() => document.activeElement.id), "q");
+  await page.waitForSelector("#palette[open]");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "palette-q");
+  assert.deepEqual((await page.locator("#palette-list .label").allTextContents()).slice(0, 3), ["New chat", "Memory", "Export my data"]);
+  await contrast(page);
+  await page.keyboard.type("browser");
+  await page.waitForSelector("#palette-list li.pick[aria-selected='true'] .label:text-is('Browser test chat')");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#palette", { state: "hidden" });
+  await page.waitForFunction(() => document.querySelector("#title").textContent === "Browser test chat" && document.querySelectorAll("#messages > li").length === 2);
+  // ...and searches the messages (its last item), opening a hit at its message.
+  await page.click("#new");
+  await page.keyboard.press("Control+k");
+  await page.keyboard.type("format this");
+  await page.keyboard.press("ArrowUp");
+  await page.waitForSelector("#palette-list li[aria-selected='true'] .label:has-text('Search your messages')");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#palette-list li.pick .detail:has-text('format this')");
+  await page.screenshot({ path: join(shots, "palette.png") });
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#palette", { state: "hidden" });
+  await page.waitForSelector("#messages li.found:has-text('md: format this')");
+
+  // On a phone: the palette fits, at AA contrast; Escape closes it.
   await page.setViewportSize(widths[1].viewport);
-  await page.click("#messages");
   await page.keyboard.press("Control+k");
-  await page.waitForSelector("#scrim:not([hidden])");
-  assert.equal(await page.evaluate(() => document.activeElement.id), "q");
+  await page.waitForSelector("#palette[open]");
+  await inView(page, "#palette");
   await contrast(page);
   await page.keyboard.press("Escape");
-  await page.waitForSelector("#scrim", { state: "hidden" });
+  await page.waitForSelector("#palette", { state: "hidden" });
   await contrast(page);
   await context.close();
 });

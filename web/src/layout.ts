@@ -1,7 +1,6 @@
 // The page's layout on a phone: the chat list is a drawer, opened by the
 // Chats button in the chat's header and closed by choosing a chat, the
-// scrim behind it or Escape. Ctrl/Cmd-K goes to the search box (opening
-// the drawer where it is one).
+// scrim behind it or Escape.
 import { $ } from "./ui";
 
 export function setupLayout() {
@@ -21,11 +20,6 @@ export function setupLayout() {
   $("scrim").addEventListener("click", closeChats);
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape" && aside.classList.contains("open")) closeChats();
-    if (e.key.toLowerCase() === "k" && (e.ctrlKey || e.metaKey) && !$("app").hidden) {
-      e.preventDefault();
-      if (matchMedia("(max-width: 700px)").matches) openChats();
-      $("q").focus();
-    }
   });
   return { closeChats };
 }

@@ -17,6 +17,7 @@ import { setupMemory } from "./memory";
 import { setupSettings } from "./settings";
 import { $, askText, clearError, confirmAction, el, icon, showError, THUMB, toast } from "./ui";
 import { setupLayout } from "./layout";
+import { setupPalette } from "./palette";
 
 // A turn that branches: answer a message anew, or send an edited one.
 type Fork = Pick<ChatRequest, "regenerate" | "edit">;
@@ -543,6 +544,18 @@ $("input").addEventListener("keydown", (ev) => {
   }
 });
 
+// Shortcuts: Ctrl/Cmd-Shift-O starts a new chat; Escape in the composer
+// stops the reply streaming (Ctrl/Cmd-K, the command palette: palette.ts).
+document.addEventListener("keydown", (ev) => {
+  if ($("app").hidden) return;
+  if (ev.key.toLowerCase() === "o" && ev.shiftKey && (ev.ctrlKey || ev.metaKey)) {
+    ev.preventDefault();
+    $("new").click();
+  } else if (ev.key === "Escape" && ev.target === $("input") && !$("stop").hidden) {
+    $("stop").click();
+  }
+});
+
 // ---- Export ----
 $("export").addEventListener("click", async () => {
   clearError();
@@ -555,3 +568,18 @@ $("export").addEventListener("click", async () => {
 });
 
 setupMemory(api);
+
+// The command palette: commands, the listed chats by title, and the search.
+setupPalette({
+  commands: () => [
+    { label: "New chat", detail: "Ctrl+Shift+O", run: () => $("new").click() },
+    { label: "Memory", detail: "What the assistant remembers", run: () => $("memory-open").click() },
+    { label: "Export my data", run: () => $("export").click() },
+  ],
+  chats: () => sessions,
+  openChat: (id) => openSession(id),
+  searchMessages: async (q) => (await api.search({ q, limit: 10 })).results.map((r) => ({
+    label: r.sessionTitle, detail: r.snippet,
+    run: () => { found = { session: r.sessionId, seq: r.seq }; openSession(r.sessionId, true); },
+  })),
+});
