@@ -21,5 +21,16 @@ export function setupLayout() {
   document.addEventListener("keydown", (e) => {
     if (e.key === "Escape" && aside.classList.contains("open")) closeChats();
   });
+  // Shortcuts: Ctrl/Cmd-Shift-O starts a new chat; Escape in the composer
+  // stops the reply streaming (Ctrl/Cmd-K, the command palette: palette.ts).
+  document.addEventListener("keydown", (ev) => {
+    if ($("app").hidden) return;
+    if (ev.key.toLowerCase() === "o" && ev.shiftKey && (ev.ctrlKey || ev.metaKey)) {
+      ev.preventDefault();
+      $("new").click();
+    } else if (ev.key === "Escape" && ev.target === $("input") && !$("stop").hidden) {
+      $("stop").click();
+    }
+  });
   return { closeChats };
 }

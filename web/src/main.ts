@@ -18,6 +18,7 @@ import { setupSettings } from "./settings";
 import { $, askText, clearError, confirmAction, el, icon, showError, THUMB, toast } from "./ui";
 import { setupLayout } from "./layout";
 import { setupPalette } from "./palette";
+import { activeBranch, dateGroup, emptyChat, messageOf, parentOf, setupExport, showSessionUsage, showUsage } from "./views";
 
 // A turn that branches: answer a message anew, or send an edited one.
 type Fork = Pick<ChatRequest, "regenerate" | "edit">;
@@ -115,28 +116,9 @@ onAuthStateChanged(auth, (u) => {
   $("who").textContent = u?.email ?? "";
   openSession(u ? localStorage.getItem(lastChat(u.uid)) : null);
   watchSessions();
-  void showUsage();
+  void showUsage(api, !!user);
 });
 
-// ---- Usage: the day's spend against the limit, and each chat's totals ----
-async function showUsage() {
-  $("usage").textContent = "";
-  if (!user) return;
-  try {
-    const u = await api.usage();
-    const n = (x: number) => x.toLocaleString("en");
-    $("usage").textContent = u.tokens.limit > 0
-      ? `Today: ${n(u.tokens.used)} of ${n(u.tokens.limit)} tokens`
-      : `Today: ${n(u.tokens.used)} tokens`;
-  } catch (e) { showError(e); }
-}
-
-function showSessionUsage(u?: { promptTokens: number; completionTokens: number; turns: number; lastModel?: string }) {
-  $("session-usage").textContent = u && u.turns > 0
-    ? `This chat: ${u.turns} ${u.turns === 1 ? "reply" : "replies"}, ${(u.promptTokens + u.completionTokens).toLocaleString("en")} tokens` +
-      (u.lastModel ? ` (${u.lastModel})` : "")
-    : "";
-}
 
 // ---- The session list, live from Firestore ----
 function watchSessions() {
@@ -200,16 +182,6 @@ function renderSessions() {
 }
 const MAX_TITLE = 200;
 
-// dateGroup names the group of the list a chat last changed at (ms) falls in.
-function dateGroup(at: number): string {
-  const today = new Date().setHours(0, 0, 0, 0);
-  const day = 86_400_000;
-  if (at >= today) return "Today";
-  if (at >= today - day) return "Yesterday";
-  if (at >= today - 7 * day) return "Previous 7 days";
-  if (at >= today - 30 * day) return "Previous 30 days";
-  return "Older";
-}
 
 // ---- A session's messages, live from Firestore ----
 // openSession shows session id (none: a new chat); from a search hit, the
@@ -294,20 +266,6 @@ $("readonly-restore").addEventListener("click", async () => {
   try { await api.restoreSession(current); } catch (e) { showError(e); }
 });
 
-const parentOf = (m: Message) => m.parentSeq ?? m.seq - 1;
-
-// activeBranch is the path from the first message to the active leaf, and
-// for each message the versions beside it (those with its parent).
-function activeBranch(): { path: Message[]; versions: Map<number, number[]> } {
-  const bySeq = new Map(messages.map((m) => [m.seq, m]));
-  const versions = new Map<number, number[]>();
-  for (const m of messages) versions.set(parentOf(m), [...(versions.get(parentOf(m)) ?? []), m.seq]);
-  let end = leaf !== null && bySeq.has(leaf) ? leaf : Math.max(-1, ...bySeq.keys());
-  const path: Message[] = [];
-  for (let m = bySeq.get(end); m; m = bySeq.get(parentOf(m))) path.push(m);
-  return { path: path.reverse(), versions };
-}
-
 // switchBranch shows the branch through message seq of session id, as the
 // server answers it, without waiting for the session's listener.
 async function switchBranch(id: string, seq: number) {
@@ -325,15 +283,6 @@ async function branchTurn(fork: Fork, text = "") {
   await send(text, fork);
 }
 
-// A message document as the API shapes it: stored tool calls keep their
-// function's name and arguments flat.
-type StoredCall = { id: string; type: string; name: string; arguments: string };
-function messageOf(id: string, data: Record<string, unknown>): Message {
-  const m = { id, ...(data as Omit<Message, "id">) };
-  const calls = data.toolCalls as StoredCall[] | undefined;
-  if (calls?.length) m.toolCalls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
-  return m;
-}
 
 function renderMessages() {
   // The user's words as typed; replies as Markdown, built as DOM nodes, so
@@ -362,7 +311,7 @@ function renderMessages() {
     );
     return d;
   };
-  const { path, versions } = activeBranch();
+  const { path, versions } = activeBranch(messages, leaf);
   const items = path
     .filter((m) => m.role === "user" || m.role === "tool" || (m.role === "assistant" && (m.content || m.toolCalls?.length)))
     .map((m) => {
@@ -442,22 +391,6 @@ function renderMessages() {
   }
 }
 
-// emptyChat is a new chat's empty state: what to ask, to start from.
-const SUGGESTIONS = ["Plan a weekend in Lisbon", "Explain Firestore security rules simply", "Write a haiku about memory", "Help me name a side project"];
-function emptyChat() {
-  const li = el("li", { className: "empty" });
-  const list = el("div", { className: "suggestions" });
-  for (const text of SUGGESTIONS) {
-    const b = el("button", { className: "quiet suggestion", type: "button" }, text);
-    b.addEventListener("click", () => {
-      $<HTMLTextAreaElement>("input").value = text;
-      $<HTMLFormElement>("composer").requestSubmit();
-    });
-    list.append(b);
-  }
-  li.append(el("h3", {}, "What can I help with?"), el("p", {}, "Your chats are kept, searchable, and remembered across sessions. Try one of these:"), list);
-  return li;
-}
 
 // ---- Search: the user's own conversations, by meaning and exact phrase ----
 
@@ -511,7 +444,7 @@ async function send(text: string, fork: Fork = {}) {
     stopping = false;
     renderMessages();
     $<HTMLButtonElement>("send").disabled = status !== "active";
-    void showUsage();
+    void showUsage(api, !!user);
   }
 }
 
@@ -544,30 +477,10 @@ $("input").addEventListener("keydown", (ev) => {
   }
 });
 
-// Shortcuts: Ctrl/Cmd-Shift-O starts a new chat; Escape in the composer
-// stops the reply streaming (Ctrl/Cmd-K, the command palette: palette.ts).
-document.addEventListener("keydown", (ev) => {
-  if ($("app").hidden) return;
-  if (ev.key.toLowerCase() === "o" && ev.shiftKey && (ev.ctrlKey || ev.metaKey)) {
-    ev.preventDefault();
-    $("new").click();
-  } else if (ev.key === "Escape" && ev.target === $("input") && !$("stop").hidden) {
-    $("stop").click();
-  }
-});
 
-// ---- Export ----
-$("export").addEventListener("click", async () => {
-  clearError();
-  try {
-    const blob = await api.exportAccount();
-    const a = el("a", { href: URL.createObjectURL(blob), download: "chat-export.json" }) as HTMLAnchorElement;
-    a.click();
-    URL.revokeObjectURL(a.href);
-  } catch (e) { showError(e); }
-});
 
 setupMemory(api);
+setupExport(api);
 
 // The command palette: commands, the listed chats by title, and the search.
 setupPalette({
