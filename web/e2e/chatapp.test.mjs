@@ -253,6 +253,7 @@ test("dark mode follows the system at AA contrast; code is highlighted with Copy
   assert.equal(await page.evaluate(() => document.activeElement.id), "input");
 
   // Ctrl-K: the command palette opens a chat by its title...
+  await page.waitForSelector("#sessions li .name:text-is('Browser test chat')"); // the title, written after the reply
   await page.keyboard.press("Control+k");
   await page.waitForSelector("#palette[open]");
   assert.equal(await page.evaluate(() => document.activeElement.id), "palette-q");

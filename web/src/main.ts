@@ -108,6 +108,8 @@ $("signup").addEventListener("click", async () => {
   } catch (e) { showError(e); }
 });
 $("signout").addEventListener("click", () => signOut(auth));
+// The buttons work from now on (until now a click would have been lost).
+$<HTMLButtonElement>("signin").disabled = $<HTMLButtonElement>("signup").disabled = false;
 
 onAuthStateChanged(auth, (u) => {
   user = u;
