@@ -34,3 +34,18 @@ for (const [name, source, want] of [
 ]) {
   test(`inline Markdown: ${name}`, () => assert.equal(shape(parseInline(source)), want));
 }
+
+// Code is highlighted as text in spans: every character kept, in order.
+const { highlight } = await import(out);
+const spans = (code) => highlight(code).map((t) => t.kind === "text" ? t.text : `${t.kind}(${t.text})`).join("");
+for (const [name, source, want] of [
+  ["Go", 'func main() { x := 42 // the answer\n\tfmt.Println("hi") }', 'keyword(func) main() { x := number(42) comment(// the answer)\n\tfmt.Println(string("hi")) }'],
+  ["Python", "def f(a):\n    return 'x' # done", "keyword(def) f(a):\n    keyword(return) string('x') comment(# done)"],
+  ["HTML stays text", '<script>alert("x")</script>', '<script>alert(string("x"))</script>'],
+  ["an escaped quote stays in its string", String.raw`"a\"b" + c`, String.raw`string("a\"b") + c`],
+]) {
+  test(`code highlighting: ${name}`, () => {
+    assert.equal(spans(source), want);
+    assert.equal(highlight(source).map((t) => t.text).join(""), source);
+  });
+}

@@ -15,7 +15,10 @@ import { ChatMemoryClient, type ChatRequest, type Message } from "../client";
 import { renderMarkdown } from "./markdown";
 import { setupMemory } from "./memory";
 import { setupSettings } from "./settings";
-import { $, askText, clearError, confirmAction, el, icon, showError, THUMB } from "./ui";
+import { $, askText, clearError, confirmAction, el, icon, showError, THUMB, toast } from "./ui";
+import { setupLayout } from "./layout";
+import { setupPalette } from "./palette";
+import { activeBranch, dateGroup, emptyChat, messageOf, parentOf, setupExport, showSessionUsage, showUsage } from "./views";
 
 // A turn that branches: answer a message anew, or send an edited one.
 type Fork = Pick<ChatRequest, "regenerate" | "edit">;
@@ -29,7 +32,7 @@ type Config = {
   // the reCAPTCHA Enterprise site key, and a debug token for development.
   appCheck?: { siteKey: string; debugToken?: string };
 };
-type Session = { id: string; title: string; status: string };
+type Session = { id: string; title: string; status: string; updatedAt: number };
 
 $("error-close").addEventListener("click", clearError);
 
@@ -76,11 +79,19 @@ let historyFrom = 0; // the first seq still stored: message retention deleted th
 // session's draft (streamed by another tab, or by this page before a reload).
 let streaming: { text: string; replyId?: string } | null = null;
 let following: { text: string; replyId: string } | null = null;
+// Stop was pressed: the reply on screen stops growing at once, and says
+// "Stopping…" until the server has stopped it.
+let stopping = false;
+let title = ""; // the open chat's title, from its document (it may be outside the list's filter)
+let tapped: number | null = null; // the message whose actions a tap showed (phones show none until then)
 let stopSessions: Unsubscribe | null = null;
 let stopMessages: Unsubscribe | null = null;
 let stopDraft: Unsubscribe | null = null;
 let stopSession: Unsubscribe | null = null;
 const settings = setupSettings(api, () => current);
+const layout = setupLayout();
+// The chat open last, per user, reopened after a reload.
+const lastChat = (uid: string) => `chat-memory.last.${uid}`;
 
 // ---- Sign in ----
 $("auth").addEventListener("submit", async (ev) => {
@@ -97,36 +108,19 @@ $("signup").addEventListener("click", async () => {
   } catch (e) { showError(e); }
 });
 $("signout").addEventListener("click", () => signOut(auth));
+// The buttons work from now on (until now a click would have been lost).
+$<HTMLButtonElement>("signin").disabled = $<HTMLButtonElement>("signup").disabled = false;
 
 onAuthStateChanged(auth, (u) => {
   user = u;
   $("auth").hidden = !!u;
   $("app").hidden = $("account").hidden = !u;
   $("who").textContent = u?.email ?? "";
-  openSession(null);
+  openSession(u ? localStorage.getItem(lastChat(u.uid)) : null);
   watchSessions();
-  void showUsage();
+  void showUsage(api, !!user);
 });
 
-// ---- Usage: the day's spend against the limit, and each chat's totals ----
-async function showUsage() {
-  $("usage").textContent = "";
-  if (!user) return;
-  try {
-    const u = await api.usage();
-    const n = (x: number) => x.toLocaleString("en");
-    $("usage").textContent = u.tokens.limit > 0
-      ? `Today: ${n(u.tokens.used)} of ${n(u.tokens.limit)} tokens`
-      : `Today: ${n(u.tokens.used)} tokens`;
-  } catch (e) { showError(e); }
-}
-
-function showSessionUsage(u?: { promptTokens: number; completionTokens: number; turns: number; lastModel?: string }) {
-  $("session-usage").textContent = u && u.turns > 0
-    ? `This chat: ${u.turns} ${u.turns === 1 ? "reply" : "replies"}, ${(u.promptTokens + u.completionTokens).toLocaleString("en")} tokens` +
-      (u.lastModel ? ` (${u.lastModel})` : "")
-    : "";
-}
 
 // ---- The session list, live from Firestore ----
 function watchSessions() {
@@ -143,7 +137,8 @@ function watchSessions() {
     limit(50),
   );
   stopSessions = onSnapshot(q, (snap) => {
-    sessions = snap.docs.map((d) => ({ id: d.id, title: d.get("title"), status: d.get("status") }));
+    sessions = snap.docs.map((d) => ({ id: d.id, title: d.get("title"), status: d.get("status"),
+      updatedAt: (d.get("updatedAt") as Timestamp | undefined)?.toMillis() ?? Date.now() }));
     renderSessions();
   }, showError);
 }
@@ -151,21 +146,30 @@ $("filter").addEventListener("change", watchSessions);
 
 function renderSessions() {
   const list = $("sessions");
-  list.replaceChildren(...sessions.map((s) => {
+  const filter = $<HTMLSelectElement>("filter").value;
+  const none = { active: "No chats yet: write a message to start one.", archived: "No archived chats.", deleted: "No deleted chats: a deleted chat stays here for 30 days." }[filter] ?? "";
+  let group = "";
+  if (!sessions.length) list.replaceChildren(el("li", { className: "none" }, none));
+  else list.replaceChildren(...sessions.flatMap((s) => {
+    const g = dateGroup(s.updatedAt);
+    const heading = g !== group ? [el("li", { className: "group", role: "presentation" }, g)] : [];
+    group = g;
     const li = el("li", { className: s.id === current ? "current" : "" });
     li.dataset.id = s.id;
     const name = el("span", { className: "name", title: "Open" }, s.title);
-    name.addEventListener("click", () => openSession(s.id));
+    name.addEventListener("click", () => { openSession(s.id); layout.closeChats(); });
     const actions = el("div", { className: "row" });
     const action = (label: string, fn: () => Promise<unknown>) => {
-      const b = el("button", { className: "quiet", type: "button" }, label);
+      const b = el("button", { className: label === "Delete" ? "quiet danger" : "quiet", type: "button" }, label);
       b.addEventListener("click", async () => { clearError(); try { await fn(); } catch (e) { showError(e); } });
       actions.append(b);
     };
-    action("Rename", async () => {
-      const title = (await askText("Rename the chat", s.title))?.trim();
+    // Rename: at most 200 characters (the server's limit); a refusal shows
+    // in the dialog, which keeps the text typed.
+    action("Rename", () => askText("Rename the chat", s.title, "Save", { max: MAX_TITLE, submit: async (v) => {
+      const title = v.trim();
       if (title && title !== s.title) await api.updateSession(s.id, { title });
-    });
+    } }));
     if (s.status === "active") action("Archive", () => api.archiveSession(s.id));
     else action("Restore", () => api.restoreSession(s.id));
     if (s.status !== "deleted") action("Delete", async () => {
@@ -174,10 +178,12 @@ function renderSessions() {
       }
     });
     li.append(name, actions);
-    return li;
+    return [...heading, li];
   }));
-  $("title").textContent = sessions.find((s) => s.id === current)?.title ?? "New chat";
+  $("title").textContent = current ? sessions.find((s) => s.id === current)?.title ?? title : "New chat";
 }
+const MAX_TITLE = 200;
+
 
 // ---- A session's messages, live from Firestore ----
 // openSession shows session id (none: a new chat); from a search hit, the
@@ -188,7 +194,12 @@ function openSession(id: string | null, fromHit = false) {
     $("hits").querySelector("li.none")?.remove(); // "Nothing found." was about the last search
   }
   current = id;
+  if (user && id) localStorage.setItem(lastChat(user.uid), id);
+  else if (user) localStorage.removeItem(lastChat(user.uid));
   status = "active";
+  title = "";
+  stopping = false;
+  tapped = null;
   $("settings-open").hidden = !id;
   settings.close();
   stopMessages?.();
@@ -211,6 +222,11 @@ function openSession(id: string | null, fromHit = false) {
   }, showError);
   // The active branch: its leaf is in the session document once it branched.
   stopSession = onSnapshot(doc(db, "chat_sessions", id), (snap) => {
+    if (!snap.exists()) { // gone for good (or never this user's): a new chat instead
+      if (current === id) openSession(null);
+      return;
+    }
+    title = snap.get("title") ?? "";
     settings.show({ instructions: snap.get("instructions") ?? "", model: snap.get("model") ?? "" });
     const at = (snap.get("updatedAt") as Timestamp | undefined)?.toMillis() ?? 0;
     if (at >= leafAt) [leaf, leafAt] = [snap.get("branches.leaf") ?? null, at];
@@ -218,15 +234,17 @@ function openSession(id: string | null, fromHit = false) {
     showStatus();
     historyFrom = snap.get("historyFrom") ?? 0;
     showSessionUsage(snap.get("usage"));
+    renderSessions();
     renderMessages();
   }, showError);
   // A reply in progress, as its draft shows it: picked up after a reload.
   stopDraft = onSnapshot(doc(db, "chat_sessions", id, "context", "draft"), (snap) => {
-    following = snap.exists() ? { text: snap.get("text") ?? "", replyId: snap.get("replyId") } : null;
+    if (!snap.exists()) [following, stopping] = [null, streaming ? stopping : false];
+    else if (!stopping || !following) following = { text: snap.get("text") ?? "", replyId: snap.get("replyId") };
     renderMessages();
   }, showError);
 }
-$("new").addEventListener("click", () => openSession(null));
+$("new").addEventListener("click", () => { openSession(null); layout.closeChats(); $("input").focus(); });
 
 // showStatus makes the open chat writable only while it is active, and
 // says why it is not (with a way back).
@@ -250,20 +268,6 @@ $("readonly-restore").addEventListener("click", async () => {
   try { await api.restoreSession(current); } catch (e) { showError(e); }
 });
 
-const parentOf = (m: Message) => m.parentSeq ?? m.seq - 1;
-
-// activeBranch is the path from the first message to the active leaf, and
-// for each message the versions beside it (those with its parent).
-function activeBranch(): { path: Message[]; versions: Map<number, number[]> } {
-  const bySeq = new Map(messages.map((m) => [m.seq, m]));
-  const versions = new Map<number, number[]>();
-  for (const m of messages) versions.set(parentOf(m), [...(versions.get(parentOf(m)) ?? []), m.seq]);
-  let end = leaf !== null && bySeq.has(leaf) ? leaf : Math.max(-1, ...bySeq.keys());
-  const path: Message[] = [];
-  for (let m = bySeq.get(end); m; m = bySeq.get(parentOf(m))) path.push(m);
-  return { path: path.reverse(), versions };
-}
-
 // switchBranch shows the branch through message seq of session id, as the
 // server answers it, without waiting for the session's listener.
 async function switchBranch(id: string, seq: number) {
@@ -281,15 +285,6 @@ async function branchTurn(fork: Fork, text = "") {
   await send(text, fork);
 }
 
-// A message document as the API shapes it: stored tool calls keep their
-// function's name and arguments flat.
-type StoredCall = { id: string; type: string; name: string; arguments: string };
-function messageOf(id: string, data: Record<string, unknown>): Message {
-  const m = { id, ...(data as Omit<Message, "id">) };
-  const calls = data.toolCalls as StoredCall[] | undefined;
-  if (calls?.length) m.toolCalls = calls.map((c) => ({ id: c.id, type: "function", function: { name: c.name, arguments: c.arguments } }));
-  return m;
-}
 
 function renderMessages() {
   // The user's words as typed; replies as Markdown, built as DOM nodes, so
@@ -318,7 +313,7 @@ function renderMessages() {
     );
     return d;
   };
-  const { path, versions } = activeBranch();
+  const { path, versions } = activeBranch(messages, leaf);
   const items = path
     .filter((m) => m.role === "user" || m.role === "tool" || (m.role === "assistant" && (m.content || m.toolCalls?.length)))
     .map((m) => {
@@ -331,6 +326,14 @@ function renderMessages() {
       const li = bubble(m.role, m.content);
       if (m.toolCalls?.length) li.append(toolDetails(m));
       li.dataset.seq = String(m.seq);
+      // A tap shows this message's actions (a phone shows them only then).
+      if (tapped === m.seq) li.classList.add("tapped");
+      li.addEventListener("click", (ev) => {
+        if ((ev.target as Element).closest("button, a, details")) return;
+        tapped = m.seq;
+        for (const o of $("messages").querySelectorAll("li.tapped")) o.classList.remove("tapped");
+        li.classList.add("tapped");
+      });
       const tools = el("div", { className: "tools" });
       const sibs = versions.get(parentOf(m)) ?? [m.seq];
       if (sibs.length > 1 && current) {
@@ -342,6 +345,11 @@ function renderMessages() {
         next.disabled ||= i === sibs.length - 1;
         tools.append(prev, el("span", { className: "version" }, `${i + 1} / ${sibs.length}`), next);
       }
+      const copy = el("button", { className: "quiet copy", type: "button", title: "Copy the message" }, "Copy");
+      copy.addEventListener("click", async () => {
+        try { await navigator.clipboard.writeText(m.content); toast("Copied."); } catch (e) { showError(e); }
+      });
+      tools.append(copy);
       if (m.role === "assistant") tools.append(button("regenerate", "Regenerate", "Answer again", () => branchTurn({ regenerate: m.id })));
       if (m.role === "assistant" && current) {
         // Thumbs: pressed shows the rating held; pressing it again withdraws it.
@@ -370,8 +378,12 @@ function renderMessages() {
   else if (following && !messages.some((m) => m.id === following!.replyId)) {
     items.push(bubble("assistant streaming following", following.text || "…"));
   }
+  if (!current && !streaming) items.push(emptyChat());
   $("messages").replaceChildren(...items);
   $("stop").hidden = !(streaming?.replyId || following);
+  $("stop").textContent = stopping ? "Stopping…" : "Stop";
+  $<HTMLButtonElement>("stop").disabled = stopping;
+  for (const b of $("messages").querySelectorAll("li.streaming")) b.classList.toggle("stopping", stopping);
   const hit = found && found.session === current ? $("messages").querySelector(`li[data-seq="${found.seq}"]`) : null;
   if (hit) {
     hit.classList.add("found");
@@ -380,6 +392,7 @@ function renderMessages() {
     $("messages").lastElementChild?.scrollIntoView({ block: "end" });
   }
 }
+
 
 // ---- Search: the user's own conversations, by meaning and exact phrase ----
 
@@ -414,24 +427,26 @@ $("search").addEventListener("submit", async (ev) => {
 // ---- Sending: the reply is rendered as it streams ----
 async function send(text: string, fork: Fork = {}) {
   $<HTMLButtonElement>("send").disabled = true;
-  streaming = { text: "" };
+  const reply: { text: string; replyId?: string } = { text: "" };
+  streaming = reply;
   renderMessages();
   try {
     const turn = api.chat({ sessionId: current ?? undefined, message: fork.regenerate ? undefined : text, ...fork });
     for await (const ev of turn) {
       if (ev.type === "session") {
         if (ev.sessionId !== current) openSession(ev.sessionId);
-        streaming!.replyId = ev.replyId;
-      } else if (ev.type === "delta") {
-        streaming!.text += ev.text;
+        reply.replyId = ev.replyId;
+      } else if (ev.type === "delta" && !stopping) { // stopped: what came after the click is not shown
+        reply.text += ev.text;
       }
       renderMessages();
     }
   } finally {
     streaming = null;
+    stopping = false;
     renderMessages();
     $<HTMLButtonElement>("send").disabled = status !== "active";
-    void showUsage();
+    void showUsage(api, !!user);
   }
 }
 
@@ -439,7 +454,7 @@ $("composer").addEventListener("submit", async (ev) => {
   ev.preventDefault();
   const input = $<HTMLTextAreaElement>("input");
   const text = input.value.trim();
-  if (!text) return;
+  if (!text || streaming) return; // one reply at a time: the text waits in the box
   clearError();
   input.value = "";
   try {
@@ -451,26 +466,35 @@ $("composer").addEventListener("submit", async (ev) => {
 });
 $("stop").addEventListener("click", async () => {
   const replyId = streaming?.replyId ?? following?.replyId;
-  if (!current || !replyId) return;
+  if (!current || !replyId || stopping) return;
   clearError();
-  try { await api.stopReply(current, replyId); } catch (e) { showError(e); }
+  stopping = true; // the screen stops now; the server's stop follows
+  renderMessages();
+  try { await api.stopReply(current, replyId); } catch (e) { stopping = false; renderMessages(); showError(e); }
 });
 $("input").addEventListener("keydown", (ev) => {
-  if (ev.key === "Enter" && !ev.shiftKey) {
+  if (ev.key === "Enter" && !ev.shiftKey && !ev.isComposing) {
     ev.preventDefault();
-    $<HTMLFormElement>("composer").requestSubmit();
+    if (!streaming) $<HTMLFormElement>("composer").requestSubmit();
   }
 });
 
-// ---- Export ----
-$("export").addEventListener("click", async () => {
-  clearError();
-  try {
-    const blob = await api.exportAccount();
-    const a = el("a", { href: URL.createObjectURL(blob), download: "chat-export.json" }) as HTMLAnchorElement;
-    a.click();
-    URL.revokeObjectURL(a.href);
-  } catch (e) { showError(e); }
-});
+
 
 setupMemory(api);
+setupExport(api);
+
+// The command palette: commands, the listed chats by title, and the search.
+setupPalette({
+  commands: () => [
+    { label: "New chat", detail: "Ctrl+Shift+O", run: () => $("new").click() },
+    { label: "Memory", detail: "What the assistant remembers", run: () => $("memory-open").click() },
+    { label: "Export my data", run: () => $("export").click() },
+  ],
+  chats: () => sessions,
+  openChat: (id) => openSession(id),
+  searchMessages: async (q) => (await api.search({ q, limit: 10 })).results.map((r) => ({
+    label: r.sessionTitle, detail: r.snippet,
+    run: () => { found = { session: r.sessionId, seq: r.seq }; openSession(r.sessionId, true); },
+  })),
+});

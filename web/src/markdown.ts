@@ -2,7 +2,8 @@
 // parses HTML: whatever a model writes (script tags, raw HTML, event
 // attributes) ends up as text. It knows fenced code, headings, lists,
 // paragraphs, inline code, bold, italics and links (http, https and mailto
-// only).
+// only). Code blocks are highlighted (as text in spans) and have a Copy
+// button.
 
 const SAFE_URL = /^(https?:|mailto:)/i;
 
@@ -13,14 +14,11 @@ export function renderMarkdown(source: string): DocumentFragment {
   while (i < lines.length) {
     const line = lines[i];
     if (/^```/.test(line)) {
+      const lang = line.slice(3).trim();
       const code: string[] = [];
       for (i++; i < lines.length && !/^```/.test(lines[i]); i++) code.push(lines[i]);
       i++; // the closing fence
-      const pre = document.createElement("pre");
-      const c = document.createElement("code");
-      c.textContent = code.join("\n");
-      pre.append(c);
-      out.append(pre);
+      out.append(codeBlock(code.join("\n"), lang));
       continue;
     }
     const heading = /^(#{1,6})\s+(.*)$/.exec(line);
@@ -134,4 +132,71 @@ function nodeOf(run: Inline): Node {
       return e;
     }
   }
+}
+
+// codeBlock is a fenced block: its language and a Copy button above the
+// code, highlighted.
+function codeBlock(text: string, lang: string): HTMLElement {
+  const box = document.createElement("div");
+  box.className = "code";
+  const bar = document.createElement("div");
+  bar.className = "code-bar";
+  const name = document.createElement("span");
+  name.textContent = lang || "code";
+  const copy = document.createElement("button");
+  copy.type = "button";
+  copy.className = "quiet copy-code";
+  copy.textContent = "Copy";
+  copy.setAttribute("aria-label", "Copy the code");
+  copy.addEventListener("click", async () => {
+    await navigator.clipboard.writeText(text);
+    copy.textContent = "Copied";
+    setTimeout(() => { copy.textContent = "Copy"; }, 1500);
+  });
+  bar.append(name, copy);
+  const pre = document.createElement("pre");
+  const c = document.createElement("code");
+  for (const t of highlight(text)) {
+    if (t.kind === "text") c.append(t.text);
+    else {
+      const span = document.createElement("span");
+      span.className = `tok-${t.kind}`;
+      span.textContent = t.text;
+      c.append(span);
+    }
+  }
+  pre.append(c);
+  box.append(bar, pre);
+  return box;
+}
+
+// Token is a piece of code, kind for its colour.
+export type Token = { kind: "text" | "keyword" | "string" | "comment" | "number"; text: string };
+
+const KEYWORDS = new Set(("async await break case catch class const continue def defer default del do elif else enum export extends " +
+  "false fn for from func function go if impl import in interface lambda let match mut new nil none null package pass pub " +
+  "raise return select self static struct super switch this throw true try type typeof use var void while with yield").split(" "));
+const codeToken = /(\/\/[^\n]*|#[^\n]*|\/\*[\s\S]*?\*\/)|("(?:[^"\\\n]|\\.)*"|'(?:[^'\\\n]|\\.)*'|`[^`]*`)|\b(\d[\d_.]*(?:e[+-]?\d+)?)\b|([A-Za-z_]\w*)/g;
+
+// highlight splits code into tokens for colour, the same text in order (a
+// pure function, language-agnostic: keywords of the common languages,
+// strings, comments, numbers).
+export function highlight(code: string): Token[] {
+  const out: Token[] = [];
+  const push = (kind: Token["kind"], text: string) => {
+    const prev = out[out.length - 1];
+    if (prev?.kind === kind) prev.text += text;
+    else if (text) out.push({ kind, text });
+  };
+  let last = 0;
+  for (const m of code.matchAll(codeToken)) {
+    push("text", code.slice(last, m.index));
+    last = m.index! + m[0].length;
+    if (m[1] !== undefined) push("comment", m[1]);
+    else if (m[2] !== undefined) push("string", m[2]);
+    else if (m[3] !== undefined) push("number", m[3]);
+    else push(KEYWORDS.has(m[4]) ? "keyword" : "text", m[4]);
+  }
+  push("text", code.slice(last));
+  return out;
 }

@@ -2,7 +2,7 @@
 // PATCH /sessions/{id}. It opens from the chat's header and closes with
 // Close, Escape or a save.
 import type { ChatMemoryClient } from "../client";
-import { $, clearError, el, showError } from "./ui";
+import { $, clearError, el, showError, toast } from "./ui";
 
 export type Settings = { instructions: string; model: string };
 
@@ -42,6 +42,7 @@ export function setupSettings(api: ChatMemoryClient, current: () => string | nul
     try {
       await api.updateSession(id, { instructions: $<HTMLTextAreaElement>("instructions").value, model: $<HTMLSelectElement>("model").value });
       close();
+      toast("Settings saved: they apply from the next message.");
     } catch (err) {
       showError(err);
     }

@@ -39,31 +39,71 @@ export function showError(e: unknown) {
 export const clearError = () => ($("error").hidden = true);
 
 // ask shows the page's dialog and resolves with the text entered (null if
-// cancelled), or, without a field, with "ok".
-function ask(title: string, opts: { text?: string; value?: string; ok: string; field: boolean }): Promise<string | null> {
+// cancelled), or, without a field, with "ok". With submit, the dialog stays
+// open until submit resolves: its error shows inside the dialog, under the
+// field, and the text typed stays to correct.
+type AskOpts = { text?: string; value?: string; ok: string; field: boolean; danger?: boolean; max?: number; submit?: (v: string) => Promise<unknown> };
+function ask(title: string, opts: AskOpts): Promise<string | null> {
   const dialog = $<HTMLDialogElement>("dialog");
   const input = $<HTMLTextAreaElement>("dialog-input");
+  const form = dialog.querySelector("form")!;
+  const count = $("dialog-count");
   $("dialog-title").textContent = title;
   $("dialog-text").textContent = opts.text ?? "";
   $("dialog-text").hidden = !opts.text;
+  $("dialog-error").hidden = true;
   input.hidden = !opts.field;
+  if (opts.max) input.maxLength = opts.max;
+  else input.removeAttribute("maxlength");
   input.value = opts.value ?? "";
+  const counted = () => { count.textContent = opts.max ? `${input.value.length} / ${opts.max}` : ""; };
+  count.hidden = !opts.max;
+  counted();
+  input.oninput = counted;
   $("dialog-ok").textContent = opts.ok;
+  $("dialog-ok").className = opts.danger ? "danger" : "";
   dialog.returnValue = "";
   dialog.showModal();
   if (opts.field) input.select();
   return new Promise((resolve) => {
+    form.onsubmit = async (ev) => {
+      const ok = (ev.submitter as HTMLButtonElement | null)?.value === "ok";
+      if (!ok || !opts.submit) return; // the dialog closes itself
+      ev.preventDefault();
+      try {
+        await opts.submit(input.value);
+        dialog.close("ok");
+      } catch (e) {
+        $("dialog-error").textContent = messageOf(e);
+        $("dialog-error").hidden = false;
+        input.focus();
+      }
+    };
     dialog.addEventListener("close", () => {
+      form.onsubmit = null;
       resolve(dialog.returnValue === "ok" ? (opts.field ? input.value : "ok") : null);
     }, { once: true });
   });
 }
 
-// askText asks for a text (a title, an edited message), null if cancelled.
-export const askText = (title: string, value: string, ok = "Save") => ask(title, { value, ok, field: true });
+// askText asks for a text (a title, an edited message), null if cancelled;
+// with submit, it is kept open until submit takes the text.
+export const askText = (title: string, value: string, ok = "Save", more: Pick<AskOpts, "max" | "submit"> = {}) =>
+  ask(title, { value, ok, field: true, ...more });
 
-// confirmAction asks before an action that cannot simply be undone.
-export const confirmAction = async (title: string, text: string, ok: string) => (await ask(title, { text, ok, field: false })) !== null;
+// confirmAction asks before an action that cannot simply be undone; its
+// button looks destructive.
+export const confirmAction = async (title: string, text: string, ok: string) => (await ask(title, { text, ok, field: false, danger: true })) !== null;
+
+// toast says briefly that something was done (a save), without a click.
+let toastTimer = 0;
+export function toast(text: string) {
+  const t = $("toast");
+  t.textContent = text;
+  t.hidden = false;
+  clearTimeout(toastTimer);
+  toastTimer = window.setTimeout(() => { t.hidden = true; }, 3000);
+}
 
 // icon is a small SVG icon (the page needs no icon font), hidden from
 // assistive technology: its button carries the words.

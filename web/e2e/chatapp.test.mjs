@@ -1,0 +1,290 @@
+// End-to-end: what a chat app must get right beyond chatting (issue 57's
+// defects), at a desktop's and a phone's width, against the real server
+// (see webapp.mjs): Enter while a reply streams, Stop on screen at once,
+// the open chat's title outside the list's filter, empty states, the last
+// chat reopened, rename at the server's limit, destructive buttons, a toast
+// on save, touch targets measured in the page, and contrast.
+import { test } from "node:test";
+import assert from "node:assert/strict";
+import { join } from "node:path";
+import { email } from "./helpers.mjs";
+import { contrast, inView, missing, readOnly, send, shots, signUp, useWebApp } from "./webapp.mjs";
+
+const web = useWebApp();
+const skip = missing ? `needs ${missing}` : false;
+const widths = [{ name: "desktop", viewport: { width: 1280, height: 800 } }, { name: "phone", viewport: { width: 390, height: 844 } }];
+const isPhone = (page) => page.viewportSize().width < 700;
+
+// chats opens the chat list where it is a drawer (a phone).
+async function chats(page) {
+  if (!isPhone(page)) return;
+  await page.click("#chats-open");
+  await page.waitForFunction(() => document.querySelector("#chats").getBoundingClientRect().left >= 0);
+}
+
+async function closeChats(page) {
+  if (isPhone(page)) await page.click("#chats-close");
+  await page.waitForSelector("#scrim", { state: "hidden" });
+}
+
+// sampleStop clicks Stop in the page and samples, every 20 ms for 1.5 s,
+// whether it says "Stopping…" and what the streaming reply shows.
+const sampleStop = (page) => page.evaluate(async () => {
+  const t0 = performance.now();
+  document.querySelector("#stop").click();
+  const samples = [];
+  while (performance.now() - t0 < 1500) {
+    samples.push({ at: performance.now() - t0, stopping: document.querySelector("#stop").textContent === "Stopping…",
+      text: document.querySelector("#messages li.streaming .body")?.textContent ?? null });
+    await new Promise((ok) => setTimeout(ok, 20));
+  }
+  return samples;
+});
+
+for (const { name, viewport } of widths) {
+  test(`${name}: empty states, Enter while a reply streams waits, Stop shows at once, targets and contrast`, { skip }, async () => {
+    const context = await web.browser.newContext({ viewport });
+    const page = await context.newPage();
+    await signUp(page, email(`stream-${name}`));
+
+    // First sign-in: a new chat's empty state with suggestions, and a list
+    // that says it is empty (per filter).
+    await page.waitForSelector("#messages li.empty .suggestion");
+    assert.equal(await page.textContent("#messages li.empty h3"), "What can I help with?");
+    await contrast(page);
+    await chats(page);
+    await page.waitForSelector("#sessions li.none");
+    assert.match(await page.textContent("#sessions li.none"), /No chats yet/);
+    await page.selectOption("#filter", "archived");
+    await page.waitForSelector("#sessions li.none:has-text('No archived chats')");
+    await page.selectOption("#filter", "deleted");
+    await page.waitForSelector("#sessions li.none:has-text('No deleted chats')");
+    await contrast(page);
+    await page.selectOption("#filter", "active");
+    if (isPhone(page)) await page.screenshot({ path: join(shots, "phone-drawer.png") });
+    await closeChats(page);
+    await page.screenshot({ path: join(shots, `empty-${name}.png`) });
+
+    // Enter while a reply streams: the text waits in the box, the reply
+    // streams on untouched, no error.
+    await page.fill("#input", "long: tell me everything");
+    await page.press("#input", "Enter");
+    await page.waitForFunction(() => (document.querySelector("#messages li.streaming")?.textContent ?? "").includes("word3"));
+    await page.fill("#input", "second question");
+    await page.press("#input", "Enter");
+    await page.waitForTimeout(400);
+    assert.equal(await page.inputValue("#input"), "second question", "the text was sent during the reply");
+    assert.ok(await page.isHidden("#error"), `an error showed: ${await page.textContent("#error-text")}`);
+    assert.match(await page.textContent("#messages li.streaming .body"), /^echo: long: tell me everything word0 word1 word2 word3/);
+    assert.equal(await page.locator("#messages > li.user").count(), 1);
+
+    // Stop: "Stopping…" and a reply that no longer grows within 300 ms of the click.
+    const samples = await sampleStop(page);
+    const shown = samples.find((s) => s.stopping);
+    assert.ok(shown && shown.at < 300, `"Stopping…" showed at ${shown?.at} ms`);
+    const after = samples.filter((s) => s.at >= 300 && s.text !== null).map((s) => s.text);
+    assert.ok(after.every((t) => t === after[0]), `the reply grew after the stop: ${after[0]} … ${after.at(-1)}`);
+    await page.waitForFunction(() => !document.querySelector("#messages li.streaming"));
+    const stored = await page.textContent("#messages li.assistant .body");
+    assert.ok(!stored.includes("word79"), `the reply ran to its end: ${stored}`);
+    assert.ok(await page.isHidden("#stop"));
+    assert.equal(await page.textContent("#stop"), "Stop");
+
+    // Now Enter sends what waited.
+    await page.press("#input", "Enter");
+    await page.waitForSelector("#messages li.assistant:not(.streaming):has-text('echo: second question')");
+    assert.equal(await page.locator("#messages > li.user").count(), 2);
+
+    // A message's actions: shown on the last message, on the others on
+    // hover (desktop) or a tap (phone); on a phone every target is >= 44 px.
+    const first = page.locator("#messages > li.user").first();
+    if (isPhone(page)) {
+      assert.equal(await first.locator(".tools").evaluate((e) => getComputedStyle(e).visibility), "hidden", "actions always shown on a phone");
+      await first.locator(".body").click();
+      await page.waitForSelector("#messages > li.user.tapped .edit");
+      await page.waitForTimeout(200);
+      const small = await page.evaluate(() => [...document.querySelectorAll("button, select, input, textarea")]
+        .filter((e) => e.getClientRects().length && getComputedStyle(e).visibility !== "hidden" && !e.closest("[hidden]"))
+        .map((e) => ({ e, r: e.getBoundingClientRect() }))
+        .filter(({ r }) => r.width > 0 && r.right > 0 && r.left < innerWidth && (r.width < 44 || r.height < 44))
+        .map(({ e, r }) => `${e.tagName.toLowerCase()}#${e.id}.${e.className} ${Math.round(r.width)}x${Math.round(r.height)}`));
+      assert.deepEqual(small, [], "touch targets under 44 px");
+      await page.screenshot({ path: join(shots, "phone-actions.png") });
+    } else {
+      assert.equal(await first.locator(".tools").evaluate((e) => getComputedStyle(e).opacity), "0", "actions always shown");
+      await first.hover();
+      await page.waitForFunction(() => getComputedStyle(document.querySelector("#messages > li.user .tools")).opacity === "1");
+    }
+    await contrast(page);
+    // The command palette, at this width.
+    await page.keyboard.press("Control+k");
+    await page.waitForSelector("#palette[open] #palette-list li.pick");
+    await inView(page, "#palette");
+    await contrast(page);
+    await page.keyboard.press("Escape");
+    await page.waitForSelector("#palette", { state: "hidden" });
+    await context.close();
+  });
+
+  test(`${name}: the open chat's title outside the filter, the last chat reopened, rename at the limit, destructive buttons, a toast on save`, { skip }, async () => {
+    const context = await web.browser.newContext({ viewport });
+    const page = await context.newPage();
+    await signUp(page, email(`title-${name}`));
+    await send(page, "Hello there");
+    await page.waitForFunction(() => document.querySelector("#title").textContent === "Browser test chat");
+
+    // A reload reopens the chat open last.
+    await page.reload();
+    await page.waitForFunction(() => document.querySelectorAll("#messages > li").length === 2);
+    assert.equal(await page.textContent("#title"), "Browser test chat");
+
+    // Archived, restored under the Archived filter, deleted: the header
+    // keeps the chat's title.
+    await chats(page);
+    await page.click("#sessions li button:has-text('Archive')");
+    await page.waitForSelector("#sessions li.none");
+    await readOnly(page, /archived/);
+    assert.equal(await page.textContent("#title"), "Browser test chat");
+    await page.selectOption("#filter", "archived");
+    await page.waitForSelector("#sessions li .name");
+    await closeChats(page);
+    await page.click("#readonly-restore");
+    await page.waitForSelector("#readonly", { state: "hidden" });
+    assert.equal(await page.textContent("#title"), "Browser test chat");
+    await chats(page);
+    await page.waitForSelector("#sessions li.none:has-text('No archived chats')");
+    await page.selectOption("#filter", "active");
+
+    // Delete looks destructive, and so does its confirmation.
+    const red = (sel) => page.$eval(sel, (e) => [getComputedStyle(e).color, getComputedStyle(e).backgroundColor].some((c) => {
+      const [r, g, b] = c.match(/\d+/g).map(Number);
+      return r > 150 && g < 60 && b < 60;
+    }));
+    await page.waitForSelector("#sessions li .name");
+    assert.ok(await red("#sessions li button:has-text('Delete')"), "Delete looks like any button");
+    await page.click("#sessions li button:has-text('Delete')");
+    await page.waitForSelector("#dialog[open]");
+    assert.equal(await page.getAttribute("#dialog-ok", "class"), "danger");
+    await contrast(page);
+    await page.click("#dialog-ok");
+    await readOnly(page, /deleted/);
+    await page.waitForSelector("#sessions li.none");
+    assert.equal(await page.textContent("#title"), "Browser test chat");
+    await closeChats(page);
+    await page.click("#readonly-restore");
+    await page.waitForSelector("#readonly", { state: "hidden" });
+    await chats(page);
+
+    // Rename: the box takes 200 characters (the server's limit) and counts
+    // them; a refusal shows in the dialog and keeps the text.
+    await page.click("#sessions li button:has-text('Rename')");
+    await page.waitForSelector("#dialog[open]");
+    await page.fill("#dialog-input", "y".repeat(400));
+    assert.equal((await page.inputValue("#dialog-input")).length, 200);
+    assert.equal(await page.textContent("#dialog-count"), "200 / 200");
+    await page.route("**/sessions/*", (route) => route.request().method() === "PATCH"
+      ? route.fulfill({ status: 503, contentType: "application/json", body: JSON.stringify({ error: { code: "unavailable", message: "The service is busy: try again." } }) })
+      : route.continue());
+    await page.click("#dialog-ok");
+    await page.waitForSelector("#dialog-error:not([hidden])");
+    assert.match(await page.textContent("#dialog-error"), /busy/);
+    assert.ok(await page.isHidden("#error"), "the error is a banner over the page");
+    assert.equal((await page.inputValue("#dialog-input")).length, 200, "the text typed was lost");
+    await inView(page, "#dialog-error");
+    await page.screenshot({ path: join(shots, `rename-refused-${name}.png`) });
+    await page.unroute("**/sessions/*");
+    await page.click("#dialog-ok");
+    await page.waitForSelector("#dialog", { state: "hidden" });
+    await page.waitForFunction(() => document.querySelector("#title").textContent === "y".repeat(200));
+    const title = await page.locator("#title").boundingBox();
+    assert.ok(title.x + title.width <= viewport.width, `the title runs off the screen: ${JSON.stringify(title)}`);
+    await closeChats(page);
+
+    // Settings: a panel over the conversation (never squeezing it); Save says so.
+    const before = await page.locator("#messages").boundingBox();
+    await page.click("#settings-open");
+    await page.waitForSelector("#settings:not([hidden])");
+    const during = await page.locator("#messages").boundingBox();
+    assert.deepEqual(during, before, "the settings panel moved the conversation");
+    await page.fill("#instructions", "Answer briefly.");
+    await page.click("#settings-save");
+    await page.waitForSelector("#toast:not([hidden])");
+    assert.match(await page.textContent("#toast"), /saved/i);
+    await contrast(page);
+
+    // Forget everything looks destructive.
+    await page.click("#memory-open");
+    await page.waitForSelector("#memory:not([hidden])");
+    assert.ok(await red("#memory-forget-all"), "Forget everything looks like any button");
+    await context.close();
+  });
+}
+
+test("dark mode follows the system at AA contrast; code is highlighted with Copy; the list is grouped by date; shortcuts and the Ctrl-K command palette", { skip }, async () => {
+  const context = await web.browser.newContext({ colorScheme: "dark", viewport: widths[0].viewport, permissions: ["clipboard-read", "clipboard-write"] });
+  const page = await context.newPage();
+  await signUp(page, email("dark"));
+  const bg = await page.evaluate(() => getComputedStyle(document.body).backgroundColor);
+  assert.equal(bg, "rgb(23, 24, 26)", "the page is not dark");
+  await contrast(page);
+
+  await page.fill("#input", "md: format this");
+  await page.press("#input", "Enter");
+  await page.waitForSelector("#messages li.assistant:not(.streaming) .code .copy-code");
+  const reply = page.locator("#messages li.assistant:not(.streaming)").last();
+  assert.equal(await reply.locator("pre code").textContent(), "x := 1");
+  assert.equal(await reply.locator("pre code .tok-number").textContent(), "1");
+  await reply.locator(".copy-code").click();
+  assert.equal(await page.evaluate(() => navigator.clipboard.readText()), "x := 1");
+  await page.waitForSelector("#messages .copy-code:has-text('Copied')");
+  await reply.hover();
+  await reply.locator(".tools .copy").click();
+  assert.match(await page.evaluate(() => navigator.clipboard.readText()), /^\*\*Bold\*\* and `code`/);
+  await page.waitForSelector("#toast:has-text('Copied')");
+
+  await page.waitForSelector("#sessions li.group:has-text('Today') + li[data-id]");
+  await contrast(page);
+  await page.screenshot({ path: join(shots, "dark.png") });
+
+  // Ctrl-Shift-O starts a new chat.
+  await page.keyboard.press("Control+Shift+O");
+  await page.waitForSelector("#messages li.empty");
+  assert.equal(await page.textContent("#title"), "New chat");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "input");
+
+  // Ctrl-K: the command palette opens a chat by its title...
+  await page.waitForSelector("#sessions li .name:text-is('Browser test chat')"); // the title, written after the reply
+  await page.keyboard.press("Control+k");
+  await page.waitForSelector("#palette[open]");
+  assert.equal(await page.evaluate(() => document.activeElement.id), "palette-q");
+  assert.deepEqual((await page.locator("#palette-list .label").allTextContents()).slice(0, 3), ["New chat", "Memory", "Export my data"]);
+  await contrast(page);
+  await page.keyboard.type("browser");
+  await page.waitForSelector("#palette-list li.pick[aria-selected='true'] .label:text-is('Browser test chat')");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#palette", { state: "hidden" });
+  await page.waitForFunction(() => document.querySelector("#title").textContent === "Browser test chat" && document.querySelectorAll("#messages > li").length === 2);
+  // ...and searches the messages (its last item), opening a hit at its message.
+  await page.click("#new");
+  await page.keyboard.press("Control+k");
+  await page.keyboard.type("format this");
+  await page.keyboard.press("ArrowUp");
+  await page.waitForSelector("#palette-list li[aria-selected='true'] .label:has-text('Search your messages')");
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#palette-list li.pick .detail:has-text('format this')");
+  await page.screenshot({ path: join(shots, "palette.png") });
+  await page.keyboard.press("Enter");
+  await page.waitForSelector("#palette", { state: "hidden" });
+  await page.waitForSelector("#messages li.found:has-text('md: format this')");
+
+  // On a phone: the palette fits, at AA contrast; Escape closes it.
+  await page.setViewportSize(widths[1].viewport);
+  await page.keyboard.press("Control+k");
+  await page.waitForSelector("#palette[open]");
+  await inView(page, "#palette");
+  await contrast(page);
+  await page.keyboard.press("Escape");
+  await page.waitForSelector("#palette", { state: "hidden" });
+  await contrast(page);
+  await context.close();
+});
