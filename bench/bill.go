@@ -96,9 +96,12 @@ func BillScenarios() []BillScenario {
 		{Name: "defaults (summary_buffer)", Target: 0.90},
 		{Name: "summary_buffer, 4,000-token budget", Context: map[string]any{"budgetTokens": 4000}, Target: 0.75},
 		// At the default budget the whole conversation is in the context
-		// and recall adds nothing of it (it skips what is sent already).
+		// and recall adds nothing of it (it skips what is sent already):
+		// over 120 turns at defaults, "all" recalled on 3 turns.
 		{Name: `recall "session", 16,000-token budget`, Context: map[string]any{"recall": "session", "budgetTokens": 16000}, Embed: true, Target: 0.90},
-		{Name: `recall "all"`, Context: map[string]any{"recall": "all"}, Embed: true, Others: 6, Target: 0.90},
+		// At the default budget this session's own exchanges, all in the
+		// context, crowd the earlier sessions' out of the recall's hits.
+		{Name: `recall "all", 16,000-token budget`, Context: map[string]any{"recall": "all", "budgetTokens": 16000}, Embed: true, Others: 6, Target: 0.90},
 		{Name: "window, 10 exchanges", Context: map[string]any{"strategy": "window"}, Target: 0.85},
 		{Name: "token_buffer (default budget 8,000)", Context: map[string]any{"strategy": "token_buffer", "budgetTokens": 8000}, Target: 0.85},
 		{Name: "learns facts", Learns: true, Embed: true, Target: 0.90},
