@@ -62,7 +62,14 @@ type BillRow struct {
 	// cache and without it.
 	Mini, MiniNoCache, Five, FiveNoCache float64
 	Target                               float64 `json:"target"`
+	// What the model requests carried, as the test model received them:
+	// turns with recalled excerpts, and turns with learned facts.
+	RecallTurns int `json:"recallTurns"`
+	FactTurns   int `json:"factTurns"`
 }
+
+// billSeen counts what the chat requests carried.
+type billSeen struct{ recall, facts atomic.Int64 }
 
 // RunBill runs every scenario in both orders.
 func RunBill(ctx context.Context, turns int) ([]BillRow, error) {
@@ -88,8 +95,13 @@ func BillScenarios() []BillScenario {
 	return []BillScenario{
 		{Name: "defaults (summary_buffer)", Target: 0.90},
 		{Name: "summary_buffer, 4,000-token budget", Context: map[string]any{"budgetTokens": 4000}, Target: 0.75},
-		{Name: `recall "session"`, Context: map[string]any{"recall": "session"}, Embed: true, Target: 0.90},
-		{Name: `recall "all"`, Context: map[string]any{"recall": "all"}, Embed: true, Others: 6, Target: 0.90},
+		// At the default budget the whole conversation is in the context
+		// and recall adds nothing of it (it skips what is sent already):
+		// over 120 turns at defaults, "all" recalled on 3 turns.
+		{Name: `recall "session", 16,000-token budget`, Context: map[string]any{"recall": "session", "budgetTokens": 16000}, Embed: true, Target: 0.90},
+		// At the default budget this session's own exchanges, all in the
+		// context, crowd the earlier sessions' out of the recall's hits.
+		{Name: `recall "all", 16,000-token budget`, Context: map[string]any{"recall": "all", "budgetTokens": 16000}, Embed: true, Others: 6, Target: 0.90},
 		{Name: "window, 10 exchanges", Context: map[string]any{"strategy": "window"}, Target: 0.85},
 		{Name: "token_buffer (default budget 8,000)", Context: map[string]any{"strategy": "token_buffer", "budgetTokens": 8000}, Target: 0.85},
 		{Name: "learns facts", Learns: true, Embed: true, Target: 0.90},
@@ -103,7 +115,8 @@ func runBillScenario(ctx context.Context, sc BillScenario, legacy bool, turns in
 	defer model.Close()
 	model.SetCounter(tok)
 	var learned atomic.Int64
-	model.SetReply(billReplies(sc, &learned))
+	var seen billSeen
+	model.SetReply(billReplies(sc, &learned, &seen))
 	cfg := app.Config{ChatModel: "gpt-4o-mini", SystemPrompt: "You are a helpful assistant.", MaxSessionMessages: 1 << 20,
 		ModelTimeout: time.Minute, ContextStrategy: "summary_buffer", WindowExchanges: 10, LongTermMemory: true, Embeddings: sc.Embed, MaxBodyBytes: 1 << 20, ReadTimeout: time.Minute}
 	service := llm.NewOpenAI("bench", model.BaseURL(), nil)
@@ -126,11 +139,11 @@ func runBillScenario(ctx context.Context, sc BillScenario, legacy bool, turns in
 		}
 	}
 	var s struct{ ID string }
-	if err := c.call(ctx, "bill-user", "POST", "/sessions", map[string]any{"memory": sc.Context}, &s, http.StatusCreated); err != nil {
+	if err := c.call(ctx, "bill-user", "POST", "/sessions", map[string]any{"memory": billSettings(sc, legacy)}, &s, http.StatusCreated); err != nil {
 		return BillRow{}, err
 	}
 	for i := range turns {
-		body := map[string]any{"sessionId": s.ID, "message": billMessage(i)}
+		body := map[string]any{"sessionId": s.ID, "message": billMessage(sc, i)}
 		if err := c.call(ctx, "bill-user", "POST", "/chat", body, nil, http.StatusOK); err != nil {
 			return BillRow{}, fmt.Errorf("turn %d: %w", i+1, err)
 		}
@@ -148,7 +161,21 @@ func runBillScenario(ctx context.Context, sc BillScenario, legacy bool, turns in
 	mini, five := chat.ListPrice("gpt-4o-mini"), chat.ListPrice("gpt-5")
 	return BillRow{Scenario: sc.Name, Legacy: legacy, Prompt: u.Input, Cached: u.Cached, Share: float64(u.Cached) / float64(max(u.Input, 1)),
 		Mini: mini.InputDollars(u, false), MiniNoCache: mini.InputDollars(u, true), Five: five.InputDollars(u, false), FiveNoCache: five.InputDollars(u, true),
-		Target: sc.Target}, nil
+		Target: sc.Target, RecallTurns: int(seen.recall.Load()), FactTurns: int(seen.facts.Load())}, nil
+}
+
+// billSettings are the session's memory settings in sc; the baseline
+// (today's order) also trims as before: one exchange at a time, and
+// compactions half as deep ("trim": "each").
+func billSettings(sc BillScenario, legacy bool) map[string]any {
+	out := map[string]any{}
+	for k, v := range sc.Context {
+		out[k] = v
+	}
+	if legacy {
+		out["trim"] = "each"
+	}
+	return out
 }
 
 // billAuth takes a bearer token as the user's id.
@@ -157,16 +184,26 @@ type billAuth struct{}
 func (billAuth) Verify(_ context.Context, token string) (string, error) { return token, nil }
 
 // billMessage is the user's i-th message: a paragraph on one of a few
-// topics, with words of its own.
-func billMessage(i int) string {
+// topics, with words of its own; where sc recalls, it also comes back to
+// an earlier message (of this session, or of an earlier one), so that
+// recall has something to find.
+func billMessage(sc BillScenario, i int) string {
 	topics := []string{"the garden", "a trip to Lisbon", "the Go service", "a birthday party", "the reading list"}
-	return fmt.Sprintf("Message %d, about %s. %s", i+1, topics[i%len(topics)], words(i*7+3, 60))
+	text := fmt.Sprintf("Message %d, about %s. %s", i+1, topics[i%len(topics)], words(i*7+3, 60))
+	switch sc.Context["recall"] {
+	case "session":
+		j := i / 3
+		text += fmt.Sprintf(" Back to message %d, about %s: %s", j+1, topics[j%len(topics)], words(j*7+3, 20))
+	case "all":
+		text += fmt.Sprintf(" As in active session %d, message %d: a sentence or two of ordinary conversation.", i%max(sc.Others, 1), i%20)
+	}
+	return text
 }
 
 // billReplies answers chat turns with a reply of about 150 words, and
 // learning requests with facts when the scenario learns (three new facts
 // an extraction; twelve longer ones past the cap).
-func billReplies(sc BillScenario, learned *atomic.Int64) func(openai.ChatCompletionRequest) llmtest.Response {
+func billReplies(sc BillScenario, learned *atomic.Int64, seen *billSeen) func(openai.ChatCompletionRequest) llmtest.Response {
 	return func(r openai.ChatCompletionRequest) llmtest.Response {
 		switch r.Messages[0].Content {
 		case prompts.Extract:
@@ -187,8 +224,25 @@ func billReplies(sc BillScenario, learned *atomic.Int64) func(openai.ChatComplet
 		case prompts.Resolve:
 			return llmtest.Response{Content: `{"decisions":[]}`}
 		}
+		seen.count(r)
 		last := r.Messages[len(r.Messages)-1].Content
 		return llmtest.Response{Content: "Here is what I think. " + words(len(last)+len(r.Messages), 150)}
+	}
+}
+
+// count notes what a chat request carries.
+func (s *billSeen) count(r openai.ChatCompletionRequest) {
+	var all strings.Builder
+	for _, m := range r.Messages {
+		if m.Role == openai.ChatMessageRoleSystem {
+			all.WriteString(m.Content)
+		}
+	}
+	if strings.Contains(all.String(), "Excerpts recalled from") {
+		s.recall.Add(1)
+	}
+	if strings.Contains(all.String(), "The user noted item") {
+		s.facts.Add(1)
 	}
 }
 
@@ -212,13 +266,13 @@ func WriteBillFiles(dir string, rows []BillRow) error {
 
 // WriteBill writes rows as a table.
 func WriteBill(w io.Writer, rows []BillRow) {
-	fmt.Fprintf(w, "| scenario | order | input tokens | cached | cacheable share | target | gpt-4o-mini input $ (no cache) | gpt-5 input $ (no cache) |\n|---|---|---|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| scenario | order | input tokens | cached | cacheable share | target | gpt-4o-mini input $ (no cache) | gpt-5 input $ (no cache) | turns with recall / facts |\n|---|---|---|---|---|---|---|---|---|\n")
 	for _, r := range rows {
 		order := "cache order"
 		if r.Legacy {
 			order = "before (baseline)"
 		}
-		fmt.Fprintf(w, "| %s | %s | %d | %d | %.1f%% | %.0f%% | $%.3f ($%.3f) | $%.3f ($%.3f) |\n",
-			r.Scenario, order, r.Prompt, r.Cached, 100*r.Share, 100*r.Target, r.Mini, r.MiniNoCache, r.Five, r.FiveNoCache)
+		fmt.Fprintf(w, "| %s | %s | %d | %d | %.1f%% | %.0f%% | $%.3f ($%.3f) | $%.3f ($%.3f) | %d / %d |\n",
+			r.Scenario, order, r.Prompt, r.Cached, 100*r.Share, 100*r.Target, r.Mini, r.MiniNoCache, r.Five, r.FiveNoCache, r.RecallTurns, r.FactTurns)
 	}
 }

@@ -76,7 +76,7 @@ func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
 	case sessions.StrategyWindow:
 		c.Messages = FitBudget(windowInSteps(msgs, mem.WindowExchanges, mem.WindowStep(mem.WindowExchanges)), avail)
 	case sessions.StrategyTokenBuffer:
-		c.Messages = fitInSteps(msgs, avail, int(float64(avail)*mem.BudgetStep()))
+		c.Messages = fitInSteps(msgs, t.Complete(s), avail, stepMessages(s, msgs, float64(avail)*mem.BudgetStep()))
 	default: // summary_buffer
 		verbatim := msgs
 		if cp := t.Compaction; cp != nil && cp.Tokens < avail {
@@ -105,9 +105,11 @@ func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
 }
 
 // windowInSteps returns the last exchanges from a start that moves step
-// exchanges at a time: between k and k+step-1 of them, the same first one
-// from turn to turn until the window passes k+step-1. Exchanges are
-// counted from the first in msgs (each starts at a user message).
+// exchanges at a time: about k to k+step-1 of them, the same first one
+// from turn to turn until the window passes the next mark. The marks are
+// message numbers (every 2*step seqs, an exchange being a user message and
+// a reply), not positions in msgs, so they hold while the stored tail
+// that msgs comes from is trimmed at its start.
 func windowInSteps(msgs []Message, k, step int) []Message {
 	var starts []int
 	for i, m := range msgs {
@@ -118,28 +120,61 @@ func windowInSteps(msgs []Message, k, step int) []Message {
 	if k <= 0 || len(starts) <= k {
 		return msgs
 	}
-	drop := (len(starts) - k) / step * step // whole steps past k
-	return msgs[starts[drop]:]
+	first := starts[len(starts)-k] // the window's own start
+	if step <= 1 {
+		return msgs[first:]
+	}
+	mark := msgs[first].Seq / (2 * step) * (2 * step)
+	for _, i := range starts {
+		if msgs[i].Seq >= mark {
+			return msgs[i:]
+		}
+	}
+	return msgs[first:]
+}
+
+// stepMessages is how many messages make a step of about tokens: the
+// session's mean message size (the tail's while the session counts none)
+// divides it, rounded down to a power of two or three times one (1, 2, 3,
+// 4, 6, 8, 12, ...) so that it holds as the mean drifts. 0: no steps.
+func stepMessages(s *sessions.Session, msgs []Message, tokens float64) int {
+	n, total := s.MessageCount, s.TokenCount
+	if n <= 0 || total <= 0 {
+		n, total = len(msgs), tokensOf(msgs)
+	}
+	if tokens <= 0 || n == 0 || total <= 0 {
+		return 0
+	}
+	per := tokens * float64(n) / float64(total)
+	step := 1
+	for float64(step*2) <= per {
+		step *= 2
+	}
+	if float64(step*3/2) <= per {
+		return step * 3 / 2
+	}
+	return step
 }
 
 // fitInSteps returns the most recent whole units of msgs within budget,
-// from a start that moves forward about step tokens at a time: the first
-// unit at or after the fit's own start that begins a new step of the grid
-// every step tokens (counted from the first of msgs), so that the start
-// stays put from turn to turn until the budget forces it past the next
-// mark. step 0: FitBudget.
-func fitInSteps(msgs []Message, budget, step int) []Message {
+// from a start that moves forward step messages at a time: the first unit
+// at or after the next mark (a seq that is a multiple of step) at or
+// after the fit's own start. The marks are message numbers, not positions
+// in msgs, so the start stays put from turn to turn, while the stored
+// tail that msgs comes from is trimmed at its start, until the budget
+// forces the fit past the mark. step 0 or 1, or the whole history (msgs
+// complete) within budget: FitBudget.
+func fitInSteps(msgs []Message, complete bool, budget, step int) []Message {
 	fit := FitBudget(msgs, budget)
-	if step <= 0 || len(fit) == 0 || len(fit) == len(msgs) {
+	if step <= 1 || len(fit) == 0 || (complete && len(fit) == len(msgs)) {
 		return fit
 	}
-	us, prev, at, first := units(msgs), 0, 0, fit[0].Seq
+	mark := (fit[0].Seq + step - 1) / step * step
+	us := units(fit)
 	for i, u := range us {
-		// Unit i begins a step when a multiple of step lies in (prev, at].
-		if u.msgs[0].Seq >= first && (i == 0 || prev/step != at/step) {
+		if u.msgs[0].Seq >= mark {
 			return flatten(us[i:])
 		}
-		prev, at = at, at+u.tokens
 	}
 	return fit
 }
