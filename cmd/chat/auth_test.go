@@ -3,9 +3,9 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/chatmemory/backend/emulator/emulatortest"
 	"net/http"
 	"net/http/httptest"
-	"os"
 	"strings"
 	"sync"
 	"testing"
@@ -108,13 +108,7 @@ func TestTokenRefresh(t *testing.T) {
 // TestTokenRefreshOnEmulator: the Auth emulator's sign-in and refresh
 // answer as the client reads them.
 func TestTokenRefreshOnEmulator(t *testing.T) {
-	host := os.Getenv("FIREBASE_AUTH_EMULATOR_HOST")
-	if host == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("FIREBASE_AUTH_EMULATOR_HOST is not set")
-		}
-		t.Skip("FIREBASE_AUTH_EMULATOR_HOST is not set")
-	}
+	host := emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
 	ctx := context.Background()
 	acct, err := signIn(ctx, host, fmt.Sprintf("refresh-%d@example.com", time.Now().UnixNano()), "a-password")
 	if err != nil {

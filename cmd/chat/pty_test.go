@@ -3,6 +3,7 @@ package main
 import (
 	"context"
 	"fmt"
+	"github.com/chatmemory/backend/emulator/emulatortest"
 	"io"
 	"log/slog"
 	"net/http/httptest"
@@ -43,13 +44,7 @@ func TestMain(m *testing.M) {
 // as stopped) and returns to the prompt; a tool call is shown by name and
 // arguments and answered by hand; Ctrl-C twice at the prompt leaves.
 func TestInPseudoTerminal(t *testing.T) {
-	host := os.Getenv("FIREBASE_AUTH_EMULATOR_HOST")
-	if host == "" {
-		if os.Getenv("CI") == "true" {
-			t.Fatal("FIREBASE_AUTH_EMULATOR_HOST is not set")
-		}
-		t.Skip("FIREBASE_AUTH_EMULATOR_HOST is not set")
-	}
+	host := emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
 	api := serveOffline(t)
 	email := fmt.Sprintf("pty-%d@example.com", time.Now().UnixNano())
 	cmd := exec.Command(os.Args[0], "-api", api, "-auth", host, "-email", email, "-password", "pty-password")
