@@ -97,7 +97,7 @@ func TestAppCheck(t *testing.T) {
 	}
 	for _, mode := range []functions.AppCheckMode{functions.AppCheckOff, functions.AppCheckMonitor, functions.AppCheckEnforce} {
 		ac := &functions.AppCheck{Mode: mode, Client: client, AppIDs: []string{app}}
-		h.app.AppCheck = ac
+		h.app.Edge.AppCheck = ac
 		for _, tc := range tokens {
 			header := map[string]string{}
 			if tc.token != "" {

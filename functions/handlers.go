@@ -179,7 +179,7 @@ func (a *App) appendMessages(w http.ResponseWriter, r *http.Request) {
 		w.Header().Set("ETag", strconv.Quote(res.Version))
 	}
 	body := map[string]any{"messages": res.Messages, "version": res.Version}
-	if a.Recall != nil { // how many of them search will find, once embedded after the answer
+	if a.Search != nil { // how many of them search will find, once embedded after the answer
 		body["searchable"] = chat.Searchable(res.Messages)
 	}
 	writeJSON(w, http.StatusCreated, body)

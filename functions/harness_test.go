@@ -35,6 +35,7 @@ import (
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/retention"
+	"github.com/chatmemory/backend/storage"
 	"github.com/chatmemory/backend/storetest"
 	sdkmetric "go.opentelemetry.io/otel/sdk/metric"
 )
@@ -137,7 +138,7 @@ func newHarnessOn(t *testing.T, backend string, configure ...func(*app.Config)) 
 	for _, c := range configure {
 		c(&cfg)
 	}
-	var store functions.Store = inprocdb.New()
+	var store storage.Store = inprocdb.New()
 	if backend == "firestore" {
 		h.counter = &firestoretest.Counter{DialOptions: functions.FirestoreRPCCounting()}
 		h.firestore, _ = emulatortest.FirestoreWith(t, func(ctx context.Context, project string) (*firestore.Client, error) {

@@ -60,7 +60,7 @@ func TestHostingRewrites(t *testing.T) {
 	}
 	// The local server sends these paths to the API, the rest to the files.
 	backend := app.New(testConfig(), app.Deps{Store: inprocdb.New(), Model: llm.Offline{}, Tokens: storetest.Tokens(t)})
-	prefixes := backend.APIPrefixes()
+	prefixes := backend.Edge.APIPrefixes()
 	slices.Sort(prefixes)
 	if want := []string{"/account", "/ai-sdk", "/attachments", "/callable", "/chat", "/healthz", "/memory", "/models", "/search", "/sessions", "/usage"}; !slices.Equal(prefixes, want) {
 		t.Errorf("API prefixes %v, want %v", prefixes, want)

@@ -17,6 +17,7 @@ import (
 	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/storage"
 	"github.com/chatmemory/backend/storetest"
 )
 
@@ -28,7 +29,7 @@ func httptestServer(t *testing.T, backend *app.App) string {
 
 // serveWith starts the API over store and v, with the offline model and no
 // logs, and returns its URL.
-func serveWith(t *testing.T, store functions.Store, v functions.Verifier) string {
+func serveWith(t *testing.T, store storage.Store, v functions.Verifier) string {
 	return httptestServer(t, app.New(testConfig(), app.Deps{
 		Store: store, Model: llm.Offline{}, Tokens: storetest.Tokens(t), Auth: v,
 		Log: slog.New(slog.NewTextHandler(io.Discard, nil)),
