@@ -16,7 +16,7 @@ import (
 // long) is a 400 naming the parameter, never a 5xx, and nothing is logged
 // as a failure. Both stores.
 func TestBadIDs(t *testing.T) {
-	src, err := os.ReadFile("http.go")
+	src, err := os.ReadFile("../functions/http.go")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -50,7 +50,7 @@ func TestHostingRewrites(t *testing.T) {
 		glob = strings.ReplaceAll(glob, `\*`, "[^/]*")
 		sources = append(sources, regexp.MustCompile("^"+glob+"$"))
 	}
-	src, err := os.ReadFile("http.go")
+	src, err := os.ReadFile("../functions/http.go")
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -123,8 +123,8 @@ func testHTTPFuzz(t *testing.T, backend string) {
 		{"POST", "/callable/{id}", map[string]any{"data": map[string]any{"sessionId": "{id}"}}},
 		{"DELETE", "/account/data", nil},
 	}
-	// Every route of http.go is fuzzed.
-	src, err := os.ReadFile("http.go")
+	// Every route of functions/http.go is fuzzed.
+	src, err := os.ReadFile("../functions/http.go")
 	if err != nil {
 		t.Fatal(err)
 	}
