@@ -67,6 +67,7 @@ type Store struct {
 	by    map[string]*list.Element // session id →
 	users map[string]*user         // user id →
 	stale float64                  // the recent share of kept sessions found written elsewhere (see fence.go)
+	hints map[string]chat.Hint     // session id → what its last turn here embedded (hints.go)
 }
 
 // session is what the cache kept of a session and its context.
