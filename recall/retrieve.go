@@ -147,20 +147,6 @@ func (svc *Service) nearest(ctx context.Context, r retrieval) ([]float32, []Hit,
 	return v, near, err
 }
 
-// candidates are the units either leg found, each once: the lexical
-// hits, then those found by meaning alone.
-func candidates(lexical, near []Hit) []Hit {
-	seen := map[string]bool{}
-	var out []Hit
-	for _, h := range slices.Concat(lexical, near) {
-		if id := h.Exchange.ID(); !seen[id] {
-			seen[id] = true
-			out = append(out, h)
-		}
-	}
-	return out
-}
-
 // byWords ranks the candidates that hold a word of the query by their
 // words (BM25 against c), best first.
 func byWords(pool []Hit, terms []string, c Corpus) []Hit {
@@ -208,5 +194,19 @@ func (svc *Service) byMeaning(near, lexical []Hit, v []float32) []Hit {
 	}
 	out = slices.DeleteFunc(out, func(h Hit) bool { return 1-h.Distance < MinSimilarity })
 	slices.SortStableFunc(out, func(a, b Hit) int { return cmp.Compare(a.Distance, b.Distance) })
+	return out
+}
+
+// candidates are the units either leg found, each once: the lexical
+// hits, then those found by meaning alone.
+func candidates(lexical, near []Hit) []Hit {
+	seen := map[string]bool{}
+	var out []Hit
+	for _, h := range slices.Concat(lexical, near) {
+		if id := h.Exchange.ID(); !seen[id] {
+			seen[id] = true
+			out = append(out, h)
+		}
+	}
 	return out
 }
