@@ -15,9 +15,9 @@ type retrieval struct {
 	vector            []float32
 	k                 int  // how many each leg returns at most
 	visibility        bool // the user's Visibility too, read beside the legs
-	// cheap: one query for the words and no count of the user's units
-	// (a turn's recall: see LexicalQuery.Any); else a query per word.
-	cheap bool
+	// perTerm is how many units the words leg reads for each term (0:
+	// a search's perTerm).
+	perTerm int
 }
 
 // fused is a unit retrieval found, with its fused score and the legs that
@@ -60,7 +60,7 @@ func (svc *Service) retrieve(ctx context.Context, r retrieval) (retrieved, error
 		terms = nil
 	}
 	if len(terms) > 0 {
-		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: perTerm, Count: true}
+		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: cmp.Or(r.perTerm, perTerm), Count: true}
 		wg.Go(func() { lex, lexErr = svc.Store.Lexical(ctx, q) })
 		wg.Go(func() { units, nErr = svc.Store.CountExchanges(ctx, r.userID) })
 	}
