@@ -186,8 +186,13 @@ func (svc *Service) byMeaning(near, lexical []Hit, v []float32) []Hit {
 	}
 	model := svc.Embedder.Model()
 	out := slices.Clone(near)
-	for _, h := range candidates(near, lexical)[len(near):] {
-		if x := h.Exchange; len(x.Vector) == len(v) && x.Model == model {
+	seen := map[string]bool{}
+	for _, h := range near {
+		seen[h.Exchange.ID()] = true
+	}
+	for _, h := range lexical {
+		if x := h.Exchange; !seen[x.ID()] && len(x.Vector) == len(v) && x.Model == model {
+			seen[x.ID()] = true
 			h.Distance = Cosine(x.Vector, v)
 			out = append(out, h)
 		}
