@@ -35,9 +35,13 @@ func (a *App) aiChatMessages(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	chatID := r.PathValue("id")
 	userID := UserID(r.Context())
-	s, err := a.Sessions.Get(r.Context(), userID, aiChatSession(userID, chatID))
+	sessionID, err := a.chatSession(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	s, err := a.Sessions.Get(r.Context(), userID, sessionID)
 	if errs.CodeOf(err) == errs.ENOTFOUND {
 		writeJSON(w, http.StatusOK, map[string]any{"messages": []uiMessageOut{}})
 		return
@@ -175,7 +179,12 @@ func outputValue(content string) any {
 // draft) to its end, as a replay; 204 when none is in progress.
 func (a *App) aiChatResume(w http.ResponseWriter, r *http.Request) {
 	userID := UserID(r.Context())
-	q := chat.TurnQuery{UserID: userID, SessionID: aiChatSession(userID, r.PathValue("id")), Draft: true}
+	sessionID, err := a.chatSession(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	q := chat.TurnQuery{UserID: userID, SessionID: sessionID, Draft: true}
 	st, err := a.Chat.Turns.ReadTurn(r.Context(), q)
 	if err == nil && st.Session != nil {
 		err = st.Session.CheckOwner(userID)
@@ -237,7 +246,11 @@ func (a *App) followDraft(ctx context.Context, ui *uiStream, q chat.TurnQuery, t
 // got. 404 when none is.
 func (a *App) aiChatStop(w http.ResponseWriter, r *http.Request) {
 	userID := UserID(r.Context())
-	sessionID := aiChatSession(userID, r.PathValue("id"))
+	sessionID, err := a.chatSession(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	st, err := a.Chat.Turns.ReadTurn(r.Context(), chat.TurnQuery{UserID: userID, SessionID: sessionID, Draft: true})
 	if err == nil && (st.Session == nil || st.DraftReplyID == "") {
 		err = errs.Errorf(errs.ENOTFOUND, "no reply of this chat is in progress")
