@@ -65,13 +65,15 @@ func (a *App) aiChatMessages(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"messages": out, "nextPageToken": page.NextPageToken})
 }
 
-// uiMessagesOf groups stored messages (oldest first) into UIMessages.
+// uiMessagesOf groups stored messages (oldest first) into UIMessages: a
+// user's with metadata sessionId and seq (a search hit names its seq).
 func uiMessagesOf(sessionID string, msgs []history.Message) []uiMessageOut {
 	out := []uiMessageOut{}
 	for _, m := range msgs {
 		switch m.Role {
 		case history.RoleUser:
-			out = append(out, uiMessageOut{ID: uiID(m), Role: "user", Parts: []map[string]any{{"type": "text", "text": m.Content}}, first: m})
+			out = append(out, uiMessageOut{ID: uiID(m), Role: "user", Parts: []map[string]any{{"type": "text", "text": m.Content}},
+				Metadata: map[string]any{"sessionId": sessionID, "seq": m.Seq}, first: m})
 		case history.RoleAssistant, history.RoleTool:
 			if n := len(out); n == 0 || out[n-1].Role != "assistant" {
 				out = append(out, uiMessageOut{ID: m.ID, Role: "assistant", Parts: []map[string]any{}, first: m})
