@@ -60,7 +60,7 @@ export function useWebApp() {
       method: "PUT", body: JSON.stringify({ rules: { files: [{ name: "firestore.rules", content: rules }] } }) });
     assert.equal(put.status, 200, "loading the rules");
     model = await startModel();
-    ({ server, base: web.base } = await startServer(buildServer(), ["-web", join(root, "web")], { STORAGE_BACKEND: "firestore", GOOGLE_CLOUD_PROJECT: project,
+    ({ server, base: web.base } = await startServer(buildServer(), ["-web", join(root, "web", "dist")], { STORAGE_BACKEND: "firestore", GOOGLE_CLOUD_PROJECT: project,
       OPENAI_API_KEY: "test", OPENAI_BASE_URL: `http://127.0.0.1:${model.address().port}/v1`, DRAFT_INTERVAL_MS: "200" }));
     appBase = web.base;
     web.browser = await chromium.launch({
