@@ -176,13 +176,6 @@ func within(path string, err error) error {
 	return errs.Errorf(errs.CodeOf(err), "%s", msg)
 }
 
-// aiChatSession is the session a chat id names for a user: derived under
-// the server's secret, so two users' chats never meet and nobody can name
-// another's.
-func aiChatSession(userID, chatID string) string {
-	return ids.Derive(20, "ai-sdk-chat", userID, chatID)
-}
-
 // chatSession is the session a chat id names for the caller: their own
 // session of that id when there is one (so a chat listed from the
 // sessions, or started over POST /chat, opens by its session's id), else
@@ -227,6 +220,13 @@ func (a *App) editTurn(ctx context.Context, turn chat.TurnRequest, uiID string) 
 	sum := sha256.Sum256([]byte(uiID + "\x00" + turn.Message))
 	turn.ClientMessageID = "edit-" + hex.EncodeToString(sum[:16])
 	return turn, "", nil
+}
+
+// aiChatSession is the session a chat id names for a user: derived under
+// the server's secret, so two users' chats never meet and nobody can name
+// another's.
+func aiChatSession(userID, chatID string) string {
+	return ids.Derive(20, "ai-sdk-chat", userID, chatID)
 }
 
 // checkChatID checks a chat id from a client.

@@ -35,11 +35,11 @@ const SUGGESTIONS = ["Plan a weekend in Lisbon", "Explain Firestore security rul
 
 export function Conversation(p: ChatProps) {
   const ui = useUI();
+  // README shows these lines (web/e2e/readme.test.mjs checks it).
   const transport = useMemo(() => new DefaultChatTransport({
-    api: `${p.backend.base}/ai-sdk/chat`,
-    headers: p.backend.headers,
-    // A reload or a lost connection leaves the reply going (Stop stops it).
-    body: { resumable: true },
+    api: `${p.backend.base}/ai-sdk/chat`, // the backend's base URL: /config.json's apiBase
+    headers: p.backend.headers, // async () => ({ Authorization: `Bearer ${await auth.currentUser!.getIdToken()}` })
+    body: { resumable: true }, // a reload leaves the reply going; Stop stops it on the server
   }), [p.backend]);
   // stopping: the text on screen when Stop was clicked, kept there (null: not stopping).
   const [stopping, setStopping] = useState<string | null>(null);
@@ -48,8 +48,11 @@ export function Conversation(p: ChatProps) {
   const following = useRef(p.resume); // the reply streaming was picked up, not sent from here
   const lastSent = useRef("");
   const chat = useChat({
-    id: p.chatId, messages: p.initial, transport, resume: p.resume,
-    onFinish: () => void settle(),
+    id: p.chatId, // a listed chat's session id, or a new chat's own id
+    messages: p.initial, // GET /ai-sdk/chat/{id}/messages's .messages ([] for a new chat)
+    transport,
+    resume: p.resume, // pick up a reply in progress (GET /ai-sdk/chat/{id}/stream)
+    onFinish: () => void settle(), // then load the chat as stored: its versions, a stopped reply as kept
     onError: (e) => {
       ui.showError(e);
       setInput((t) => t || lastSent.current);
@@ -137,14 +140,15 @@ function useActions(p: ChatProps, chat: ReturnType<typeof useChat>, sessionId: s
     copy: (m) => void ui.guard(async () => { await navigator.clipboard.writeText(textOf(m)); ui.toast("Copied."); }),
     edit: (m) => void ui.guard(async () => {
       const text = (await ui.askText("Edit your message", textOf(m), "Send"))?.trim();
-      if (text && text !== textOf(m)) void chat.sendMessage({ text, messageId: m.id });
+      if (!text || text === textOf(m)) return;
+      void chat.sendMessage({ text, messageId: m.id }); // an edit: written beside the original, a version of it
     }),
-    regenerate: (m) => void ui.guard(() => chat.regenerate({ messageId: m.id })),
+    regenerate: (m) => void ui.guard(() => chat.regenerate({ messageId: m.id })), // beside the old reply, a version of it
     version: (m, i) => void ui.guard(async () => {
       const v = metaOf(m).versions?.[i];
       if (!v || !sessionId) return;
-      await p.backend.api.switchBranch(sessionId, v.seq);
-      chat.setMessages((await loadChat(p.backend, p.chatId)).messages);
+      await p.backend.api.switchBranch(sessionId, v.seq); // POST /sessions/{sessionId}/branch {seq}
+      chat.setMessages((await loadChat(p.backend, p.chatId)).messages); // and load the chat again
     }),
     rate: (m, rating, on) => void ui.guard(async () => {
       const id = metaOf(m).replyId;
