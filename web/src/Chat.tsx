@@ -6,6 +6,7 @@
 import { useChat } from "@ai-sdk/react";
 import { DefaultChatTransport, type UIMessage } from "ai";
 import { useEffect, useMemo, useRef, useState, type KeyboardEvent } from "react";
+import { AttachList, ClipIcon, useAttachments } from "./Attachments";
 import { call, type Backend } from "./backend";
 import { Markdown } from "./Markdown";
 import { Message, metaOf, textOf, type Actions } from "./Message";
@@ -75,12 +76,16 @@ export function Conversation(p: ChatProps) {
     p.onTurnEnd();
   }
 
+  const files = useAttachments(p.backend);
   const send = (text: string) => {
-    if (!text.trim() || busy || p.readOnly) return false; // one reply at a time: the text waits in the box
+    if (busy || p.readOnly || files.uploading) return false; // one reply at a time: the text waits in the box
+    if (!text.trim() && !files.parts.length) return false;
     ui.clearError();
     following.current = false;
     lastSent.current = text;
-    void chat.sendMessage({ text });
+    if (files.parts.length) void chat.sendMessage({ text, files: files.parts }); // FileUIParts: url /attachments/{id}
+    else void chat.sendMessage({ text });
+    files.clear();
     return true;
   };
   const last = chat.messages.at(-1);
@@ -118,10 +123,17 @@ export function Conversation(p: ChatProps) {
         )}
         {!sessionId && !busy && chat.messages.length === 0 && <EmptyChat pick={send} />}
       </ol>
-      <form id="composer" onSubmit={(e) => { e.preventDefault(); if (send(input)) setInput(""); }}>
-        <textarea id="input" rows={2} placeholder={p.readOnly ? "This chat is read-only" : "Message"} aria-label="Message" required
-          disabled={p.readOnly} value={input} onChange={(e) => setInput(e.target.value)} onKeyDown={onKey} autoFocus />
-        <button id="send" key="send" type="submit" disabled={p.readOnly || busy}>Send</button>
+      <AttachList items={files.items} remove={files.remove} />
+      <form id="composer" onSubmit={(e) => { e.preventDefault(); if (send(input)) setInput(""); }}
+        onDragOver={(e) => { if (!p.readOnly) e.preventDefault(); }}
+        onDrop={(e) => { e.preventDefault(); if (!p.readOnly && e.dataTransfer.files.length) files.add(e.dataTransfer.files); }}>
+        <input id="file" type="file" multiple hidden onChange={(e) => { if (e.target.files) files.add(e.target.files); e.target.value = ""; }} />
+        <button id="attach" type="button" className="quiet" title="Attach files (or paste or drop them)" aria-label="Attach files"
+          disabled={p.readOnly} onClick={() => document.getElementById("file")?.click()}><ClipIcon /></button>
+        <textarea id="input" rows={2} placeholder={p.readOnly ? "This chat is read-only" : "Message"} aria-label="Message"
+          disabled={p.readOnly} value={input} onChange={(e) => setInput(e.target.value)} onKeyDown={onKey} autoFocus
+          onPaste={(e) => { if (e.clipboardData.files.length) { e.preventDefault(); files.add(e.clipboardData.files); } }} />
+        <button id="send" key="send" type="submit" disabled={p.readOnly || busy || files.uploading}>Send</button>
         <button id="stop" key="stop" type="button" hidden={!streaming && stopping === null} disabled={stopping !== null} onClick={() => void stop()}>
           {stopping !== null ? "Stopping…" : "Stop"}
         </button>
@@ -156,6 +168,7 @@ function useActions(p: ChatProps, chat: ReturnType<typeof useChat>, sessionId: s
       await (on ? p.backend.api.deleteFeedback(sessionId, id) : p.backend.api.setFeedback(sessionId, id, { rating }));
     }),
     rating: (m) => p.ratings.get(metaOf(m).replyId ?? ""),
+    fetchFile: async (url) => (await call(p.backend, "GET", url)).blob(),
   };
 }
 

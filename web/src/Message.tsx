@@ -2,7 +2,8 @@
 // the user's words as typed, a reply as Markdown, an app's tool calls and
 // their results collapsed; and its actions (copy, edit, regenerate, the
 // versions, thumbs), shown on hover, focus, a tap, and on the last message.
-import type { UIMessage } from "ai";
+import type { FileUIPart, UIMessage } from "ai";
+import { FilePart } from "./Attachments";
 import { Markdown } from "./Markdown";
 import { Thumb } from "./ui";
 
@@ -19,6 +20,7 @@ export type Actions = {
   version: (m: UIMessage, index: number) => void;
   rate: (m: UIMessage, rating: "up" | "down", on: boolean) => void;
   rating: (m: UIMessage) => string | undefined;
+  fetchFile: (url: string) => Promise<Blob>; // an attachment's bytes, with the user's token
 };
 
 type ToolPart = { type: string; toolName?: string; toolCallId: string; state: string; input?: unknown; output?: unknown };
@@ -44,12 +46,14 @@ type Props = { m: UIMessage; actions: Actions; found: boolean; tapped: boolean; 
 export function Message({ m, actions, found, tapped, onTap }: Props) {
   const text = textOf(m);
   const meta = metaOf(m);
+  const files = m.parts.filter((p): p is FileUIPart => p.type === "file");
   if (m.role === "assistant" && !text) return <ToolItems m={m} />;
   const classes = [m.role, found ? "found" : "", tapped ? "tapped" : ""].filter(Boolean).join(" ");
   return (
     <>
       {m.role === "assistant" && <ToolItems m={m} />}
       <li className={classes} data-id={m.id} onClick={(e) => { if (!(e.target as Element).closest("button, a, details")) onTap(); }}>
+        {files.length > 0 && <div className="files">{files.map((f, i) => <FilePart key={i} part={f} fetchFile={actions.fetchFile} />)}</div>}
         <div className="body">{m.role === "assistant" ? <Markdown text={text} /> : text}</div>
         <Tools m={m} meta={meta} text={text} actions={actions} />
       </li>
