@@ -48,7 +48,7 @@ test("a user chats, reloads, renames and archives; another user sees none of it"
 
   // README's picture, the same from run to run: the account's address
   // (made unique per run) and the day's tokens (still being charged) are masked.
-  await page.screenshot({ path: join(root, "docs", "screenshot.png"), mask: [page.locator("#who"), page.locator("#usage")], maskColor: "#1565c0" });
+  await page.screenshot({ path: join(root, "docs", "screenshot.png"), mask: [page.locator("#who"), page.locator("#usage")], maskColor: "#ffffff" });
 
   // Rename, in the page's own dialog: the live list shows the new title.
   // The box holds no more than the server takes (200 characters; a refusal

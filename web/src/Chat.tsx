@@ -48,6 +48,7 @@ export function Conversation(p: ChatProps) {
   const [tapped, setTapped] = useState<string | null>(null);
   const following = useRef(p.resume); // the reply streaming was picked up, not sent from here
   const lastSent = useRef("");
+  const settled = useRef(0); // how many replies have ended here: a stop's fallback is for its own
   const chat = useChat({
     id: p.chatId, // a listed chat's session id, or a new chat's own id
     messages: p.initial, // GET /ai-sdk/chat/{id}/messages's .messages ([] for a new chat)
@@ -72,6 +73,7 @@ export function Conversation(p: ChatProps) {
       if (sessionId || chat.messages.some((m) => metaOf(m).sessionId)) chat.setMessages((await loadChat(p.backend, p.chatId)).messages);
     } catch (e) { ui.showError(e); }
     following.current = false;
+    settled.current++;
     setStopping(null);
     p.onTurnEnd();
   }
@@ -93,10 +95,11 @@ export function Conversation(p: ChatProps) {
   const stop = async () => {
     if (stopping !== null) return;
     setStopping(streaming ? textOf(streaming) : ""); // the screen stops now; the server's stop follows
+    const reply = settled.current;
     try {
       await call(p.backend, "POST", `/ai-sdk/chat/${encodeURIComponent(p.chatId)}/stop`);
       // The stream ends with the stored reply; if it does not soon, it is let go.
-      setTimeout(() => { if (status.current === "streaming" || status.current === "submitted") void chat.stop(); }, 5000);
+      setTimeout(() => { if (settled.current === reply && (status.current === "streaming" || status.current === "submitted")) void chat.stop(); }, 5000);
     } catch {
       await chat.stop(); // nothing in progress on the server any more
     }

@@ -2,7 +2,7 @@
 // read-only (with Restore), and the conversation, loaded from the server
 // before useChat takes it over.
 import type { UIMessage } from "ai";
-import { useEffect, useState } from "react";
+import { useEffect, useRef, useState } from "react";
 import type { Backend } from "./backend";
 import { Conversation, loadChat } from "./Chat";
 import { useRatings, useSessionDoc, type Usage } from "./live";
@@ -45,6 +45,11 @@ export function ChatPane(p: Props) {
   const readOnly = !!sessionId && !!doc && doc.status !== "active";
   useEffect(() => { if (readOnly) setSettings(false); }, [readOnly]);
   const title = sessionId ? p.listed ?? doc?.title ?? "" : "New chat";
+  // The chat shows once loaded with what its document says (its title,
+  // whether it takes messages), and stays (a new chat learning its session
+  // is the same chat).
+  const shown = useRef(false);
+  shown.current ||= !!initial && (!sessionId || !!doc);
   return (
     <section id="chat">
       <div className="row nowrap">
@@ -61,9 +66,9 @@ export function ChatPane(p: Props) {
           : "This chat is deleted: restore it within 30 days to keep it, or it goes for good."}</span>{" "}
         <button id="readonly-restore" type="button" onClick={() => void ui.guard(() => p.backend.api.restoreSession(sessionId!))}>Restore</button>
       </div>
-      {initial && (!sessionId || doc) ? ( // the chat shows with what its document says (its title, whether it takes messages)
-        <Conversation backend={p.backend} chatId={p.open.chatId} sessionId={sessionId} initial={initial.messages} resume={!!sessionId}
-          readOnly={readOnly} found={p.found} earlierDeleted={!!doc && doc.historyFrom > 0 && !initial.more} ratings={ratings}
+      {shown.current ? (
+        <Conversation backend={p.backend} chatId={p.open.chatId} sessionId={sessionId} initial={initial!.messages} resume={!!sessionId}
+          readOnly={readOnly} found={p.found} earlierDeleted={!!doc && doc.historyFrom > 0 && !initial!.more} ratings={ratings}
           onSession={p.onSession} onTurnEnd={p.onTurnEnd} />
       ) : (
         <>

@@ -5,6 +5,7 @@ import { createRoot } from "react-dom/client";
 import { App } from "./App";
 import { startBackend } from "./backend";
 import "./style.css";
+import "./look.css";
 
 const root = createRoot(document.getElementById("root")!);
 startBackend().then(
