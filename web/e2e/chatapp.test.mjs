@@ -97,7 +97,9 @@ for (const { name, viewport } of widths) {
 
     // Now Enter sends what waited.
     await page.press("#input", "Enter");
-    await page.waitForSelector("#messages li.assistant:not(.streaming):has-text('echo: second question')");
+    await page.waitForSelector("#messages li.assistant:not(.streaming):has-text('echo: second question')").catch(async (e) => {
+      throw new Error(`no reply to what waited (${e.message}): the banner says "${await page.textContent("#error-text")}", the chat ${JSON.stringify(await page.locator("#messages > li").allTextContents())}`);
+    });
     assert.equal(await page.locator("#messages > li.user").count(), 2);
     // Both turns went through useChat's transport, the stop through the AI SDK chat's own.
     const turns = posts.filter((p) => p.path === "/ai-sdk/chat").map((p) => JSON.parse(p.body));

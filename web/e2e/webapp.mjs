@@ -138,8 +138,8 @@ export async function send(page, text) {
   await page.fill("#input", text);
   await page.press("#input", "Enter");
   // The reply renders while it streams, then stays as the stored message.
-  await page.waitForSelector("#messages li.streaming");
-  const partial = await page.textContent("#messages li.streaming .body");
+  // (read where it is seen: a quick reply may be stored by the next look)
+  const partial = await (await page.waitForFunction(() => document.querySelector("#messages li.streaming .body")?.textContent ?? false)).jsonValue();
   assert.ok(("echo: " + text).startsWith(partial.replace("…", "")) , `streamed so far: ${partial}`);
   await page.waitForSelector(`#messages li.assistant:not(.streaming):has-text("echo: ${text}")`);
 }

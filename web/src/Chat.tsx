@@ -85,8 +85,7 @@ export function Conversation(p: ChatProps) {
     ui.clearError();
     following.current = false;
     lastSent.current = text;
-    if (files.parts.length) void chat.sendMessage({ text, files: files.parts }); // FileUIParts: url /attachments/{id}
-    else void chat.sendMessage({ text });
+    void chat.sendMessage({ text, files: files.parts }); // the attached files as FileUIParts (url /attachments/{id})
     files.clear();
     return true;
   };
