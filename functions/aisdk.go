@@ -199,27 +199,55 @@ func (a *App) chatSession(ctx context.Context, chatID string) (string, error) {
 }
 
 // editTurn makes turn the edit of the user message whose UIMessage id is
-// uiID (the id its client gave it, or the stored id of one sent without):
-// the new text is written beside it and answered. The edit is keyed by
-// the message and its new text, so a retry replays it.
-func (a *App) editTurn(ctx context.Context, turn chat.TurnRequest, uiID string) (chat.TurnRequest, string, error) {
-	turn.Edit = uiID
-	if history.ValidateKey(uiID) == nil {
-		keyed := history.KeyedMessageID(uiID, 0)
-		st, err := a.Chat.Turns.ReadTurn(ctx, chat.TurnQuery{UserID: turn.UserID, SessionID: turn.SessionID, AskedID: keyed})
+// uiMessageID (the id its client gave it, or the stored id of one sent
+// without): the new text is written beside it and answered. The edit is
+// keyed by the message and its new text, so a retry replays it.
+func (a *App) editTurn(ctx context.Context, turn chat.TurnRequest, uiMessageID string) (chat.TurnRequest, string, error) {
+	sum := sha256.Sum256([]byte(uiMessageID + "\x00" + turn.Message))
+	turn.ClientMessageID = "edit-" + hex.EncodeToString(sum[:16])
+	s, err := a.Sessions.Get(ctx, turn.UserID, turn.SessionID)
+	if err != nil {
+		return turn, "", err
+	}
+	req := history.PageRequest{Order: history.NewestFirst, Limit: paging.MaxSize}
+	for turn.Edit == "" {
+		page, err := a.History.Page(ctx, s, req)
 		if err != nil {
 			return turn, "", err
 		}
-		if st.Asked != nil {
-			turn.Edit = keyed
+		if turn.Edit, err = a.edited(ctx, s.ID, page.Messages, uiMessageID, turn.ClientMessageID); err != nil {
+			return turn, "", err
+		}
+		if req.PageToken = page.NextPageToken; turn.Edit == "" && req.PageToken == "" {
+			return turn, "", errs.Errorf(errs.ENOTFOUND, "messageId %s names no user message of the chat", uiMessageID)
 		}
 	}
-	if err := sessions.CheckID(turn.Edit); err != nil {
-		return turn, "", errs.Errorf(errs.EINVALID, "messageId must name a user message of the chat")
-	}
-	sum := sha256.Sum256([]byte(uiID + "\x00" + turn.Message))
-	turn.ClientMessageID = "edit-" + hex.EncodeToString(sum[:16])
 	return turn, "", nil
+}
+
+// edited is the stored id of the message an edit keyed key changes, from
+// a page of the active branch: the user message uiMessageID names, or,
+// when the edit is there already (a retry), the version of it beside it
+// that uiMessageID names. "" when the page has neither.
+func (a *App) edited(ctx context.Context, sessionID string, page []history.Message, uiMessageID, key string) (string, error) {
+	for _, m := range page {
+		switch {
+		case m.Role != history.RoleUser:
+		case uiID(m) == uiMessageID:
+			return m.ID, nil
+		case uiID(m) == key:
+			versions, err := a.History.MessagesAt(ctx, sessionID, m.Siblings)
+			if err != nil {
+				return "", err
+			}
+			for _, v := range versions {
+				if v.Role == history.RoleUser && uiID(v) == uiMessageID {
+					return v.ID, nil
+				}
+			}
+		}
+	}
+	return "", nil
 }
 
 // aiChatSession is the session a chat id names for a user: derived under
