@@ -141,5 +141,7 @@ export async function send(page, text) {
   // (read where it is seen: a quick reply may be stored by the next look)
   const partial = await (await page.waitForFunction(() => document.querySelector("#messages li.streaming .body")?.textContent ?? false)).jsonValue();
   assert.ok(("echo: " + text).startsWith(partial.replace("…", "")) , `streamed so far: ${partial}`);
-  await page.waitForSelector(`#messages li.assistant:not(.streaming):has-text("echo: ${text}")`);
+  await page.waitForSelector(`#messages li.assistant:not(.streaming):has-text("echo: ${text}")`).catch(async (e) => {
+    throw new Error(`no reply to "${text}" (${e.message.split("\n")[0]}): the banner says "${await page.textContent("#error-text")}", the chat ${JSON.stringify(await page.locator("#messages > li").allTextContents())}`);
+  });
 }
