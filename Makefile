@@ -44,7 +44,7 @@ dev: deps
 	npm run --silent build:web
 	$(GO) build -o $(BIN)/emulators ./cmd/emulators
 	$(GO) build -o $(BIN)/server ./cmd/server
-	$(BIN)/emulators -- $(BIN)/server -web web
+	$(BIN)/emulators -- $(BIN)/server -web web/dist
 
 # go.mod and go.sum are exactly what the code needs.
 tidy-check:

@@ -24,7 +24,7 @@ var generated = map[string]bool{"web/client/schema.d.ts": true}
 // TestShortFiles: no file of code, tests and the web app included, is
 // longer than maxFileLines.
 func TestShortFiles(t *testing.T) {
-	code := []string{"*.go", "*.ts", "*.mjs", "*.js", "*.sh", "*.css", "*.html"}
+	code := []string{"*.go", "*.ts", "*.tsx", "*.mjs", "*.js", "*.sh", "*.css", "*.html"}
 	if n := len(tracked(t, code...)); n < 200 {
 		t.Fatalf("found %d files of code", n)
 	}

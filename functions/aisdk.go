@@ -77,13 +77,15 @@ func (a *App) aiChat(w http.ResponseWriter, r *http.Request) {
 // aiTurn maps a request of the transport to a turn: the last message is a
 // user's (a turn, keyed by its id), or the assistant's with the results
 // of its tool calls (the turn continues it: replyTo is its id); a
-// regeneration answers anew the reply messageId names.
+// regeneration answers anew the reply messageId names; a user message
+// sent with messageId (useChat's sendMessage({text, messageId})) is an
+// edit of that message.
 func (a *App) aiTurn(ctx context.Context, req aiChatRequest) (chat.TurnRequest, string, error) {
-	if err := checkChatID(req.ID); err != nil {
+	sessionID, err := a.chatSession(ctx, req.ID)
+	if err != nil {
 		return chat.TurnRequest{}, "", err
 	}
-	userID := UserID(ctx)
-	turn := chat.TurnRequest{UserID: userID, SessionID: aiChatSession(userID, req.ID), Tools: req.Tools, ToolChoice: req.ToolChoice}
+	turn := chat.TurnRequest{UserID: UserID(ctx), SessionID: sessionID, Tools: req.Tools, ToolChoice: req.ToolChoice}
 	switch req.Trigger {
 	case "regenerate-message":
 		// regenerate() without a messageId means the last reply, as the
@@ -111,12 +113,15 @@ func (a *App) aiTurn(ctx context.Context, req aiChatRequest) (chat.TurnRequest, 
 		if err := history.ValidateKey(last.ID); err != nil || last.ID == "" {
 			return turn, "", errs.Errorf(errs.EINVALID, "messages[%d].id (the turn's idempotency key) must be 1 to %d printable characters", len(req.Messages)-1, history.MaxKeyLen)
 		}
-		turn.Create, turn.ClientMessageID = true, last.ID
 		for _, p := range last.Parts {
 			if p.Type == "text" {
 				turn.Message += p.Text
 			}
 		}
+		if req.MessageID != "" {
+			return a.editTurn(ctx, turn, req.MessageID)
+		}
+		turn.Create, turn.ClientMessageID = true, last.ID
 		return turn, "", nil
 	case "assistant":
 		results, err := a.toolOutputs(ctx, turn.SessionID, last)
@@ -169,6 +174,80 @@ func within(path string, err error) error {
 		msg = path + "." + msg
 	}
 	return errs.Errorf(errs.CodeOf(err), "%s", msg)
+}
+
+// chatSession is the session a chat id names for the caller: their own
+// session of that id when there is one (so a chat listed from the
+// sessions, or started over POST /chat, opens by its session's id), else
+// the chat of that id in their own namespace. Only an id as long as a
+// session's costs the read.
+func (a *App) chatSession(ctx context.Context, chatID string) (string, error) {
+	if err := checkChatID(chatID); err != nil {
+		return "", err
+	}
+	userID := UserID(ctx)
+	if len(chatID) == len(aiChatSession(userID, chatID)) {
+		_, err := a.Sessions.Get(ctx, userID, chatID)
+		if err == nil {
+			return chatID, nil
+		}
+		if errs.CodeOf(err) != errs.ENOTFOUND {
+			return "", err
+		}
+	}
+	return aiChatSession(userID, chatID), nil
+}
+
+// editTurn makes turn the edit of the user message whose UIMessage id is
+// uiMessageID (the id its client gave it, or the stored id of one sent
+// without): the new text is written beside it and answered. The edit is
+// keyed by the message and its new text, so a retry replays it.
+func (a *App) editTurn(ctx context.Context, turn chat.TurnRequest, uiMessageID string) (chat.TurnRequest, string, error) {
+	sum := sha256.Sum256([]byte(uiMessageID + "\x00" + turn.Message))
+	turn.ClientMessageID = "edit-" + hex.EncodeToString(sum[:16])
+	s, err := a.Sessions.Get(ctx, turn.UserID, turn.SessionID)
+	if err != nil {
+		return turn, "", err
+	}
+	req := history.PageRequest{Order: history.NewestFirst, Limit: paging.MaxSize}
+	for turn.Edit == "" {
+		page, err := a.History.Page(ctx, s, req)
+		if err != nil {
+			return turn, "", err
+		}
+		if turn.Edit, err = a.edited(ctx, s.ID, page.Messages, uiMessageID, turn.ClientMessageID); err != nil {
+			return turn, "", err
+		}
+		if req.PageToken = page.NextPageToken; turn.Edit == "" && req.PageToken == "" {
+			return turn, "", errs.Errorf(errs.ENOTFOUND, "messageId %s names no user message of the chat", uiMessageID)
+		}
+	}
+	return turn, "", nil
+}
+
+// edited is the stored id of the message an edit keyed key changes, from
+// a page of the active branch: the user message uiMessageID names, or,
+// when the edit is there already (a retry), the version of it beside it
+// that uiMessageID names. "" when the page has neither.
+func (a *App) edited(ctx context.Context, sessionID string, page []history.Message, uiMessageID, key string) (string, error) {
+	for _, m := range page {
+		switch {
+		case m.Role != history.RoleUser:
+		case uiID(m) == uiMessageID:
+			return m.ID, nil
+		case uiID(m) == key:
+			versions, err := a.History.MessagesAt(ctx, sessionID, m.Siblings)
+			if err != nil {
+				return "", err
+			}
+			for _, v := range versions {
+				if v.Role == history.RoleUser && uiID(v) == uiMessageID {
+					return v.ID, nil
+				}
+			}
+		}
+	}
+	return "", nil
 }
 
 // aiChatSession is the session a chat id names for a user: derived under

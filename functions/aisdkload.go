@@ -32,9 +32,13 @@ func (a *App) aiChatMessages(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	chatID := r.PathValue("id")
 	userID := UserID(r.Context())
-	s, err := a.Sessions.Get(r.Context(), userID, aiChatSession(userID, chatID))
+	sessionID, err := a.chatSession(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
+	s, err := a.Sessions.Get(r.Context(), userID, sessionID)
 	if errs.CodeOf(err) == errs.ENOTFOUND {
 		writeJSON(w, http.StatusOK, map[string]any{"messages": []uiMessageOut{}})
 		return
@@ -58,13 +62,15 @@ func (a *App) aiChatMessages(w http.ResponseWriter, r *http.Request) {
 	writeJSON(w, http.StatusOK, map[string]any{"messages": out, "nextPageToken": page.NextPageToken})
 }
 
-// uiMessagesOf groups stored messages (oldest first) into UIMessages.
+// uiMessagesOf groups stored messages (oldest first) into UIMessages: a
+// user's with metadata sessionId and seq (a search hit names its seq).
 func uiMessagesOf(sessionID string, msgs []history.Message) []uiMessageOut {
 	out := []uiMessageOut{}
 	for _, m := range msgs {
 		switch m.Role {
 		case history.RoleUser:
-			out = append(out, uiMessageOut{ID: uiID(m), Role: "user", Parts: []map[string]any{{"type": "text", "text": m.Content}}, first: m})
+			out = append(out, uiMessageOut{ID: uiID(m), Role: "user", Parts: []map[string]any{{"type": "text", "text": m.Content}},
+				Metadata: map[string]any{"sessionId": sessionID, "seq": m.Seq}, first: m})
 		case history.RoleAssistant, history.RoleTool:
 			if n := len(out); n == 0 || out[n-1].Role != "assistant" {
 				out = append(out, uiMessageOut{ID: m.ID, Role: "assistant", Parts: []map[string]any{}, first: m})
@@ -172,7 +178,11 @@ func outputValue(content string) any {
 // draft) to its end, as a replay; 204 when none is in progress.
 func (a *App) aiChatResume(w http.ResponseWriter, r *http.Request) {
 	userID := UserID(r.Context())
-	sessionID := aiChatSession(userID, r.PathValue("id"))
+	sessionID, err := a.chatSession(r.Context(), r.PathValue("id"))
+	if err != nil {
+		a.writeError(w, r, err)
+		return
+	}
 	p, err := a.Chat.InProgress(r.Context(), userID, sessionID)
 	if err != nil {
 		a.writeError(w, r, err)
@@ -200,7 +210,11 @@ func (a *App) aiChatResume(w http.ResponseWriter, r *http.Request) {
 // got. 404 when none is.
 func (a *App) aiChatStop(w http.ResponseWriter, r *http.Request) {
 	userID := UserID(r.Context())
-	if err := a.Chat.StopInProgress(r.Context(), userID, aiChatSession(userID, r.PathValue("id"))); err != nil {
+	sessionID, err := a.chatSession(r.Context(), r.PathValue("id"))
+	if err == nil {
+		err = a.Chat.StopInProgress(r.Context(), userID, sessionID)
+	}
+	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}

@@ -37,7 +37,7 @@ func TestHostingRewrites(t *testing.T) {
 	if err := json.Unmarshal(data, &cfg); err != nil {
 		t.Fatal(err)
 	}
-	if cfg.Hosting.Public != "web" {
+	if cfg.Hosting.Public != "web/dist" {
 		t.Errorf("hosting serves %q, want the web app", cfg.Hosting.Public)
 	}
 	var sources []*regexp.Regexp

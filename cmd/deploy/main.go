@@ -63,8 +63,8 @@ func run(ctx context.Context, getenv func(string) string, stdout, stderr io.Writ
 		}
 		return 0
 	}
-	if _, err := os.Stat("web/config.json"); err != nil {
-		fmt.Fprintln(stderr, "deploy: web/config.json is missing: copy web/config.example.json and fill in your web app's Firebase config")
+	if _, err := os.Stat("web/public/config.json"); err != nil {
+		fmt.Fprintln(stderr, "deploy: web/public/config.json is missing: copy web/config.example.json there and fill in your web app's Firebase config")
 		return 2
 	}
 	for _, st := range steps {

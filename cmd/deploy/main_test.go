@@ -152,11 +152,11 @@ func TestDeployPlan(t *testing.T) {
 // rewrite to.
 func TestDeployRuns(t *testing.T) {
 	root(t)
-	if _, err := os.Stat("web/config.json"); err != nil {
-		if err := os.WriteFile("web/config.json", []byte("{}"), 0o644); err != nil {
+	if _, err := os.Stat("web/public/config.json"); err != nil {
+		if err := os.WriteFile("web/public/config.json", []byte("{}"), 0o644); err != nil {
 			t.Fatal(err)
 		}
-		t.Cleanup(func() { os.Remove("web/config.json") })
+		t.Cleanup(func() { os.Remove("web/public/config.json") })
 	}
 	env := map[string]string{"PROJECT": "p"}
 	getenv := func(k string) string { return env[k] }

@@ -28,7 +28,7 @@ import (
 
 func main() {
 	addr := flag.String("addr", "", "listen address (default 127.0.0.1:$PORT, PORT defaulting to 8090)")
-	web := flag.String("web", "", "also serve the web app from this folder (index.html, dist/) with its /config.json")
+	web := flag.String("web", "", "also serve the web app from this folder (the built app: web/dist) with its /config.json")
 	flag.Parse()
 	if *addr == "" {
 		port := os.Getenv("PORT")

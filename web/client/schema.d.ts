@@ -486,11 +486,15 @@ export interface paths {
          * A turn for the Vercel AI SDK's useChat (its UI message stream)
          * @description What `DefaultChatTransport` sends: `{id, messages, trigger, messageId}`.
          *     `id` names the chat in the caller's own namespace (an id not used
-         *     yet starts a session; two users' equal ids never meet). Only the last
-         *     message is taken (the history is the server's): a user message (its
-         *     `id` is the turn's idempotency key: a retry replays), or, with
-         *     `messageId`, the assistant message with outputs for its tool calls
-         *     (the turn continues that same message). `trigger:
+         *     yet starts a session; two users' equal ids never meet), or, when it
+         *     is the id of one of the caller's sessions, that session (a chat
+         *     listed from Firestore or started over POST /chat opens by its
+         *     session's id). Only the last message is taken (the history is the
+         *     server's): a user message (its `id` is the turn's idempotency key: a
+         *     retry replays; with `messageId`, as useChat's `sendMessage({text,
+         *     messageId})` sends it, it is an edit of that message, written beside
+         *     it and answered), or, with `messageId`, the assistant message with
+         *     outputs for its tool calls (the turn continues that same message). `trigger:
          *     "regenerate-message"` answers anew the reply `messageId` names.
          *     `tools`, `toolChoice` are POST /chat's (pass them with the
          *     transport's `body`). The answer is the UI message stream
@@ -541,7 +545,7 @@ export interface paths {
         /**
          * The chat's active branch as UIMessages, for useChat's messages
          * @description Newest page first, each page oldest first; a user message under the
-         *     id its client gave it; a reply with its tool calls, their outputs and
+         *     id its client gave it, with `metadata` (sessionId, seq); a reply with its tool calls, their outputs and
          *     the replies after them as one assistant message under the first
          *     reply's id, with `metadata` (sessionId, replyId, seq, tokens, model,
          *     finishReason). A message with versions (a regenerated reply, an
@@ -1965,7 +1969,7 @@ export interface operations {
                     messages: Record<string, never>[];
                     /** @enum {string} */
                     trigger: "submit-message" | "regenerate-message";
-                    /** @description the reply to regenerate; without it, regenerate-message answers anew the last user message of the active branch (useChat's regenerate()) */
+                    /** @description the reply to regenerate (without it, regenerate-message answers anew the last user message of the active branch: useChat's regenerate()); with a user message, the message it edits */
                     messageId?: string;
                     tools?: components["schemas"]["Tool"][];
                     toolChoice?: string;
@@ -2055,6 +2059,8 @@ export interface operations {
                             parts: Record<string, never>[];
                             metadata?: {
                                 sessionId?: string;
+                                /** @description the stored message's (a reply's: its last) */
+                                seq?: number;
                                 /** @description the message's versions, oldest first, when it has more than one */
                                 versions?: {
                                     /** @description the version's UIMessage id */

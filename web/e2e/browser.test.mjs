@@ -48,7 +48,7 @@ test("a user chats, reloads, renames and archives; another user sees none of it"
 
   // README's picture, the same from run to run: the account's address
   // (made unique per run) and the day's tokens (still being charged) are masked.
-  await page.screenshot({ path: join(root, "docs", "screenshot.png"), mask: [page.locator("#who"), page.locator("#usage")], maskColor: "#1565c0" });
+  await page.screenshot({ path: join(root, "docs", "screenshot.png"), mask: [page.locator("#who"), page.locator("#usage")], maskColor: "#ffffff" });
 
   // Rename, in the page's own dialog: the live list shows the new title.
   // The box holds no more than the server takes (200 characters; a refusal
@@ -213,6 +213,8 @@ test("replies render as Markdown without running HTML; the memory panel shows, f
 test("regenerate, edit and flip between versions; the branch shown survives a reload", { skip: missing ? `needs ${missing}` : false }, async () => {
   const context = await web.browser.newContext();
   const page = await context.newPage();
+  const turns = []; // what useChat sent for each turn
+  page.on("request", (r) => { if (r.method() === "POST" && r.url() === `${web.base}/ai-sdk/chat`) turns.push(JSON.parse(r.postData())); });
   await signUp(page, email("branches"));
   const bodies = () => page.locator("#messages > li .body").allTextContents();
   const settled = () => page.waitForFunction(() => !document.querySelector("#messages li.streaming"));
@@ -238,6 +240,7 @@ test("regenerate, edit and flip between versions; the branch shown survives a re
   await settled();
   const [, second] = await bodies();
   assert.ok(second !== first && second.startsWith("echo: count: first #"), `regenerated: ${second}`);
+  assert.deepEqual([turns.at(-1).trigger, typeof turns.at(-1).messageId], ["regenerate-message", "string"], "useChat's regenerate({messageId})");
   await page.screenshot({ path: join(shots, "regenerated.png") });
 
   // Flip back to the first version and forward again.
@@ -259,6 +262,11 @@ test("regenerate, edit and flip between versions; the branch shown survives a re
   const edited = await bodies();
   assert.equal(edited.length, 2);
   assert.equal(edited[0], "count: edited");
+  // useChat's sendMessage({text, messageId}): the edited message under its own id.
+  const edit = turns.at(-1);
+  assert.equal(edit.trigger, "submit-message");
+  assert.equal(edit.messageId, edit.messages.at(-1).id);
+  assert.equal(edit.messages.at(-1).parts[0].text, "count: edited");
   await page.screenshot({ path: join(shots, "edited.png") });
 
   // After a reload the edited branch is still the one shown.

@@ -3,7 +3,9 @@
 // (see webapp.mjs): Enter while a reply streams, Stop on screen at once,
 // the open chat's title outside the list's filter, empty states, the last
 // chat reopened, rename at the server's limit, destructive buttons, a toast
-// on save, touch targets measured in the page, and contrast.
+// on save, touch targets measured in the page, and contrast. The app's
+// turns go through the AI SDK's useChat (DefaultChatTransport) to
+// /ai-sdk/chat, its Stop to /ai-sdk/chat/{id}/stop: checked here.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
@@ -45,6 +47,9 @@ for (const { name, viewport } of widths) {
   test(`${name}: empty states, Enter while a reply streams waits, Stop shows at once, targets and contrast`, { skip }, async () => {
     const context = await web.browser.newContext({ viewport });
     const page = await context.newPage();
+    // Every POST the page makes to the server, with its body.
+    const posts = [];
+    page.on("request", (r) => { if (r.method() === "POST" && r.url().startsWith(web.base)) posts.push({ path: new URL(r.url()).pathname, body: r.postData() }); });
     await signUp(page, email(`stream-${name}`));
 
     // First sign-in: a new chat's empty state with suggestions, and a list
@@ -92,8 +97,21 @@ for (const { name, viewport } of widths) {
 
     // Now Enter sends what waited.
     await page.press("#input", "Enter");
-    await page.waitForSelector("#messages li.assistant:not(.streaming):has-text('echo: second question')");
+    await page.waitForSelector("#messages li.assistant:not(.streaming):has-text('echo: second question')").catch(async (e) => {
+      throw new Error(`no reply to what waited (${e.message}): the banner says "${await page.textContent("#error-text")}", the chat ${JSON.stringify(await page.locator("#messages > li").allTextContents())}`);
+    });
     assert.equal(await page.locator("#messages > li.user").count(), 2);
+    // Both turns went through useChat's transport, the stop through the AI SDK chat's own.
+    const turns = posts.filter((p) => p.path === "/ai-sdk/chat").map((p) => JSON.parse(p.body));
+    assert.equal(turns.length, 2, `turns sent: ${JSON.stringify(posts.map((p) => p.path))}`);
+    for (const t of turns) {
+      assert.equal(t.trigger, "submit-message");
+      assert.equal(t.resumable, true);
+      assert.equal(t.messages.at(-1).role, "user");
+    }
+    assert.deepEqual(turns.map((t) => t.messages.at(-1).parts[0].text), ["long: tell me everything", "second question"]);
+    assert.ok(posts.some((p) => p.path === `/ai-sdk/chat/${turns[0].id}/stop`), "Stop did not stop the reply on the server");
+    assert.ok(!posts.some((p) => p.path === "/chat"), "a turn went to POST /chat");
 
     // A message's actions: shown on the last message, on the others on
     // hover (desktop) or a tap (phone); on a phone every target is >= 44 px.

@@ -15,7 +15,7 @@ let server, base;
 before(async () => {
   if (missing) return;
   // As make dev runs it: no model service, so the offline stand-in.
-  ({ server, base } = await startServer(buildServer(), ["-web", join(root, "web")], { OPENAI_API_KEY: "", OPENAI_BASE_URL: "" }));
+  ({ server, base } = await startServer(buildServer(), ["-web", join(root, "web", "dist")], { OPENAI_API_KEY: "", OPENAI_BASE_URL: "" }));
 });
 after(() => server?.kill("SIGTERM"));
 

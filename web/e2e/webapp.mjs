@@ -60,7 +60,7 @@ export function useWebApp() {
       method: "PUT", body: JSON.stringify({ rules: { files: [{ name: "firestore.rules", content: rules }] } }) });
     assert.equal(put.status, 200, "loading the rules");
     model = await startModel();
-    ({ server, base: web.base } = await startServer(buildServer(), ["-web", join(root, "web")], { STORAGE_BACKEND: "firestore", GOOGLE_CLOUD_PROJECT: project,
+    ({ server, base: web.base } = await startServer(buildServer(), ["-web", join(root, "web", "dist")], { STORAGE_BACKEND: "firestore", GOOGLE_CLOUD_PROJECT: project,
       OPENAI_API_KEY: "test", OPENAI_BASE_URL: `http://127.0.0.1:${model.address().port}/v1`, DRAFT_INTERVAL_MS: "200" }));
     appBase = web.base;
     web.browser = await chromium.launch({
@@ -138,8 +138,10 @@ export async function send(page, text) {
   await page.fill("#input", text);
   await page.press("#input", "Enter");
   // The reply renders while it streams, then stays as the stored message.
-  await page.waitForSelector("#messages li.streaming");
-  const partial = await page.textContent("#messages li.streaming .body");
+  // (read where it is seen: a quick reply may be stored by the next look)
+  const partial = await (await page.waitForFunction(() => document.querySelector("#messages li.streaming .body")?.textContent ?? false)).jsonValue();
   assert.ok(("echo: " + text).startsWith(partial.replace("…", "")) , `streamed so far: ${partial}`);
-  await page.waitForSelector(`#messages li.assistant:not(.streaming):has-text("echo: ${text}")`);
+  await page.waitForSelector(`#messages li.assistant:not(.streaming):has-text("echo: ${text}")`).catch(async (e) => {
+    throw new Error(`no reply to "${text}" (${e.message.split("\n")[0]}): the banner says "${await page.textContent("#error-text")}", the chat ${JSON.stringify(await page.locator("#messages > li").allTextContents())}`);
+  });
 }

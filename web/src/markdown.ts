@@ -1,56 +1,53 @@
-// A small Markdown renderer for replies that builds DOM nodes and never
-// parses HTML: whatever a model writes (script tags, raw HTML, event
-// attributes) ends up as text. It knows fenced code, headings, lists,
-// paragraphs, inline code, bold, italics and links (http, https and mailto
-// only). Code blocks are highlighted (as text in spans) and have a Copy
-// button.
+// Markdown for replies, read into plain data that Markdown.tsx renders as
+// React elements: no HTML a model writes is ever parsed (script tags, raw
+// HTML and event attributes end up as text). It knows fenced code,
+// headings, lists, paragraphs, inline code, bold, italics and links (http,
+// https and mailto only); code is highlighted as text in spans. Pure
+// functions, tested in web/e2e/markdown.test.mjs.
 
 const SAFE_URL = /^(https?:|mailto:)/i;
 
-export function renderMarkdown(source: string): DocumentFragment {
-  const out = document.createDocumentFragment();
+// Block is a block of a reply: fenced code, a heading, a list, a paragraph.
+export type Block =
+  | { kind: "code"; lang: string; text: string }
+  | { kind: "heading"; level: number; text: string }
+  | { kind: "list"; ordered: boolean; items: string[] }
+  | { kind: "para"; text: string };
+
+const ITEM = /^\s*([-*+]|\d+[.)])\s+/;
+
+// parseBlocks reads Markdown source into blocks (an unclosed fence, as a
+// reply streams, runs to the end).
+export function parseBlocks(source: string): Block[] {
+  const out: Block[] = [];
   const lines = source.replace(/\r\n?/g, "\n").split("\n");
   let i = 0;
   while (i < lines.length) {
     const line = lines[i];
     if (/^```/.test(line)) {
-      const lang = line.slice(3).trim();
       const code: string[] = [];
       for (i++; i < lines.length && !/^```/.test(lines[i]); i++) code.push(lines[i]);
       i++; // the closing fence
-      out.append(codeBlock(code.join("\n"), lang));
+      out.push({ kind: "code", lang: line.slice(3).trim(), text: code.join("\n") });
       continue;
     }
     const heading = /^(#{1,6})\s+(.*)$/.exec(line);
     if (heading) {
-      const h = document.createElement(`h${Math.min(6, heading[1].length + 2)}`);
-      h.append(inline(heading[2]));
-      out.append(h);
+      out.push({ kind: "heading", level: Math.min(6, heading[1].length + 2), text: heading[2] });
       i++;
-      continue;
-    }
-    const item = /^\s*([-*+]|\d+[.)])\s+/;
-    if (item.test(line)) {
-      const list = document.createElement(/^\s*\d/.test(line) ? "ol" : "ul");
-      for (; i < lines.length && item.test(lines[i]); i++) {
-        const li = document.createElement("li");
-        li.append(inline(lines[i].replace(item, "")));
-        list.append(li);
+    } else if (ITEM.test(line)) {
+      const items: string[] = [];
+      for (; i < lines.length && ITEM.test(lines[i]); i++) items.push(lines[i].replace(ITEM, ""));
+      out.push({ kind: "list", ordered: /^\s*\d/.test(line), items });
+    } else if (line.trim() === "") {
+      i++;
+    } else {
+      const para: string[] = [];
+      for (; i < lines.length && lines[i].trim() !== "" && !/^```/.test(lines[i]) && !/^#{1,6}\s/.test(lines[i]) && !ITEM.test(lines[i]); i++) {
+        para.push(lines[i]);
       }
-      out.append(list);
-      continue;
+      out.push({ kind: "para", text: para.join("\n") });
     }
-    if (line.trim() === "") {
-      i++;
-      continue;
-    }
-    const para: string[] = [];
-    for (; i < lines.length && lines[i].trim() !== "" && !/^```/.test(lines[i]) && !/^#{1,6}\s/.test(lines[i]) && !item.test(lines[i]); i++) {
-      para.push(lines[i]);
-    }
-    const p = document.createElement("p");
-    p.append(inline(para.join("\n")));
-    out.append(p);
   }
   return out;
 }
@@ -100,74 +97,6 @@ export function parseInline(text: string): Inline[] {
   }
   push(text.slice(last));
   return out;
-}
-
-// inline renders inline Markdown as nodes.
-function inline(text: string): DocumentFragment {
-  const out = document.createDocumentFragment();
-  for (const run of parseInline(text)) out.append(nodeOf(run));
-  return out;
-}
-
-function nodeOf(run: Inline): Node {
-  switch (run.kind) {
-    case "text":
-      return document.createTextNode(run.text);
-    case "code": {
-      const c = document.createElement("code");
-      c.textContent = run.text;
-      return c;
-    }
-    case "link": {
-      const a = document.createElement("a");
-      a.href = run.href;
-      a.rel = "noopener noreferrer";
-      a.target = "_blank";
-      for (const child of run.children) a.append(nodeOf(child));
-      return a;
-    }
-    default: {
-      const e = document.createElement(run.kind);
-      for (const child of run.children) e.append(nodeOf(child));
-      return e;
-    }
-  }
-}
-
-// codeBlock is a fenced block: its language and a Copy button above the
-// code, highlighted.
-function codeBlock(text: string, lang: string): HTMLElement {
-  const box = document.createElement("div");
-  box.className = "code";
-  const bar = document.createElement("div");
-  bar.className = "code-bar";
-  const name = document.createElement("span");
-  name.textContent = lang || "code";
-  const copy = document.createElement("button");
-  copy.type = "button";
-  copy.className = "quiet copy-code";
-  copy.textContent = "Copy";
-  copy.setAttribute("aria-label", "Copy the code");
-  copy.addEventListener("click", async () => {
-    await navigator.clipboard.writeText(text);
-    copy.textContent = "Copied";
-    setTimeout(() => { copy.textContent = "Copy"; }, 1500);
-  });
-  bar.append(name, copy);
-  const pre = document.createElement("pre");
-  const c = document.createElement("code");
-  for (const t of highlight(text)) {
-    if (t.kind === "text") c.append(t.text);
-    else {
-      const span = document.createElement("span");
-      span.className = `tok-${t.kind}`;
-      span.textContent = t.text;
-      c.append(span);
-    }
-  }
-  pre.append(c);
-  box.append(bar, pre);
-  return box;
 }
 
 // Token is a piece of code, kind for its colour.
