@@ -41,6 +41,10 @@ func TestTinyRun(t *testing.T) {
 	if err := rep.Write(dir); err != nil {
 		t.Fatal(err)
 	}
+	if fs, _ := filepath.Glob(filepath.Join(dir, "*.md")); len(fs) > 0 { // SCRATCH
+		b, _ := os.ReadFile(fs[0])
+		t.Log(string(b))
+	}
 	var got struct {
 		Project, Baseline struct {
 			Bands   []bench.Band

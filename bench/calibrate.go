@@ -84,8 +84,8 @@ func WriteCalibration(w io.Writer, trials []FusionTrial) {
 // words leg, and the meaning leg's weight when it is confident).
 func fusionGrid() []recall.Fusion {
 	var out []recall.Fusion
-	for _, k := range []float64{10, 60} {
-		for _, w := range []float64{1, 4} {
+	for _, k := range []float64{10, 30, 60} {
+		for _, w := range []float64{1, 2, 4} {
 			for _, conf := range []float64{0, 0.6, 1} {
 				out = append(out, recall.Fusion{K: k, Words: w, Meaning: 1, Confident: conf})
 			}

@@ -271,7 +271,7 @@ func (d exchangeDoc) exchange() recall.Exchange {
 		tools = append(tools, t.excerpt())
 	}
 	return recall.Exchange{UserID: d.UserID, SessionID: d.SessionID, SessionTitle: d.SessionTitle,
-		Question: d.Question.excerpt(), Reply: d.Reply.excerpt(), Tools: tools, Model: d.Model,
+		Question: d.Question.excerpt(), Reply: d.Reply.excerpt(), Tools: tools, Model: d.Model, Vector: []float32(d.Embedding),
 		Bag: recall.Bag{Terms: d.Terms, TF: d.TF, Len: d.Len, Lexicon: max(d.Lexicon, 1)}}
 }
 

@@ -48,7 +48,7 @@ func (db *DB) Lexical(_ context.Context, q recall.LexicalQuery) (recall.LexicalH
 	}
 	for _, e := range picked {
 		h := recall.Hit{Exchange: e}
-		h.Exchange.Vector, h.Exchange.Bag = nil, cloneBag(e.Bag)
+		h.Exchange.Vector, h.Exchange.Bag = slices.Clone(e.Vector), cloneBag(e.Bag)
 		out.Hits = append(out.Hits, h)
 	}
 	return out, nil

@@ -72,23 +72,31 @@ const LexicalDimensions = 256
 // texts that share none are not. With Words, the vector goes on with the
 // rarity-weighted mean of the text's word vectors (WordVectors), so that
 // texts that say the same in other words are near too: the two parts
-// weigh 0.8 and 0.6 (so that their cosines add as 0.64 and 0.36; chosen on
-// the search fixture's dev part, see docs/search.md).
+// weigh 0.4 and 0.9 (so that their cosines add as 0.16 and 0.81: the
+// words leg of search already matches words as written, the meaning leg
+// is for what they say; chosen on the conversation fixture's dev part,
+// see docs/search.md).
 type Lexical struct {
 	Words *WordVectors // nil: words and trigrams only
 }
 
+// standInVersion names how a stand-in with word vectors weighs its parts
+// and its words (2: 0.4 and 0.9, names at nameWeight; before, 0.8 and 0.6
+// and names as any word), so that units it embedded otherwise are
+// embedded again.
+const standInVersion = 2
+
 // The weights of the two parts of a stand-in vector with word vectors.
 const (
-	lexicalPart = 0.8
-	meaningPart = 0.6
+	lexicalPart = 0.4
+	meaningPart = 0.9
 )
 
 func (l Lexical) Model() string {
 	if l.Words == nil {
 		return fmt.Sprintf("lexical-stand-in/%d", LexicalDimensions)
 	}
-	return fmt.Sprintf("lexical-stand-in/%d+words/%d", LexicalDimensions, wordDims)
+	return fmt.Sprintf("lexical-stand-in/%d+words/%d/%d", LexicalDimensions, wordDims, standInVersion)
 }
 
 func (l Lexical) Embed(_ context.Context, texts []string) ([][]float32, error) {

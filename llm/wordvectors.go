@@ -38,6 +38,11 @@ const (
 	// with a word's rank standing for its frequency): the thousandth
 	// word weighs half of a rare one, "said" next to nothing.
 	sifA = 500.0
+	// nameWeight weighs a name (see textWords) against a common word of
+	// the same rarity: a name says who, not what about, and the words
+	// leg finds it as written; a vector pulled toward it makes every
+	// text naming that person near, whatever it says of them.
+	nameWeight = 0.2
 )
 
 // FindWordVectors returns the package's file under node_modules in dir
@@ -258,12 +263,13 @@ func readCompact(path string) (*WordVectors, error) {
 func (wv *WordVectors) Words() int { return len(wv.index) }
 
 // meaning is the unit vector of text's words (stop words out, as written
-// but lower-cased), each weighted by how rare it is; nil if it knows
-// none of them.
+// but lower-cased), each weighted by how rare it is, a name (see
+// textWords) by nameWeight of that; nil if it knows none of them.
 func (wv *WordVectors) meaning(text string) []float64 {
 	sum := make([]float64, wordDims)
 	known := false
-	for _, w := range strings.FieldsFunc(strings.ToLower(text), func(r rune) bool { return !unicode.IsLetter(r) }) {
+	for _, tw := range textWords(text) {
+		w := strings.ToLower(tw.word)
 		row, ok := wv.index[w]
 		if !ok || recall.StopWord(w) {
 			continue
@@ -271,6 +277,9 @@ func (wv *WordVectors) meaning(text string) []float64 {
 		known = true
 		rank := float64(row + 1)
 		weight := rank / (rank + sifA)
+		if tw.name {
+			weight *= nameWeight
+		}
 		for d, x := range wv.rows[int(row)*wordDims : int(row+1)*wordDims] {
 			sum[d] += weight * float64(x)
 		}
@@ -279,6 +288,38 @@ func (wv *WordVectors) meaning(text string) []float64 {
 		return nil
 	}
 	return unit(sum)
+}
+
+// textWord is a word of a text as written, and whether it is a name: a
+// capitalized word that does not start a sentence (nor follow a colon or
+// a line's end). A name written lower-case weighs as any word.
+type textWord struct {
+	word string
+	name bool
+}
+
+// textWords are text's words (runs of letters), in order.
+func textWords(text string) []textWord {
+	var out []textWord
+	start := true // of a sentence
+	rs := []rune(text)
+	for i := 0; i < len(rs); {
+		r := rs[i]
+		if !unicode.IsLetter(r) {
+			if r == '.' || r == '!' || r == '?' || r == '\n' || r == ':' {
+				start = true
+			}
+			i++
+			continue
+		}
+		j := i
+		for j < len(rs) && unicode.IsLetter(rs[j]) {
+			j++
+		}
+		out = append(out, textWord{string(rs[i:j]), !start && unicode.IsUpper(r)})
+		start, i = false, j
+	}
+	return out
 }
 
 // unit is v scaled to length 1 (v itself if it is all zeros).

@@ -22,7 +22,7 @@ type Fusion struct {
 }
 
 // DefaultFusion is the fusion calibrated on the dev part.
-var DefaultFusion = Fusion{K: 10, Words: 4, Meaning: 1, Confident: 0.6}
+var DefaultFusion = Fusion{K: 10, Words: 1, Meaning: 1, Confident: 0.6}
 
 // fusion is the service's fusion, DefaultFusion unless it sets one.
 func (svc *Service) fusion() Fusion {

@@ -15,9 +15,9 @@ type retrieval struct {
 	vector            []float32
 	k                 int  // how many each leg returns at most
 	visibility        bool // the user's Visibility too, read beside the legs
-	// cheap: one query for the words and no count of the user's units
-	// (a turn's recall: see LexicalQuery.Any); else a query per word.
-	cheap bool
+	// perTerm is how many units the words leg reads for each term (0:
+	// a search's perTerm).
+	perTerm int
 }
 
 // fused is a unit retrieval found, with its fused score and the legs that
@@ -60,18 +60,18 @@ func (svc *Service) retrieve(ctx context.Context, r retrieval) (retrieved, error
 		terms = nil
 	}
 	if len(terms) > 0 {
-		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: perTerm, Count: true}
+		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: cmp.Or(r.perTerm, perTerm), Count: true}
 		wg.Go(func() { lex, lexErr = svc.Store.Lexical(ctx, q) })
 		wg.Go(func() { units, nErr = svc.Store.CountExchanges(ctx, r.userID) })
 	}
-	near, err := svc.nearest(ctx, r)
+	v, near, err := svc.nearest(ctx, r)
 	wg.Wait()
 	if err := errors.Join(err, lexErr, nErr, vErr); err != nil {
 		return retrieved{}, err
 	}
 	c := corpusOf(lex, units)
-	words := byWords(lex, terms, c)
-	meaning := byMeaning(near)
+	words := byWords(candidates(lex.Hits, near), terms, c)
+	meaning := svc.byMeaning(near, lex.Hits, v)
 	found := svc.fusion().fuse(words[:min(len(words), r.k)], meaning[:min(len(meaning), r.k)], c.coverage(terms, words))
 	return retrieved{found: found, corpus: c, visibility: vis}, nil
 }
@@ -129,30 +129,33 @@ func corpusOf(lex LexicalHits, units int) Corpus {
 	return c
 }
 
-// nearest is the meaning leg: the units nearest the text's embedding.
-func (svc *Service) nearest(ctx context.Context, r retrieval) ([]Hit, error) {
+// nearest is the meaning leg: the units nearest the text's embedding,
+// and the embedding (nil with the words leg alone).
+func (svc *Service) nearest(ctx context.Context, r retrieval) ([]float32, []Hit, error) {
 	if svc.Legs == WordsOnly {
-		return nil, nil
+		return nil, nil, nil
 	}
 	v := r.vector
 	if v == nil {
 		got, err := svc.Embedder.Embed(ctx, []string{clip(r.text, maxEmbedChars)})
 		if err != nil {
-			return nil, err
+			return nil, nil, err
 		}
 		v = got[0]
 	}
-	return svc.Store.Nearest(ctx, Query{UserID: r.userID, SessionID: r.sessionID, Vector: v, K: r.k})
+	near, err := svc.Store.Nearest(ctx, Query{UserID: r.userID, SessionID: r.sessionID, Vector: v, K: r.k})
+	return v, near, err
 }
 
-// byWords ranks the lexical hits by BM25 against c.
-func byWords(lex LexicalHits, terms []string, c Corpus) []Hit {
+// byWords ranks the candidates that hold a word of the query by their
+// words (BM25 against c), best first.
+func byWords(pool []Hit, terms []string, c Corpus) []Hit {
 	type scored struct {
 		h Hit
 		s float64
 	}
 	var out []scored
-	for _, h := range lex.Hits {
+	for _, h := range pool {
 		if s := c.BM25(terms, h.Exchange.Bag); s > 0 {
 			out = append(out, scored{h, s})
 		}
@@ -170,11 +173,43 @@ func bestFirst[T any](xs []T, score func(T) float64) {
 	slices.SortStableFunc(xs, func(a, b T) int { return cmp.Compare(score(b), score(a)) })
 }
 
-// byMeaning is the meaning leg's hits that are near enough, nearest first.
-func byMeaning(near []Hit) []Hit {
-	var out []Hit
+// byMeaning ranks by meaning, nearest first, the units at least
+// MinSimilarity near the query's embedding v: those the vector query found
+// by their distance, and those found by words by their own vectors (read
+// with them; when the embedder that made v made them), so that among the
+// units that hold the query's words the one that also means most like it
+// ranks first by meaning, though the vector query's nearest did not reach
+// it. Nil without v (the words leg alone).
+func (svc *Service) byMeaning(near, lexical []Hit, v []float32) []Hit {
+	if v == nil {
+		return nil
+	}
+	model := svc.Embedder.Model()
+	out := slices.Clone(near)
+	seen := map[string]bool{}
 	for _, h := range near {
-		if 1-h.Distance >= MinSimilarity {
+		seen[h.Exchange.ID()] = true
+	}
+	for _, h := range lexical {
+		if x := h.Exchange; !seen[x.ID()] && len(x.Vector) == len(v) && x.Model == model {
+			seen[x.ID()] = true
+			h.Distance = Cosine(x.Vector, v)
+			out = append(out, h)
+		}
+	}
+	out = slices.DeleteFunc(out, func(h Hit) bool { return 1-h.Distance < MinSimilarity })
+	slices.SortStableFunc(out, func(a, b Hit) int { return cmp.Compare(a.Distance, b.Distance) })
+	return out
+}
+
+// candidates are the units either leg found, each once: the lexical
+// hits, then those found by meaning alone.
+func candidates(lexical, near []Hit) []Hit {
+	seen := map[string]bool{}
+	var out []Hit
+	for _, h := range slices.Concat(lexical, near) {
+		if id := h.Exchange.ID(); !seen[id] {
+			seen[id] = true
 			out = append(out, h)
 		}
 	}

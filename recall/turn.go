@@ -28,6 +28,10 @@ type Scope struct {
 	Known *Visibility
 }
 
+// recallPerTerm is how many units a turn's recall reads for each term of
+// its message.
+const recallPerTerm = 10
+
 // Recall returns up to k of the user's units most relevant to a turn's
 // message text (embedded as v), each with its session's title as it is
 // now, as search finds them (by words and by meaning, fused): in session s
@@ -40,7 +44,7 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string
 	// Twice k: room for those the filters drop (each is a billed read).
 	// The same retrieval as a search's: the best units for the message
 	// by words (a query a term, beside the counts), not the first.
-	r := retrieval{userID: s.UserID, sessionID: s.ID, text: text, vector: v, k: 2 * k}
+	r := retrieval{userID: s.UserID, sessionID: s.ID, text: text, vector: v, k: 2 * k, perTerm: recallPerTerm}
 	if scope.All {
 		r.sessionID, r.visibility = "", scope.Known == nil
 	}
