@@ -170,9 +170,9 @@ func services(cfg Config, d Deps) (*functions.App, *retention.Sweeper) {
 	}
 	// Whatever was learned from a purged session goes with it, whether or
 	// not learning is on now.
-	ss.Forget = lt.ForgetSession
+	ss.Forget = lt.ForgetSessions
 	sw := retention.NewSweeper(d.Store)
-	sw.Policy, sw.Budget, sw.Log, sw.Now, sw.Forget = cfg.Policy(), cfg.SweepBudget, d.Log, d.Now, lt.ForgetSession
+	sw.Policy, sw.Budget, sw.Log, sw.Now, sw.Forget = cfg.Policy(), cfg.SweepBudget, d.Log, d.Now, lt.ForgetSessions
 	pv := &retention.Privacy{Repo: d.Store, Now: d.Now,
 		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}, "memory": lt}}
 	if rc != nil {

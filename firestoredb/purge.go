@@ -116,8 +116,9 @@ type purgeTarget struct {
 }
 
 // finishPurges deletes everything under each marked session (those in out
-// without an error) through one BulkWriter, calls forget for each, and
-// deletes their markers, adding to each outcome.
+// without an error) through one BulkWriter, calls forget once for each
+// user of those whose deletes all succeeded, and deletes their markers,
+// adding to each outcome.
 func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []purgeTarget, forget sessions.Forget) {
 	bw := db.client.BulkWriter(ctx)
 	defer bw.End()
@@ -128,7 +129,7 @@ func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []p
 		}
 	})
 	bw.Flush() // what is left of the last batches
-	wait := func(i int) {
+	inParallel(len(out), func(i int) {
 		for _, job := range jobs[i] {
 			_, err := job.Results()
 			switch {
@@ -139,24 +140,19 @@ func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []p
 			}
 		}
 		jobs[i] = nil
-	}
-	inParallel(len(out), func(i int) {
-		wait(i)
+	})
+	forgetByUser(ctx, out, gone, forget)
+	for i := range out {
 		if out[i].Err != nil {
-			return
-		}
-		if forget != nil {
-			if out[i].Err = forget(ctx, gone[i].s.UserID, out[i].SessionID); out[i].Err != nil {
-				return
-			}
+			continue
 		}
 		job, err := bw.Delete(db.markerRef(out[i].SessionID))
 		if err != nil {
 			out[i].Err = err
-			return
+			continue
 		}
 		jobs[i] = []*firestore.BulkWriterJob{job}
-	})
+	}
 	unlisted := db.unlistPurged(bw, out, gone)
 	bw.Flush()
 	for i := range out {
@@ -170,6 +166,40 @@ func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []p
 		}
 		out[i].Err = translate(out[i].Err)
 	}
+}
+
+// forgetByUser calls forget (if set) once for each user of the purges in
+// out still without an error, with those purges' sessions, purgeWorkers
+// users at once: what a user's memory learned from a page of purges is
+// forgotten in one change of it, not one a session (each a read, a query
+// and a transaction, all on the same document). Its error is each of
+// those purges'.
+func forgetByUser(ctx context.Context, out []retention.Purged, gone []purgeTarget, forget sessions.Forget) {
+	if forget == nil {
+		return
+	}
+	at := map[string][]int{} // user → indexes into out
+	var users []string
+	for i := range out {
+		if out[i].Err != nil {
+			continue
+		}
+		u := gone[i].s.UserID
+		if _, ok := at[u]; !ok {
+			users = append(users, u)
+		}
+		at[u] = append(at[u], i)
+	}
+	inParallel(len(users), func(j int) {
+		ids := make([]string, 0, len(at[users[j]]))
+		for _, i := range at[users[j]] {
+			ids = append(ids, out[i].SessionID)
+		}
+		err := forget(ctx, users[j], ids)
+		for _, i := range at[users[j]] {
+			out[i].Err = err
+		}
+	})
 }
 
 // inParallel runs fn(0..n-1), purgeWorkers at a time.
