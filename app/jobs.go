@@ -10,6 +10,7 @@ import (
 	"github.com/chatmemory/backend/cache"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/kernel/rpcs"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/retention"
@@ -38,10 +39,14 @@ const PhaseOpen = retention.PhaseOpen
 // its total is the whole run.
 func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 	start := time.Now()
+	ctx, counted := rpcs.With(ctx) // each phase's round trips
+	var jobs chat.JobsReport
 	if !dry {
-		a.RunDueJobs(ctx)
+		jobs = a.RunDueJobs(ctx)
 	}
+	jobsTook, jobsRPCs := time.Since(start), counted.Load()
 	report, err := a.Sweeper.Run(ctx, dry)
+	report.Before(retention.PhaseDueJobs, jobsTook, jobsRPCs, map[string]int{"found": jobs.Found, "ran": jobs.Ran, "held": jobs.Held, "failed": jobs.Failed})
 	if dry {
 		report.Lap(retention.PhaseBackstop, nil)
 		report.Lap(retention.PhaseRollUp, nil)
