@@ -237,11 +237,16 @@ func openStore(ctx context.Context, cfg Config, log *slog.Logger) (functions.Sto
 		log.Warn("STORAGE_BACKEND=inprocess: sessions live in this process only and are lost when it stops")
 		return inprocdb.New(), nil, nil
 	}
-	client, err := firestore.NewClient(ctx, cfg.ProjectID, firestoreOptions()...)
+	opts, closeConn, err := firestoreOptions()
 	if err != nil {
 		return nil, nil, fmt.Errorf("firestore: %w", err)
 	}
-	return Firestore(client, firestoredb.Timeout(cfg.FirestoreTimeout)), []func() error{client.Close}, nil
+	client, err := firestore.NewClient(ctx, cfg.ProjectID, opts...)
+	if err != nil {
+		closeConn()
+		return nil, nil, fmt.Errorf("firestore: %w", err)
+	}
+	return Firestore(client, firestoredb.Timeout(cfg.FirestoreTimeout)), []func() error{client.Close, closeConn}, nil
 }
 
 // Firestore is the Firestore store as an instance serves it: behind the
