@@ -7,6 +7,11 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
+func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error, forget sessions.Forget) (int, error) {
+	p := db.PurgeSessions(ctx, []string{id}, check, forget)[0]
+	return p.Documents, p.Err
+}
+
 // PurgeSessions purges each session in turn, then calls forget once for
 // each user of those purged, with their sessions (as the Firestore
 // store's purges do).
@@ -38,11 +43,6 @@ func (db *DB) PurgeSessions(ctx context.Context, ids []string, check func(*sessi
 		}
 	}
 	return out
-}
-
-func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error, forget sessions.Forget) (int, error) {
-	p := db.PurgeSessions(ctx, []string{id}, check, forget)[0]
-	return p.Documents, p.Err
 }
 
 // purge removes session id and all under it if check accepts it, and

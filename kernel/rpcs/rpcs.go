@@ -20,17 +20,17 @@ func With(ctx context.Context) (context.Context, *Counter) {
 	return context.WithValue(ctx, key{}, c), c
 }
 
-// Of is ctx's Counter (nil if it has none).
-func Of(ctx context.Context) *Counter {
-	c, _ := ctx.Value(key{}).(*Counter)
-	return c
-}
-
 // Add counts one RPC made under ctx, if it has a Counter.
 func Add(ctx context.Context) {
 	if c := Of(ctx); c != nil {
 		c.n.Add(1)
 	}
+}
+
+// Of is ctx's Counter (nil if it has none).
+func Of(ctx context.Context) *Counter {
+	c, _ := ctx.Value(key{}).(*Counter)
+	return c
 }
 
 // Load is how many RPCs c counted (0 for nil).
