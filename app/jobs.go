@@ -32,11 +32,12 @@ type Jobs struct {
 // run: its start, configuration and clients (see retention.Report.Before).
 const PhaseOpen = retention.PhaseOpen
 
-// Sweep runs the retention sweep (see retention.Sweeper.Run), then the
-// deleted-account backstop and the roll-up of histories, and records its
-// progress and backlog as metrics (a dry run records nothing and runs
-// only the sweep). The report's phases are all three, timed without gaps:
-// its total is the whole run.
+// Sweep runs the after-turn jobs left due, the retention sweep (see
+// retention.Sweeper.Run), then the deleted-account backstop and the
+// roll-up of histories, and records its progress and backlog as metrics
+// (a dry run records nothing and runs only the sweep). The report's
+// phases are all of them, timed without gaps (its total is the whole
+// run), each with its round trips to the store.
 func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 	start := time.Now()
 	ctx, counted := rpcs.With(ctx) // each phase's round trips
