@@ -200,9 +200,9 @@ func services(cfg Config, d Deps) (Services, *retention.Sweeper) {
 	}
 	// Whatever was learned from a purged session goes with it, whether or
 	// not learning is on now.
-	ss.Forget = lt.ForgetSession
+	ss.Forget = lt.ForgetSessions
 	sw := retention.NewSweeper(d.Store)
-	sw.Policy, sw.Budget, sw.Log, sw.Now, sw.Forget = cfg.Policy(), cfg.SweepBudget, d.Log, d.Now, lt.ForgetSession
+	sw.Policy, sw.Budget, sw.Log, sw.Now, sw.Forget = cfg.Policy(), cfg.SweepBudget, d.Log, d.Now, lt.ForgetSessions
 	pv := &retention.Privacy{Repo: d.Store, Now: d.Now,
 		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}, "memory": lt}}
 	if rc != nil {
@@ -267,11 +267,16 @@ func openStore(ctx context.Context, cfg Config, log *slog.Logger) (storage.Store
 		log.Warn("STORAGE_BACKEND=inprocess: sessions live in this process only and are lost when it stops")
 		return inprocdb.New(), nil, nil
 	}
-	client, err := firestore.NewClient(ctx, cfg.ProjectID, firestoreOptions()...)
+	opts, closeConn, err := firestoreOptions()
 	if err != nil {
 		return nil, nil, fmt.Errorf("firestore: %w", err)
 	}
-	return Firestore(client, firestoredb.Timeout(cfg.FirestoreTimeout)), []func() error{client.Close}, nil
+	client, err := firestore.NewClient(ctx, cfg.ProjectID, opts...)
+	if err != nil {
+		closeConn()
+		return nil, nil, fmt.Errorf("firestore: %w", err)
+	}
+	return Firestore(client, firestoredb.Timeout(cfg.FirestoreTimeout)), []func() error{client.Close, closeConn}, nil
 }
 
 // Firestore is the Firestore store as an instance serves it: behind the

@@ -10,6 +10,7 @@ import (
 	"github.com/chatmemory/backend/cache"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/kernel/rpcs"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/retention"
@@ -31,17 +32,22 @@ type Jobs struct {
 // run: its start, configuration and clients (see retention.Report.Before).
 const PhaseOpen = retention.PhaseOpen
 
-// Sweep runs the retention sweep (see retention.Sweeper.Run), then the
-// deleted-account backstop and the roll-up of histories, and records its
-// progress and backlog as metrics (a dry run records nothing and runs
-// only the sweep). The report's phases are all three, timed without gaps:
-// its total is the whole run.
+// Sweep runs the after-turn jobs left due, the retention sweep (see
+// retention.Sweeper.Run), then the deleted-account backstop and the
+// roll-up of histories, and records its progress and backlog as metrics
+// (a dry run records nothing and runs only the sweep). The report's
+// phases are all of them, timed without gaps (its total is the whole
+// run), each with its round trips to the store.
 func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 	start := time.Now()
+	ctx, counted := rpcs.With(ctx) // each phase's round trips
+	var jobs chat.JobsReport
 	if !dry {
-		a.RunDueJobs(ctx)
+		jobs = a.RunDueJobs(ctx)
 	}
+	jobsTook, jobsRPCs := time.Since(start), counted.Load()
 	report, err := a.Sweeper.Run(ctx, dry)
+	report.Before(retention.PhaseDueJobs, jobsTook, jobsRPCs, map[string]int{"found": jobs.Found, "ran": jobs.Ran, "held": jobs.Held, "failed": jobs.Failed})
 	if dry {
 		report.Lap(retention.PhaseBackstop, nil)
 		report.Lap(retention.PhaseRollUp, nil)

@@ -44,7 +44,7 @@ func writePhases(w io.Writer, s *retention.Report) {
 	if len(s.Phases) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "| phase | time | share | counts |\n|---|---|---|---|\n")
+	fmt.Fprintf(w, "| phase | time | share | round trips | counts |\n|---|---|---|---|---|\n")
 	var sum int64
 	for _, p := range s.Phases {
 		sum += p.Ms
@@ -53,7 +53,11 @@ func writePhases(w io.Writer, s *retention.Report) {
 			share = 100 * float64(p.Ms) / float64(s.DurationMs)
 		}
 		counts, _ := json.Marshal(p.Counts)
-		fmt.Fprintf(w, "| %s | %d ms | %.0f%% | `%s` |\n", p.Name, p.Ms, share, counts)
+		fmt.Fprintf(w, "| %s | %d ms | %.0f%% | %d | `%s` |\n", p.Name, p.Ms, share, p.RPCs, counts)
 	}
-	fmt.Fprintf(w, "| total | %d ms (phases add up to %d ms) | | |\n\n", s.DurationMs, sum)
+	perDue := 0.0
+	if due := s.SoftDeleted + s.Purged + s.ResumedPurges; due > 0 {
+		perDue = float64(s.RPCs) / float64(due)
+	}
+	fmt.Fprintf(w, "| total | %d ms (phases add up to %d ms) | | %d (%.1f a due session) | |\n\n", s.DurationMs, sum, s.RPCs, perDue)
 }

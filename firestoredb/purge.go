@@ -8,6 +8,7 @@ import (
 
 	"cloud.google.com/go/firestore"
 
+	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/parallel"
 	"github.com/chatmemory/backend/retention"
@@ -113,11 +114,15 @@ func (db *DB) ResumePurges(ctx context.Context, ids []string, forget sessions.Fo
 type purgeTarget struct {
 	s      *sessions.Session
 	window *windowDoc
+	// With a window: whether its draft and its recall marker exist (read
+	// with it, in the marking transaction).
+	draft, embedded bool
 }
 
 // finishPurges deletes everything under each marked session (those in out
-// without an error) through one BulkWriter, calls forget for each, and
-// deletes their markers, adding to each outcome.
+// without an error) through one BulkWriter, calls forget once for each
+// user of those whose deletes all succeeded, and deletes their markers,
+// adding to each outcome.
 func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []purgeTarget, forget sessions.Forget) {
 	bw := db.client.BulkWriter(ctx)
 	defer bw.End()
@@ -128,7 +133,7 @@ func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []p
 		}
 	})
 	bw.Flush() // what is left of the last batches
-	wait := func(i int) {
+	inParallel(len(out), func(i int) {
 		for _, job := range jobs[i] {
 			_, err := job.Results()
 			switch {
@@ -139,24 +144,19 @@ func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []p
 			}
 		}
 		jobs[i] = nil
-	}
-	inParallel(len(out), func(i int) {
-		wait(i)
+	})
+	forgetByUser(ctx, out, gone, forget)
+	for i := range out {
 		if out[i].Err != nil {
-			return
-		}
-		if forget != nil {
-			if out[i].Err = forget(ctx, gone[i].s.UserID, out[i].SessionID); out[i].Err != nil {
-				return
-			}
+			continue
 		}
 		job, err := bw.Delete(db.markerRef(out[i].SessionID))
 		if err != nil {
 			out[i].Err = err
-			return
+			continue
 		}
 		jobs[i] = []*firestore.BulkWriterJob{job}
-	})
+	}
 	unlisted := db.unlistPurged(bw, out, gone)
 	bw.Flush()
 	for i := range out {
@@ -170,6 +170,40 @@ func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []p
 		}
 		out[i].Err = translate(out[i].Err)
 	}
+}
+
+// forgetByUser calls forget (if set) once for each user of the purges in
+// out still without an error, with those purges' sessions, purgeWorkers
+// users at once: what a user's memory learned from a page of purges is
+// forgotten in one change of it, not one a session (each a read, a query
+// and a transaction, all on the same document). Its error is each of
+// those purges'.
+func forgetByUser(ctx context.Context, out []retention.Purged, gone []purgeTarget, forget sessions.Forget) {
+	if forget == nil {
+		return
+	}
+	at := map[string][]int{} // user → indexes into out
+	var users []string
+	for i := range out {
+		if out[i].Err != nil {
+			continue
+		}
+		u := gone[i].s.UserID
+		if _, ok := at[u]; !ok {
+			users = append(users, u)
+		}
+		at[u] = append(at[u], i)
+	}
+	inParallel(len(users), func(j int) {
+		ids := make([]string, 0, len(at[users[j]]))
+		for _, i := range at[users[j]] {
+			ids = append(ids, out[i].SessionID)
+		}
+		err := forget(ctx, users[j], ids)
+		for _, i := range at[users[j]] {
+			out[i].Err = err
+		}
+	})
 }
 
 // inParallel runs fn(0..n-1), purgeWorkers at a time.
@@ -203,8 +237,8 @@ func (db *DB) unlistPurged(bw *firestore.BulkWriter, out []retention.Purged, gon
 // documents have fixed ids; there are messages only if NextSeq > 0 (both
 // are written in the same commit as NextSeq), and when the context holds
 // them all (a session no longer than its window, as most are) their ids
-// are read from it; there are compaction records only if a summary was
-// ever saved. Otherwise a query finds them: a full page (a long session)
+// are read from it, and its after-turn jobs are named by its replies'
+// ids; there are compaction records only if a summary was ever saved. Otherwise a query finds them: a full page (a long session)
 // is waited for before the next query, which would otherwise see the same
 // documents again; those count into done. Only documents that exist are
 // deleted by id (and counted): the others fail with NotFound, which
@@ -226,7 +260,8 @@ func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, 
 		case !known:
 		case name == ContextCollection, name == MessagesCollection && (s.NextSeq == 0 || ids != nil),
 			name == CompactionsCollection && s.SummaryUpdatedAt == nil, // set by every save of a record
-			name == RecallCollection && (s.NextSeq == 0 || !exchanges):
+			name == RecallCollection && (s.NextSeq == 0 || !exchanges),
+			name == JobsCollection && (s.NextSeq == 0 || ids != nil): // named by the replies' ids (see deleteNamed)
 			continue
 		}
 		if err := db.deleteAllIn(ctx, d, db.sessionRef(s.ID).Collection(name), done); err != nil {
@@ -256,6 +291,9 @@ func (db *DB) deleteNamed(ctx context.Context, d *deletion, t purgeTarget) (ids 
 		for _, id := range c.messages {
 			refs = append(refs, db.recallOf(t.s.ID).Doc(id))
 		}
+	}
+	for _, id := range c.replies { // its after-turn jobs, if any is left
+		refs = append(refs, db.jobRef(t.s.ID, id))
 	}
 	for _, ref := range refs {
 		if err := d.delete(ref); err != nil {
@@ -320,7 +358,8 @@ func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Ses
 	ref := db.sessionRef(id)
 	var gone purgeTarget
 	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		snaps, err := tx.GetAll([]*firestore.DocumentRef{ref, db.windowRef(id)})
+		c := db.contextOf(id)
+		snaps, err := tx.GetAll([]*firestore.DocumentRef{ref, db.windowRef(id), c.Doc(DraftDocID), c.Doc(recallMarkerDocID)})
 		if err != nil {
 			return err
 		}
@@ -334,7 +373,7 @@ func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Ses
 		if err := check(s); err != nil {
 			return err
 		}
-		gone = purgeTarget{s: s}
+		gone = purgeTarget{s: s, draft: snaps[2].Exists(), embedded: snaps[3].Exists()}
 		if snaps[1].Exists() {
 			gone.window = &windowDoc{}
 			if err := snaps[1].DataTo(gone.window); err != nil {
@@ -405,6 +444,7 @@ func (db *DB) lease() time.Duration {
 type sessionContents struct {
 	existing []*firestore.DocumentRef // context documents, to delete if they exist
 	messages []string                 // every message's id, or nil when not all are known
+	replies  []string                 // with messages, the replies' ids: its after-turn jobs' (a reply has one)
 	embedded bool                     // exchanges were embedded under it (its recall marker)
 }
 
@@ -428,16 +468,13 @@ func (db *DB) contextContents(ctx context.Context, t purgeTarget) (sessionConten
 		return out, nil
 	}
 	out := sessionContents{existing: []*firestore.DocumentRef{c.Doc(windowDocID)}}
-	snaps, err := db.client.GetAll(ctx, []*firestore.DocumentRef{c.Doc(DraftDocID), c.Doc(recallMarkerDocID)})
-	if err != nil {
-		return out, err
+	if t.draft {
+		out.existing = append(out.existing, c.Doc(DraftDocID))
 	}
-	for _, snap := range snaps {
-		if snap.Exists() {
-			out.existing = append(out.existing, snap.Ref)
-		}
+	if t.embedded {
+		out.existing = append(out.existing, c.Doc(recallMarkerDocID))
 	}
-	out.embedded = snaps[1].Exists()
+	out.embedded = t.embedded
 	if s.Branches != nil || w.From != 0 {
 		return out, nil
 	}
@@ -452,6 +489,9 @@ func (db *DB) contextContents(ctx context.Context, t purgeTarget) (sessionConten
 			return out, nil
 		}
 		ids = append(ids, m.ID)
+		if m.Role == history.RoleAssistant {
+			out.replies = append(out.replies, m.ID)
+		}
 	}
 	out.messages = ids
 	return out, nil

@@ -10,6 +10,7 @@ import (
 	"go.opentelemetry.io/otel/metric"
 	"google.golang.org/grpc"
 
+	"github.com/chatmemory/backend/kernel/rpcs"
 	"github.com/chatmemory/backend/prompts"
 	"github.com/chatmemory/backend/retention"
 )
@@ -133,12 +134,14 @@ func (x *Metrics) Sweep(ctx context.Context, r *retention.Report) {
 }
 
 // FirestoreRPCCounting are gRPC dial options that count, for each turn,
-// the Firestore RPCs made in its context (see recordTurn).
+// the Firestore RPCs made in its context (see recordTurn), and for a run
+// that counts its own (rpcs.With), those made under it.
 func FirestoreRPCCounting() []grpc.DialOption {
 	count := func(ctx context.Context) {
 		if t := timesOf(ctx); t != nil {
 			t.rpcs.Add(1)
 		}
+		rpcs.Add(ctx) // a sweep's phases (retention.Report)
 	}
 	return []grpc.DialOption{
 		grpc.WithChainUnaryInterceptor(func(ctx context.Context, method string, req, reply any, cc *grpc.ClientConn, invoker grpc.UnaryInvoker, opts ...grpc.CallOption) error {

@@ -7,33 +7,57 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// PurgeSessions purges each session in turn.
+func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error, forget sessions.Forget) (int, error) {
+	p := db.PurgeSessions(ctx, []string{id}, check, forget)[0]
+	return p.Documents, p.Err
+}
+
+// PurgeSessions purges each session in turn, then calls forget once for
+// each user of those purged, with their sessions (as the Firestore
+// store's purges do).
 func (db *DB) PurgeSessions(ctx context.Context, ids []string, check func(*sessions.Session) error, forget sessions.Forget) []retention.Purged {
 	out := make([]retention.Purged, len(ids))
+	var users []string
+	of := map[string][]int{} // user → indexes into out
 	for i, id := range ids {
-		n, err := db.PurgeSession(ctx, id, check, forget)
+		user, n, err := db.purge(id, check)
 		out[i] = retention.Purged{SessionID: id, Documents: n, Err: err}
+		if err == nil {
+			if _, ok := of[user]; !ok {
+				users = append(users, user)
+			}
+			of[user] = append(of[user], i)
+		}
+	}
+	for _, user := range users {
+		if forget == nil {
+			break
+		}
+		var gone []string
+		for _, i := range of[user] {
+			gone = append(gone, ids[i])
+		}
+		err := forget(ctx, user, gone) // outside the lock: it uses this store
+		for _, i := range of[user] {
+			out[i].Err = err
+		}
 	}
 	return out
 }
 
-func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.Session) error, forget sessions.Forget) (int, error) {
+// purge removes session id and all under it if check accepts it, and
+// returns its owner and how many documents went.
+func (db *DB) purge(id string, check func(*sessions.Session) error) (string, int, error) {
 	db.mu.Lock()
+	defer db.mu.Unlock()
 	s, ok := db.sessions[id]
 	if !ok {
-		db.mu.Unlock()
-		return 0, sessions.NotFound(id)
+		return "", 0, sessions.NotFound(id)
 	}
 	if err := check(s.Clone()); err != nil {
-		db.mu.Unlock()
-		return 0, err
+		return "", 0, err
 	}
-	n := db.purgeLocked(id)
-	db.mu.Unlock()
-	if forget != nil { // outside the lock: it uses this store
-		return n, forget(ctx, s.UserID, id)
-	}
-	return n, nil
+	return s.UserID, db.purgeLocked(id), nil
 }
 
 // purgeLocked removes a session and all under it; db.mu is held.

@@ -83,12 +83,12 @@ func (f *Fact) confirm(src Source) {
 	}
 }
 
-// dropSource removes session id from the fact's sources and reports
-// whether any source is left.
-func (f *Fact) dropSource(id string) (changed, left bool) {
+// dropSources removes the sessions gone from the fact's sources and
+// reports whether it changed and whether any source is left.
+func (f *Fact) dropSources(gone map[string]bool) (changed, left bool) {
 	kept := f.Sources[:0:0]
 	for _, s := range f.Sources {
-		if s.SessionID != id {
+		if !gone[s.SessionID] {
 			kept = append(kept, s)
 		}
 	}

@@ -84,12 +84,22 @@ func (svc *Service) Forget(ctx context.Context, userID, factID string) error {
 	})
 }
 
-// ForgetSession removes what was learned from a purged session: the
-// session leaves the sources of every fact, live or superseded; a fact
-// with no source left is deleted; a profile part learned from it is
-// cleared. A fact also confirmed in another session stays, with that
-// session as its source. It is a sessions.Forget, run by every purge.
-func (svc *Service) ForgetSession(ctx context.Context, userID, sessionID string) error {
+// ForgetSessions removes what was learned from purged sessions of the
+// user's, in one change: the sessions leave the sources of every fact,
+// live or superseded; a fact with no source left is deleted; a profile
+// part learned from one is cleared. A fact also confirmed in another
+// session stays, with that session as its source. It is a
+// sessions.Forget, run by every purge: a sweep's page of purges calls it
+// once a user, so its reads and its write are the user's, not each
+// session's (and the user's sessions do not contend on the document).
+func (svc *Service) ForgetSessions(ctx context.Context, userID string, sessionIDs []string) error {
+	if len(sessionIDs) == 0 {
+		return nil
+	}
+	gone := make(map[string]bool, len(sessionIDs))
+	for _, id := range sessionIDs {
+		gone[id] = true
+	}
 	u, err := svc.Repo.GetUser(ctx, userID)
 	if err != nil {
 		return err
@@ -103,21 +113,21 @@ func (svc *Service) ForgetSession(ctx context.Context, userID, sessionID string)
 	}
 	var c Change
 	for _, f := range old {
-		switch changed, left := f.dropSource(sessionID); {
+		switch changed, left := f.dropSources(gone); {
 		case !left:
 			c.Drop = append(c.Drop, f.ID)
 		case changed:
 			c.File = append(c.File, f)
 		}
 	}
-	// It saves even when nothing was learned from the session: a change of
-	// the memory is what refuses a learning that started before the purge
-	// (see extract).
-	return svc.change(ctx, userID, func(u *User) (Change, error) {
+	// It saves even when nothing was learned from the sessions: a change
+	// of the memory is what refuses a learning that started before the
+	// purge (see extract).
+	return svc.changeFrom(ctx, u, userID, func(u *User) (Change, error) {
 		facts := false
 		kept := u.Facts[:0:0]
 		for _, f := range u.Facts {
-			dropped, left := f.dropSource(sessionID)
+			dropped, left := f.dropSources(gone)
 			facts = facts || dropped
 			if left {
 				kept = append(kept, f)
@@ -125,11 +135,15 @@ func (svc *Service) ForgetSession(ctx context.Context, userID, sessionID string)
 		}
 		u.Facts = kept
 		for _, pf := range u.Profile.fields() {
-			if pf.f.SessionID == sessionID {
+			if gone[pf.f.SessionID] {
 				*pf.f = ProfileField{}
 			}
 		}
-		if u.History.forget(sessionID) {
+		forgot := false
+		for _, id := range sessionIDs {
+			forgot = u.History.forget(id) || forgot
+		}
+		if forgot {
 			u.History.render(svc.now()) // month notes and the background are made again by the next roll-up
 		}
 		c.KeepFacts = !facts
@@ -290,10 +304,18 @@ var errUnchanged = errors.New("longterm: unchanged")
 // change applies fn to the user's memory and saves it with a fresh block,
 // retrying when another change landed meanwhile.
 func (svc *Service) change(ctx context.Context, userID string, fn func(u *User) (Change, error)) error {
+	return svc.changeFrom(ctx, nil, userID, fn)
+}
+
+// changeFrom is change whose first attempt starts from u, just read (nil:
+// read it); a retry reads again.
+func (svc *Service) changeFrom(ctx context.Context, u *User, userID string, fn func(u *User) (Change, error)) error {
 	for attempt := 0; ; attempt++ {
-		u, err := svc.Repo.GetUser(ctx, userID)
-		if err != nil {
-			return err
+		if u == nil {
+			var err error
+			if u, err = svc.Repo.GetUser(ctx, userID); err != nil {
+				return err
+			}
 		}
 		c, err := fn(u)
 		if errors.Is(err, errUnchanged) {
@@ -306,5 +328,6 @@ func (svc *Service) change(ctx context.Context, userID string, fn func(u *User) 
 		if errs.CodeOf(err) != errs.ECONFLICT || attempt == 2 {
 			return err
 		}
+		u = nil
 	}
 }

@@ -19,7 +19,7 @@ import (
 func TestPurgeForgetsWhatWasLearned(t *testing.T) {
 	forBoth(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
-		e.Sessions.Forget = e.lt.ForgetSession
+		e.Sessions.Forget = e.lt.ForgetSessions
 		ids := func(fs []longterm.FactView) map[string]longterm.FactView {
 			out := map[string]longterm.FactView{}
 			for _, f := range fs {
@@ -109,7 +109,7 @@ func (b *blocking) Complete(context.Context, string, string, string) (string, er
 func TestPurgeFencesExtraction(t *testing.T) {
 	forBoth(t, func(t *testing.T, e *env) {
 		ctx := context.Background()
-		e.Sessions.Forget = e.lt.ForgetSession
+		e.Sessions.Forget = e.lt.ForgetSessions
 		s := e.NewSession(t, "alice")
 		for i := 0; i < 6; i++ {
 			e.Say(t, s, []history.Role{history.RoleUser, history.RoleAssistant}[i%2], fmt.Sprintf("I keep bees (%d)", i))
@@ -128,6 +128,39 @@ func TestPurgeFencesExtraction(t *testing.T) {
 		v, err := e.lt.Get(ctx, "alice")
 		if err != nil || len(v.Facts) != 0 || v.Profile.Work.Text != "" {
 			t.Errorf("learned from a purged session: %+v %v", v, err)
+		}
+	})
+}
+
+// TestForgetSessionsAtOnce: forgetting several purged sessions of a user
+// (as a sweep's page of purges does, once a user) removes what each taught
+// in one save of the memory, and keeps what another session taught.
+func TestForgetSessionsAtOnce(t *testing.T) {
+	forBoth(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		taught := []string{"The user bakes bread.", "The user plays the cello.", "The user lives in Oslo."}
+		var sessions []string
+		for i, f := range taught {
+			s := e.NewSession(t, "alice")
+			e.model.extract = func(string) string { return extraction(nil, fact{f, "personal", 0.9}) }
+			e.converse(t, s, 6, fmt.Sprint("session ", i))
+			sessions = append(sessions, s.ID)
+		}
+		if got := e.live(t, "alice"); len(got) != 3 {
+			t.Fatalf("learned: %s", contents(got))
+		}
+		before, _ := e.DB.(store).GetUser(ctx, "alice")
+		if err := e.lt.ForgetSessions(ctx, "alice", sessions[:2]); err != nil {
+			t.Fatal(err)
+		}
+		if got := contents(e.live(t, "alice")); got != taught[2] {
+			t.Errorf("after forgetting two of three sessions: %s", got)
+		}
+		if after, _ := e.DB.(store).GetUser(ctx, "alice"); after.Version != before.Version+1 {
+			t.Errorf("forgetting two sessions saved the memory %d times, want once", after.Version-before.Version)
+		}
+		if err := e.lt.ForgetSessions(ctx, "alice", nil); err != nil {
+			t.Errorf("forgetting no session: %v", err)
 		}
 	})
 }

@@ -361,8 +361,8 @@ func (svc *Service) rollAll(ctx context.Context, r *RollUpReport, ids []string, 
 			r.Failed++
 		}
 		mu.Unlock()
-		if err != nil && svc.Log != nil {
-			svc.Log.WarnContext(ctx, "history roll-up failed; the next run tries again", "code", string(errs.CodeOf(err)))
+		if err != nil && svc.Log != nil { // what failed, in the code's words (no memory text is in them)
+			svc.Log.WarnContext(ctx, "history roll-up failed; the next run tries again", "code", string(errs.CodeOf(err)), "error", err.Error())
 		}
 	})
 	return !cut

@@ -3,6 +3,8 @@ package retention
 import (
 	"slices"
 	"time"
+
+	"github.com/chatmemory/backend/kernel/rpcs"
 )
 
 // A run's time is split into phases without gaps: each phase's time runs
@@ -14,6 +16,7 @@ import (
 // Phase names, in the order a run meets them.
 const (
 	PhaseOpen         = "open"         // the command's configuration and clients (cmd/sweep only)
+	PhaseDueJobs      = "dueJobs"      // after-turn jobs their turns left undone (not in a dry run)
 	PhaseResumePurges = "resumePurges" // purges an earlier run left cut off
 	PhasePurge        = "purge"        // sessions past their recovery window, the queries finding them included
 	PhaseSoftDelete   = "softDelete"   // idle and long-archived sessions, the queries finding them included
@@ -23,10 +26,12 @@ const (
 	PhaseRollUp       = "rollUp"       // the episodic histories of users active since the last run
 )
 
-// Phase is one part of a run: where the time went and what it did.
+// Phase is one part of a run: where the time went, the round trips to
+// the store it made, and what it did.
 type Phase struct {
 	Name   string         `json:"name"`
 	Ms     int64          `json:"ms"`
+	RPCs   int64          `json:"rpcs"`
 	Counts map[string]int `json:"counts,omitempty"`
 	took   time.Duration
 }
@@ -38,9 +43,11 @@ func (r *Report) Lap(name string, counts map[string]int) {
 	if r.now == nil {
 		r.StartClock(nil)
 	}
-	t := r.now()
+	t, n := r.now(), r.rpcs.Load()
 	r.AddPhase(name, t.Sub(r.lapped), counts)
-	r.lapped = t
+	r.phase(name).RPCs += n - r.rpcLapped
+	r.lapped, r.rpcLapped = t, n
+	r.total()
 }
 
 // StartClock starts the run's clock at now (the system's clock if nil).
@@ -52,12 +59,20 @@ func (r *Report) StartClock(now func() time.Time) {
 	}
 	r.now = now
 	r.lapped = now()
+	r.rpcLapped = r.rpcs.Load()
+}
+
+// CountRPCs has each lap from now on count the round trips c counted
+// during it (see rpcs: the run's context carries c).
+func (r *Report) CountRPCs(c *rpcs.Counter) {
+	r.rpcs, r.rpcLapped = c, c.Load()
 }
 
 // Before adds a phase that ended as the run's clock started (opening the
-// command that runs it) in front of the others.
-func (r *Report) Before(name string, d time.Duration, counts map[string]int) {
-	r.Phases = slices.Insert(r.Phases, 0, Phase{Name: name})
+// command that runs it, the due after-turn jobs) in front of the others,
+// with the round trips it made.
+func (r *Report) Before(name string, d time.Duration, rpcs int64, counts map[string]int) {
+	r.Phases = slices.Insert(r.Phases, 0, Phase{Name: name, RPCs: rpcs})
 	r.AddPhase(name, d, counts)
 }
 
@@ -89,8 +104,10 @@ func (r *Report) phase(name string) *Phase {
 // total makes the run's totals and rates those of its phases.
 func (r *Report) total() {
 	var took time.Duration
+	r.RPCs = 0
 	for _, p := range r.Phases {
 		took += p.took
+		r.RPCs += p.RPCs
 	}
 	r.DurationMs = took.Milliseconds()
 	r.PurgeMs = (r.Took(PhasePurge) + r.Took(PhaseResumePurges)).Milliseconds()

@@ -109,14 +109,15 @@ func TestKilledMidPurge(t *testing.T) {
 	const perSession = 1 + msgs + 2 // the session, its messages, its context head and page
 	e.Clock.Advance(31 * sessions.Day)
 
-	// Killed: the fifth purge to reach its last step cancels the run; the
-	// purges in flight with it stop wherever they are.
+	// Killed: the third user's forgetting (purges forget once a user: 5
+	// here) cancels the run; the purges in flight with it stop wherever
+	// they are.
 	kctx, kill := context.WithCancel(ctx)
 	sw := sweeper(db, e.Clock)
 	sw.PageSize = 100
 	var forgets atomic.Int64
-	sw.Forget = func(ctx context.Context, _, _ string) error {
-		if forgets.Add(1) == 5 {
+	sw.Forget = func(ctx context.Context, _ string, _ []string) error {
+		if forgets.Add(1) == 3 {
 			kill()
 		}
 		return ctx.Err()

@@ -6,6 +6,7 @@ import (
 	"strconv"
 	"time"
 
+	"github.com/chatmemory/backend/kernel/rpcs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -34,6 +35,10 @@ type Report struct {
 	// Phases are where the run's time went, in order, each with what it
 	// did; they add up to DurationMs (see PhasePurge and the others).
 	Phases []Phase `json:"phases"`
+	// RPCs are the run's round trips to the store, the sum of its phases'
+	// (counted where the store's client counts them, see rpcs; 0 on the
+	// in-process store).
+	RPCs int64 `json:"rpcs"`
 	// Time spent on each kind of work (the kinds take turns), as in Phases
 	// (PurgeMs includes resumed purges).
 	PurgeMs      int64 `json:"purgeMs"`
@@ -49,8 +54,10 @@ type Report struct {
 	// PlannedTrims are the histories a dry run would trim.
 	PlannedTrims []TrimAction `json:"plannedTrims,omitempty"`
 
-	now    func() time.Time // the run's clock, for its phases
-	lapped time.Time        // when the last phase ended
+	now       func() time.Time // the run's clock, for its phases
+	lapped    time.Time        // when the last phase ended
+	rpcs      *rpcs.Counter    // the run's round trips, for its phases
+	rpcLapped int64            // rpcs at the last lap
 }
 
 // Backlog is what is due and not done.

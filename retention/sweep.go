@@ -14,6 +14,7 @@ import (
 	"github.com/chatmemory/backend/kernel/clock"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/parallel"
+	"github.com/chatmemory/backend/kernel/rpcs"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -98,6 +99,7 @@ func NewSweeper(repo Repo) *Sweeper {
 // with Complete false.
 func (sw *Sweeper) Run(ctx context.Context, dryRun bool) (*Report, error) {
 	r := &Report{DryRun: dryRun}
+	r.CountRPCs(rpcs.Of(ctx))
 	r.StartClock(nil)
 	start := time.Now()
 	elapsed := sw.Elapsed

@@ -33,11 +33,13 @@ type Repo interface {
 	PurgeSession(ctx context.Context, id string, check func(*Session) error, forget Forget) (int, error)
 }
 
-// Forget removes what was derived from a purged session and lives outside
-// it (what long-term memory learned from it). It is called once the
-// session's document is gone, so nothing derived from it can be stored
-// any more, and may be called again for the same session.
-type Forget func(ctx context.Context, userID, sessionID string) error
+// Forget removes what was derived from purged sessions of one user and
+// lives outside them (what long-term memory learned from them), in one
+// change however many they are: a purge of many sessions calls it once a
+// user. It is called once the sessions' documents are gone, so nothing
+// derived from them can be stored any more, and may be called again for
+// the same sessions.
+type Forget func(ctx context.Context, userID string, sessionIDs []string) error
 
 // ListQuery is one page of a user's sessions in one status.
 type ListQuery struct {
@@ -61,7 +63,7 @@ type Service struct {
 	Now            func() time.Time
 	DefaultModel   string
 	DefaultContext ContextSettings // strategy and window of sessions created without their own
-	// Forget is called for each purged session (nil: nothing to forget).
+	// Forget is called for each purged session's user (nil: nothing to forget).
 	Forget Forget
 	// ContextWindow returns a model's context window in tokens, which
 	// bounds a session's budget; nil bounds it by MaxBudgetTokens only.

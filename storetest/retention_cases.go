@@ -3,6 +3,7 @@ package storetest
 import (
 	"context"
 	"slices"
+	"strings"
 	"sync"
 	"testing"
 	"time"
@@ -17,8 +18,8 @@ import (
 
 // testRetentionRepo: retention.Repo. Expired sessions are listed by
 // ExpiresAt in pages and counted, per status; a batch purge removes the
-// sessions its check accepts, with everything under them, calls forget for
-// each and leaves the others; the backlog is kept from run to run.
+// sessions its check accepts, with everything under them, calls forget once
+// for each user of those, with all of theirs, and leaves the others; the backlog is kept from run to run.
 func testRetentionRepo(t *testing.T, e *Env) {
 	ctx := context.Background()
 	db := e.DB
@@ -57,10 +58,10 @@ func testRetentionRepo(t *testing.T, e *Env) {
 	e.Say(t, active[0], history.RoleAssistant, "hi")
 	var mu sync.Mutex
 	var forgotten []string
-	forget := func(_ context.Context, userID, sessionID string) error {
+	forget := func(_ context.Context, userID string, sessionIDs []string) error {
 		mu.Lock()
 		defer mu.Unlock()
-		forgotten = append(forgotten, userID+"/"+sessionID)
+		forgotten = append(forgotten, userID+"/"+strings.Join(sessionIDs, ","))
 		return nil
 	}
 	check := func(s *sessions.Session) error {
@@ -69,12 +70,16 @@ func testRetentionRepo(t *testing.T, e *Env) {
 		}
 		return nil
 	}
-	res := db.PurgeSessions(ctx, []string{active[0].ID, active[1].ID}, check, forget)
-	if len(res) != 2 {
-		t.Fatalf("%d outcomes for 2 sessions", len(res))
+	res := db.PurgeSessions(ctx, []string{active[0].ID, active[1].ID, archived.ID, active[3].ID}, check, forget)
+	if len(res) != 4 {
+		t.Fatalf("%d outcomes for 4 sessions", len(res))
 	}
 	for _, r := range res {
 		switch r.SessionID {
+		case archived.ID, active[3].ID:
+			if r.Err != nil || r.Documents < 1 {
+				t.Errorf("an accepted purge: %d documents, %v", r.Documents, r.Err)
+			}
 		case active[0].ID:
 			if r.Err != nil || r.Documents < 3 { // the session and its two messages, at least
 				t.Errorf("the accepted purge: %d documents, %v", r.Documents, r.Err)
@@ -93,8 +98,9 @@ func testRetentionRepo(t *testing.T, e *Env) {
 		t.Errorf("%d messages left under a purged session", len(msgs))
 	}
 	Must[*sessions.Session](t)(db.GetSession(ctx, active[1].ID))
-	if !slices.Equal(forgotten, []string{"alice/" + active[0].ID}) {
-		t.Errorf("forget was called for %v", forgotten)
+	slices.Sort(forgotten)
+	if want := []string{"alice/" + active[0].ID + "," + active[3].ID, "bob/" + archived.ID}; !slices.Equal(forgotten, want) {
+		t.Errorf("forget was called for %v, want once a user: %v", forgotten, want)
 	}
 
 	if ids := Must[[]string](t)(db.PendingPurges(ctx, "", 10)); len(ids) != 0 {

@@ -37,7 +37,7 @@ func TestSweepReportsEveryPhase(t *testing.T) {
 		names, sum = append(names, p.Name), sum+p.Ms
 		at[p.Name] = p.Counts
 	}
-	want := []string{retention.PhaseResumePurges, retention.PhasePurge, retention.PhaseSoftDelete, retention.PhaseTrim,
+	want := []string{retention.PhaseDueJobs, retention.PhaseResumePurges, retention.PhasePurge, retention.PhaseSoftDelete, retention.PhaseTrim,
 		retention.PhaseBacklog, retention.PhaseBackstop, retention.PhaseRollUp}
 	if !slices.Equal(names, want) {
 		t.Fatalf("phases %v, want %v", names, want)
@@ -62,7 +62,48 @@ func TestSweepReportsEveryPhase(t *testing.T) {
 
 	// A dry run shows the same phases, and does neither of the last two.
 	dry, err := h.app.Sweep(ctx, true)
-	if err != nil || len(dry.Phases) != len(want) || dry.Phases[5].Counts != nil || dry.Phases[6].Counts != nil {
+	if err != nil || len(dry.Phases) != len(want) || dry.Phases[6].Counts != nil || dry.Phases[7].Counts != nil {
 		t.Errorf("dry run: %+v, %v", dry.Phases, err)
+	}
+}
+
+// TestSweepCountsRoundTrips: each phase of a sweep's report counts the
+// round trips to Firestore it made, they add up to the run's, which are
+// every one the client made meanwhile; and the purges of one user's
+// sessions forget them in long-term memory once, not once a session: the
+// purge phase's round trips grow by a few a session, not by a forgetting
+// (a read, a query and a transaction: about 5 more) each.
+func TestSweepCountsRoundTrips(t *testing.T) {
+	h := newHarness(t, func(c *app.Config) { c.LongTermMemory = true })
+	ctx := context.Background()
+	alice := h.signUp()
+	h.do("PATCH", "/memory/profile", alice.token, map[string]any{"work": "Beekeeper."}).want(t, 200) // a memory to forget from
+	purgeRPCs := map[int]int64{}
+	for _, n := range []int{2, 8} {
+		for range n {
+			id := h.newSession(alice.token, map[string]any{"title": "bees"})
+			h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": "I keep bees."}).want(t, 200)
+			h.idle()
+			h.do("DELETE", "/sessions/"+id, alice.token, nil).want(t, 200)
+		}
+		h.clock.Advance(31 * 24 * time.Hour)
+		before := h.counter.Snapshot().RoundTrips
+		r, err := h.app.Sweep(ctx, false)
+		if err != nil || r.Purged != n {
+			t.Fatalf("purged %d of %d: %v", r.Purged, n, err)
+		}
+		var sum int64
+		for _, p := range r.Phases {
+			sum += p.RPCs
+			if p.Name == retention.PhasePurge {
+				purgeRPCs[n] = p.RPCs
+			}
+		}
+		if made := h.counter.Snapshot().RoundTrips - before; sum != r.RPCs || r.RPCs != made || purgeRPCs[n] == 0 {
+			t.Errorf("phases count %d round trips, the report %d, the client made %d (purge: %d)", sum, r.RPCs, made, purgeRPCs[n])
+		}
+	}
+	if per := float64(purgeRPCs[8]-purgeRPCs[2]) / 6; per > 7 {
+		t.Errorf("a purge costs %.1f round trips more a session (%d for 2, %d for 8)", per, purgeRPCs[2], purgeRPCs[8])
 	}
 }

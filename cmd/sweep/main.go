@@ -61,7 +61,7 @@ func main() {
 	}
 	opened := time.Since(began)
 	report, err := backend.Sweep(ctx, *dry)
-	report.Before(app.PhaseOpen, opened, nil)
+	report.Before(app.PhaseOpen, opened, 0, nil)
 	if *dry {
 		for _, a := range report.Planned {
 			fmt.Printf("would %-7s %s (%s since %s, due %s)\n", verb(a.To), a.SessionID, sinceWord(a.From), a.Since.Format(time.RFC3339), a.ExpiresAt.Format(time.RFC3339))
