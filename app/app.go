@@ -181,6 +181,7 @@ func services(cfg Config, d Deps) (*functions.App, *retention.Sweeper) {
 	fs := files(cfg, d)
 	if fs != nil {
 		pv.Data["attachments"] = fs
+		cs.Files, cs.ImageDetail = fs, cfg.ImageDetail
 	}
 	return &functions.App{Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Privacy: pv, Attachments: fs}, sw
 }

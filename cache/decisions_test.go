@@ -41,6 +41,7 @@ var untouched = map[string]string{
 	// documents of their own, apart from the usage window the cache keeps.
 	"CreateAttachment":      "an attachment's record: not kept",
 	"DeleteAttachment":      "an attachment's record: not kept",
+	"ReferenceAttachment":   "an attachment's record: not kept",
 	"ReserveAttachment":     "the attachments' quota record: not kept",
 	"ReleaseAttachment":     "the attachments' quota record: not kept",
 	"DeleteAttachmentQuota": "the attachments' quota record: not kept",

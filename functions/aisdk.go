@@ -54,6 +54,9 @@ type uiMessage struct {
 type uiPart struct {
 	Type       string          `json:"type"`
 	Text       string          `json:"text,omitempty"`
+	URL        string          `json:"url,omitempty"` // a file part's: /attachments/{id}
+	MediaType  string          `json:"mediaType,omitempty"`
+	Filename   string          `json:"filename,omitempty"`
 	ToolCallID string          `json:"toolCallId,omitempty"`
 	State      string          `json:"state,omitempty"`
 	Output     json.RawMessage `json:"output,omitempty"`
@@ -112,12 +115,8 @@ func (a *App) aiTurn(ctx context.Context, req aiChatRequest) (chat.TurnRequest, 
 			return turn, "", errs.Errorf(errs.EINVALID, "messages[%d].id (the turn's idempotency key) must be 1 to %d printable characters", len(req.Messages)-1, history.MaxKeyLen)
 		}
 		turn.Create, turn.ClientMessageID = true, last.ID
-		for _, p := range last.Parts {
-			if p.Type == "text" {
-				turn.Message += p.Text
-			}
-		}
-		return turn, "", nil
+		err := userTurn(&turn, last, fmt.Sprintf("messages[%d]", len(req.Messages)-1))
+		return turn, "", err
 	case "assistant":
 		results, err := a.toolOutputs(ctx, turn.SessionID, last)
 		if err != nil {
@@ -128,6 +127,24 @@ func (a *App) aiTurn(ctx context.Context, req aiChatRequest) (chat.TurnRequest, 
 		return turn, last.ID, nil
 	}
 	return turn, "", errs.Errorf(errs.EINVALID, "messages[%d].role must be user, or assistant with tool outputs", len(req.Messages)-1)
+}
+
+// userTurn takes a user's UIMessage into turn: its text parts are the
+// message, its file parts the attachments they name.
+func userTurn(turn *chat.TurnRequest, m uiMessage, field string) error {
+	for i, p := range m.Parts {
+		switch p.Type {
+		case "text":
+			turn.Message += p.Text
+		case "file":
+			id, err := fileAttachment(fmt.Sprintf("%s.parts[%d].url", field, i), p.URL)
+			if err != nil {
+				return err
+			}
+			turn.Attachments = append(turn.Attachments, id)
+		}
+	}
+	return nil
 }
 
 // lastQuestion is the id of the newest user message of a chat's active

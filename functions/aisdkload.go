@@ -67,7 +67,7 @@ func uiMessagesOf(sessionID string, msgs []history.Message) []uiMessageOut {
 	for _, m := range msgs {
 		switch m.Role {
 		case history.RoleUser:
-			out = append(out, uiMessageOut{ID: uiID(m), Role: "user", Parts: []map[string]any{{"type": "text", "text": m.Content}}, first: m})
+			out = append(out, uiMessageOut{ID: uiID(m), Role: "user", Parts: userParts(m), first: m})
 		case history.RoleAssistant, history.RoleTool:
 			if n := len(out); n == 0 || out[n-1].Role != "assistant" {
 				out = append(out, uiMessageOut{ID: m.ID, Role: "assistant", Parts: []map[string]any{}, first: m})

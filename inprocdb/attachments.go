@@ -112,6 +112,20 @@ func (db *DB) DeleteAttachment(_ context.Context, userID, id string) (bool, erro
 	return true, nil
 }
 
+// ReferenceAttachment marks the user's attachment named by a message of
+// sessionID.
+func (db *DB) ReferenceAttachment(_ context.Context, userID, id, sessionID string) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	a, ok := db.files().byID[id]
+	if !ok || a.UserID != userID {
+		return errs.Errorf(errs.ENOTFOUND, "no such attachment")
+	}
+	a.Referenced, a.SessionID = true, sessionID
+	db.files().byID[id] = a
+	return nil
+}
+
 // DeleteAttachmentQuota forgets the user's stored bytes.
 func (db *DB) DeleteAttachmentQuota(_ context.Context, userID string) error {
 	db.mu.Lock()

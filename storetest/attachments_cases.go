@@ -39,6 +39,13 @@ func testAttachmentRecords(t *testing.T, e *Env) {
 	if len(list) != 2 || list[0].ID != "b1" || list[1].ID != "a2" {
 		t.Fatalf("alice's list = %+v, want b1 then a2", list)
 	}
+	WantCode(t, db.ReferenceAttachment(ctx, "alice", "c3", "s1"), errs.ENOTFOUND) // bob's
+	WantCode(t, db.ReferenceAttachment(ctx, "alice", "nope", "s1"), errs.ENOTFOUND)
+	ok(t, db.ReferenceAttachment(ctx, "alice", "a2", "s1"))
+	ok(t, db.ReferenceAttachment(ctx, "alice", "a2", "s1")) // again: no change
+	if got := Must[*attachments.Attachment](t)(db.GetAttachment(ctx, "alice", "a2")); !got.Referenced || got.SessionID != "s1" || got.Name != "a2.png" {
+		t.Fatalf("referenced record %+v", got)
+	}
 	if ok := Must[bool](t)(db.DeleteAttachment(ctx, "bob", "b1")); ok {
 		t.Fatal("bob deleted alice's attachment")
 	}
