@@ -170,15 +170,24 @@ func services(cfg Config, d Deps) (*functions.App, *retention.Sweeper) {
 	}
 	// Whatever was learned from a purged session goes with it, whether or
 	// not learning is on now.
-	ss.Forget = lt.ForgetSession
+	fs := files(cfg, d)
+	forget := lt.ForgetSession
+	if fs != nil { // and the files its messages carried
+		forget = func(ctx context.Context, userID, sessionID string) error {
+			return errors.Join(lt.ForgetSession(ctx, userID, sessionID), fs.ForgetSession(ctx, userID, sessionID))
+		}
+	}
+	ss.Forget = forget
 	sw := retention.NewSweeper(d.Store)
-	sw.Policy, sw.Budget, sw.Log, sw.Now, sw.Forget = cfg.Policy(), cfg.SweepBudget, d.Log, d.Now, lt.ForgetSession
+	sw.Policy, sw.Budget, sw.Log, sw.Now, sw.Forget = cfg.Policy(), cfg.SweepBudget, d.Log, d.Now, forget
+	if fs != nil {
+		sw.ForgetFiles = fs.DeleteFiles
+	}
 	pv := &retention.Privacy{Repo: d.Store, Now: d.Now,
 		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}, "memory": lt}}
 	if rc != nil {
 		pv.Data["recall"] = rc
 	}
-	fs := files(cfg, d)
 	if fs != nil {
 		pv.Data["attachments"] = fs
 		cs.Files, cs.ImageDetail = fs, cfg.ImageDetail

@@ -113,6 +113,9 @@ type Repo interface {
 	// sweep leaves it) and belongs to that session (its purge deletes it).
 	// ENOTFOUND when there is none or it is another user's.
 	ReferenceAttachment(ctx context.Context, userID, id, sessionID string) error
+	// UnreferencedAttachments is up to limit attachments of any user that
+	// no message named and that were uploaded before before, oldest first.
+	UnreferencedAttachments(ctx context.Context, before time.Time, limit int) ([]Attachment, error)
 	// DeleteAttachmentQuota removes the user's stored-bytes record (at
 	// erasure, once every attachment is gone).
 	DeleteAttachmentQuota(ctx context.Context, userID string) error

@@ -26,19 +26,6 @@ func keepText(kept, p []byte) []byte {
 	return kept
 }
 
-// finishText is the text kept of a document of n bytes: cut at
-// TextBytes on a character's boundary, with a note when cut.
-func finishText(kept []byte, n int64) string {
-	if n <= TextBytes && int64(len(kept)) == n {
-		return string(kept)
-	}
-	cut := min(len(kept), TextBytes)
-	for cut > 0 && !utf8.RuneStart(kept[cut]) {
-		cut--
-	}
-	return string(kept[:cut]) + cutNote
-}
-
 // pdfText reads the text of the PDF stored under key (size bytes), page
 // by page until TextBytes: the document is read whole into memory, as
 // the PDF reader needs to reach any of its bytes. A PDF whose text cannot
@@ -96,4 +83,17 @@ func DocumentText(a *Attachment) string {
 		return fmt.Sprintf("[document: %s] (no text could be read from it)", a.Name)
 	}
 	return fmt.Sprintf("[document: %s]\n%s", a.Name, a.Text)
+}
+
+// finishText is the text kept of a document of n bytes: cut at
+// TextBytes on a character's boundary, with a note when cut.
+func finishText(kept []byte, n int64) string {
+	if n <= TextBytes && int64(len(kept)) == n {
+		return string(kept)
+	}
+	cut := min(len(kept), TextBytes)
+	for cut > 0 && !utf8.RuneStart(kept[cut]) {
+		cut--
+	}
+	return string(kept[:cut]) + cutNote
 }

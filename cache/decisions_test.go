@@ -19,7 +19,7 @@ var reads = []string{"AccountsSeenBefore", "CountExchanges", "CountExpired", "Co
 	"DueJobs", "Embedded", "ExpiredSessions", "FirstMessageAfter", "GetAttachment", "GetSession", "GetUsage", "GetUser",
 	"HistoriesDue", "HistoriesToRoll", "HoldersAfter", "LastBacklog", "Lexical", "ListAttachments", "ListCompactions",
 	"ListMessages", "ListSessions", "ListSuperseded", "LiveFacts", "MessageRange", "Nearest", "PendingPurges", "Ping",
-	"ReadTail", "RollUpMark", "SessionsAfter", "SessionsOf", "StoredBytes", "UsageOn", "UsersActiveSince", "Visibility"}
+	"ReadTail", "RollUpMark", "SessionsAfter", "SessionsOf", "StoredBytes", "UnreferencedAttachments", "UsageOn", "UsersActiveSince", "Visibility"}
 
 // untouched are the writes that pass through the cache because they
 // change nothing it keeps (a session, its context, a user's slots, spend

@@ -227,6 +227,27 @@ func (db *DB) ReferenceAttachment(ctx context.Context, userID, id, sessionID str
 	})
 }
 
+// UnreferencedAttachments queries unreferenced records uploaded before
+// before, oldest first (the composite index on referenced, createdAt).
+func (db *DB) UnreferencedAttachments(ctx context.Context, before time.Time, limit int) ([]attachments.Attachment, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	snaps, err := db.client.Collection(AttachmentsCollection).Where("referenced", "==", false).Where("createdAt", "<", before).
+		OrderBy("createdAt", firestore.Asc).Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]attachments.Attachment, 0, len(snaps))
+	for _, s := range snaps {
+		a, err := fromAttachmentSnap(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *a)
+	}
+	return out, nil
+}
+
 // DeleteAttachmentQuota deletes the user's quota record.
 func (db *DB) DeleteAttachmentQuota(ctx context.Context, userID string) error {
 	ctx, cancel := db.op(ctx)

@@ -33,9 +33,6 @@ type Part struct {
 	Omitted bool `json:"omitted,omitempty" firestore:"-"`
 }
 
-// IsImage reports whether p is an image (else a document sent as text).
-func (p Part) IsImage() bool { return strings.HasPrefix(p.Type, "image/") }
-
 // Label is how the part is named to the model where it is not sent:
 // "[image: cat.png]" or "[document: notes.pdf]".
 func (p Part) Label() string {
@@ -45,6 +42,9 @@ func (p Part) Label() string {
 	}
 	return "[" + kind + ": " + p.Name + "]"
 }
+
+// IsImage reports whether p is an image (else a document sent as text).
+func (p Part) IsImage() bool { return strings.HasPrefix(p.Type, "image/") }
 
 // PartIDs are the ids of parts, in order (nil for none).
 func PartIDs(parts []Part) []string {

@@ -2,6 +2,7 @@ package inprocdb
 
 import (
 	"context"
+	"time"
 
 	"github.com/chatmemory/backend/attachments"
 	"github.com/chatmemory/backend/kernel/errs"
@@ -124,6 +125,21 @@ func (db *DB) ReferenceAttachment(_ context.Context, userID, id, sessionID strin
 	a.Referenced, a.SessionID = true, sessionID
 	db.files().byID[id] = a
 	return nil
+}
+
+// UnreferencedAttachments is up to limit unreferenced attachments
+// uploaded before before, oldest first.
+func (db *DB) UnreferencedAttachments(_ context.Context, before time.Time, limit int) ([]attachments.Attachment, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var all []attachments.Attachment
+	for _, a := range db.files().byID {
+		if !a.Referenced && a.CreatedAt.Before(before) {
+			all = append(all, a)
+		}
+	}
+	attachments.SortAttachments(all)
+	return all[:min(limit, len(all))], nil
 }
 
 // DeleteAttachmentQuota forgets the user's stored bytes.
