@@ -191,6 +191,9 @@ func services(cfg Config, d Deps) (*functions.App, *retention.Sweeper) {
 	if fs != nil {
 		pv.Data["attachments"] = fs
 		cs.Files, cs.ImageDetail = fs, cfg.ImageDetail
+		if rc != nil {
+			rc.FileText = fs.Text
+		}
 	}
 	return &functions.App{Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Privacy: pv, Attachments: fs}, sw
 }

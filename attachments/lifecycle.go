@@ -33,26 +33,6 @@ func (s *Service) ForgetSession(ctx context.Context, userID, sessionID string) e
 	return s.DeleteFiles(ctx, userID, ids)
 }
 
-// DeleteFiles deletes the user's attachments ids (those of messages a
-// trim deleted): each object, then its record; one already gone is no
-// error.
-func (s *Service) DeleteFiles(ctx context.Context, userID string, ids []string) error {
-	var failed []error
-	for _, id := range ids {
-		if err := s.Blobs.Delete(ctx, Key(userID, id)); err != nil {
-			failed = append(failed, err)
-			continue
-		}
-		if _, err := s.Repo.DeleteAttachment(ctx, userID, id); err != nil {
-			failed = append(failed, err)
-		}
-	}
-	if err := errors.Join(failed...); err != nil {
-		return errs.Wrap(errs.EUNAVAILABLE, err, "attachments could not be deleted")
-	}
-	return nil
-}
-
 // SweepUnreferenced deletes every upload no message named within
 // UnreferencedAge of it, as of now, a page at a time until none is left
 // or out says the run's time is up: its work is linear in what it
@@ -75,4 +55,24 @@ func (s *Service) SweepUnreferenced(ctx context.Context, now time.Time, out func
 		}
 	}
 	return n, nil
+}
+
+// DeleteFiles deletes the user's attachments ids (those of messages a
+// trim deleted): each object, then its record; one already gone is no
+// error.
+func (s *Service) DeleteFiles(ctx context.Context, userID string, ids []string) error {
+	var failed []error
+	for _, id := range ids {
+		if err := s.Blobs.Delete(ctx, Key(userID, id)); err != nil {
+			failed = append(failed, err)
+			continue
+		}
+		if _, err := s.Repo.DeleteAttachment(ctx, userID, id); err != nil {
+			failed = append(failed, err)
+		}
+	}
+	if err := errors.Join(failed...); err != nil {
+		return errs.Wrap(errs.EUNAVAILABLE, err, "attachments could not be deleted")
+	}
+	return nil
 }
