@@ -490,7 +490,10 @@ export interface paths {
          *     message is taken (the history is the server's): a user message (its
          *     `id` is the turn's idempotency key: a retry replays), or, with
          *     `messageId`, the assistant message with outputs for its tool calls
-         *     (the turn continues that same message). `trigger:
+         *     (the turn continues that same message). A user message's `file`
+         *     parts name uploaded attachments by their `url` (the `/attachments/{id}`
+         *     POST /attachments answers, relative or absolute); a data: URL is 400
+         *     (upload the file first). `trigger:
          *     "regenerate-message"` answers anew the reply `messageId` names.
          *     `tools`, `toolChoice` are POST /chat's (pass them with the
          *     transport's `body`). The answer is the UI message stream
@@ -783,6 +786,26 @@ export interface components {
             createdAt: string;
             /** @description a message names it */
             referenced: boolean;
+            /** @description the session whose message first named it (its purge deletes the file) */
+            sessionId?: string;
+            /** @description /attachments/{id}: downloads it with the owner's token; an AI SDK file part names it by this url */
+            url?: string;
+        };
+        /** @description A file a user's message carries: what the message keeps of an uploaded attachment (the bytes are at /attachments/{id}) */
+        MessageAttachment: {
+            id: string;
+            /** @description a MIME type, read from the bytes */
+            type: string;
+            name: string;
+            alt?: string;
+            /** @description bytes */
+            size: number;
+            /** @description images only */
+            width?: number;
+            /** @description images only */
+            height?: number;
+            /** @description what it adds to a prompt when sent whole: an image's by OpenAI's formula at ATTACHMENT_IMAGE_DETAIL, a document's text */
+            tokens: number;
         };
         HistoryTier: {
             text: string;
@@ -868,7 +891,10 @@ export interface components {
         ChatRequest: {
             /** @description absent: a new session; required with regenerate and edit */
             sessionId?: string;
+            /** @description may be empty when `attachments` are given */
             message?: string;
+            /** @description ids of the caller's uploads (POST /attachments) the message carries; an id that is not one of them is 400 naming `attachments[i]` */
+            attachments?: string[];
             clientMessageId?: string;
             stream?: boolean;
             /** @description id of a reply (or of the user message it answers) to answer anew, beside the old reply */
@@ -1083,6 +1109,8 @@ export interface components {
             toolCalls?: components["schemas"]["ToolCall"][];
             toolCallId?: string;
             metadata?: components["schemas"]["MessageMetadata"];
+            /** @description user messages only: ids of the caller's uploads the message carries (content may then be empty); an unknown one is 400 naming `messages[i].attachments[j]` */
+            attachments?: string[];
         };
         Feedback: {
             /** @enum {string} */
@@ -1113,6 +1141,8 @@ export interface components {
             tokens: number;
             clientMessageId?: string;
             metadata: components["schemas"]["MessageMetadata"];
+            /** @description the files a user's message carries */
+            attachments?: components["schemas"]["MessageAttachment"][];
         };
     };
     responses: {
