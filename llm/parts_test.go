@@ -52,3 +52,13 @@ func TestWithParts(t *testing.T) {
 		}
 	}
 }
+
+// TestSummaryQuotesFiles: a summary request names what a message
+// attached, so the summary can say so.
+func TestSummaryQuotesFiles(t *testing.T) {
+	m := history.Message{Role: history.RoleUser, Content: "see", Attachments: []history.Part{
+		{ID: "i", Type: "image/png", Name: "cat.png", Alt: "a grey cat"}, {ID: "d", Type: "application/pdf", Name: "r.pdf"}}}
+	if got, want := quote(m).Text, "see\n[image: cat.png] (a grey cat)\n[document: r.pdf]"; got != want {
+		t.Fatalf("quoted %q, want %q", got, want)
+	}
+}
