@@ -62,7 +62,7 @@ fuzz:
 # Faults between the server and Firestore and the model, and clients that go away (a few minutes).
 CHAOS_TURNS ?= 300
 chaos: deps
-	$(GO) run ./cmd/emulators -- sh -c 'CHAOS_TURNS=$(CHAOS_TURNS) $(GO) test -count=1 -timeout 30m -run "^TestChaos$$" -v ./functions'
+	$(GO) run ./cmd/emulators -- sh -c 'CHAOS_TURNS=$(CHAOS_TURNS) $(GO) test -count=1 -timeout 30m -run "^TestChaos$$" -v ./systemtest'
 
 vet:
 	$(GO) vet ./...

@@ -92,12 +92,13 @@ func TestLayers(t *testing.T) {
 		"firestoredb": domain,
 		"inprocdb":    domain,
 		"storetest":   append([]string{"firestoredb", "inprocdb", "storage", "emulator/emulatortest"}, domain...),
-		"functions":   append([]string{"llm", "storage"}, domain...),   // the HTTP edge: no store, no wiring
+		"functions":   append([]string{"llm"}, domain...),              // the HTTP edge: no store, no wiring
 		"app":         append([]string{"functions", "llm"}, stores...), // the composition root
 		"emulator":    {"emulator"},
 		"rules":       {"emulator"},
 		"cmd":         {"app", "functions", "emulator", "bench", "llm/llmtest", "cmd/internal"},
 		"bench":       append([]string{"app", "functions", "llm", "firestoredb/firestoretest", "emulator"}, stores...),
+		"systemtest":  {},      // whole-system tests: test files only, which may import anything
 		"":            {"app"}, // the root: registration only
 	}
 	foreign := []string{"net/http", "cloud.google.com", "firebase.google.com", "github.com/sashabaranov/go-openai"}

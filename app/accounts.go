@@ -61,16 +61,16 @@ func (a *App) EraseDeletedUser(ctx context.Context, e event.Event) error {
 	var u authUser
 	if err := json.Unmarshal(e.Data(), &u); err != nil || u.UID == "" {
 		// Retrying cannot help an event without a uid: log, do not fail.
-		a.Log.ErrorContext(ctx, "a user-deleted event without a uid", "type", e.Type())
+		a.Edge.Log.ErrorContext(ctx, "a user-deleted event without a uid", "type", e.Type())
 		return nil
 	}
 	start := time.Now()
 	er, err := a.Privacy.Erase(ctx, u.UID)
 	if err != nil {
-		a.Log.ErrorContext(ctx, "erasing an account deleted in Auth failed; the event is retried", "code", string(errs.CodeOf(err)))
+		a.Edge.Log.ErrorContext(ctx, "erasing an account deleted in Auth failed; the event is retried", "code", string(errs.CodeOf(err)))
 		return fmt.Errorf("erasing an account deleted in Auth: %w", err)
 	}
-	a.Log.InfoContext(ctx, "erased an account deleted in Auth", "sessions", er.Sessions, "documents", er.Documents,
+	a.Edge.Log.InfoContext(ctx, "erased an account deleted in Auth", "sessions", er.Sessions, "documents", er.Documents,
 		"durationMs", time.Since(start).Milliseconds())
 	return nil
 }
@@ -86,9 +86,9 @@ func (a *App) EraseDeletedAccounts(ctx context.Context, budget time.Duration) re
 	r, err := a.Backstop.Run(ctx, out)
 	attrs := []any{"checked", r.Checked, "erased", r.Erased, "authCalls", r.AuthCalls, "failed", r.Failed, "complete", r.Complete, "durationMs", r.DurationMs}
 	if err != nil {
-		a.Log.ErrorContext(ctx, "erasing accounts deleted in Auth failed", append(attrs, "error", err.Error())...)
+		a.Edge.Log.ErrorContext(ctx, "erasing accounts deleted in Auth failed", append(attrs, "error", err.Error())...)
 	} else {
-		a.Log.InfoContext(ctx, "accounts deleted in Auth", attrs...)
+		a.Edge.Log.InfoContext(ctx, "accounts deleted in Auth", attrs...)
 	}
 	return r
 }

@@ -31,7 +31,7 @@ func (a *App) RunJobEvent(ctx context.Context, e event.Event) error {
 	sessionID, jobID, ok := jobDocument(doc)
 	if !ok {
 		// Retrying cannot help an event that names no job: log, do not fail.
-		a.Log.ErrorContext(ctx, "an after-turn event that names no job", "type", e.Type(), "subject", e.Subject())
+		a.Edge.Log.ErrorContext(ctx, "an after-turn event that names no job", "type", e.Type(), "subject", e.Subject())
 		return nil
 	}
 	return a.Chat.RunJob(ctx, sessionID, jobID)

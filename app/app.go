@@ -36,12 +36,14 @@ import (
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
+	"github.com/chatmemory/backend/storage"
 )
 
 // App is the backend: its services behind the HTTP edge, and its jobs.
 type App struct {
-	*functions.App
+	Services
 	Jobs
+	Edge    *functions.App // the HTTP edge over Services
 	closers []func() error
 	handler http.Handler
 	rollUps bool // the daily sweep rolls histories forward (long-term memory is on)
@@ -50,7 +52,7 @@ type App struct {
 // Deps are the parts an App is built from; Open builds them from a Config,
 // tests build them directly.
 type Deps struct {
-	Store    functions.Store
+	Store    storage.Store
 	Auth     functions.Verifier
 	AppCheck functions.AppChecker // required unless cfg.AppCheck is off
 	Model    chat.Model
@@ -123,22 +125,50 @@ func New(cfg Config, d Deps) *App {
 	d.Log = slog.New(functions.WithTraceIDs(d.Log.Handler(), cfg.ProjectID))
 	mx := functions.NewMetrics(d.Meter)
 	d.Model = functions.TracedModel(d.Model, mx)
-	edge, sweeper := services(cfg, d)
+	sv, sweeper := services(cfg, d)
+	edge := sv.edge()
 	edge.Auth, edge.Health, edge.Log, edge.Metrics = d.Auth, d.Store, d.Log, mx
 	edge.AllowedOrigins, edge.Models, edge.MaxBodyBytes, edge.ReadTimeout = cfg.AllowedOrigins, cfg.models(), cfg.MaxBodyBytes, cfg.ReadTimeout
 	jobs := Jobs{Store: d.Store, Sweeper: sweeper}
 	if d.Directory != nil {
-		jobs.Backstop = &retention.Backstop{Accounts: d.Store, Directory: d.Directory, Privacy: edge.Privacy, Now: d.Now, Log: d.Log}
+		jobs.Backstop = &retention.Backstop{Accounts: d.Store, Directory: d.Directory, Privacy: sv.Privacy, Now: d.Now, Log: d.Log}
 	}
 	if cfg.AppCheck != "" && cfg.AppCheck != AppCheckOff {
 		edge.AppCheck = &functions.AppCheck{Mode: cfg.AppCheck, Client: d.AppCheck, AppIDs: cfg.AppCheckAppIDs}
 	}
-	return &App{App: edge, Jobs: jobs, rollUps: cfg.LongTermMemory}
+	return &App{Services: sv, Edge: edge, Jobs: jobs, rollUps: cfg.LongTermMemory}
 }
+
+// Services are the domain's services: the edge serves them, the jobs run
+// them.
+type Services struct {
+	Sessions    *sessions.Service
+	History     *history.Service
+	Chat        *chat.Service
+	Memory      *longterm.Service
+	Recall      *recall.Service // nil: no embeddings, no search
+	Privacy     *retention.Privacy
+	Attachments *attachments.Service // nil: no file storage
+}
+
+// edge is the HTTP edge over s (a nil service stays a nil interface).
+func (s Services) edge() *functions.App {
+	e := &functions.App{Sessions: s.Sessions, History: s.History, Chat: s.Chat, Memory: s.Memory, Privacy: s.Privacy}
+	if s.Recall != nil {
+		e.Search = s.Recall
+	}
+	if s.Attachments != nil {
+		e.Attachments = s.Attachments
+	}
+	return e
+}
+
+// Handler serves the HTTP API (and the web app, when one is set).
+func (a *App) Handler() http.Handler { return a.Edge.Handler() }
 
 // services builds the domain's services over d's store and model, and
 // the retention sweep over them.
-func services(cfg Config, d Deps) (*functions.App, *retention.Sweeper) {
+func services(cfg Config, d Deps) (Services, *retention.Sweeper) {
 	ss := sessions.NewService(d.Store, cfg.ChatModel)
 	ss.Now = d.Now
 	ss.DefaultContext = cfg.DefaultContext()
@@ -195,7 +225,7 @@ func services(cfg Config, d Deps) (*functions.App, *retention.Sweeper) {
 			rc.FileText = fs.Text
 		}
 	}
-	return &functions.App{Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Privacy: pv, Attachments: fs}, sw
+	return Services{Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Privacy: pv, Attachments: fs}, sw
 }
 
 // chatService is the turn's service with cfg's limits and prompt.
@@ -245,7 +275,7 @@ func openFirebase(ctx context.Context, cfg Config) (Deps, error) {
 }
 
 // openStore opens the storage cfg names, with what closes it.
-func openStore(ctx context.Context, cfg Config, log *slog.Logger) (functions.Store, []func() error, error) {
+func openStore(ctx context.Context, cfg Config, log *slog.Logger) (storage.Store, []func() error, error) {
 	if cfg.Backend == "inprocess" {
 		log.Warn("STORAGE_BACKEND=inprocess: sessions live in this process only and are lost when it stops")
 		return inprocdb.New(), nil, nil
@@ -259,7 +289,7 @@ func openStore(ctx context.Context, cfg Config, log *slog.Logger) (functions.Sto
 
 // Firestore is the Firestore store as an instance serves it: behind the
 // cache of what the instance last read or wrote (package cache).
-func Firestore(client *firestore.Client, opts ...firestoredb.Option) functions.Store {
+func Firestore(client *firestore.Client, opts ...firestoredb.Option) storage.Store {
 	return cache.New(firestoredb.New(client, opts...), cache.DefaultBytes)
 }
 

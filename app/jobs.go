@@ -62,7 +62,7 @@ func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 	}
 	report.Lap(retention.PhaseRollUp, rolled.Counts())
 	report.Lap(retention.PhaseAttachments, a.sweepFiles(ctx))
-	a.Metrics.Sweep(ctx, report)
+	a.Edge.Metrics.Sweep(ctx, report)
 	return report, err
 }
 
@@ -97,9 +97,9 @@ func (a *App) RunDueJobs(ctx context.Context) chat.JobsReport {
 	r, err := a.Chat.RunDueJobs(ctx, dueJobsPerSweep)
 	attrs := []any{"found", r.Found, "ran", r.Ran, "held", r.Held, "failed", r.Failed, "durationMs", time.Since(start).Milliseconds()}
 	if err != nil {
-		a.Log.ErrorContext(ctx, "after-turn jobs failed", append(attrs, "error", err.Error())...)
+		a.Edge.Log.ErrorContext(ctx, "after-turn jobs failed", append(attrs, "error", err.Error())...)
 	} else if r.Found > 0 {
-		a.Log.InfoContext(ctx, "after-turn jobs", attrs...)
+		a.Edge.Log.InfoContext(ctx, "after-turn jobs", attrs...)
 	}
 	return r
 }
@@ -117,9 +117,9 @@ func (a *App) RollUpHistories(ctx context.Context, budget time.Duration) longter
 	}, out)
 	attrs := []any{"users", r.Users, "failed", r.Failed, "complete", r.Complete, "durationMs", time.Since(start).Milliseconds()}
 	if err != nil {
-		a.Log.ErrorContext(ctx, "history roll-up failed", append(attrs, "error", err.Error())...)
+		a.Edge.Log.ErrorContext(ctx, "history roll-up failed", append(attrs, "error", err.Error())...)
 	} else {
-		a.Log.InfoContext(ctx, "history roll-up", attrs...)
+		a.Edge.Log.InfoContext(ctx, "history roll-up", attrs...)
 	}
 	return r
 }

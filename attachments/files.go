@@ -8,6 +8,15 @@ import (
 	"github.com/chatmemory/backend/kernel/errs"
 )
 
+// List is the user's attachments' records, oldest first (never nil).
+func (s *Service) List(ctx context.Context, userID string) ([]Attachment, error) {
+	all, err := s.Repo.ListAttachments(ctx, userID)
+	if all == nil && err == nil {
+		all = []Attachment{}
+	}
+	return all, err
+}
+
 // Get is the user's attachment id; ENOTFOUND for anyone else's.
 func (s *Service) Get(ctx context.Context, userID, id string) (*Attachment, error) {
 	return s.Repo.GetAttachment(ctx, userID, id)

@@ -7,6 +7,7 @@ import (
 	"fmt"
 	"io"
 	"log/slog"
+	"math"
 	"net/http"
 	"os"
 	"path/filepath"
@@ -66,6 +67,10 @@ type BillRow struct {
 	// turns with recalled excerpts, and turns with learned facts.
 	RecallTurns int `json:"recallTurns"`
 	FactTurns   int `json:"factTurns"`
+	// requests are the session's chat requests as the test model received
+	// them, and uses what its cache made of each.
+	requests []openai.ChatCompletionRequest
+	uses     []llmtest.CacheUse
 }
 
 // billSeen counts what the chat requests carried.
@@ -159,9 +164,47 @@ func runBillScenario(ctx context.Context, sc BillScenario, legacy bool, turns in
 	}
 	u := chat.ModelTokens{Input: got.Usage.PromptTokens, Cached: got.Usage.CachedPromptTokens}
 	mini, five := chat.ListPrice("gpt-4o-mini"), chat.ListPrice("gpt-5")
-	return BillRow{Scenario: sc.Name, Legacy: legacy, Prompt: u.Input, Cached: u.Cached, Share: float64(u.Cached) / float64(max(u.Input, 1)),
+	if err := billAgrees(ctx, c, u, mini); err != nil {
+		return BillRow{}, err
+	}
+	reqs, uses := sessionRequests(model, s.ID)
+	return BillRow{requests: reqs, uses: uses, Scenario: sc.Name, Legacy: legacy, Prompt: u.Input, Cached: u.Cached, Share: float64(u.Cached) / float64(max(u.Input, 1)),
 		Mini: mini.InputDollars(u, false), MiniNoCache: mini.InputDollars(u, true), Five: five.InputDollars(u, false), FiveNoCache: five.InputDollars(u, true),
 		Target: sc.Target, RecallTurns: int(seen.recall.Load()), FactTurns: int(seen.facts.Load())}, nil
+}
+
+// sessionRequests are the chat requests model received under key, with
+// what its cache made of each.
+func sessionRequests(model *llmtest.Server, key string) ([]openai.ChatCompletionRequest, []llmtest.CacheUse) {
+	all, uses := model.Requests(), model.CacheUses()
+	var reqs []openai.ChatCompletionRequest
+	var out []llmtest.CacheUse
+	for i, u := range uses {
+		if u.Key == key && i < len(all) {
+			reqs, out = append(reqs, all[i]), append(out, u)
+		}
+	}
+	return reqs, out
+}
+
+// billAgrees checks that GET /usage shows the session's input, cached
+// input and, at price, dollars as the bench counts them (the user's only
+// replies are the session's).
+func billAgrees(ctx context.Context, c *apiClient, u chat.ModelTokens, price chat.Price) error {
+	var got struct {
+		Models  map[string]chat.ModelBill
+		Dollars float64
+	}
+	if err := c.call(ctx, "bill-user", "GET", "/usage", nil, &got, http.StatusOK); err != nil {
+		return err
+	}
+	b := got.Models["gpt-4o-mini"]
+	output := price.Dollars(chat.ModelTokens{Output: b.Output})
+	if b.Input != u.Input || b.Cached != u.Cached || b.Uncached != u.Input-u.Cached || b.Dollars == nil ||
+		math.Abs(*b.Dollars-output-price.InputDollars(u, false)) > 1e-9 || math.Abs(got.Dollars-*b.Dollars) > 1e-9 {
+		return fmt.Errorf("/usage shows %+v ($%v of $%.6f), the session's usage %+v", b.ModelTokens, b.Dollars, got.Dollars, u)
+	}
+	return nil
 }
 
 // billSettings are the session's memory settings in sc; the baseline

@@ -14,7 +14,7 @@ import (
 func (c *Store) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (string, error) {
 	var last *chat.AppendWrite
 	watched := watch(plan, &last)
-	after, usage, err := c.Source.AppendKnown(ctx, q, c.at(q.SessionID, q.IfMatch), c.usageOn(q.UserID, q.Day), watched)
+	after, usage, err := c.known.AppendKnown(ctx, q, c.at(q.SessionID, q.IfMatch), c.usageOn(q.UserID, q.Day), watched)
 	if err != nil {
 		c.drop(q.SessionID)
 		c.dropUsage(q.UserID)
@@ -36,7 +36,7 @@ func (c *Store) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*ch
 // CreateSession creates the session and keeps it, with no context yet:
 // its first turn here can claim without reading it.
 func (c *Store) CreateSession(ctx context.Context, s *sessions.Session) error {
-	st, err := c.Source.CreateKnown(ctx, s)
+	st, err := c.known.CreateKnown(ctx, s)
 	if err != nil {
 		return err
 	}

@@ -22,12 +22,15 @@ import (
 	"github.com/chatmemory/backend/storage"
 )
 
-// Source is a store the cache can wrap: every storage interface, and a
-// way to start from a known state (one it returned earlier, which may no
-// longer be current) for each operation the cache speeds up. A store may
-// ignore what it is given and read, as the in-process store does.
-type Source interface {
-	storage.Store
+// Source is the store the cache wraps: any store. What it offers of
+// Known, the cache discovers and uses; without it, the cache keeps
+// nothing and every call goes through as the store runs it.
+type Source = storage.Store
+
+// Known is what a store offers to start from a known state (one it
+// returned earlier, which may no longer be current) for each operation
+// the cache speeds up. A store may ignore what it is given and read.
+type Known interface {
 	// ClaimKnown may plan a turn's claim from known (the session and its
 	// context, the user's slots named by q.Slots with their SlotVersions,
 	// DayTokens the least the day's spend can be, and the memory block)
@@ -54,7 +57,8 @@ type Source interface {
 
 // Store is a Source with what this instance kept in front of it.
 type Store struct {
-	Source // every method the cache does not change goes straight through
+	Source       // every method the cache does not change goes straight through
+	known  Known // the Source's own, or plain
 
 	mu    sync.Mutex
 	max   int
@@ -63,6 +67,7 @@ type Store struct {
 	by    map[string]*list.Element // session id →
 	users map[string]*user         // user id →
 	stale float64                  // the recent share of kept sessions found written elsewhere (see fence.go)
+	hints map[string]chat.Hint     // session id → what its last turn here embedded (hints.go)
 }
 
 // session is what the cache kept of a session and its context.
@@ -81,7 +86,11 @@ const maxUsers = 4096
 // New wraps src, keeping up to maxBytes of recent contexts (0: nothing,
 // every call goes straight through).
 func New(src Source, maxBytes int) *Store {
-	return &Store{Source: src, max: maxBytes, order: list.New(), by: map[string]*list.Element{}, users: map[string]*user{}}
+	known, ok := src.(Known)
+	if !ok {
+		known, maxBytes = plain{src}, 0 // nothing it returns names a version: nothing is kept
+	}
+	return &Store{Source: src, known: known, max: maxBytes, order: list.New(), by: map[string]*list.Element{}, users: map[string]*user{}}
 }
 
 // put keeps st, a state the store returned, in place of what was kept of

@@ -9,6 +9,7 @@ import (
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/inprocdb"
+	"github.com/chatmemory/backend/storage"
 	"github.com/chatmemory/backend/storetest"
 )
 
@@ -18,10 +19,14 @@ func instance(client *firestore.Client) *cache.Store {
 }
 
 // TestContract: the cache in front of each store passes the contract
-// every store passes.
+// every store passes; so does a cache in front of a store that offers
+// nothing of Known (it keeps nothing, and every call goes through).
 func TestContract(t *testing.T) {
 	t.Run("inprocess", func(t *testing.T) {
 		storetest.Run(t, func(*testing.T) storetest.Backend { return cache.New(inprocdb.New(), cache.DefaultBytes) })
+	})
+	t.Run("without-known", func(t *testing.T) {
+		storetest.Run(t, func(*testing.T) storetest.Backend { return cache.New(onlyStore{inprocdb.New()}, cache.DefaultBytes) })
 	})
 	t.Run("firestore", func(t *testing.T) {
 		storetest.Run(t, func(t *testing.T) storetest.Backend {
@@ -30,3 +35,6 @@ func TestContract(t *testing.T) {
 		})
 	})
 }
+
+// onlyStore is a store that offers nothing of Known.
+type onlyStore struct{ storage.Store }

@@ -12,16 +12,30 @@ import (
 	"github.com/chatmemory/backend/emulator/emulatortest"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/history"
+	"github.com/chatmemory/backend/inprocdb"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/storetest"
 )
 
-// twoInstances is two instances' caches in front of one emulated
-// Firestore, and services on the first.
-func twoInstances(t *testing.T) (one, other *cache.Store, e *storetest.Env) {
-	client, _ := emulatortest.Firestore(t)
-	one, other = instance(client), instance(client)
+// twoInstances is two instances' caches in front of one store of kind
+// ("memory": the in-process store; "firestore": the emulator), and
+// services on the first.
+func twoInstances(t *testing.T, kind string) (one, other *cache.Store, e *storetest.Env) {
+	if kind == "memory" {
+		db := inprocdb.New()
+		one, other = cache.New(db, cache.DefaultBytes), cache.New(db, cache.DefaultBytes)
+	} else {
+		client, _ := emulatortest.Firestore(t)
+		one, other = instance(client), instance(client)
+	}
 	return one, other, storetest.NewEnv(t, one)
+}
+
+// onBoth runs test on both kinds of store.
+func onBoth(t *testing.T, test func(t *testing.T, kind string)) {
+	for _, kind := range []string{"memory", "firestore"} {
+		t.Run(kind, func(t *testing.T) { test(t, kind) })
+	}
 }
 
 // countedInstances is twoInstances with a count of what their Firestore
@@ -42,7 +56,7 @@ func countedInstances(t *testing.T) (one, other *cache.Store, e *storetest.Env, 
 // domain does for a stale ifMatch), leaving the other's write alone.
 func TestKeptContextIsNotTrusted(t *testing.T) {
 	ctx := context.Background()
-	one, other, e := twoInstances(t)
+	one, other, e := twoInstances(t, "firestore") // the in-process store appends from a read: it plans nothing from what was kept
 	s := e.NewSession(t, "alice")
 	e.Say(t, s, history.RoleUser, "first")
 	day := "2026-01-15"
@@ -95,7 +109,7 @@ func TestKeptContextIsNotTrusted(t *testing.T) {
 // read as another request's.
 func TestKeptUsageIsNotTrusted(t *testing.T) {
 	ctx := context.Background()
-	one, other, e := twoInstances(t)
+	one, other, e := twoInstances(t, "firestore") // the in-process store appends from a read: it plans nothing from what was kept
 	s, elsewhere := e.NewSession(t, "alice"), e.NewSession(t, "alice")
 	const day, minute = "2026-01-15", int64(29_000_000)
 	type seen struct {
@@ -169,45 +183,47 @@ func TestKeptUsageIsNotTrusted(t *testing.T) {
 // another instance wrote the session meanwhile, that claim is refused
 // whole, and the turn reads and plans again after the other's message.
 func TestKeptTurnIsNotTrusted(t *testing.T) {
-	ctx := context.Background()
-	one, other, e := twoInstances(t)
-	s := e.NewSession(t, "alice")
-	q := chat.TurnQuery{UserID: "alice", SessionID: s.ID, Day: "2026-01-15", Slots: []int{0, 1}}
-	say := func(db *cache.Store, text string) []int {
-		t.Helper()
-		var lasts []int // the seq of the last message of each tail planned from
-		_, err := db.RunTurn(ctx, q, nil, func(st *chat.TurnState) (*chat.TurnWrite, error) {
-			last := -1
-			if n := len(st.Tail.Messages); n > 0 {
-				last = st.Tail.Messages[n-1].Seq
-			}
-			lasts = append(lasts, last)
-			ss := st.Session.Clone()
-			m, tl, err := e.History.AppendOne(ss, st.Tail, "", "", history.Draft{Role: history.RoleUser, Content: text})
+	onBoth(t, func(t *testing.T, kind string) {
+		ctx := context.Background()
+		one, other, e := twoInstances(t, kind)
+		s := e.NewSession(t, "alice")
+		q := chat.TurnQuery{UserID: "alice", SessionID: s.ID, Day: "2026-01-15", Slots: []int{0, 1}}
+		say := func(db *cache.Store, text string) []int {
+			t.Helper()
+			var lasts []int // the seq of the last message of each tail planned from
+			_, err := db.RunTurn(ctx, q, nil, func(st *chat.TurnState) (*chat.TurnWrite, error) {
+				last := -1
+				if n := len(st.Tail.Messages); n > 0 {
+					last = st.Tail.Messages[n-1].Seq
+				}
+				lasts = append(lasts, last)
+				ss := st.Session.Clone()
+				m, tl, err := e.History.AppendOne(ss, st.Tail, "", "", history.Draft{Role: history.RoleUser, Content: text})
+				if err != nil {
+					return nil, err
+				}
+				m.ID = fmt.Sprint("m-", text)
+				return &chat.TurnWrite{Session: ss, Tail: tl, Messages: []history.Message{m}, Slot: chat.NoSlot}, nil
+			})
 			if err != nil {
-				return nil, err
+				t.Fatal(err)
 			}
-			m.ID = fmt.Sprint("m-", text)
-			return &chat.TurnWrite{Session: ss, Tail: tl, Messages: []history.Message{m}, Slot: chat.NoSlot}, nil
-		})
-		if err != nil {
-			t.Fatal(err)
+			return lasts
 		}
-		return lasts
-	}
-	say(one, "a")
-	if lasts := say(one, "b"); !slices.Equal(lasts, []int{0}) {
-		t.Errorf("the second turn here planned after %v, want once, after the first", lasts)
-	}
-	say(other, "c")
-	if lasts := say(one, "d"); !slices.Equal(lasts, []int{1, 2}) {
-		t.Errorf("the turn after another instance's planned after %v, want what it kept and then what it read", lasts)
-	}
-	var got []string
-	for _, m := range e.All(t, e.Reload(t, s)) {
-		got = append(got, fmt.Sprint(m.Seq, m.Content))
-	}
-	if want := []string{"0a", "1b", "2c", "3d"}; !slices.Equal(got, want) {
-		t.Errorf("stored %q, want %q", got, want)
-	}
+		say(one, "a")
+		if lasts := say(one, "b"); !slices.Equal(lasts, []int{0}) {
+			t.Errorf("the second turn here planned after %v, want once, after the first", lasts)
+		}
+		say(other, "c")
+		if lasts := say(one, "d"); !slices.Equal(lasts, []int{1, 2}) {
+			t.Errorf("the turn after another instance's planned after %v, want what it kept and then what it read", lasts)
+		}
+		var got []string
+		for _, m := range e.All(t, e.Reload(t, s)) {
+			got = append(got, fmt.Sprint(m.Seq, m.Content))
+		}
+		if want := []string{"0a", "1b", "2c", "3d"}; !slices.Equal(got, want) {
+			t.Errorf("stored %q, want %q", got, want)
+		}
+	})
 }

@@ -19,7 +19,7 @@ func (c *Store) RunTurn(ctx context.Context, q chat.TurnQuery, prev *chat.TurnSt
 	var last *chat.TurnWrite
 	watched := watch(plan, &last)
 	if kq, known, done, ok := c.knownTurn(q, prev); ok {
-		out, tried := c.Source.ClaimKnown(ctx, kq, known, watched)
+		out, tried := c.known.ClaimKnown(ctx, kq, known, watched)
 		done()
 		if out != nil {
 			c.learnTurn(kq, out, last)
@@ -78,7 +78,7 @@ func (c *Store) ReadTurn(ctx context.Context, q chat.TurnQuery) (*chat.TurnState
 	var out *chat.TurnState
 	var err error
 	if k != nil && c.fenceWorth() {
-		out, err = c.Source.ReadKnown(ctx, q, k)
+		out, err = c.known.ReadKnown(ctx, q, k)
 	} else {
 		out, err = c.Source.ReadTurn(ctx, q)
 	}

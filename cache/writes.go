@@ -27,7 +27,7 @@ func (c *Store) UpdateSession(ctx context.Context, id string, fn func(*sessions.
 	if err != nil || kept == nil || s.Status != sessions.StatusActive {
 		return s, err
 	}
-	if st, err := c.Source.ReadKnown(ctx, chat.TurnQuery{UserID: s.UserID, SessionID: id}, kept); err == nil {
+	if st, err := c.known.ReadKnown(ctx, chat.TurnQuery{UserID: s.UserID, SessionID: id}, kept); err == nil {
 		c.putUnlessKept(id, st)
 	}
 	return s, nil

@@ -47,9 +47,15 @@ func (p Price) Dollars(t ModelTokens) float64 {
 	return (float64(uncached)*p.Input + float64(t.Cached)*p.CachedInput + float64(t.Output)*p.Output) / 1e6
 }
 
-// listPrices are OpenAI's list prices (dollars per million tokens) for
-// models a deployment is likely to use, matched by prefix, longest first;
-// CHAT_MODELS may set others.
+// listPrices are OpenAI's list prices (dollars per million tokens: input,
+// cached input, output; standard tier, text) for models a deployment is
+// likely to use, matched by prefix, longest first; CHAT_MODELS may set
+// others, and should where a provider's prices differ. Checked on
+// 2026-11-28 against OpenAI's model pages (developers.openai.com/api/docs/models:
+// gpt-5 $1.25/$0.125/$10, gpt-5-nano $0.05/$0.005/$0.40) and its pricing
+// page as reproduced by third parties (api pricing, November 2026):
+// every row agrees (the gpt-5-nano page marks that model deprecated; its
+// price stands while it is served).
 var listPrices = []struct {
 	prefix string
 	price  Price

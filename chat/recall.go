@@ -44,7 +44,7 @@ func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Se
 	if svc.Finder == nil || query == "" {
 		return
 	}
-	svc.recallHints.set(s.ID, hint{embed: recalls || choose, all: mode == sessions.RecallAll})
+	svc.setHint(s.ID, Hint{Embed: recalls || choose, All: mode == sessions.RecallAll})
 	if !recalls && !choose {
 		return
 	}
@@ -102,39 +102,35 @@ func (svc *Service) embedQuery(ctx context.Context, r *recaller, query string) {
 	r.vector, r.embedErr = svc.Finder.EmbedQuery(ctx, query)
 }
 
-// recallHints remembers, per instance, which sessions embed their turns'
-// messages (to recall, or to choose long-term facts), and which recall from
-// all of the user's sessions: a turn of one embeds its message beside its
-// first read instead of after it, and reads the user's deleted sessions in
-// it, so that its recall needs no read of its own.
-type recallHints struct {
-	mu sync.Mutex
-	on map[string]hint
+// Hint is what a session's last turn on this instance did: whether it
+// embedded its message (to recall, or to choose long-term facts by
+// relevance), and whether it recalled from all of the user's sessions. A
+// turn of a session with a hint embeds its message beside its first read
+// instead of after it, and reads the user's deleted sessions in it, so
+// that its recall needs no read of its own.
+type Hint struct{ Embed, All bool }
+
+// Hints keep a Hint per session on this instance: what a store in front
+// of the turn's store keeps of recent sessions (package cache) may offer
+// it. Without it, a turn embeds after its read.
+type Hints interface {
+	Hint(sessionID string) Hint
+	SetHint(sessionID string, h Hint)
 }
 
-// hint is what a session's last turn on this instance did.
-type hint struct{ embed, all bool }
-
-// maxRecallHints bounds the hints kept (all are dropped past it).
-const maxRecallHints = 10_000
-
-func (h *recallHints) set(id string, x hint) {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	switch {
-	case !x.embed:
-		delete(h.on, id)
-	case h.on == nil || len(h.on) >= maxRecallHints:
-		h.on = map[string]hint{id: x}
-	default:
-		h.on[id] = x
+// hint is the session's hint, if the turn's store keeps them.
+func (svc *Service) hint(sessionID string) Hint {
+	if h, ok := svc.Turns.(Hints); ok {
+		return h.Hint(sessionID)
 	}
+	return Hint{}
 }
 
-func (h *recallHints) get(id string) hint {
-	h.mu.Lock()
-	defer h.mu.Unlock()
-	return h.on[id]
+// setHint keeps the session's hint, if the turn's store keeps them.
+func (svc *Service) setHint(sessionID string, x Hint) {
+	if h, ok := svc.Turns.(Hints); ok {
+		h.SetHint(sessionID, x)
+	}
 }
 
 // recallBlock returns the excerpts to add to the turn's system messages,

@@ -142,7 +142,6 @@ type Service struct {
 	LegacyOrder bool
 
 	systemTokens sync.Map // model → tokens of SystemPrompt, counted once
-	recallHints  recallHints
 }
 
 func (svc *Service) logError(ctx context.Context, msg, sessionID string, err error) {

@@ -6,11 +6,8 @@ import (
 	"net/http"
 	"slices"
 	"strings"
-	"time"
 
-	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/history"
-	"github.com/chatmemory/backend/kernel/clock"
 	"github.com/chatmemory/backend/kernel/errs"
 )
 
@@ -175,77 +172,35 @@ func outputValue(content string) any {
 // draft) to its end, as a replay; 204 when none is in progress.
 func (a *App) aiChatResume(w http.ResponseWriter, r *http.Request) {
 	userID := UserID(r.Context())
-	q := chat.TurnQuery{UserID: userID, SessionID: aiChatSession(userID, r.PathValue("id")), Draft: true}
-	st, err := a.Chat.Turns.ReadTurn(r.Context(), q)
-	if err == nil && st.Session != nil {
-		err = st.Session.CheckOwner(userID)
-	}
+	sessionID := aiChatSession(userID, r.PathValue("id"))
+	p, err := a.Chat.InProgress(r.Context(), userID, sessionID)
 	if err != nil {
 		a.writeError(w, r, err)
 		return
 	}
-	if st.Session == nil || st.DraftReplyID == "" || st.Session.AnsweringAt(clock.Stored(a.Chat.Now)) == nil {
+	if p == nil {
 		w.WriteHeader(http.StatusNoContent)
 		return
 	}
-	q.ReplyID = st.DraftReplyID
 	ui := newUIStream(w, r)
-	textID := "text-" + q.ReplyID
-	ui.begin(q.ReplyID, map[string]any{"sessionId": q.SessionID})
+	textID := "text-" + p.ReplyID
+	ui.begin(p.ReplyID, map[string]any{"sessionId": sessionID})
 	ui.send(map[string]any{"type": "text-start", "id": textID})
-	sent := a.followDraft(r.Context(), ui, q, textID, st.DraftText)
-	st, err = a.Chat.Turns.ReadTurn(r.Context(), q)
-	switch {
-	case err != nil:
+	answer, err := a.Chat.Follow(r.Context(), userID, sessionID, *p, func(delta string) {
+		ui.send(map[string]any{"type": "text-delta", "id": textID, "delta": delta})
+	})
+	if err != nil {
 		ui.fail(err)
-	case st.Answer == nil:
-		ui.fail(errs.Errorf(errs.EUNAVAILABLE, "the reply did not complete; send the message again to have it answered"))
-	default:
-		if rest, ok := strings.CutPrefix(st.Answer.Content, sent); ok && rest != "" {
-			ui.send(map[string]any{"type": "text-delta", "id": textID, "delta": rest})
-		}
-		ui.finish(textID, q.SessionID, *st.Answer)
+		return
 	}
-}
-
-// followDraft sends the draft's text as it grows until the draft is gone
-// (the reply stored, or its turn failed) or the client is; it returns the
-// text sent.
-func (a *App) followDraft(ctx context.Context, ui *uiStream, q chat.TurnQuery, textID, text string) string {
-	sent := ""
-	every := max(a.Chat.DraftInterval/2, 250*time.Millisecond)
-	deadline := time.Now().Add(a.Chat.ModelTimeout + time.Minute)
-	for {
-		if rest, ok := strings.CutPrefix(text, sent); ok && rest != "" {
-			ui.send(map[string]any{"type": "text-delta", "id": textID, "delta": rest})
-			sent = text
-		}
-		select {
-		case <-ctx.Done():
-			return sent
-		case <-time.After(every):
-		}
-		st, err := a.Chat.Turns.ReadTurn(ctx, q)
-		if err != nil || st.DraftReplyID != q.ReplyID || st.Answer != nil || time.Now().After(deadline) {
-			return sent
-		}
-		text = st.DraftText
-	}
+	ui.finish(textID, sessionID, *answer)
 }
 
 // aiChatStop stops the chat's reply in progress: it is stored as far as it
 // got. 404 when none is.
 func (a *App) aiChatStop(w http.ResponseWriter, r *http.Request) {
 	userID := UserID(r.Context())
-	sessionID := aiChatSession(userID, r.PathValue("id"))
-	st, err := a.Chat.Turns.ReadTurn(r.Context(), chat.TurnQuery{UserID: userID, SessionID: sessionID, Draft: true})
-	if err == nil && (st.Session == nil || st.DraftReplyID == "") {
-		err = errs.Errorf(errs.ENOTFOUND, "no reply of this chat is in progress")
-	}
-	if err == nil {
-		err = a.Chat.Stop(r.Context(), userID, sessionID, st.DraftReplyID)
-	}
-	if err != nil {
+	if err := a.Chat.StopInProgress(r.Context(), userID, aiChatSession(userID, r.PathValue("id"))); err != nil {
 		a.writeError(w, r, err)
 		return
 	}

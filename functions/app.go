@@ -11,19 +11,7 @@ import (
 	"context"
 	"log/slog"
 	"time"
-
-	"github.com/chatmemory/backend/attachments"
-	"github.com/chatmemory/backend/chat"
-	"github.com/chatmemory/backend/history"
-	"github.com/chatmemory/backend/longterm"
-	"github.com/chatmemory/backend/recall"
-	"github.com/chatmemory/backend/retention"
-	"github.com/chatmemory/backend/sessions"
-	"github.com/chatmemory/backend/storage"
 )
-
-// Store is a storage backend (storage.Store, declared once there).
-type Store = storage.Store
 
 // Pinger answers whether it is reachable (the health check's question).
 type Pinger interface {
@@ -32,13 +20,13 @@ type Pinger interface {
 
 // App is the HTTP edge over the services behind the endpoints.
 type App struct {
-	Sessions       *sessions.Service
-	History        *history.Service
-	Chat           *chat.Service
-	Memory         *longterm.Service
-	Recall         *recall.Service // nil: no embeddings, no search
-	Privacy        *retention.Privacy
-	Attachments    *attachments.Service // nil: no file storage, the attachment routes answer 404
+	Sessions       Sessions
+	History        History
+	Chat           Chat
+	Memory         Memory
+	Search         Search // nil: no embeddings, no search
+	Privacy        Privacy
+	Attachments    Attachments // nil: no file storage, the attachment routes answer 404
 	Auth           Verifier
 	AppCheck       *AppCheck // nil: App Check is off
 	Health         Pinger    // what /healthz asks: the storage

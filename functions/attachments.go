@@ -47,7 +47,7 @@ type uploadForm struct {
 
 // upload reads fields up to the file, streams the file, then reads the
 // fields after it before the record is written.
-func (f *uploadForm) upload(r *http.Request, svc *attachments.Service) (*attachments.Attachment, error) {
+func (f *uploadForm) upload(r *http.Request, svc Attachments) (*attachments.Attachment, error) {
 	for {
 		part, err := f.mr.NextPart()
 		if errors.Is(err, io.EOF) {
@@ -148,7 +148,7 @@ func disposition(att *attachments.Attachment) string {
 // listAttachments answers GET /attachments: the caller's attachments'
 // records, oldest first.
 func (a *App) listAttachments(w http.ResponseWriter, r *http.Request) {
-	all, err := a.Attachments.Repo.ListAttachments(r.Context(), UserID(r.Context()))
+	all, err := a.Attachments.List(r.Context(), UserID(r.Context()))
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -19,7 +19,7 @@ const DefaultSearchResults = 10
 // anything is embedded; the query's embedding is charged to the caller's
 // day as a model call is.
 func (a *App) search(w http.ResponseWriter, r *http.Request) {
-	if a.Recall == nil {
+	if a.Search == nil {
 		a.writeError(w, r, errs.Errorf(errs.ENOTFOUND, "search is off on this server (EMBEDDINGS=off)"))
 		return
 	}
@@ -42,7 +42,7 @@ func (a *App) search(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	ctx, meter := chat.WithMeter(r.Context())
-	results, err := a.Recall.Search(ctx, uid, q.Get("q"), q.Get("sessionId"), limit)
+	results, err := a.Search.Search(ctx, uid, q.Get("q"), q.Get("sessionId"), limit)
 	a.Chat.Spend(r.Context(), uid, meter.Tokens())
 	if err != nil {
 		a.writeError(w, r, err)

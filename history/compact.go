@@ -192,16 +192,28 @@ func CompactionID(endSeq int) string { return fmt.Sprintf("e%010d", endSeq) }
 // verbatim part passes compactAbove, the oldest of it is summarized until
 // what stays verbatim is at most keepBelow. A summary changes the start of
 // every request after it (the provider's cache then serves only the
-// prompts before it), so by default (trim "steps") a session compacts far
-// below its threshold and rarely; with trim "each" it compacts half as
-// far, more often, and sends fewer tokens. Each summarization handles at
-// most MaxCompactMessages messages, so it costs a bounded amount however
-// long the session is.
+// prompts before it), so by default (trim "steps") a session compacts
+// later (past 80%) and far below that (to 20%, see compactBounds), so
+// half as often; with trim "each" it compacts at 60% down to 30%, more often,
+// and sends fewer tokens. Each summarization handles at most
+// MaxCompactMessages messages, so it costs a bounded amount however long
+// the session is.
 const (
-	compactAbovePct    = 60
-	keepBelowPct       = 30
-	keepBelowStepsPct  = 10
-	MaxCompactMessages = 200
+	compactAbovePct      = 60
+	keepBelowPct         = 30
+	compactAboveStepsPct = 80
+	keepBelowStepsPct    = 20
+	MaxCompactMessages   = 200
+)
+
+// A provider's prompt cache serves nothing of a prompt shorter than
+// MinCachedPrefix tokens, and then the longest prefix shared with a
+// recent prompt in steps of CachedPrefixStep (OpenAI's rule, from its
+// prompt caching guide, read on 2026-11-28; Anthropic's minimum is the
+// same 1,024 on its larger models).
+const (
+	MinCachedPrefix  = 1024
+	CachedPrefixStep = 128
 )
 
 // CompactionPlan is a range of messages to fold into the summary.
@@ -234,11 +246,12 @@ func PlanCompaction(s *sessions.Session, t *Tail, budget, fixed int) (Compaction
 	// the context silently (many short messages fill it long before they
 	// fill a large budget).
 	total, bytes := tokensOf(verbatim), bytesOf(verbatim)
-	if total <= avail*compactAbovePct/100 && bytes <= MaxTailBytes*compactAbovePct/100 {
+	above, keep := compactBounds(s, avail, budget-avail)
+	if total <= above && bytes <= MaxTailBytes*compactAbovePct/100 {
 		return CompactionPlan{}, false
 	}
 	us := units(verbatim)
-	keep, keepBytes := avail*keepBelow(s)/100, MaxTailBytes*keepBelowPct/100
+	keepBytes := MaxTailBytes * keepBelowPct / 100
 	end := -1
 	for i := 0; i < len(us)-1 && (total > keep || bytes > keepBytes); i++ { // never the last unit
 		total -= us[i].tokens
@@ -261,12 +274,20 @@ func PlanCompaction(s *sessions.Session, t *Tail, budget, fixed int) (Compaction
 	return p, true
 }
 
-// keepBelow is the share of the budget a compaction of s leaves verbatim.
-func keepBelow(s *sessions.Session) int {
+// compactBounds are the verbatim tokens past which session s compacts
+// and down to which, with avail tokens left for its history and before
+// tokens ahead of it in the request (the system prompt, the memory
+// block, the summary). With trim "each": 60% and 30% of avail. In steps:
+// past 80%, down to 20%, but never below what keeps the request
+// after the compaction as long as a cacheable prefix (MinCachedPrefix:
+// under it the provider caches nothing, and each turn until the history
+// grows back past it would be sent whole), nor above 30%.
+func compactBounds(s *sessions.Session, avail, before int) (above, keep int) {
 	if s.Context.Trim == sessions.TrimEach {
-		return keepBelowPct
+		return avail * compactAbovePct / 100, avail * keepBelowPct / 100
 	}
-	return keepBelowStepsPct
+	keep = max(avail*keepBelowStepsPct/100, MinCachedPrefix+CachedPrefixStep-before)
+	return avail * compactAboveStepsPct / 100, min(keep, avail*keepBelowPct/100)
 }
 
 // bytesOf is what msgs take in a tail (see StoredBytes).

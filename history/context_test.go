@@ -197,6 +197,12 @@ func session(strategy sessions.Strategy, window int, next int) *sessions.Session
 	return &sessions.Session{Context: sessions.ContextSettings{Strategy: strategy, WindowExchanges: window}, NextSeq: next}
 }
 
+// trimEach is s trimming one exchange at a time.
+func trimEach(s *sessions.Session) *sessions.Session {
+	s.Context.Trim = sessions.TrimEach
+	return s
+}
+
 func TestBuildStrategies(t *testing.T) {
 	// Six messages of 10 tokens: three exchanges (u a) (u A t a)... kept simple.
 	h := seqd(msg(RoleUser, 10), msg(RoleAssistant, 10), msg(RoleUser, 10), calls(10, "c1"), result("c1", 10), msg(RoleAssistant, 10), msg(RoleUser, 10))
@@ -215,8 +221,10 @@ func TestBuildStrategies(t *testing.T) {
 		{"BufferAll", session(sessions.StrategyBuffer, 0, 7), &Tail{Messages: h}, base + 70, "0 1 2 3 4 5 6", false, false, 70},
 		{"BufferOneShort", session(sessions.StrategyBuffer, 0, 7), &Tail{Messages: h}, base + 69, "", true, false, 0},
 		{"BufferIncompleteTail", session(sessions.StrategyBuffer, 0, 8), &Tail{Messages: seqd(h...)[1:]}, 1000, "", true, false, 0},
-		{"WindowTwo", session(sessions.StrategyWindow, 2, 7), &Tail{Messages: h}, 1000, "2 3 4 5 6", false, false, 50},
-		{"WindowOne", session(sessions.StrategyWindow, 1, 7), &Tail{Messages: h}, 1000, "6", false, false, 10},
+		{"WindowTwo", trimEach(session(sessions.StrategyWindow, 2, 7)), &Tail{Messages: h}, 1000, "2 3 4 5 6", false, false, 50},
+		{"WindowTwoInSteps", session(sessions.StrategyWindow, 2, 7), &Tail{Messages: h}, 1000, "0 1 2 3 4 5 6", false, false, 70}, // 3 exchanges: between 2 and 4
+		{"WindowOne", trimEach(session(sessions.StrategyWindow, 1, 7)), &Tail{Messages: h}, 1000, "6", false, false, 10},
+		{"WindowOneInSteps", session(sessions.StrategyWindow, 1, 7), &Tail{Messages: h}, 1000, "6", false, false, 10}, // marks every 4 seqs: 6 is the first exchange from 4
 		{"WindowCutByBudget", session(sessions.StrategyWindow, 3, 7), &Tail{Messages: h}, base + 45, "3 4 5 6", false, false, 40},
 		{"TokenBufferExact", session(sessions.StrategyTokenBuffer, 0, 7), &Tail{Messages: h}, base + 50, "2 3 4 5 6", false, false, 50},
 		{"TokenBufferOneShort", session(sessions.StrategyTokenBuffer, 0, 7), &Tail{Messages: h}, base + 49, "3 4 5 6", false, false, 40},
@@ -292,10 +300,14 @@ func TestPlanCompaction(t *testing.T) {
 	h = seqd(h...)
 	s := session(sessions.StrategySummaryBuffer, 0, 10)
 	budget := 100 + ReplyPriming
-	// In steps (the default), a compaction leaves 10% verbatim (the last
-	// unit at least).
-	if p, ok := PlanCompaction(s, &Tail{Messages: h[:7]}, budget, 0); !ok || p.StartSeq != 0 || p.EndSeq != 5 {
-		t.Errorf("70 tokens, in steps: plan %+v %v, want 0..5 (10 stay verbatim)", p, ok)
+	// In steps (the default), a compaction is due past 80%, and leaves
+	// 20% verbatim, but here (a budget far under the provider's cacheable
+	// prefix) 30%; TestCompactionKeepsACacheablePrefix has the rest.
+	if p, ok := PlanCompaction(s, &Tail{Messages: h[:8]}, budget, 0); ok {
+		t.Errorf("80 tokens, in steps: plan %+v, want none", p)
+	}
+	if p, ok := PlanCompaction(s, &Tail{Messages: h[:9]}, budget, 0); !ok || p.StartSeq != 0 || p.EndSeq != 5 {
+		t.Errorf("90 tokens, in steps: plan %+v %v, want 0..5 (30 stay verbatim)", p, ok)
 	}
 	s.Context.Trim = sessions.TrimEach // the rest: compactions half as deep
 	if _, ok := PlanCompaction(s, &Tail{Messages: h[:6]}, budget, 0); ok {
@@ -365,7 +377,7 @@ func TestTrimInSteps(t *testing.T) {
 		changes  int // how often the first message sent changes over 40 exchanges (the first time included)
 		max      int // messages sent at most
 	}{
-		{sessions.StrategyWindow, "", 1000, 7, 2 * (10 + 4)},
+		{sessions.StrategyWindow, "", 1000, 5, 2 * 2 * 10},
 		{sessions.StrategyWindow, sessions.TrimEach, 1000, 31, 20},
 		{sessions.StrategyTokenBuffer, "", 200, 11, 20},
 		{sessions.StrategyTokenBuffer, sessions.TrimEach, 200, 61, 20},

@@ -24,7 +24,7 @@ func TestStepsHoldWhileTheTailIsTrimmed(t *testing.T) {
 	}{
 		"token_buffer in steps":       {sessions.StrategyTokenBuffer, "", 2000, 2000, 55, 5},
 		"token_buffer, each":          {sessions.StrategyTokenBuffer, sessions.TrimEach, 2000, 2000, turns, turns * 3 / 4},
-		"window in steps, short tail": {sessions.StrategyWindow, "", 1 << 20, 1000, 85, 5},
+		"window in steps, short tail": {sessions.StrategyWindow, "", 1 << 20, 1000, 60, 5},
 		"window, each, short tail":    {sessions.StrategyWindow, sessions.TrimEach, 1 << 20, 1000, turns, turns * 3 / 4},
 	} {
 		t.Run(name, func(t *testing.T) {

@@ -74,7 +74,7 @@ func (db *DB) readTurnLocked(q chat.TurnQuery) *chat.TurnState {
 	if d, ok := db.drafts[q.SessionID]; q.Draft && ok {
 		st.DraftReplyID, st.DraftText, st.DraftVersion = d.replyID, d.text, d.version
 	}
-	return st
+	return versioned(st)
 }
 
 // applyTurnLocked stores w, planned on st, and returns the state it
@@ -136,7 +136,7 @@ func (db *DB) applyTurnLocked(q chat.TurnQuery, st *chat.TurnState, w *chat.Turn
 	if w.Tail != nil {
 		out.Tail = cloneTail(w.Tail)
 	}
-	return out, nil
+	return versioned(out), nil
 }
 
 // storeTurnMessagesLocked stores the messages a turn's commit creates,

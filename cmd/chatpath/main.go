@@ -37,7 +37,7 @@ import (
 func main() {
 	out := flag.String("out", "", "the folder to write the coverage counters to")
 	paths := flag.String("paths", "", "instead of a turn: count the calls from the handler to the store among the functions this listing (`go tool covdata func`) says ran")
-	root := flag.String("root", "functions/handlers.go:*App.chat", "with -paths: the handler, as file:function")
+	root := flag.String("root", "functions/chat.go:*App.chat", "with -paths: the handler, as file:function")
 	each := flag.Bool("each", false, "with -paths: list each function and what it calls")
 	flag.Parse()
 	if *paths != "" {

@@ -46,7 +46,7 @@ type graph struct {
 }
 
 // countPaths prints the functions on the calls from root (as covdata names
-// it: "functions/handlers.go:*App.chat") to Firestore's client, among the
+// it: "functions/chat.go:*App.chat") to Firestore's client, among the
 // functions listing (covdata's func listing) says ran: the code a reader
 // follows from the handler through every call to the store. Calls come
 // from a static call graph of the module (VTA), so a call that did not run
@@ -182,7 +182,7 @@ func packageOf(f *ssa.Function) string {
 	return ""
 }
 
-// findRoot finds the function root names ("functions/handlers.go:*App.chat").
+// findRoot finds the function root names ("functions/chat.go:*App.chat").
 func findRoot(g *graph, root string) (fn, bool) {
 	file, name, _ := strings.Cut(root, ":")
 	for f := range g.calls {

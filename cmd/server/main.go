@@ -63,7 +63,7 @@ func main() {
 
 	handler := backend.Handler()
 	if *web != "" {
-		handler = withWebApp(handler, backend.APIPrefixes(), *web, cfg)
+		handler = withWebApp(handler, backend.Edge.APIPrefixes(), *web, cfg)
 	}
 	srv := functions.NewServer(*addr, handler)
 	errc := make(chan error, 1)

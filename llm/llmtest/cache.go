@@ -49,6 +49,22 @@ func (s *Server) CacheKeys() []string {
 	return append([]string(nil), s.keys...)
 }
 
+// CacheUse is what the cache made of one request: its prompt_cache_key,
+// its prompt's tokens (as counted for the cache) and the part of them it
+// served.
+type CacheUse struct {
+	Key            string
+	Prompt, Cached int
+}
+
+// CacheUses is what the cache made of each request received so far, in
+// order (as Requests).
+func (s *Server) CacheUses() []CacheUse {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	return append([]CacheUse(nil), s.uses...)
+}
+
 // prompt is a request's prompt as the cache sees it: its parts in order
 // (the tools, then each message), each with its tokens.
 type prompt struct {

@@ -49,6 +49,7 @@ type Server struct {
 	counter Counter
 	keys    []string
 	recent  map[string][]prompt
+	uses    []CacheUse
 	// embedGate, when set, is called with each /embeddings request's
 	// inputs before it is answered (a test holds it there).
 	embedGate func(inputs []string)
@@ -137,6 +138,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	s.reqs, s.keys = append(s.reqs, req), append(s.keys, key.PromptCacheKey)
 	reply := s.reply
 	p, inCache, count := s.remember(req, key.PromptCacheKey)
+	s.uses = append(s.uses, CacheUse{Key: key.PromptCacheKey, Prompt: p.total, Cached: inCache})
 	s.mu.Unlock()
 	resp := reply(req)
 	if !sleep(r, resp.Delay) {

@@ -1,0 +1,68 @@
+package systemtest_test
+
+import (
+	"context"
+	"slices"
+	"testing"
+	"time"
+
+	"github.com/chatmemory/backend/app"
+	"github.com/chatmemory/backend/retention"
+)
+
+// TestSweepReportsEveryPhase: a scheduled sweep's report shows every
+// phase of the run, the deleted-account backstop and the roll-up of
+// histories after the retention work included, each with what it did,
+// and its phases add up to a total that is the run's wall time.
+func TestSweepReportsEveryPhase(t *testing.T) {
+	h := newHarnessOn(t, "memory", func(c *app.Config) { c.LongTermMemory = true })
+	ctx := context.Background()
+	alice, bob, carol := h.signUp(), h.signUp(), h.signUp()
+	h.seedUser(alice)
+	h.seedUser(bob)
+	h.deleteUser(bob.uid) // and no event came
+	h.clock.Advance(31 * 24 * time.Hour)
+	h.seedUser(carol) // active today: her history is rolled up
+
+	start := time.Now()
+	r, err := h.app.Sweep(ctx, false)
+	wall := time.Since(start)
+	if err != nil {
+		t.Fatal(err)
+	}
+	var names []string
+	var sum int64
+	at := map[string]map[string]int{}
+	for _, p := range r.Phases {
+		names, sum = append(names, p.Name), sum+p.Ms
+		at[p.Name] = p.Counts
+	}
+	want := []string{retention.PhaseResumePurges, retention.PhasePurge, retention.PhaseSoftDelete, retention.PhaseTrim,
+		retention.PhaseBacklog, retention.PhaseBackstop, retention.PhaseRollUp, retention.PhaseAttachments}
+	if !slices.Equal(names, want) {
+		t.Fatalf("phases %v, want %v", names, want)
+	}
+	// Alice's and bob's sessions were idle for 31 days; then the backstop
+	// asked Auth about both accounts in one call and erased bob's.
+	if c := at[retention.PhaseSoftDelete]; r.SoftDeleted != 2 || c["sessionsSoftDeleted"] != 2 {
+		t.Errorf("soft-deleted %d, phase counts %v; want 2", r.SoftDeleted, c)
+	}
+	if c := at[retention.PhaseBackstop]; c["accountsChecked"] != 2 || c["accountsErased"] != 1 || c["authCalls"] != 1 || c["complete"] != 1 {
+		t.Errorf("backstop counts %v; want 2 checked, 1 erased, 1 Auth call", c)
+	}
+	// Carol's new session becomes an episode of her history: read once,
+	// written once.
+	if c := at[retention.PhaseRollUp]; c["users"] < 1 || c["written"] < 1 || c["sessionsRead"] < 1 || c["failed"] != 0 || c["complete"] != 1 {
+		t.Errorf("roll-up counts %v", c)
+	}
+	total := time.Duration(r.DurationMs) * time.Millisecond
+	if sum > r.DurationMs || r.DurationMs-sum > int64(len(want)) || total > wall || wall-total > 20*time.Millisecond {
+		t.Errorf("phases add up to %d ms of a total of %v; the run took %v", sum, total, wall)
+	}
+
+	// A dry run shows the same phases, and does neither of the last two.
+	dry, err := h.app.Sweep(ctx, true)
+	if err != nil || len(dry.Phases) != len(want) || dry.Phases[5].Counts != nil || dry.Phases[6].Counts != nil {
+		t.Errorf("dry run: %+v, %v", dry.Phases, err)
+	}
+}
