@@ -964,6 +964,12 @@ export interface components {
             /** @description 0 or absent: 75% of the model's context window; at most the session model's context window */
             budgetTokens?: number;
             /**
+             * @description How old messages leave what the model is sent, traded between tokens sent and tokens the provider's prompt cache serves (docs/context.md). steps: the start of the request holds between steps, so the cache serves it: a window of K sends between K and 2K exchanges (K+1 dropped at once), token_buffer starts at a mark every step of about 30% of its budget, summary_buffer compacts past 80% of its budget down to 20% (never under a cacheable 1,152 tokens unless that keeps over 30%). each: the fewest tokens sent (one exchange dropped a turn; compactions past 60% down to 30%), little of them cached.
+             * @default steps
+             * @enum {string}
+             */
+            trim: "steps" | "each";
+            /**
              * @description Adds to each turn's context the earlier exchanges most relevant to the message (by embedding), marked as recalled excerpts with their date and session title: from this session only, or from all of the user's active and archived sessions; never what the context holds already, never what is off a session's active branch (edited away, regenerated, or on a branch switched from), in this session or another. Needs EMBEDDINGS=on.
              * @default off
              * @enum {string}
