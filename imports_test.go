@@ -82,7 +82,7 @@ func TestLayers(t *testing.T) {
 		"history":     {"kernel", "prompts", "sessions"},
 		"longterm":    {"kernel", "prompts", "sessions", "history"},
 		"retention":   {"kernel", "sessions", "history"},
-		"chat":        {"kernel", "sessions", "history", "longterm", "recall"},
+		"chat":        {"kernel", "sessions", "history", "longterm", "recall", "attachments"},
 		"recall":      {"kernel", "sessions", "history"},
 		"attachments": {"kernel"},
 		"gcsblob":     {"kernel", "attachments"},

@@ -200,19 +200,43 @@ func services(cfg Config, d Deps) (Services, *retention.Sweeper) {
 	}
 	// Whatever was learned from a purged session goes with it, whether or
 	// not learning is on now.
-	ss.Forget = lt.ForgetSessions
+	fs := files(cfg, d)
+	forget := forgetting(lt, fs)
+	ss.Forget = forget
 	sw := retention.NewSweeper(d.Store)
-	sw.Policy, sw.Budget, sw.Log, sw.Now, sw.Forget = cfg.Policy(), cfg.SweepBudget, d.Log, d.Now, lt.ForgetSessions
+	sw.Policy, sw.Budget, sw.Log, sw.Now, sw.Forget = cfg.Policy(), cfg.SweepBudget, d.Log, d.Now, forget
+	if fs != nil {
+		sw.ForgetFiles = fs.DeleteFiles
+	}
 	pv := &retention.Privacy{Repo: d.Store, Now: d.Now,
 		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}, "memory": lt}}
 	if rc != nil {
 		pv.Data["recall"] = rc
 	}
-	fs := files(cfg, d)
 	if fs != nil {
 		pv.Data["attachments"] = fs
+		cs.Files, cs.ImageDetail = fs, cfg.ImageDetail
+		if rc != nil {
+			rc.FileText = fs.Text
+		}
 	}
 	return Services{Sessions: ss, History: hs, Chat: cs, Memory: lt, Recall: rc, Privacy: pv, Attachments: fs}, sw
+}
+
+// forgetting removes what was derived from a user's purged sessions: what
+// long-term memory learned of them, and the files their messages carried
+// (fs nil: no file storage).
+func forgetting(lt *longterm.Service, fs *attachments.Service) sessions.Forget {
+	if fs == nil {
+		return lt.ForgetSessions
+	}
+	return func(ctx context.Context, userID string, sessionIDs []string) error {
+		errs := []error{lt.ForgetSessions(ctx, userID, sessionIDs)}
+		for _, id := range sessionIDs {
+			errs = append(errs, fs.ForgetSession(ctx, userID, id))
+		}
+		return errors.Join(errs...)
+	}
 }
 
 // chatService is the turn's service with cfg's limits and prompt.

@@ -73,6 +73,7 @@ type Config struct {
 	MaxAttachmentBytes  int64  // MAX_ATTACHMENT_BYTES: one uploaded file at most (20 MB)
 	AttachmentQuota     int64  // ATTACHMENT_QUOTA_BYTES: a user's stored attachments at most (1 GiB)
 	UploadsPerMinute    int    // RATE_UPLOADS_PER_MINUTE: a user's uploads in a calendar minute (20; 0: no limit)
+	ImageDetail         string // ATTACHMENT_IMAGE_DETAIL: the detail images are sent to the model at (auto, low or high)
 	StorageBucket       string // STORAGE_BUCKET: the bucket attachments live in (the project's default Firebase bucket)
 	StorageEmulator     string // STORAGE_EMULATOR_HOST: a Cloud Storage emulator (make dev starts one)
 }
@@ -191,6 +192,12 @@ func (c *Config) readFiles(env *vars) {
 	c.MaxAttachmentBytes = int64(env.num("MAX_ATTACHMENT_BYTES", attachments.DefaultMaxBytes, 1024, 1<<30))
 	c.AttachmentQuota = int64(env.num("ATTACHMENT_QUOTA_BYTES", attachments.DefaultQuota, 1024, 1<<40))
 	c.UploadsPerMinute = env.num("RATE_UPLOADS_PER_MINUTE", attachments.DefaultPerMinute, 0, 1_000_000_000)
+	c.ImageDetail = env.str("ATTACHMENT_IMAGE_DETAIL", chat.DefaultImageDetail)
+	switch c.ImageDetail {
+	case "auto", "low", "high":
+	default:
+		env.bad("ATTACHMENT_IMAGE_DETAIL must be auto, low or high, not %q", c.ImageDetail)
+	}
 	c.StorageEmulator = env.str("STORAGE_EMULATOR_HOST", "")
 	c.StorageBucket = env.str("STORAGE_BUCKET", c.ProjectID+".firebasestorage.app")
 }

@@ -10,6 +10,7 @@ import (
 	"github.com/chatmemory/backend/cache"
 	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
+	"github.com/chatmemory/backend/kernel/clock"
 	"github.com/chatmemory/backend/kernel/rpcs"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/recall"
@@ -51,6 +52,7 @@ func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 	if dry {
 		report.Lap(retention.PhaseBackstop, nil)
 		report.Lap(retention.PhaseRollUp, nil)
+		report.Lap(retention.PhaseAttachments, nil)
 		return report, err
 	}
 	// Accounts deleted in Auth whose event never came: what is left of
@@ -65,8 +67,29 @@ func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 		rolled = a.RollUpHistories(ctx, left)
 	}
 	report.Lap(retention.PhaseRollUp, rolled.Counts())
+	report.Lap(retention.PhaseAttachments, a.sweepFiles(ctx))
 	a.Edge.Metrics.Sweep(ctx, report)
 	return report, err
+}
+
+// sweepFiles deletes the uploads no message named within a day (see
+// attachments.Service.SweepUnreferenced), within a tenth of the sweep's
+// budget (none: no limit), and counts them.
+func (a *App) sweepFiles(ctx context.Context) map[string]int {
+	if a.Attachments == nil {
+		return nil
+	}
+	deadline := time.Now().Add(a.Sweeper.Budget / 10)
+	out := func() bool { return ctx.Err() != nil || a.Sweeper.Budget > 0 && time.Now().After(deadline) }
+	n, err := a.Attachments.SweepUnreferenced(ctx, clock.Stored(a.Sweeper.Now), out)
+	failed := 0
+	if err != nil {
+		failed = 1
+		if a.Sweeper.Log != nil {
+			a.Sweeper.Log.ErrorContext(ctx, "sweep: unreferenced attachments", "error", err.Error())
+		}
+	}
+	return map[string]int{"deleted": n, "failed": failed}
 }
 
 // dueJobsPerSweep bounds the after-turn jobs one sweep runs.

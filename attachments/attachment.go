@@ -37,7 +37,14 @@ type Attachment struct {
 	// Referenced is set once a message names the attachment; one that no
 	// message names a day after its upload is swept.
 	Referenced bool `json:"referenced"`
+	// Text is a document's text as the model is sent it and search finds
+	// it (at most TextBytes; PDF: the text of its pages); images have none.
+	Text string `json:"-"`
 }
+
+// URL is where the attachment's owner downloads it, and how a message
+// of the AI SDK (a FileUIPart's url) names it.
+func (a *Attachment) URL() string { return "/attachments/" + a.ID }
 
 // IsImage reports whether a is an image the model can look at.
 func (a *Attachment) IsImage() bool { return Types[a.Type].Image }
@@ -101,6 +108,14 @@ type Repo interface {
 	// DeleteAttachment removes the record and takes its size off the
 	// user's stored bytes, atomically; false when there was none.
 	DeleteAttachment(ctx context.Context, userID, id string) (bool, error)
+	// ReferenceAttachment records that a message of session sessionID
+	// names the user's attachment id: it is Referenced (the unreferenced
+	// sweep leaves it) and belongs to that session (its purge deletes it).
+	// ENOTFOUND when there is none or it is another user's.
+	ReferenceAttachment(ctx context.Context, userID, id, sessionID string) error
+	// UnreferencedAttachments is up to limit attachments of any user that
+	// no message named and that were uploaded before before, oldest first.
+	UnreferencedAttachments(ctx context.Context, before time.Time, limit int) ([]Attachment, error)
 	// DeleteAttachmentQuota removes the user's stored-bytes record (at
 	// erasure, once every attachment is gone).
 	DeleteAttachmentQuota(ctx context.Context, userID string) error

@@ -35,6 +35,7 @@ type checker struct {
 	tail   []byte // PDF: the last 1 KiB
 	carry  []byte // text: a rune cut by a chunk's end
 	binary bool   // text: a byte that is not text was seen
+	text   []byte // text: its first TextBytes, kept
 }
 
 func newChecker(t Type) *checker { return &checker{t: t, sum: sha256.New()} }
@@ -52,13 +53,14 @@ func (c *checker) Write(p []byte) (int, error) {
 			c.tail = append(c.tail[:0], c.tail[len(c.tail)-1024:]...)
 		}
 	case c.t.Text && !c.binary:
-		c.text(p)
+		c.checkText(p)
+		c.text = keepText(c.text, p)
 	}
 	return len(p), nil
 }
 
-// text checks that p, after what was carried, is UTF-8 without NUL.
-func (c *checker) text(p []byte) {
+// checkText checks that p, after what was carried, is UTF-8 without NUL.
+func (c *checker) checkText(p []byte) {
 	b := append(c.carry, p...)
 	c.carry = nil
 	for i := 0; i < len(b); {
@@ -99,6 +101,8 @@ func (c *checker) verdict(a *Attachment) error {
 		}
 	case c.t.Text && (c.binary || len(c.carry) > 0):
 		return errs.Errorf(errs.EUNSUPPORTED, "file: it starts as %s but holds bytes that are not UTF-8 text", c.t.Label)
+	case c.t.Text:
+		a.Text = finishText(c.text, c.n)
 	}
 	return nil
 }

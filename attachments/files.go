@@ -22,6 +22,16 @@ func (s *Service) Get(ctx context.Context, userID, id string) (*Attachment, erro
 	return s.Repo.GetAttachment(ctx, userID, id)
 }
 
+// Text is the text of the user's attachment id: a document's, as the
+// model is sent it and search finds it ("" for an image).
+func (s *Service) Text(ctx context.Context, userID, id string) (string, error) {
+	a, err := s.Repo.GetAttachment(ctx, userID, id)
+	if err != nil {
+		return "", err
+	}
+	return a.Text, nil
+}
+
 // Open is the user's attachment id with its bytes; ENOTFOUND for anyone
 // else's. The caller closes the reader.
 func (s *Service) Open(ctx context.Context, userID, id string) (*Attachment, io.ReadCloser, error) {

@@ -116,6 +116,9 @@ func (s *Service) store(ctx context.Context, a *Attachment, t Type, limited *cap
 	if err == nil {
 		err = check.verdict(a)
 	}
+	if err == nil && t.MIME == "application/pdf" {
+		a.Text, err = s.pdfText(ctx, key, a.Size)
+	}
 	if err == nil && then != nil {
 		err = then(a)
 	}

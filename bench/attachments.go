@@ -21,6 +21,7 @@ import (
 
 	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/attachments"
+	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/emulator"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/gcsblob"
@@ -30,10 +31,24 @@ import (
 
 // UploadRun is what one upload costs, by kind of file: Firestore's
 // reads, writes and round trips, Cloud Storage's requests, and what an
-// image would add to a prompt (OpenAI's formula; images do not reach the
-// model yet).
+// image adds to a prompt (OpenAI's formula); then what a turn costs
+// without files and with them.
 type UploadRun struct {
 	Files []UploadCost `json:"files"`
+	Turns []TurnCost   `json:"turns"`
+}
+
+// TurnCost is one turn of a new session (its after-turn work included)
+// with the files it names: Firestore's and Cloud Storage's operations,
+// and the tokens of its user message and of its files.
+type TurnCost struct {
+	Files           string `json:"files"`
+	Reads           int64  `json:"reads"`
+	Writes          int64  `json:"writes"`
+	RoundTrips      int64  `json:"roundTrips"`
+	StorageRequests int64  `json:"storageRequests"`
+	MessageTokens   int    `json:"messageTokens"`
+	FileTokens      int    `json:"fileTokens"`
 }
 
 // UploadCost is the cost of uploading one file.
@@ -67,12 +82,14 @@ func runUploads(ctx context.Context, tok *history.TikToken) (*UploadRun, error) 
 		os.Setenv("STORAGE_EMULATOR_HOST", st.Addr)
 		defer os.Unsetenv("STORAGE_EMULATOR_HOST")
 	}
-	svc, counter, requests, closeAll, err := uploadApp(ctx, tok)
+	a, counter, requests, closeAll, err := uploadApp(ctx, tok)
 	if err != nil {
 		return nil, err
 	}
 	defer closeAll()
+	svc := a.Attachments
 	run := &UploadRun{}
+	var ids []string
 	for _, f := range benchFiles() {
 		before, reqs, start := counter.Snapshot(), requests.Load(), time.Now()
 		a, err := svc.Upload(ctx, "bench-user", attachments.Upload{Name: f.name, Body: bytes.NewReader(f.data), SizeHint: int64(len(f.data)) + formOverhead})
@@ -86,12 +103,43 @@ func runUploads(ctx context.Context, tok *history.TikToken) (*UploadRun, error) 
 			u.ImageTokensHigh, u.ImageTokensLow = attachments.ImageTokens(a.Width, a.Height, "high"), attachments.ImageTokens(a.Width, a.Height, "low")
 		}
 		run.Files = append(run.Files, u)
+		ids = append(ids, a.ID)
+	}
+	for _, pick := range [][]int{nil, {0}, {1, 2}} { // a file belongs to the session that names it first
+		t, err := turnCost(ctx, a, counter, requests, pick, ids)
+		if err != nil {
+			return nil, err
+		}
+		run.Turns = append(run.Turns, t)
 	}
 	return run, nil
 }
 
+// turnCost runs one turn of a new session naming the files pick picks
+// (of benchFiles, uploaded as ids) and counts what it did.
+func turnCost(ctx context.Context, a *app.App, counter *firestoretest.Counter, requests *atomic.Int64, pick []int, ids []string) (TurnCost, error) {
+	files := benchFiles()
+	t := TurnCost{Files: "none"}
+	var names, named []string
+	for _, i := range pick {
+		names, named = append(names, files[i].name), append(named, ids[i])
+	}
+	if len(names) > 0 {
+		t.Files = strings.Join(names, " + ")
+	}
+	before, reqs := counter.Snapshot(), requests.Load()
+	res, err := a.Chat.Turn(ctx, chat.TurnRequest{UserID: "bench-user", Message: "What do these show?", Attachments: named})
+	if err != nil {
+		return t, fmt.Errorf("turn with %s: %w", t.Files, err)
+	}
+	c := counter.Snapshot().Sub(before)
+	t.Reads, t.Writes, t.RoundTrips, t.StorageRequests = c.Reads, c.Writes, c.RoundTrips, requests.Load()-reqs
+	t.MessageTokens, t.FileTokens = res.User.Tokens, history.PartTokens(res.User.Attachments)
+	return t, nil
+}
+
 // uploadApp is the app over counted Firestore and Cloud Storage clients.
-func uploadApp(ctx context.Context, tok *history.TikToken) (*attachments.Service, *firestoretest.Counter, *atomic.Int64, func(), error) {
+func uploadApp(ctx context.Context, tok *history.TikToken) (*app.App, *firestoretest.Counter, *atomic.Int64, func(), error) {
 	counter := &firestoretest.Counter{}
 	fs, err := firestoretest.Dial(ctx, fmt.Sprintf("bench-uploads-%d", time.Now().UnixNano()), counter)
 	if err != nil {
@@ -112,7 +160,7 @@ func uploadApp(ctx context.Context, tok *history.TikToken) (*attachments.Service
 	requests.Store(0)
 	a := app.New(app.Config{ChatModel: "gpt-4o-mini"}, app.Deps{Store: app.Firestore(fs), Blobs: gcsblob.New(gcs, "bench-uploads"),
 		Model: llm.Offline{}, Tokens: tok, Log: slog.New(slog.DiscardHandler)})
-	return a.Attachments, counter, requests, closeAll, nil
+	return a, counter, requests, closeAll, nil
 }
 
 // countedTransport counts the HTTP requests a client sends.
@@ -164,6 +212,14 @@ func (r *Report) writeUploads(w io.Writer) {
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, f := range r.Uploads.Files {
 		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %.1f | %d / %d |\n", f.Name, f.Bytes, f.Reads, f.Writes, f.RoundTrips, f.StorageRequests, f.Ms, f.ImageTokensHigh, f.ImageTokensLow)
+	}
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "A turn of a new session naming them (the offline stand-in answers; after-turn work included; images sent at auto detail, counted as high):")
+	fmt.Fprintln(w)
+	fmt.Fprintln(w, "| files | Firestore reads | writes | round trips | Storage requests | user message tokens | of them, the files' |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|")
+	for _, t := range r.Uploads.Turns {
+		fmt.Fprintf(w, "| %s | %d | %d | %d | %d | %d | %d |\n", t.Files, t.Reads, t.Writes, t.RoundTrips, t.StorageRequests, t.MessageTokens, t.FileTokens)
 	}
 	fmt.Fprintln(w)
 }

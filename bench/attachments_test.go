@@ -34,4 +34,19 @@ func TestUploadCosts(t *testing.T) {
 	if icon := run.Files[1]; icon.StorageRequests != 1 {
 		t.Errorf("icon: %d Storage requests, want 1", icon.StorageRequests)
 	}
+	// A turn naming the photo reads its record and marks it referenced
+	// (a transaction: a read, a commit) before the claim, then reads its
+	// record and its bytes (Cloud Storage, one request) before the model:
+	// three reads and a write more; its 765 tokens are the message's.
+	plain, photo, both := run.Turns[0], run.Turns[1], run.Turns[2]
+	t.Logf("turns: %+v", run.Turns)
+	if plain.StorageRequests != 0 || plain.FileTokens != 0 || photo.StorageRequests != 1 || photo.FileTokens != 765 ||
+		photo.MessageTokens-photo.FileTokens != plain.MessageTokens || photo.Reads != plain.Reads+3 || photo.Writes != plain.Writes+1 {
+		t.Errorf("a turn with the photo %+v, without %+v", photo, plain)
+	}
+	// Two files: each read, marked, and read again before the model (the
+	// icon's record and bytes, the document's record for its text).
+	if both.FileTokens <= 255 || both.Reads != plain.Reads+6 || both.Writes != plain.Writes+2 || both.StorageRequests != 1 {
+		t.Errorf("a turn with the icon and notes.md %+v, without files %+v", both, plain)
+	}
 }

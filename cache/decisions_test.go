@@ -20,7 +20,7 @@ var reads = []string{"AccountsSeenBefore", "CountExchanges", "CountExpired", "Co
 	"DueJobs", "Embedded", "ExpiredSessions", "FirstMessageAfter", "GetAttachment", "GetSession", "GetUsage", "GetUser",
 	"HistoriesDue", "HistoriesToRoll", "HoldersAfter", "LastBacklog", "Lexical", "ListAttachments", "ListCompactions",
 	"ListMessages", "ListSessions", "ListSuperseded", "LiveFacts", "MessageRange", "Nearest", "PendingPurges", "Ping",
-	"ReadTail", "RollUpMark", "SessionsAfter", "SessionsOf", "StoredBytes", "UsageOn", "UsersActiveSince", "Visibility"}
+	"ReadTail", "RollUpMark", "SessionsAfter", "SessionsOf", "StoredBytes", "UnreferencedAttachments", "UsageOn", "UsersActiveSince", "Visibility"}
 
 // untouched are the writes that pass through the cache because they
 // change nothing it keeps (a session, its context, a user's slots, spend
@@ -42,6 +42,7 @@ var untouched = map[string]string{
 	// documents of their own, apart from the usage window the cache keeps.
 	"CreateAttachment":      "an attachment's record: not kept",
 	"DeleteAttachment":      "an attachment's record: not kept",
+	"ReferenceAttachment":   "an attachment's record: not kept",
 	"ReserveAttachment":     "the attachments' quota record: not kept",
 	"ReleaseAttachment":     "the attachments' quota record: not kept",
 	"DeleteAttachmentQuota": "the attachments' quota record: not kept",

@@ -3,6 +3,7 @@ package chat
 import (
 	"context"
 	"errors"
+	"fmt"
 	"time"
 
 	"github.com/chatmemory/backend/history"
@@ -25,6 +26,11 @@ import (
 func (svc *Service) Append(ctx context.Context, userID, sessionID, key, ifMatch string, drafts []history.Draft) (*Appended, error) {
 	if err := svc.checkAppend(sessionID, key, drafts); err != nil {
 		return nil, err
+	}
+	for i := range drafts {
+		if err := svc.attach(ctx, userID, sessionID, &drafts[i], fmt.Sprintf("messages[%d].attachments", i)); err != nil {
+			return nil, err
+		}
 	}
 	q := AppendQuery{UserID: userID, SessionID: sessionID, Key: key, IfMatch: ifMatch}
 	var out *Appended

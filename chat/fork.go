@@ -15,6 +15,8 @@ func (svc *Service) validate(req TurnRequest, draft history.Draft) error {
 		return err
 	}
 	switch {
+	case len(req.Attachments) > 0 && (len(req.ToolResults) > 0 || req.Regenerate != ""):
+		return errs.Errorf(errs.EINVALID, "attachments: only a message carries attachments (a regeneration or tool results do not)")
 	case len(req.ToolResults) > 0:
 		drafts := make([]history.Draft, len(req.ToolResults))
 		for i, r := range req.ToolResults {
@@ -38,7 +40,7 @@ func (svc *Service) validate(req TurnRequest, draft history.Draft) error {
 			return err
 		}
 	}
-	return renamed(history.Validate(req.ClientMessageID, draft), "messages[0]", "message")
+	return renamed(renamed(history.Validate(req.ClientMessageID, draft), "messages[0].attachments", "attachments"), "messages[0]", "message")
 }
 
 // renamed names in a batch's error the field a turn's request has: a turn

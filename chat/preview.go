@@ -93,5 +93,6 @@ func (svc *Service) request(s *sessions.Session, c *history.Context, mem memoryB
 		msgs = append([]history.Message{history.SummaryMessage(c.Compaction)}, msgs...)
 	}
 	first, next := mem.parts(svc.LegacyOrder)
-	return Request{Model: s.Model, System: svc.SystemPrompt, Instructions: s.Instructions, Memory: first, Context: next, Messages: msgs, CacheKey: s.ID}
+	return Request{Model: s.Model, System: svc.SystemPrompt, Instructions: s.Instructions, Memory: first, Context: next, Messages: msgs, CacheKey: s.ID,
+		ImageDetail: svc.imageDetail()}
 }

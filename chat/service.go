@@ -10,6 +10,7 @@ import (
 	"sync"
 	"time"
 
+	"github.com/chatmemory/backend/attachments"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/clock"
 	"github.com/chatmemory/backend/longterm"
@@ -42,6 +43,12 @@ type Request struct {
 	// CacheKey names the session to the provider's prompt cache (OpenAI's
 	// prompt_cache_key): its requests are routed to the same cache.
 	CacheKey string
+	// Parts are what the model is sent of the attachments of Messages, by
+	// id; an attachment not here (an image of an older turn, one deleted)
+	// is sent as its label ("[image: cat.png]").
+	Parts map[string]PartContent
+	// ImageDetail is OpenAI's detail for the images sent: low, high or auto.
+	ImageDetail string
 }
 
 // Reply is the model's answer.
@@ -105,9 +112,14 @@ type Service struct {
 	History       *history.Service
 	Model         Model
 	Titler        Titler
-	Usage         UsageStore
-	Limits        Limits
-	SystemPrompt  string
+	// Files are the users' uploads their messages name (nil: messages
+	// carry no attachments); ImageDetail the detail images are sent at
+	// and counted by ("": DefaultImageDetail).
+	Files        *attachments.Service
+	ImageDetail  string
+	Usage        UsageStore
+	Limits       Limits
+	SystemPrompt string
 	// AllowSystemMessages lets clients append messages with role system,
 	// which reach the model as instructions beside SystemPrompt. Off, only
 	// the server speaks as system: a signed-in user is not trusted to

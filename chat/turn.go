@@ -19,8 +19,10 @@ type TurnRequest struct {
 	SessionID string // empty: start a new session
 	// Create: SessionID names a session the caller derived (from its own
 	// chat id), created by this turn if it does not exist yet.
-	Create          bool
-	Message         string
+	Create  bool
+	Message string
+	// Attachments are the ids of the user's uploads the message carries.
+	Attachments     []string
 	ClientMessageID string // optional idempotency key
 	// OnStart, if set, is called once the user's message is stored, with
 	// the id the reply will have (for following its draft, or stopping it).
@@ -183,6 +185,9 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	if err != nil {
 		return nil, err
 	}
+	if err := svc.attach(ctx, req.UserID, plan.query.SessionID, &plan.draft, "attachments"); err != nil {
+		return nil, err
+	}
 	// The turn's own embedding (of its message) is charged with its reply.
 	ctx, embeddings := WithMeter(ctx)
 	recall := &recaller{}
@@ -209,7 +214,7 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 // the session (a new one when none is named), the message, the branch a
 // regeneration or an edit starts (read here), and the ids it writes.
 func (svc *Service) planTurn(ctx context.Context, req TurnRequest) (*turnPlan, error) {
-	plan := &turnPlan{req: req, draft: history.Draft{Role: history.RoleUser, Content: req.Message}}
+	plan := &turnPlan{req: req, draft: history.Draft{Role: history.RoleUser, Content: req.Message, Attachments: req.Attachments}}
 	if err := svc.validate(req, plan.draft); err != nil {
 		return nil, err
 	}
@@ -308,6 +313,9 @@ func (svc *Service) answer(ctx context.Context, plan *turnPlan, st *TurnState, r
 	}
 	mreq := svc.request(st.Session, sent.context, sent.memory)
 	mreq.Tools, mreq.ToolChoice = tools, choice
+	if mreq.Parts, err = svc.partContents(ctx, plan.req.UserID, mreq.Messages); err != nil {
+		return prompt{}, answered{}, err
+	}
 	start := svc.now()
 	reply, err := svc.generate(ctx, plan.req, plan.query, st, plan.claim, mreq)
 	if err != nil {

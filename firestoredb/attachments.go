@@ -34,6 +34,7 @@ type attachmentDoc struct {
 	SHA256     string    `firestore:"sha256"`
 	CreatedAt  time.Time `firestore:"createdAt"`
 	Referenced bool      `firestore:"referenced"`
+	Text       string    `firestore:"text,omitempty"` // a document's, at most attachments.TextBytes
 }
 
 type quotaDoc struct {
@@ -199,6 +200,54 @@ func (db *DB) DeleteAttachment(ctx context.Context, userID, id string) (bool, er
 	return deleted, err
 }
 
+// ReferenceAttachment marks the record referenced by a message of
+// sessionID, in one transaction (a read and a write) that checks its
+// owner.
+func (db *DB) ReferenceAttachment(ctx context.Context, userID, id, sessionID string) error {
+	ref := db.attachmentRef(id)
+	return db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+		snap, err := tx.Get(ref)
+		if status.Code(err) == codes.NotFound {
+			return errs.Errorf(errs.ENOTFOUND, "no such attachment")
+		}
+		if err != nil {
+			return err
+		}
+		a, err := fromAttachmentSnap(snap)
+		if err != nil {
+			return err
+		}
+		if a.UserID != userID {
+			return errs.Errorf(errs.ENOTFOUND, "no such attachment")
+		}
+		if a.Referenced && a.SessionID == sessionID {
+			return nil
+		}
+		return tx.Update(ref, []firestore.Update{{Path: "referenced", Value: true}, {Path: "sessionId", Value: sessionID}})
+	})
+}
+
+// UnreferencedAttachments queries unreferenced records uploaded before
+// before, oldest first (the composite index on referenced, createdAt).
+func (db *DB) UnreferencedAttachments(ctx context.Context, before time.Time, limit int) ([]attachments.Attachment, error) {
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	snaps, err := db.client.Collection(AttachmentsCollection).Where("referenced", "==", false).Where("createdAt", "<", before).
+		OrderBy("createdAt", firestore.Asc).Limit(limit).Documents(ctx).GetAll()
+	if err != nil {
+		return nil, translate(err)
+	}
+	out := make([]attachments.Attachment, 0, len(snaps))
+	for _, s := range snaps {
+		a, err := fromAttachmentSnap(s)
+		if err != nil {
+			return nil, err
+		}
+		out = append(out, *a)
+	}
+	return out, nil
+}
+
 // DeleteAttachmentQuota deletes the user's quota record.
 func (db *DB) DeleteAttachmentQuota(ctx context.Context, userID string) error {
 	ctx, cancel := db.op(ctx)
@@ -209,7 +258,8 @@ func (db *DB) DeleteAttachmentQuota(ctx context.Context, userID string) error {
 
 func toAttachmentDoc(a *attachments.Attachment) attachmentDoc {
 	return attachmentDoc{UserID: a.UserID, SessionID: a.SessionID, Type: a.Type, Name: a.Name, Alt: a.Alt,
-		Size: a.Size, Width: a.Width, Height: a.Height, SHA256: a.SHA256, CreatedAt: a.CreatedAt, Referenced: a.Referenced}
+		Size: a.Size, Width: a.Width, Height: a.Height, SHA256: a.SHA256, CreatedAt: a.CreatedAt, Referenced: a.Referenced,
+		Text: a.Text}
 }
 
 func fromAttachmentSnap(snap *firestore.DocumentSnapshot) (*attachments.Attachment, error) {
@@ -218,7 +268,8 @@ func fromAttachmentSnap(snap *firestore.DocumentSnapshot) (*attachments.Attachme
 		return nil, translate(err)
 	}
 	return &attachments.Attachment{ID: snap.Ref.ID, UserID: d.UserID, SessionID: d.SessionID, Type: d.Type, Name: d.Name,
-		Alt: d.Alt, Size: d.Size, Width: d.Width, Height: d.Height, SHA256: d.SHA256, CreatedAt: d.CreatedAt, Referenced: d.Referenced}, nil
+		Alt: d.Alt, Size: d.Size, Width: d.Width, Height: d.Height, SHA256: d.SHA256, CreatedAt: d.CreatedAt, Referenced: d.Referenced,
+		Text: d.Text}, nil
 }
 
 // releaseIn takes n bytes off the quota at ref within tx (no record: nothing).

@@ -179,12 +179,16 @@ type msgFields struct {
 	ToolCallID string        `firestore:"toolCallId,omitempty"`
 	CreatedAt  time.Time     `firestore:"createdAt"`
 	Tokens     int           `firestore:"tokens"`
+	// Attachments are the files a user's message carries (their records'
+	// ids and what the message keeps of them).
+	Attachments []history.Part `firestore:"attachments,omitempty"`
 }
 
 func toMsgFields(m *history.Message) msgFields {
 	parent := m.ParentSeq
 	return msgFields{Seq: m.Seq, ParentSeq: &parent, Role: string(m.Role), Content: m.Content, Name: m.Name,
-		ToolCalls: toToolCallDocs(m.ToolCalls), ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt, Tokens: m.Tokens}
+		ToolCalls: toToolCallDocs(m.ToolCalls), ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt, Tokens: m.Tokens,
+		Attachments: m.Attachments}
 }
 
 func decodeMessage(snap *firestore.DocumentSnapshot) (history.Message, int, error) {
@@ -208,7 +212,8 @@ func (f *msgFields) message(id, sessionID string) history.Message {
 		parent = *f.ParentSeq
 	}
 	return history.Message{ID: id, SessionID: sessionID, Seq: f.Seq, ParentSeq: parent, Role: history.Role(f.Role), Content: f.Content,
-		Name: f.Name, ToolCalls: fromToolCallDocs(f.ToolCalls), ToolCallID: f.ToolCallID, CreatedAt: f.CreatedAt.UTC(), Tokens: f.Tokens}
+		Name: f.Name, ToolCalls: fromToolCallDocs(f.ToolCalls), ToolCallID: f.ToolCallID, CreatedAt: f.CreatedAt.UTC(), Tokens: f.Tokens,
+		Attachments: f.Attachments}
 }
 
 // compactionDoc is chat_sessions/{sid}/compactions/{id}, and the copy of

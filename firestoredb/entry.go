@@ -15,7 +15,9 @@ import (
 // value per message instead of a dozen nested ones, which is what a large
 // window's reads and writes pay for. The messages collection keeps each
 // message in readable fields; the window is derived from it.
-const entryVersion = 1
+// Version 2 adds the message's attachments after its tool calls; a
+// version 1 entry (written before) has none.
+const entryVersion = 2
 
 var errEntry = errors.New("a malformed window entry")
 
@@ -39,11 +41,22 @@ func encodeEntry(m *history.Message) []byte {
 		str(c.Function.Name)
 		str(c.Function.Arguments)
 	}
+	b = binary.AppendUvarint(b, uint64(len(m.Attachments)))
+	for _, p := range m.Attachments {
+		str(p.ID)
+		str(p.Type)
+		str(p.Name)
+		str(p.Alt)
+		b = binary.AppendVarint(b, p.Size)
+		b = binary.AppendVarint(b, int64(p.Width))
+		b = binary.AppendVarint(b, int64(p.Height))
+		b = binary.AppendVarint(b, int64(p.Tokens))
+	}
 	return b
 }
 
 func decodeEntry(b []byte, sessionID string) (history.Message, error) {
-	if len(b) == 0 || b[0] != entryVersion {
+	if len(b) == 0 || b[0] < 1 || b[0] > entryVersion {
 		return history.Message{}, errEntry
 	}
 	r := &entryReader{b: b[1:]}
@@ -66,10 +79,29 @@ func decodeEntry(b []byte, sessionID string) (history.Message, error) {
 		c.Function.Name, c.Function.Arguments = r.str(), r.str()
 		m.ToolCalls = append(m.ToolCalls, c)
 	}
+	if b[0] >= 2 {
+		m.Attachments = r.parts()
+	}
 	if r.err != nil || len(r.b) != 0 {
 		return history.Message{}, errEntry
 	}
 	return m, nil
+}
+
+// parts reads an entry's attachments.
+func (r *entryReader) parts() []history.Part {
+	n := r.uvarint()
+	if n > uint64(len(r.b)) { // each part takes at least 8 bytes
+		r.err, r.b = errEntry, nil
+		return nil
+	}
+	var out []history.Part
+	for range n {
+		p := history.Part{ID: r.str(), Type: r.str(), Name: r.str(), Alt: r.str(), Size: r.varint()}
+		p.Width, p.Height, p.Tokens = int(r.varint()), int(r.varint()), int(r.varint())
+		out = append(out, p)
+	}
+	return out
 }
 
 // entryReader reads an entry's fields in order; the first error sticks.

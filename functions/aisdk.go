@@ -54,6 +54,9 @@ type uiMessage struct {
 type uiPart struct {
 	Type       string          `json:"type"`
 	Text       string          `json:"text,omitempty"`
+	URL        string          `json:"url,omitempty"` // a file part's: /attachments/{id}
+	MediaType  string          `json:"mediaType,omitempty"`
+	Filename   string          `json:"filename,omitempty"`
 	ToolCallID string          `json:"toolCallId,omitempty"`
 	State      string          `json:"state,omitempty"`
 	Output     json.RawMessage `json:"output,omitempty"`
@@ -113,10 +116,8 @@ func (a *App) aiTurn(ctx context.Context, req aiChatRequest) (chat.TurnRequest, 
 		if err := history.ValidateKey(last.ID); err != nil || last.ID == "" {
 			return turn, "", errs.Errorf(errs.EINVALID, "messages[%d].id (the turn's idempotency key) must be 1 to %d printable characters", len(req.Messages)-1, history.MaxKeyLen)
 		}
-		for _, p := range last.Parts {
-			if p.Type == "text" {
-				turn.Message += p.Text
-			}
+		if err := userTurn(&turn, last, fmt.Sprintf("messages[%d]", len(req.Messages)-1)); err != nil {
+			return turn, "", err
 		}
 		if req.MessageID != "" {
 			return a.editTurn(ctx, turn, req.MessageID)
@@ -133,6 +134,24 @@ func (a *App) aiTurn(ctx context.Context, req aiChatRequest) (chat.TurnRequest, 
 		return turn, last.ID, nil
 	}
 	return turn, "", errs.Errorf(errs.EINVALID, "messages[%d].role must be user, or assistant with tool outputs", len(req.Messages)-1)
+}
+
+// userTurn takes a user's UIMessage into turn: its text parts are the
+// message, its file parts the attachments they name.
+func userTurn(turn *chat.TurnRequest, m uiMessage, field string) error {
+	for i, p := range m.Parts {
+		switch p.Type {
+		case "text":
+			turn.Message += p.Text
+		case "file":
+			id, err := fileAttachment(fmt.Sprintf("%s.parts[%d].url", field, i), p.URL)
+			if err != nil {
+				return err
+			}
+			turn.Attachments = append(turn.Attachments, id)
+		}
+	}
+	return nil
 }
 
 // lastQuestion is the id of the newest user message of a chat's active
@@ -203,7 +222,7 @@ func (a *App) chatSession(ctx context.Context, chatID string) (string, error) {
 // without): the new text is written beside it and answered. The edit is
 // keyed by the message and its new text, so a retry replays it.
 func (a *App) editTurn(ctx context.Context, turn chat.TurnRequest, uiMessageID string) (chat.TurnRequest, string, error) {
-	sum := sha256.Sum256([]byte(uiMessageID + "\x00" + turn.Message))
+	sum := sha256.Sum256([]byte(uiMessageID + "\x00" + turn.Message + "\x00" + strings.Join(turn.Attachments, ",")))
 	turn.ClientMessageID = "edit-" + hex.EncodeToString(sum[:16])
 	s, err := a.Sessions.Get(ctx, turn.UserID, turn.SessionID)
 	if err != nil {

@@ -69,7 +69,7 @@ func uiMessagesOf(sessionID string, msgs []history.Message) []uiMessageOut {
 	for _, m := range msgs {
 		switch m.Role {
 		case history.RoleUser:
-			out = append(out, uiMessageOut{ID: uiID(m), Role: "user", Parts: []map[string]any{{"type": "text", "text": m.Content}},
+			out = append(out, uiMessageOut{ID: uiID(m), Role: "user", Parts: userParts(m),
 				Metadata: map[string]any{"sessionId": sessionID, "seq": m.Seq}, first: m})
 		case history.RoleAssistant, history.RoleTool:
 			if n := len(out); n == 0 || out[n-1].Role != "assistant" {

@@ -34,8 +34,8 @@ func (a *App) uploadAttachment(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	w.Header().Set("Location", "/attachments/"+att.ID)
-	writeJSON(w, http.StatusCreated, att)
+	w.Header().Set("Location", att.URL())
+	writeJSON(w, http.StatusCreated, attachmentJSON(att))
 }
 
 // uploadForm reads an upload's parts in their order.
@@ -153,7 +153,11 @@ func (a *App) listAttachments(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, err)
 		return
 	}
-	writeJSON(w, http.StatusOK, map[string]any{"attachments": all})
+	out := make([]attachmentOut, len(all))
+	for i := range all {
+		out[i] = attachmentJSON(&all[i])
+	}
+	writeJSON(w, http.StatusOK, map[string]any{"attachments": out})
 }
 
 // deleteAttachment answers DELETE /attachments/{id} with 204; its bytes

@@ -17,7 +17,7 @@ func (a *App) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	turn := chat.TurnRequest{
 		UserID: UserID(r.Context()), SessionID: req.SessionID,
-		Message: req.Message, ClientMessageID: req.ClientMessageID,
+		Message: req.Message, Attachments: req.Attachments, ClientMessageID: req.ClientMessageID,
 		Regenerate: req.Regenerate, Edit: req.Edit,
 		Tools: req.Tools, ToolChoice: req.ToolChoice, ToolResults: req.ToolResults, AbandonTools: req.AbandonTools,
 	}
@@ -76,12 +76,14 @@ func (a *App) streamChat(w http.ResponseWriter, r *http.Request, turn chat.TurnR
 }
 
 type chatRequest struct {
-	SessionID       string `json:"sessionId,omitempty"`
-	Message         string `json:"message"`
-	ClientMessageID string `json:"clientMessageId,omitempty"`
-	Stream          bool   `json:"stream,omitempty"`
-	Regenerate      string `json:"regenerate,omitempty"` // id of a message to answer anew
-	Edit            string `json:"edit,omitempty"`       // id of a user message to send anew as message
+	SessionID string `json:"sessionId,omitempty"`
+	Message   string `json:"message"`
+	// Attachments are ids of the caller's uploads (POST /attachments).
+	Attachments     []string `json:"attachments,omitempty"`
+	ClientMessageID string   `json:"clientMessageId,omitempty"`
+	Stream          bool     `json:"stream,omitempty"`
+	Regenerate      string   `json:"regenerate,omitempty"` // id of a message to answer anew
+	Edit            string   `json:"edit,omitempty"`       // id of a user message to send anew as message
 	// The app's tools (see chat.TurnRequest).
 	Tools        []chat.Tool       `json:"tools,omitempty"`
 	ToolChoice   string            `json:"toolChoice,omitempty"`

@@ -65,6 +65,7 @@ func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
 	c := &Context{Strategy: mem.Strategy, Budget: budget}
 	avail := budget - fixed - ReplyPriming
 	msgs, pruned := pruneToolOutputs(t.Messages, mem.ToolLimits()) // before anything else: pruning comes before summaries
+	msgs = keepImages(msgs, ImageTurns)
 	switch mem.Strategy {
 	case sessions.StrategyBuffer:
 		all := FitBudget(msgs, 1<<62)
@@ -82,7 +83,7 @@ func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
 		if cp := t.Compaction; cp != nil && cp.Tokens < avail {
 			c.Compaction = cp
 			avail -= cp.Tokens
-			verbatim = after(t.Messages, cp.EndSeq)
+			verbatim = keepImages(after(t.Messages, cp.EndSeq), ImageTurns)
 		}
 		c.Messages = FitBudget(verbatim, avail)
 	}

@@ -8,6 +8,7 @@ package history
 import (
 	"reflect"
 	"regexp"
+	"slices"
 	"strings"
 	"time"
 	"unicode/utf8"
@@ -78,6 +79,12 @@ type Draft struct {
 	ToolCalls  []ToolCall      `json:"toolCalls,omitempty"`
 	ToolCallID string          `json:"toolCallId,omitempty"`
 	Metadata   MessageMetadata `json:"metadata"`
+	// Attachments are the ids of files the user uploaded (POST
+	// /attachments) that a user's message carries.
+	Attachments []string `json:"attachments,omitempty"`
+	// Parts are Attachments as the service found them, in their order:
+	// what the stored message keeps of each.
+	Parts []Part `json:"-"`
 }
 
 // UnmarshalJSON rejects unknown keys.
@@ -104,6 +111,8 @@ type Message struct {
 	Tokens          int             `json:"tokens"`
 	ClientMessageID string          `json:"clientMessageId,omitempty"`
 	Metadata        MessageMetadata `json:"metadata"`
+	// Attachments are the files a user's message carries (see Part).
+	Attachments []Part `json:"attachments,omitempty"`
 	// Feedback is its user's rating, on a reply they rated.
 	Feedback *Feedback `json:"feedback,omitempty"`
 	// Siblings, in a listing, are the seqs of the versions of this message
@@ -129,14 +138,22 @@ func (m *Message) Searchable() bool {
 	default:
 		return false
 	}
-	return strings.TrimSpace(m.Content) != ""
+	return strings.TrimSpace(m.Content) != "" || len(m.Attachments) > 0
 }
 
 // sameContent reports whether a stored message is what d asks to store:
 // the test for an idempotent retry.
 func (m *Message) SameContent(d *Draft) bool {
 	return m.Role == d.Role && m.Content == d.Content && m.Name == d.Name &&
-		m.ToolCallID == d.ToolCallID && reflect.DeepEqual(nilIfEmpty(m.ToolCalls), nilIfEmpty(d.ToolCalls))
+		m.ToolCallID == d.ToolCallID && reflect.DeepEqual(nilIfEmpty(m.ToolCalls), nilIfEmpty(d.ToolCalls)) &&
+		slices.Equal(PartIDs(m.Attachments), nilIfNone(d.Attachments))
+}
+
+func nilIfNone(ids []string) []string {
+	if len(ids) == 0 {
+		return nil
+	}
+	return ids
 }
 
 func nilIfEmpty(c []ToolCall) []ToolCall {
@@ -181,8 +198,11 @@ func (d *Draft) validate(i int) error {
 	if !utf8.ValidString(d.Content) {
 		return invalid(i, "content is not valid UTF-8")
 	}
-	if strings.TrimSpace(d.Content) == "" && !(d.Role == RoleAssistant && len(d.ToolCalls) > 0) {
+	if strings.TrimSpace(d.Content) == "" && !(d.Role == RoleAssistant && len(d.ToolCalls) > 0) && len(d.Attachments) == 0 {
 		return invalid(i, "content is empty")
+	}
+	if err := d.checkAttachments(i); err != nil {
+		return err
 	}
 	if d.Name != "" && !nameRE.MatchString(d.Name) {
 		return invalid(i, "name must match %s", nameRE)

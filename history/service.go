@@ -178,6 +178,7 @@ func newMessages(userID, sessionID, key string, now time.Time, drafts []Draft) [
 			CreatedAt:       now,
 			ClientMessageID: key,
 			Metadata:        d.Metadata,
+			Attachments:     partsOf(&d),
 		}
 		if key != "" {
 			msgs[i].ID = KeyedMessageID(key, i)

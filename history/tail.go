@@ -70,6 +70,9 @@ func StoredBytes(m *Message) int {
 	for _, c := range m.ToolCalls {
 		n += 64 + len(c.ID) + len(c.Type) + len(c.Function.Name) + len(c.Function.Arguments)
 	}
+	for _, p := range m.Attachments {
+		n += 64 + len(p.ID) + len(p.Type) + len(p.Name) + len(p.Alt)
+	}
 	return n
 }
 
@@ -90,7 +93,7 @@ func (t *Tail) SetIDs(written []Message) {
 // tailCopy keeps what a context needs of a message.
 func tailCopy(m Message) Message {
 	return Message{ID: m.ID, SessionID: m.SessionID, Seq: m.Seq, ParentSeq: m.ParentSeq, Role: m.Role, Content: m.Content, Name: m.Name,
-		ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt, Tokens: m.Tokens}
+		ToolCalls: m.ToolCalls, ToolCallID: m.ToolCallID, CreatedAt: m.CreatedAt, Tokens: m.Tokens, Attachments: m.Attachments}
 }
 
 // Clone returns a copy of t that can be changed without changing t.

@@ -62,6 +62,20 @@ func (t *TikToken) Count(model string, m *Message) int {
 	if m.ToolCallID != "" {
 		n += t.Text(model, m.ToolCallID)
 	}
+	return n + PartTokens(m.Attachments)
+}
+
+// PartTokens is what parts add to their message's prompt: each one's
+// Tokens, or its label's for an image sent as its name.
+func PartTokens(parts []Part) int {
+	n := 0
+	for i := range parts {
+		if parts[i].Omitted {
+			n += labelTokens(&parts[i])
+		} else {
+			n += parts[i].Tokens
+		}
+	}
 	return n
 }
 

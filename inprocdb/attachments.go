@@ -2,6 +2,7 @@ package inprocdb
 
 import (
 	"context"
+	"time"
 
 	"github.com/chatmemory/backend/attachments"
 	"github.com/chatmemory/backend/kernel/errs"
@@ -110,6 +111,35 @@ func (db *DB) DeleteAttachment(_ context.Context, userID, id string) (bool, erro
 		q.bytes = max(0, q.bytes-a.Size)
 	}
 	return true, nil
+}
+
+// ReferenceAttachment marks the user's attachment named by a message of
+// sessionID.
+func (db *DB) ReferenceAttachment(_ context.Context, userID, id, sessionID string) error {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	a, ok := db.files().byID[id]
+	if !ok || a.UserID != userID {
+		return errs.Errorf(errs.ENOTFOUND, "no such attachment")
+	}
+	a.Referenced, a.SessionID = true, sessionID
+	db.files().byID[id] = a
+	return nil
+}
+
+// UnreferencedAttachments is up to limit unreferenced attachments
+// uploaded before before, oldest first.
+func (db *DB) UnreferencedAttachments(_ context.Context, before time.Time, limit int) ([]attachments.Attachment, error) {
+	db.mu.Lock()
+	defer db.mu.Unlock()
+	var all []attachments.Attachment
+	for _, a := range db.files().byID {
+		if !a.Referenced && a.CreatedAt.Before(before) {
+			all = append(all, a)
+		}
+	}
+	attachments.SortAttachments(all)
+	return all[:min(limit, len(all))], nil
 }
 
 // DeleteAttachmentQuota forgets the user's stored bytes.

@@ -112,6 +112,7 @@ func (db *DB) batch(sessionID, key string) []history.Message {
 
 func cloneMessage(m history.Message) history.Message {
 	m.ToolCalls = append([]history.ToolCall(nil), m.ToolCalls...)
+	m.Attachments = append([]history.Part(nil), m.Attachments...)
 	m.Metadata.Sources = append([]string(nil), m.Metadata.Sources...)
 	m.Metadata.ToolsUsed = append([]string(nil), m.Metadata.ToolsUsed...)
 	if m.Feedback != nil {

@@ -260,7 +260,7 @@ func Messages(req chat.Request) []openai.ChatCompletionMessage {
 		if i == at {
 			out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.Context})
 		}
-		out = append(out, Message(m))
+		out = append(out, withParts(Message(m), m, req))
 	}
 	if at == len(req.Messages) {
 		out = append(out, openai.ChatCompletionMessage{Role: openai.ChatMessageRoleSystem, Content: req.Context})

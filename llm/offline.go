@@ -60,14 +60,17 @@ func (o Offline) Generate(ctx context.Context, req chat.Request, onDelta func(st
 	if call, ok := offlineToolCall(req); ok {
 		return &chat.Reply{ToolCalls: []history.ToolCall{call}, Model: OfflineModel, FinishReason: "tool_calls"}, nil
 	}
-	last := ""
+	var last history.Message
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == history.RoleUser {
-			last = req.Messages[i].Content
+			last = req.Messages[i]
 			break
 		}
 	}
-	text := "You said: " + clipWords(last, 200)
+	text := "You said: " + clipWords(last.Content, 200)
+	if files := describeParts(last, req); files != "" {
+		text += " You attached " + files + "."
+	}
 	if results := offlineToolResults(req.Messages); results != "" {
 		text += " Your tools answered: " + results
 	}

@@ -26,9 +26,16 @@ func (s Summarizer) Summarize(ctx context.Context, model, previous string, msgs 
 	return reply.Content, reply.Model, nil
 }
 
-// quote is m as a summary request quotes it.
+// quote is m as a summary request quotes it: its files by their labels
+// and alt texts.
 func quote(m history.Message) prompts.Quote {
 	q := prompts.Quote{Role: string(m.Role), Text: m.Content, ToolCallID: m.ToolCallID}
+	for _, p := range m.Attachments { // a summary says what was attached
+		q.Text += "\n" + p.Label()
+		if p.Alt != "" {
+			q.Text += " (" + p.Alt + ")"
+		}
+	}
 	for _, c := range m.ToolCalls {
 		q.Calls = append(q.Calls, c.Function.Name+"("+c.Function.Arguments+")")
 	}

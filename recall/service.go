@@ -18,6 +18,10 @@ type Service struct {
 	Legs Legs
 	// Fusion fuses the legs (zero: DefaultFusion).
 	Fusion Fusion
+	// FileText is the text of the user's attachment id (a document's; ""
+	// for an image), which search finds as part of the message carrying
+	// it; nil: only the files' names and alt texts are searched.
+	FileText func(ctx context.Context, userID, id string) (string, error)
 }
 
 // Legs says which legs of retrieval run.
@@ -59,8 +63,34 @@ func (svc *Service) Index(ctx context.Context, s *sessions.Session, msgs []histo
 	if len(units) == 0 {
 		return 0, nil
 	}
+	if files := svc.fileTexts(ctx, s.UserID, msgs); files != nil {
+		for i := range units {
+			units[i].Files = files
+		}
+	}
 	stored, errs := storeUnits(ctx, svc.Embedder, svc.Store, s, units)
 	return stored, errors.Join(errs...)
+}
+
+// fileTexts are the texts of the documents msgs carry, by id (nil if
+// none). A document that cannot be read (deleted since) is searched by
+// its name alone.
+func (svc *Service) fileTexts(ctx context.Context, userID string, msgs []history.Message) map[string]string {
+	var out map[string]string
+	for _, m := range msgs {
+		for _, p := range m.Attachments {
+			if p.IsImage() || svc.FileText == nil {
+				continue
+			}
+			if text, err := svc.FileText(ctx, userID, p.ID); err == nil && text != "" {
+				if out == nil {
+					out = map[string]string{}
+				}
+				out[p.ID] = text
+			}
+		}
+	}
+	return out
 }
 
 // storeUnits embeds units of session s with e in one request and stores

@@ -17,6 +17,9 @@ import (
 type Unit struct {
 	Question, Reply *history.Message
 	Tools           []*history.Message // tool results, oldest first
+	// Files are the texts of the documents its messages carry, by id:
+	// searched with the message, as are its files' names and alt texts.
+	Files map[string]string
 }
 
 // Tool results a unit keeps the start of: each at most maxToolExcerpt
@@ -62,10 +65,27 @@ func (u Unit) texts() []string {
 	var out []string
 	for _, m := range slices.Concat([]*history.Message{u.Question}, u.Tools, []*history.Message{u.Reply}) {
 		if m != nil {
-			out = append(out, clip(m.Content, maxEmbedChars/(2+len(u.Tools))))
+			out = append(out, clip(m.Content+u.filesText(m), maxEmbedChars/(2+len(u.Tools))))
 		}
 	}
 	return out
+}
+
+// filesText is what m's attachments add to its text: each one's name
+// (its words: "q3-report.pdf" is "q3 report pdf"), alt text and a
+// document's text.
+func (u Unit) filesText(m *history.Message) string {
+	var b strings.Builder
+	for _, p := range m.Attachments {
+		b.WriteString("\n" + p.Name)
+		if p.Alt != "" {
+			b.WriteString("\n" + p.Alt)
+		}
+		if text := u.Files[p.ID]; text != "" {
+			b.WriteString("\n" + text)
+		}
+	}
+	return b.String()
 }
 
 // Units are the units of search of msgs (a session's, every branch's: a

@@ -24,6 +24,7 @@ const (
 	PhaseBacklog      = "backlog"      // counting what is still due, and the run's log line
 	PhaseBackstop     = "backstop"     // accounts deleted in Auth whose event never came
 	PhaseRollUp       = "rollUp"       // the episodic histories of users active since the last run
+	PhaseAttachments  = "attachments"  // uploads no message named within a day
 )
 
 // Phase is one part of a run: where the time went, the round trips to

@@ -76,6 +76,9 @@ type Sweeper struct {
 	Elapsed func(start time.Time) time.Duration
 	// Forget removes what was derived from each purged session.
 	Forget sessions.Forget
+	// ForgetFiles deletes the user's attachments the messages a trim
+	// deleted carried, after each page's commit (nil: none are kept).
+	ForgetFiles func(ctx context.Context, userID string, ids []string) error
 	// TrimPageSize is how many messages one write of a trim deletes (0:
 	// 200, with their recall exchanges under Firestore's 500 writes).
 	TrimPageSize int

@@ -158,8 +158,13 @@ func (sw *Sweeper) trim(ctx context.Context, s *sessions.Session, now time.Time,
 		}
 		return &TrimAction{SessionID: s.ID, Before: cutoff, HistoryFrom: before, Messages: before - s.HistoryFrom}, 0, nil
 	}
+	var files []string // the attachments of the page's messages
 	record := func(cur *sessions.Session, t *history.Tail, gone []history.Message, done bool) error {
 		history.Trim(cur, t, gone, before, done, keptFrom)
+		files = files[:0] // a commit tried again records its page again
+		for _, m := range gone {
+			files = append(files, history.PartIDs(m.Attachments)...)
+		}
 		return nil
 	}
 	deleted := 0
@@ -170,6 +175,9 @@ func (sw *Sweeper) trim(ctx context.Context, s *sessions.Session, now time.Time,
 		var n int
 		n, done, err = sw.Repo.TrimMessages(ctx, s.ID, before, sw.trimPageSize(), record)
 		deleted += n
+		if err == nil && n > 0 && len(files) > 0 && sw.ForgetFiles != nil {
+			err = sw.ForgetFiles(ctx, s.UserID, files)
+		}
 		if err != nil {
 			return nil, deleted, err
 		}

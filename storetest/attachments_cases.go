@@ -2,6 +2,7 @@ package storetest
 
 import (
 	"context"
+	"slices"
 	"sync"
 	"testing"
 	"time"
@@ -38,6 +39,29 @@ func testAttachmentRecords(t *testing.T, e *Env) {
 	list := Must[[]attachments.Attachment](t)(db.ListAttachments(ctx, "alice"))
 	if len(list) != 2 || list[0].ID != "b1" || list[1].ID != "a2" {
 		t.Fatalf("alice's list = %+v, want b1 then a2", list)
+	}
+	unreferenced := func(before time.Time, limit int) []string {
+		var ids []string
+		for _, a := range Must[[]attachments.Attachment](t)(db.UnreferencedAttachments(ctx, before, limit)) {
+			ids = append(ids, a.ID)
+		}
+		return ids
+	}
+	if got := unreferenced(Epoch.Add(time.Minute), 10); !slices.Equal(got, []string{"b1", "a2", "c3"}) {
+		t.Fatalf("unreferenced = %v, want all three, oldest first", got)
+	}
+	if got := unreferenced(Epoch.Add(3*time.Second), 1); !slices.Equal(got, []string{"b1"}) {
+		t.Fatalf("unreferenced before the third's upload, one = %v", got)
+	}
+	WantCode(t, db.ReferenceAttachment(ctx, "alice", "c3", "s1"), errs.ENOTFOUND) // bob's
+	WantCode(t, db.ReferenceAttachment(ctx, "alice", "nope", "s1"), errs.ENOTFOUND)
+	ok(t, db.ReferenceAttachment(ctx, "alice", "a2", "s1"))
+	ok(t, db.ReferenceAttachment(ctx, "alice", "a2", "s1")) // again: no change
+	if got := Must[*attachments.Attachment](t)(db.GetAttachment(ctx, "alice", "a2")); !got.Referenced || got.SessionID != "s1" || got.Name != "a2.png" {
+		t.Fatalf("referenced record %+v", got)
+	}
+	if got := unreferenced(Epoch.Add(time.Minute), 10); !slices.Equal(got, []string{"b1", "c3"}) {
+		t.Fatalf("unreferenced after a2 was named = %v", got)
 	}
 	if ok := Must[bool](t)(db.DeleteAttachment(ctx, "bob", "b1")); ok {
 		t.Fatal("bob deleted alice's attachment")

@@ -38,7 +38,7 @@ func TestSweepReportsEveryPhase(t *testing.T) {
 		at[p.Name] = p.Counts
 	}
 	want := []string{retention.PhaseDueJobs, retention.PhaseResumePurges, retention.PhasePurge, retention.PhaseSoftDelete, retention.PhaseTrim,
-		retention.PhaseBacklog, retention.PhaseBackstop, retention.PhaseRollUp}
+		retention.PhaseBacklog, retention.PhaseBackstop, retention.PhaseRollUp, retention.PhaseAttachments}
 	if !slices.Equal(names, want) {
 		t.Fatalf("phases %v, want %v", names, want)
 	}

@@ -78,11 +78,12 @@ func Start() *Server {
 	return s
 }
 
-// Echo answers "echo: " and the last user message.
+// Echo answers "echo: " and the last user message (of a message in
+// content parts, its text parts and "[image_url]" for each image).
 func Echo(req openai.ChatCompletionRequest) Response {
 	for i := len(req.Messages) - 1; i >= 0; i-- {
 		if req.Messages[i].Role == openai.ChatMessageRoleUser {
-			return Response{Content: "echo: " + req.Messages[i].Content}
+			return Response{Content: "echo: " + Text(req.Messages[i])}
 		}
 	}
 	return Response{Content: "echo: (nothing)"}
@@ -160,7 +161,7 @@ func (s *Server) serve(w http.ResponseWriter, r *http.Request) {
 	}
 	if usage.PromptTokens == 0 {
 		for _, m := range req.Messages {
-			usage.PromptTokens += 4 + len(strings.Fields(m.Content))
+			usage.PromptTokens += 4 + len(strings.Fields(Text(m)))
 		}
 	}
 	usage.PromptTokensDetails = &openai.PromptTokensDetails{CachedTokens: min(inCache, usage.PromptTokens)}
@@ -292,4 +293,21 @@ func sleep(r *http.Request, d time.Duration) bool {
 	case <-r.Context().Done():
 		return false
 	}
+}
+
+// Text is a message's text: its content, or its content parts' text
+// joined by spaces, an image part as "[image_url]".
+func Text(m openai.ChatCompletionMessage) string {
+	if len(m.MultiContent) == 0 {
+		return m.Content
+	}
+	var out []string
+	for _, p := range m.MultiContent {
+		if p.Type == openai.ChatMessagePartTypeImageURL {
+			out = append(out, "[image_url]")
+		} else {
+			out = append(out, p.Text)
+		}
+	}
+	return strings.Join(out, " ")
 }

@@ -494,7 +494,10 @@ export interface paths {
          *     retry replays; with `messageId`, as useChat's `sendMessage({text,
          *     messageId})` sends it, it is an edit of that message, written beside
          *     it and answered), or, with `messageId`, the assistant message with
-         *     outputs for its tool calls (the turn continues that same message). `trigger:
+         *     outputs for its tool calls (the turn continues that same message). A
+         *     user message's `file` parts name uploaded attachments by their `url`
+         *     (the `/attachments/{id}` POST /attachments answers, relative or
+         *     absolute); a data: URL is 400 (upload the file first). `trigger:
          *     "regenerate-message"` answers anew the reply `messageId` names.
          *     `tools`, `toolChoice` are POST /chat's (pass them with the
          *     transport's `body`). The answer is the UI message stream
@@ -787,6 +790,26 @@ export interface components {
             createdAt: string;
             /** @description a message names it */
             referenced: boolean;
+            /** @description the session whose message first named it (its purge deletes the file) */
+            sessionId?: string;
+            /** @description /attachments/{id}: downloads it with the owner's token; an AI SDK file part names it by this url */
+            url?: string;
+        };
+        /** @description A file a user's message carries: what the message keeps of an uploaded attachment (the bytes are at /attachments/{id}) */
+        MessageAttachment: {
+            id: string;
+            /** @description a MIME type, read from the bytes */
+            type: string;
+            name: string;
+            alt?: string;
+            /** @description bytes */
+            size: number;
+            /** @description images only */
+            width?: number;
+            /** @description images only */
+            height?: number;
+            /** @description what it adds to a prompt when sent whole: an image's by OpenAI's formula at ATTACHMENT_IMAGE_DETAIL, a document's text */
+            tokens: number;
         };
         HistoryTier: {
             text: string;
@@ -872,7 +895,10 @@ export interface components {
         ChatRequest: {
             /** @description absent: a new session; required with regenerate and edit */
             sessionId?: string;
+            /** @description may be empty when `attachments` are given */
             message?: string;
+            /** @description ids of the caller's uploads (POST /attachments) the message carries; an id that is not one of them is 400 naming `attachments[i]` */
+            attachments?: string[];
             clientMessageId?: string;
             stream?: boolean;
             /** @description id of a reply (or of the user message it answers) to answer anew, beside the old reply */
@@ -941,6 +967,12 @@ export interface components {
             windowExchanges: number;
             /** @description 0 or absent: 75% of the model's context window; at most the session model's context window */
             budgetTokens?: number;
+            /**
+             * @description How old messages leave what the model is sent, traded between tokens sent and tokens the provider's prompt cache serves (docs/context.md). steps: the start of the request holds between steps, so the cache serves it: a window of K sends between K and 2K exchanges (K+1 dropped at once), token_buffer starts at a mark every step of about 30% of its budget, summary_buffer compacts past 80% of its budget down to 20% (never under a cacheable 1,152 tokens unless that keeps over 30%). each: the fewest tokens sent (one exchange dropped a turn; compactions past 60% down to 30%), little of them cached.
+             * @default steps
+             * @enum {string}
+             */
+            trim: "steps" | "each";
             /**
              * @description Adds to each turn's context the earlier exchanges most relevant to the message (by embedding), marked as recalled excerpts with their date and session title: from this session only, or from all of the user's active and archived sessions; never what the context holds already, never what is off a session's active branch (edited away, regenerated, or on a branch switched from), in this session or another. Needs EMBEDDINGS=on.
              * @default off
@@ -1087,6 +1119,8 @@ export interface components {
             toolCalls?: components["schemas"]["ToolCall"][];
             toolCallId?: string;
             metadata?: components["schemas"]["MessageMetadata"];
+            /** @description user messages only: ids of the caller's uploads the message carries (content may then be empty); an unknown one is 400 naming `messages[i].attachments[j]` */
+            attachments?: string[];
         };
         Feedback: {
             /** @enum {string} */
@@ -1117,6 +1151,8 @@ export interface components {
             tokens: number;
             clientMessageId?: string;
             metadata: components["schemas"]["MessageMetadata"];
+            /** @description the files a user's message carries */
+            attachments?: components["schemas"]["MessageAttachment"][];
         };
     };
     responses: {
