@@ -23,7 +23,12 @@ let appBase = ""; // the server of this test file (signUp opens it)
 export function startModel() {
   return modelServer((r) => {
     const system = r.messages[0]?.content ?? "";
-    const last = r.messages[r.messages.length - 1]?.content ?? "";
+    // A message with files comes as content parts: the text parts as they
+    // are, each image as "[image_url <its url's start>]".
+    const content = r.messages[r.messages.length - 1]?.content ?? "";
+    const last = Array.isArray(content)
+      ? content.map((p) => (p.type === "image_url" ? `[image_url ${p.image_url.url.slice(0, 22)}]` : p.text)).join(" ")
+      : content;
     let text = "echo: " + last;
     // "long:" messages get a long answer, to stop or to reload during.
     if (last.startsWith("long:")) text += " " + Array.from({ length: 80 }, (_, i) => `word${i}`).join(" ");
