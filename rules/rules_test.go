@@ -170,7 +170,7 @@ func seed(t *testing.T, db *firestoredb.DB, alice, bob user) seeded {
 	ctx := context.Background()
 	env := storetest.NewEnv(t, db)
 	env.History.Summarizer = llm.Summarizer{Model: llm.Offline{}}
-	small := sessions.CreateInput{Context: sessions.ContextSettings{Strategy: sessions.StrategySummaryBuffer, BudgetTokens: 300}}
+	small := sessions.CreateInput{Context: sessions.ContextSettings{Strategy: sessions.StrategySummaryBuffer, BudgetTokens: 300, Trim: sessions.TrimEach}}
 	var s seeded
 	act := storetest.Must[*sessions.Session](t)(env.Sessions.Create(ctx, alice.uid, small))
 	s.active = act.ID

@@ -59,7 +59,8 @@ type ContextSettings struct {
 	// the app with its own ("app": it stores them with POST …/compactions
 	// when the context says one is due).
 	Summaries Summaries `json:"summaries,omitempty" firestore:"summaries,omitempty"`
-	// Trim says how window and token_buffer drop old messages: in steps
+	// Trim says how window, token_buffer and summary_buffer drop old
+	// messages (a summary: how far below its budget it compacts): in steps
 	// ("steps", the default: the start of the request holds between steps,
 	// so the provider's prompt cache serves it, at the cost of sending up
 	// to a step more), or one exchange per turn ("each": the fewest tokens

@@ -32,6 +32,9 @@ func (h *harness) seedUser(u user) {
 	for range 3 {
 		h.do("POST", "/chat", u.token, map[string]any{"sessionId": id, "message": "I keep bees."}).want(h.t, 200)
 	}
+	var hive struct{ ID string }
+	h.upload(u.token, "hive.png", "", testPNG(4, 4), "").want(h.t, 201).decode(h.t, &hive)
+	h.do("POST", "/chat", u.token, map[string]any{"sessionId": id, "message": "My hive.", "attachments": []string{hive.ID}}).want(h.t, 200)
 	h.idle()
 }
 

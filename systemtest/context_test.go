@@ -425,8 +425,10 @@ func TestStrategiesOverHTTP(t *testing.T) {
 	patch(map[string]any{"strategy": "token_buffer", "budgetTokens": sum(6) - 1})
 	check("token_buffer keeps the tool exchange whole", 8) // 6..7 is the call and its result
 	patch(map[string]any{"strategy": "window", "windowExchanges": 2})
+	check("window of two exchanges, in steps", 0) // 4 exchanges: a window of K sends K to 2K
+	patch(map[string]any{"strategy": "window", "windowExchanges": 2, "trim": "each"})
 	check("window of two exchanges", 4) // user messages at 0, 2, 4, 8
-	patch(map[string]any{"strategy": "window", "windowExchanges": 1})
+	patch(map[string]any{"strategy": "window", "windowExchanges": 1, "trim": "each"})
 	check("window of one exchange", 8)
 	patch(map[string]any{"strategy": "summary_buffer"})
 	check("summary_buffer without a summary yet", 0)

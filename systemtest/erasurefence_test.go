@@ -12,6 +12,7 @@ import (
 	openai "github.com/sashabaranov/go-openai"
 
 	"github.com/chatmemory/backend/app"
+	"github.com/chatmemory/backend/attachments"
 	"github.com/chatmemory/backend/llm/llmtest"
 	"github.com/chatmemory/backend/prompts"
 )
@@ -81,6 +82,9 @@ func (h *harness) nothingLeftOf(t *testing.T, u user) {
 	}
 	if m := export.Memory; len(m.Facts) != 0 || m.Profile.Work.Text != "" || m.Profile.Personal.Text != "" || m.Profile.Focus.Text != "" {
 		t.Errorf("after erasure memory holds %+v", m)
+	}
+	if keys, err := h.blobs.List(context.Background(), attachments.Prefix(u.uid)); err != nil || len(keys) != 0 {
+		t.Errorf("after erasure the bucket holds %v (%v)", keys, err)
 	}
 	if h.firestore == nil {
 		return
