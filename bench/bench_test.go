@@ -226,7 +226,7 @@ func TestTinyRetention(t *testing.T) {
 		names = append(names, p.Name)
 		sum += p.Ms
 	}
-	want := []string{"open", "resumePurges", "purge", "softDelete", "trim", "backlog", "backstop", "rollUp"}
+	want := []string{"open", "dueJobs", "resumePurges", "purge", "softDelete", "trim", "backlog", "backstop", "rollUp", "attachments"}
 	wall := time.Duration(rep.WallSeconds * float64(time.Second))
 	total := time.Duration(s.DurationMs) * time.Millisecond
 	if !slices.Equal(names, want) || sum > s.DurationMs || s.DurationMs-sum > int64(len(want)) || total > wall || wall-total > 500*time.Millisecond {
