@@ -3,6 +3,7 @@ package bench
 import (
 	"context"
 	"maps"
+	"os"
 	"testing"
 
 	"github.com/chatmemory/backend/history"
@@ -14,7 +15,7 @@ import (
 // this session has something outside the context); each scenario also
 // reports a cached share.
 func TestBillScenariosExercise(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() && os.Getenv("CI") != "true" { // CI runs them always
 		t.Skip("runs conversations")
 	}
 	tok, err := history.NewTikToken()
@@ -52,7 +53,7 @@ func TestBillScenariosExercise(t *testing.T) {
 // them; a window loses its whole prefix only at its steps, and GET
 // /usage agrees with the session's usage (runBillScenario checks it).
 func TestBillTargets(t *testing.T) {
-	if testing.Short() {
+	if testing.Short() && os.Getenv("CI") != "true" { // CI runs them always
 		t.Skip("runs conversations")
 	}
 	tok, err := history.NewTikToken()
