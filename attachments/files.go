@@ -76,11 +76,17 @@ func (s *Service) ExportUser(ctx context.Context, userID string) (any, error) {
 	return all, nil
 }
 
-// EraseUser deletes every attachment of the user, object and record,
-// then any object left under the user's prefix (one whose record was
-// never written), then the user's stored-bytes record. It returns how
-// many records it deleted.
+// EraseUser deletes the user's quota record first (the fence: an upload
+// in flight then cannot write its record, and deletes its object itself),
+// then every attachment of the user, object and record, then any object
+// left under the user's prefix (one whose record was never written). An
+// upload whose record was written before the fence is in the list read
+// after it, and its object was written before its record: nothing it
+// stored escapes. It returns how many records it deleted.
 func (s *Service) EraseUser(ctx context.Context, userID string) (int, error) {
+	if err := s.Repo.DeleteAttachmentQuota(ctx, userID); err != nil {
+		return 0, err
+	}
 	all, err := s.Repo.ListAttachments(ctx, userID)
 	if err != nil {
 		return 0, err
@@ -98,10 +104,7 @@ func (s *Service) EraseUser(ctx context.Context, userID string) (int, error) {
 			n++
 		}
 	}
-	if err := s.deleteStrays(ctx, userID); err != nil {
-		return n, err
-	}
-	return n, s.Repo.DeleteAttachmentQuota(ctx, userID)
+	return n, s.deleteStrays(ctx, userID)
 }
 
 // deleteStrays deletes every object under the user's prefix.
