@@ -130,17 +130,6 @@ func (db *DB) updateQuota(ctx context.Context, userID string, create bool, fn fu
 	return gen, err
 }
 
-// quotaOf is the quota record snap holds (empty if it does not exist).
-func quotaOf(snap *firestore.DocumentSnapshot) (quotaDoc, error) {
-	var q quotaDoc
-	if snap.Exists() {
-		if err := snap.DataTo(&q); err != nil {
-			return q, err
-		}
-	}
-	return q, nil
-}
-
 // StoredBytes is the user's stored bytes.
 func (db *DB) StoredBytes(ctx context.Context, userID string) (int64, error) {
 	ctx, cancel := db.op(ctx)
@@ -329,6 +318,17 @@ func fromAttachmentSnap(snap *firestore.DocumentSnapshot) (*attachments.Attachme
 	return &attachments.Attachment{ID: snap.Ref.ID, UserID: d.UserID, SessionID: d.SessionID, Type: d.Type, Name: d.Name,
 		Alt: d.Alt, Size: d.Size, Width: d.Width, Height: d.Height, SHA256: d.SHA256, CreatedAt: d.CreatedAt, Referenced: d.Referenced,
 		Text: d.Text}, nil
+}
+
+// quotaOf is the quota record snap holds (empty if it does not exist).
+func quotaOf(snap *firestore.DocumentSnapshot) (quotaDoc, error) {
+	var q quotaDoc
+	if snap.Exists() {
+		if err := snap.DataTo(&q); err != nil {
+			return q, err
+		}
+	}
+	return q, nil
 }
 
 // releaseIn takes n bytes off the quota at ref within tx (no record: nothing).

@@ -52,7 +52,11 @@ func TestUploadRacingErasure(t *testing.T) {
 					defer close(done)
 					r = h.upload(alice.token, "cat.png", "image/png", testPNG(8, 8), "")
 				}()
-				<-g.arrived
+				select {
+				case <-g.arrived:
+				case <-done:
+					t.Fatalf("the upload ended before its object was written: %d %s", r.status, r.body)
+				}
 				h.do("DELETE", "/account/data", alice.token, nil).want(t, 200)
 				close(g.released)
 				<-done
