@@ -68,7 +68,7 @@ func (h *harness) nothingLeftOf(t *testing.T, u user) {
 		Sessions    []any `json:"sessions"`
 		Usage       any   `json:"usage"`
 		Attachments []any `json:"attachments"`
-		Memory   struct {
+		Memory      struct {
 			Facts   []any `json:"facts"`
 			Profile struct {
 				Work, Personal, Focus struct{ Text string }
