@@ -52,8 +52,10 @@ export function startModel() {
 }
 
 // useWebApp starts what a test file needs before its tests and stops it
-// after them: its fields (base, browser) are set once they run.
-export function useWebApp() {
+// after them: its fields (base, browser) are set once they run. With
+// offline, the server has no model service, as under make dev: replies
+// come from its offline stand-in, at its own pace.
+export function useWebApp({ offline = false } = {}) {
   const web = { base: "", browser: null };
   let server, model;
   before(async () => {
@@ -64,9 +66,10 @@ export function useWebApp() {
     const put = await fetch(`http://${firestoreHost}/emulator/v1/projects/${project}:securityRules`, {
       method: "PUT", body: JSON.stringify({ rules: { files: [{ name: "firestore.rules", content: rules }] } }) });
     assert.equal(put.status, 200, "loading the rules");
-    model = await startModel();
+    model = offline ? null : await startModel();
+    const models = offline ? { OPENAI_API_KEY: "", OPENAI_BASE_URL: "" } : { OPENAI_API_KEY: "test", OPENAI_BASE_URL: `http://127.0.0.1:${model.address().port}/v1` };
     ({ server, base: web.base } = await startServer(buildServer(), ["-web", join(root, "web", "dist")], { STORAGE_BACKEND: "firestore", GOOGLE_CLOUD_PROJECT: project,
-      OPENAI_API_KEY: "test", OPENAI_BASE_URL: `http://127.0.0.1:${model.address().port}/v1`, DRAFT_INTERVAL_MS: "200" }));
+      ...models, DRAFT_INTERVAL_MS: "200" }));
     appBase = web.base;
     web.browser = await chromium.launch({
       executablePath: chromiumPath, headless: true,
