@@ -12,7 +12,7 @@ const web = useWebApp();
 
 test("a user chats, reloads, renames and archives; another user sees none of it", { skip: missing ? `needs ${missing}` : false }, async () => {
   const first = email("first");
-  const context = await web.browser.newContext({ acceptDownloads: true });
+  const context = await web.browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 800 } }); // issue 57's desktop
   const page = await context.newPage();
   await page.goto(web.base);
   await page.waitForSelector("#auth:not([hidden])");
