@@ -306,6 +306,10 @@ test("dark mode follows the system at AA contrast; code is highlighted with Copy
 
   await page.waitForSelector("#sessions li.group:has-text('Today') + li[data-id]");
   await contrast(page);
+  // Delete looks destructive here too: red, where the other buttons are blue.
+  const hue = (sel) => page.$eval(sel, (e) => { const [r, g, b] = getComputedStyle(e).color.match(/\d+/g).map(Number); return r - Math.max(g, b); });
+  assert.ok(await hue("#sessions li button:has-text('Delete')") > 60, "Delete looks like any button in dark mode");
+  assert.ok(await hue("#sessions li button:has-text('Rename')") < 0, "Rename is not blue");
   await page.screenshot({ path: join(shots, "dark.png") });
 
   // Ctrl-Shift-O starts a new chat.
