@@ -196,7 +196,7 @@ func services(cfg Config, d Deps) (Services, *retention.Sweeper) {
 	var rc *recall.Service
 	if d.Embedder != nil {
 		rc = &recall.Service{Embedder: d.Embedder, Store: d.Store}
-		cs.Recall, cs.Finder = rc, rc
+		cs.Indexer, cs.Recaller = rc, rc
 	}
 	// Whatever was learned from a purged session goes with it, whether or
 	// not learning is on now.

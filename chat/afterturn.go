@@ -47,7 +47,7 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 			svc.logError(ctx, "learning long-term memory failed", s.ID, err)
 		}
 	}
-	if svc.Recall != nil {
+	if svc.Indexer != nil {
 		charged, _ := WithMeter(ctx) // charged with the reply (see finish)
 		if err := svc.index(charged, s, res); err != nil {
 			svc.logError(ctx, "embedding the exchange for search failed", s.ID, err)
@@ -71,7 +71,7 @@ func (svc *Service) index(ctx context.Context, s *sessions.Session, res *TurnRes
 	if res.User.Role == history.RoleTool {
 		msgs = append(toolResultsUpTo(res.Tail, res.User), res.Reply)
 	}
-	_, err := svc.Recall.Index(ctx, s, msgs)
+	_, err := svc.Indexer.Index(ctx, s, msgs)
 	return err
 }
 

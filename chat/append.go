@@ -192,12 +192,12 @@ func (svc *Service) summaryFixed(ctx context.Context, userID string, fixed int) 
 // user's day; failures are logged (the messages are stored either way).
 // It returns how many units it stored.
 func (svc *Service) IndexExchanges(ctx context.Context, userID, sessionID string, msgs []history.Message) int {
-	if svc.Recall == nil {
+	if svc.Indexer == nil {
 		return 0
 	}
 	ctx, meter := WithMeter(ctx)
 	defer func() { svc.chargeAfter(ctx, userID, sessionID, dayOf(msgs), meter.Tokens()) }()
-	stored, err := svc.Recall.Index(ctx, &sessions.Session{ID: sessionID, UserID: userID}, msgs)
+	stored, err := svc.Indexer.Index(ctx, &sessions.Session{ID: sessionID, UserID: userID}, msgs)
 	if err != nil {
 		svc.logError(ctx, "embedding appended messages failed", sessionID, err)
 	}

@@ -119,7 +119,7 @@ func TestAfterAppend(t *testing.T) {
 	ctx := context.Background()
 	w := newWorld(t, chat.Limits{})
 	idx := &fakeIndexer{}
-	w.svc.Recall = idx
+	w.svc.Indexer = idx
 	s := w.session(t, sessions.CreateInput{})
 	a, err := w.svc.Append(ctx, "alice", s.ID, "", "", []history.Draft{
 		{Role: history.RoleAssistant, Content: "Welcome!"},

@@ -56,7 +56,7 @@ func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent
 	s.Usage.CompletionTokens += used.Output
 	s.Usage.Turns++
 	s.Usage.LastModel = answer.draft.Metadata.Model
-	if svc.Recall != nil {
+	if svc.Indexer != nil {
 		// The exchange is embedded after the reply (afterTurn); its tokens
 		// are charged here, as counted for the two messages, so that
 		// embedding adds no write of its own.
@@ -129,7 +129,7 @@ func (svc *Service) newJob(plan *turnPlan, fin finished, memoryTokens int) *Job 
 		return nil
 	}
 	s, t := fin.write.Session, fin.write.Tail
-	due := (s.TitleSource == sessions.TitleDefault && svc.Titler != nil) || fin.learn != nil || svc.Recall != nil
+	due := (s.TitleSource == sessions.TitleDefault && svc.Titler != nil) || fin.learn != nil || svc.Indexer != nil
 	switch {
 	case due || s.Context.Summaries == sessions.SummariesApp:
 	case t == nil:

@@ -41,7 +41,7 @@ func others(st *TurnState) *recall.Visibility {
 func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Session, query string, choose bool, o *recall.Visibility) {
 	mode := s.Context.Recall
 	recalls := mode != "" && mode != sessions.RecallOff
-	if svc.Finder == nil || query == "" {
+	if svc.Recaller == nil || query == "" {
 		return
 	}
 	svc.setHint(s.ID, Hint{Embed: recalls || choose, All: mode == sessions.RecallAll})
@@ -67,7 +67,7 @@ func (svc *Service) recallFor(ctx context.Context, r *recaller, s *sessions.Sess
 		return
 	}
 	k, _ := s.Context.RecallLimits()
-	r.got, r.err = svc.Finder.Recall(ctx, s, query, r.vector, scope, k)
+	r.got, r.err = svc.Recaller.Recall(ctx, s, query, r.vector, scope, k)
 }
 
 // recallHeader opens the recalled excerpts, so that the model knows what
@@ -99,7 +99,7 @@ func (svc *Service) embed(ctx context.Context, r *recaller, query string) {
 // embedQuery embeds query for r, and then closes r.embedded.
 func (svc *Service) embedQuery(ctx context.Context, r *recaller, query string) {
 	defer close(r.embedded)
-	r.vector, r.embedErr = svc.Finder.EmbedQuery(ctx, query)
+	r.vector, r.embedErr = svc.Recaller.EmbedQuery(ctx, query)
 }
 
 // Hint is what a session's last turn on this instance did: whether it

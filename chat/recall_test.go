@@ -44,7 +44,7 @@ func TestRecallInTurn(t *testing.T) {
 		t.Run(string(tc.mode), func(t *testing.T) {
 			w := newWorld(t, chat.Limits{})
 			f := &fakeRecaller{}
-			w.svc.Finder = f
+			w.svc.Recaller = f
 			s := w.session(t, sessions.CreateInput{Context: sessions.ContextSettings{Recall: tc.mode}})
 			w.turn(t, chat.TurnRequest{SessionID: s.ID, Message: "which mooring was it?"})
 			req := w.model.last()
@@ -84,7 +84,7 @@ func TestRecalledLoneMessages(t *testing.T) {
 			w := newWorld(t, chat.Limits{})
 			unit := tc.unit
 			unit.SessionID, unit.SessionTitle = "elsewhere", "Boats"
-			w.svc.Finder = &fakeRecaller{found: []recall.Exchange{unit}}
+			w.svc.Recaller = &fakeRecaller{found: []recall.Exchange{unit}}
 			s := w.session(t, sessions.CreateInput{Context: sessions.ContextSettings{Recall: sessions.RecallAll}})
 			w.turn(t, chat.TurnRequest{SessionID: s.ID, Message: "which mooring was it?"})
 			sent := w.model.last().Context

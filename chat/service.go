@@ -92,10 +92,10 @@ type Memory interface {
 
 // Service runs chat turns.
 type Service struct {
-	Memory Memory   // nil: no long-term memory
-	Recall Indexer  // nil: exchanges are not embedded for search
-	Finder Recaller // nil: no recall in turns
-	Turns  TurnStore
+	Memory   Memory   // nil: no long-term memory
+	Indexer  Indexer  // nil: exchanges are not embedded for search
+	Recaller Recaller // nil: no recall in turns
+	Turns    TurnStore
 	// Jobs keeps the work that follows each reply, recorded in the
 	// reply's commit (nil: that work runs after the reply, not recorded).
 	Jobs JobStore

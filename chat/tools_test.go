@@ -255,7 +255,7 @@ func stored(w *world, sessionID string) ([]history.Message, error) {
 func TestToolRoundIndexed(t *testing.T) {
 	w := newWorld(t, chat.Limits{})
 	idx := &fakeIndexer{}
-	w.svc.Recall = idx
+	w.svc.Indexer = idx
 	w.model.tools = callsWeather(false)
 	asked := w.turn(t, chat.TurnRequest{Message: "weather in Oslo and Bergen", Tools: []chat.Tool{weather}})
 	w.turn(t, chat.TurnRequest{SessionID: asked.Session.ID, ToolResults: results(asked.Reply.ToolCalls), Tools: []chat.Tool{weather}})

@@ -249,7 +249,7 @@ func (svc *Service) planTurn(ctx context.Context, req TurnRequest) (*turnPlan, e
 		plan.keyed = history.Draft{Role: history.RoleTool, ToolCallID: req.ToolResults[0].ToolCallID, Content: req.ToolResults[0].Content}
 	}
 	q.ReplyID, q.Draft = c.replyID, c.draft
-	if hint := svc.hint(q.SessionID); svc.Finder != nil && plan.draft.Content != "" && hint.Embed {
+	if hint := svc.hint(q.SessionID); svc.Recaller != nil && plan.draft.Content != "" && hint.Embed {
 		plan.embedEarly = true
 		q.Deleted = hint.All // what a recall from all sessions needs, read with the claim
 	}
