@@ -187,7 +187,7 @@ func services(cfg Config, d Deps) (Services, *retention.Sweeper) {
 	background := chat.Metered(d.Model, d.Tokens)
 	hs.Summarizer = llm.Summarizer{Model: background}
 	cs := chatService(cfg, d, ss, hs, background)
-	lt := &longterm.Service{Repo: d.Store, Sessions: d.Store, Messages: d.Store, Model: llm.Completer{Model: background},
+	lt := &longterm.Service{Store: d.Store, Sessions: d.Store, Messages: d.Store, Model: llm.Completer{Model: background},
 		Tokens: d.Tokens, Embedder: d.Embedder, Settings: cfg.MemorySettings(), Now: d.Now, Log: d.Log,
 		Rolls: d.Store, HistoryModel: cfg.ChatModel}
 	if cfg.LongTermMemory {
@@ -208,7 +208,7 @@ func services(cfg Config, d Deps) (Services, *retention.Sweeper) {
 	if fs != nil {
 		sw.ForgetFiles = fs.DeleteFiles
 	}
-	pv := &retention.Privacy{Repo: d.Store, Now: d.Now,
+	pv := &retention.Privacy{Store: d.Store, Now: d.Now,
 		Data: map[string]retention.UserData{"usage": chat.UsageData{Store: d.Store}, "memory": lt}}
 	if rc != nil {
 		pv.Data["recall"] = rc

@@ -58,6 +58,6 @@ func files(cfg Config, d Deps) *attachments.Service {
 	if d.Blobs == nil {
 		return nil
 	}
-	return &attachments.Service{Repo: d.Store, Blobs: d.Blobs, MaxBytes: cfg.MaxAttachmentBytes, Quota: cfg.AttachmentQuota,
+	return &attachments.Service{Store: d.Store, Blobs: d.Blobs, MaxBytes: cfg.MaxAttachmentBytes, Quota: cfg.AttachmentQuota,
 		PerMinute: cfg.UploadsPerMinute, Now: d.Now, Log: d.Log}
 }

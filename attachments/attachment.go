@@ -86,8 +86,8 @@ type Reservation struct {
 // Minute is the reservation's calendar minute, in unix minutes.
 func (r Reservation) Minute() int64 { return r.At.Unix() / 60 }
 
-// Repo keeps what is known of attachments and each user's stored bytes.
-type Repo interface {
+// Store keeps what is known of attachments and each user's stored bytes.
+type Store interface {
 	// ReserveAttachment adds r.Bytes to the user's stored bytes and counts
 	// an upload in r.Minute, atomically, or refuses with EQUOTA (the bytes
 	// would pass r.Quota) or ERATELIMITED (the minute is full), changing

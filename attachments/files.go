@@ -12,7 +12,7 @@ import (
 
 // List is the user's attachments' records, oldest first (never nil).
 func (s *Service) List(ctx context.Context, userID string) ([]Attachment, error) {
-	all, err := s.Repo.ListAttachments(ctx, userID)
+	all, err := s.Store.ListAttachments(ctx, userID)
 	if all == nil && err == nil {
 		all = []Attachment{}
 	}
@@ -21,13 +21,13 @@ func (s *Service) List(ctx context.Context, userID string) ([]Attachment, error)
 
 // Get is the user's attachment id; ENOTFOUND for anyone else's.
 func (s *Service) Get(ctx context.Context, userID, id string) (*Attachment, error) {
-	return s.Repo.GetAttachment(ctx, userID, id)
+	return s.Store.GetAttachment(ctx, userID, id)
 }
 
 // Text is the text of the user's attachment id: a document's, as the
 // model is sent it and search finds it ("" for an image).
 func (s *Service) Text(ctx context.Context, userID, id string) (string, error) {
-	a, err := s.Repo.GetAttachment(ctx, userID, id)
+	a, err := s.Store.GetAttachment(ctx, userID, id)
 	if err != nil {
 		return "", err
 	}
@@ -37,7 +37,7 @@ func (s *Service) Text(ctx context.Context, userID, id string) (string, error) {
 // Open is the user's attachment id with its bytes; ENOTFOUND for anyone
 // else's. The caller closes the reader.
 func (s *Service) Open(ctx context.Context, userID, id string) (*Attachment, io.ReadCloser, error) {
-	a, err := s.Repo.GetAttachment(ctx, userID, id)
+	a, err := s.Store.GetAttachment(ctx, userID, id)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -51,20 +51,20 @@ func (s *Service) Open(ctx context.Context, userID, id string) (*Attachment, io.
 // Delete removes the user's attachment: its object first, so that a
 // record is never left without its bytes being gone too.
 func (s *Service) Delete(ctx context.Context, userID, id string) error {
-	if _, err := s.Repo.GetAttachment(ctx, userID, id); err != nil {
+	if _, err := s.Store.GetAttachment(ctx, userID, id); err != nil {
 		return err
 	}
 	if err := s.Blobs.Delete(ctx, Key(userID, id)); err != nil {
 		return err
 	}
-	_, err := s.Repo.DeleteAttachment(ctx, userID, id)
+	_, err := s.Store.DeleteAttachment(ctx, userID, id)
 	return err
 }
 
 // StoredBytes is what the user's attachments take of their quota, and
 // the quota.
 func (s *Service) StoredBytes(ctx context.Context, userID string) (used, quota int64, err error) {
-	used, err = s.Repo.StoredBytes(ctx, userID)
+	used, err = s.Store.StoredBytes(ctx, userID)
 	return used, s.quota(), err
 }
 
@@ -72,7 +72,7 @@ func (s *Service) StoredBytes(ctx context.Context, userID string) (used, quota i
 // record with its bytes (nil if none). The bytes are not read here: the
 // export streams them (WriteJSON).
 func (s *Service) ExportUser(ctx context.Context, userID string) (any, error) {
-	all, err := s.Repo.ListAttachments(ctx, userID)
+	all, err := s.Store.ListAttachments(ctx, userID)
 	if err != nil || len(all) == 0 {
 		return nil, err
 	}
@@ -147,10 +147,10 @@ func (e *Export) writeOne(ctx context.Context, w io.Writer, a *Attachment) error
 // after it, and its object was written before its record: nothing it
 // stored escapes. It returns how many records it deleted.
 func (s *Service) EraseUser(ctx context.Context, userID string) (int, error) {
-	if err := s.Repo.DeleteAttachmentQuota(ctx, userID); err != nil {
+	if err := s.Store.DeleteAttachmentQuota(ctx, userID); err != nil {
 		return 0, err
 	}
-	all, err := s.Repo.ListAttachments(ctx, userID)
+	all, err := s.Store.ListAttachments(ctx, userID)
 	if err != nil {
 		return 0, err
 	}
@@ -159,7 +159,7 @@ func (s *Service) EraseUser(ctx context.Context, userID string) (int, error) {
 		if err := s.Blobs.Delete(ctx, Key(userID, a.ID)); err != nil {
 			return n, err
 		}
-		ok, err := s.Repo.DeleteAttachment(ctx, userID, a.ID)
+		ok, err := s.Store.DeleteAttachment(ctx, userID, a.ID)
 		if err != nil {
 			return n, err
 		}

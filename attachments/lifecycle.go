@@ -20,7 +20,7 @@ const sweepPage = 200
 // sessions.Forget, called once the session is gone, so no message can
 // name them any more, and again if a purge is resumed.
 func (s *Service) ForgetSession(ctx context.Context, userID, sessionID string) error {
-	all, err := s.Repo.ListAttachments(ctx, userID)
+	all, err := s.Store.ListAttachments(ctx, userID)
 	if err != nil {
 		return err
 	}
@@ -40,7 +40,7 @@ func (s *Service) ForgetSession(ctx context.Context, userID, sessionID string) e
 func (s *Service) SweepUnreferenced(ctx context.Context, now time.Time, out func() bool) (int, error) {
 	n := 0
 	for out == nil || !out() {
-		page, err := s.Repo.UnreferencedAttachments(ctx, now.Add(-UnreferencedAge), sweepPage)
+		page, err := s.Store.UnreferencedAttachments(ctx, now.Add(-UnreferencedAge), sweepPage)
 		if err != nil {
 			return n, err
 		}
@@ -67,7 +67,7 @@ func (s *Service) DeleteFiles(ctx context.Context, userID string, ids []string) 
 			failed = append(failed, err)
 			continue
 		}
-		if _, err := s.Repo.DeleteAttachment(ctx, userID, id); err != nil {
+		if _, err := s.Store.DeleteAttachment(ctx, userID, id); err != nil {
 			failed = append(failed, err)
 		}
 	}

@@ -28,7 +28,7 @@ const (
 
 // Service takes uploads, answers downloads and deletes attachments.
 type Service struct {
-	Repo      Repo
+	Store     Store
 	Blobs     Blobs
 	MaxBytes  int64 // one file; 0: DefaultMaxBytes
 	Quota     int64 // a user's stored bytes; 0: DefaultQuota
@@ -76,7 +76,7 @@ func (s *Service) Upload(ctx context.Context, userID string, up Upload) (*Attach
 	}
 	a.Type = t.MIME
 	reserved := s.reservation(up.SizeHint)
-	gen, err := s.Repo.ReserveAttachment(ctx, userID, Reservation{Bytes: reserved, Quota: s.quota(), At: a.CreatedAt, PerMinute: s.PerMinute})
+	gen, err := s.Store.ReserveAttachment(ctx, userID, Reservation{Bytes: reserved, Quota: s.quota(), At: a.CreatedAt, PerMinute: s.PerMinute})
 	if err != nil {
 		return nil, err
 	}
@@ -128,7 +128,7 @@ func (s *Service) store(ctx context.Context, a *Attachment, t Type, limited *cap
 		err = then(a)
 	}
 	if err == nil {
-		err = s.Repo.CreateAttachment(ctx, a, gen, limited.reserved-a.Size)
+		err = s.Store.CreateAttachment(ctx, a, gen, limited.reserved-a.Size)
 	}
 	if err != nil {
 		s.deleteObject(ctx, key)
@@ -185,7 +185,7 @@ func (s *Service) release(ctx context.Context, userID, gen string, n int64) {
 	if n <= 0 {
 		return
 	}
-	if err := s.Repo.ReleaseAttachment(context.WithoutCancel(ctx), userID, gen, n); err != nil && s.Log != nil {
+	if err := s.Store.ReleaseAttachment(context.WithoutCancel(ctx), userID, gen, n); err != nil && s.Log != nil {
 		s.Log.ErrorContext(ctx, "attachments: reserved bytes not given back", "error", err.Error(), "bytes", n)
 	}
 }

@@ -54,7 +54,7 @@ type env struct {
 func newEnv(max, quota int64, perMinute int) *env {
 	db, blobs := inprocdb.New(), inprocdb.NewBlobs()
 	now := time.Date(2026, 1, 15, 9, 0, 30, 0, time.UTC)
-	return &env{db: db, blobs: blobs, svc: &attachments.Service{Repo: db, Blobs: blobs, MaxBytes: max, Quota: quota, PerMinute: perMinute,
+	return &env{db: db, blobs: blobs, svc: &attachments.Service{Store: db, Blobs: blobs, MaxBytes: max, Quota: quota, PerMinute: perMinute,
 		Now: func() time.Time { return now }}}
 }
 

@@ -63,8 +63,8 @@ func MeasureSearch(ctx context.Context, e recall.Embedder, tok history.Counter) 
 
 // fixtureStore is what storeFixture stores into.
 type fixtureStore interface {
-	sessions.Repo
-	history.Repo
+	sessions.Store
+	history.Store
 }
 
 // measurePart measures the three methods on one part.
@@ -294,7 +294,7 @@ func storeExchange(ctx context.Context, hs *history.Service, s *sessions.Session
 	if err != nil {
 		return nil, err
 	}
-	stored, err := hs.Repo.Append(ctx, s.ID, "", plan)
+	stored, err := hs.Store.Append(ctx, s.ID, "", plan)
 	if err != nil {
 		return nil, err
 	}

@@ -48,7 +48,7 @@ func (svc *Service) attach(ctx context.Context, userID, sessionID string, d *his
 		d.Parts = append(d.Parts, svc.partOf(a))
 	}
 	for _, id := range d.Attachments {
-		if err := svc.Files.Repo.ReferenceAttachment(ctx, userID, id, sessionID); err != nil {
+		if err := svc.Files.Store.ReferenceAttachment(ctx, userID, id, sessionID); err != nil {
 			return err
 		}
 	}

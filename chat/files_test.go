@@ -19,7 +19,7 @@ import (
 
 // withFiles gives w's service the users' uploads, kept in process.
 func (w *world) withFiles(detail string) *attachments.Service {
-	files := &attachments.Service{Repo: w.db, Blobs: inprocdb.NewBlobs(), Now: w.clock.Now}
+	files := &attachments.Service{Store: w.db, Blobs: inprocdb.NewBlobs(), Now: w.clock.Now}
 	w.svc.Files, w.svc.ImageDetail = files, detail
 	return files
 }

@@ -139,7 +139,7 @@ func (svc *Service) planRegenerate(ctx context.Context, f *fork, s *sessions.Ses
 	var msgs []history.Message
 	if n := len(f.base.Messages); n > 0 && f.base.Messages[n-1].Seq == f.leaf {
 		msgs = f.base.Messages[n-1:]
-	} else if msgs, err = svc.History.Repo.MessageRange(ctx, s.ID, f.leaf, f.leaf); err != nil {
+	} else if msgs, err = svc.History.Store.MessageRange(ctx, s.ID, f.leaf, f.leaf); err != nil {
 		return nil, err
 	}
 	if len(msgs) != 1 || msgs[0].Role != history.RoleUser {

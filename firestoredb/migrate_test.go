@@ -120,7 +120,7 @@ func TestMigrate(t *testing.T) {
 func appendTo(t *testing.T, hs *history.Service, s *sessions.Session, drafts ...history.Draft) []history.Message {
 	t.Helper()
 	plan := must[history.Plan](t)(hs.Prepare(s, "", drafts...))
-	return must[*history.Appended](t)(hs.Repo.Append(context.Background(), s.ID, "", plan)).Messages
+	return must[*history.Appended](t)(hs.Store.Append(context.Background(), s.ID, "", plan)).Messages
 }
 
 func must[T any](t *testing.T) func(T, error) T {

@@ -40,7 +40,7 @@ func (svc *Service) SwitchBranch(ctx context.Context, userID, sessionID string, 
 		return nil, err
 	}
 	var out *sessions.Session
-	err = svc.Repo.UpdateTail(ctx, sessionID, func(cur *sessions.Session, t *Tail) error {
+	err = svc.Store.UpdateTail(ctx, sessionID, func(cur *sessions.Session, t *Tail) error {
 		if err := cur.CheckOwner(userID); err != nil {
 			return err
 		}
@@ -82,7 +82,7 @@ func (svc *Service) BranchTail(ctx context.Context, s *sessions.Session, leaf in
 	var cs []Compaction
 	if s.SummaryUpdatedAt != nil { // else no summary was ever saved
 		var err error
-		if cs, err = svc.Repo.ListCompactions(ctx, s.ID); err != nil {
+		if cs, err = svc.Store.ListCompactions(ctx, s.ID); err != nil {
 			return nil, err
 		}
 	}
@@ -106,7 +106,7 @@ func (svc *Service) BranchTail(ctx context.Context, s *sessions.Session, leaf in
 		span.From = max(span.From, after+1)
 		cursor := span.To + 1
 		for !full {
-			msgs, err := svc.Repo.ListMessages(ctx, ListQuery{SessionID: s.ID, Desc: true, Limit: branchReadPage, AfterSeq: &cursor, Within: &span})
+			msgs, err := svc.Store.ListMessages(ctx, ListQuery{SessionID: s.ID, Desc: true, Limit: branchReadPage, AfterSeq: &cursor, Within: &span})
 			if err != nil {
 				return nil, err
 			}

@@ -26,7 +26,7 @@ func branched(t *testing.T) (*storetest.Env, *sessions.Session) {
 		env.Say(t, s, role, fmt.Sprintf("message %d", i))
 	}
 	base := storetest.Must[*history.Tail](t)(env.History.BranchTail(ctx, env.Reload(t, s), 1))
-	if err := env.History.Repo.UpdateTail(ctx, s.ID, func(cur *sessions.Session, tail *history.Tail) error {
+	if err := env.History.Store.UpdateTail(ctx, s.ID, func(cur *sessions.Session, tail *history.Tail) error {
 		*tail = *env.History.ForkTail(cur, base, 1)
 		return nil
 	}); err != nil {

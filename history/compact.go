@@ -44,7 +44,7 @@ func (svc *Service) Compact(ctx context.Context, sessionID string, fixed int) (*
 	var path sessions.Path
 	var have []Message // the tail read: usually every message to fold
 	now := clock.Stored(svc.Now)
-	err := svc.Repo.UpdateTail(ctx, sessionID, func(s *sessions.Session, t *Tail) error {
+	err := svc.Store.UpdateTail(ctx, sessionID, func(s *sessions.Session, t *Tail) error {
 		var ok bool
 		if plan, ok = PlanCompaction(s, t, svc.BudgetFor(s), fixed); !ok {
 			return ErrNothingToCompact
@@ -64,7 +64,7 @@ func (svc *Service) Compact(ctx context.Context, sessionID string, fixed int) (*
 		svc.releaseLease(ctx, sessionID)
 		return nil, err
 	}
-	err = svc.Repo.SaveCompaction(ctx, sessionID, c, func(s *sessions.Session, t *Tail) error {
+	err = svc.Store.SaveCompaction(ctx, sessionID, c, func(s *sessions.Session, t *Tail) error {
 		if prevEnd(t.Compaction) != prevEnd(plan.Previous) {
 			return errs.Errorf(errs.ECONFLICT, "the summary moved on meanwhile")
 		}
@@ -109,7 +109,7 @@ func (svc *Service) summarize(ctx context.Context, sessionID, model string, path
 	}
 	msgs, ok := onPath(have, path, plan.StartSeq, plan.EndSeq)
 	if !ok { // a gap behind the tail: read the range
-		all, err := svc.Repo.MessageRange(ctx, sessionID, plan.StartSeq, plan.EndSeq)
+		all, err := svc.Store.MessageRange(ctx, sessionID, plan.StartSeq, plan.EndSeq)
 		if err != nil {
 			return nil, err
 		}
@@ -144,7 +144,7 @@ func (svc *Service) summarize(ctx context.Context, sessionID, model string, path
 // releaseLease gives the lease back after a failed summarization, so the
 // next turn can try at once; if this fails too, the lease simply expires.
 func (svc *Service) releaseLease(ctx context.Context, sessionID string) {
-	svc.Repo.UpdateTail(context.WithoutCancel(ctx), sessionID, func(_ *sessions.Session, t *Tail) error {
+	svc.Store.UpdateTail(context.WithoutCancel(ctx), sessionID, func(_ *sessions.Session, t *Tail) error {
 		t.CompactingUntil = time.Time{}
 		return nil
 	})
@@ -156,7 +156,7 @@ func (svc *Service) ReadTail(ctx context.Context, userID, sessionID string) (*se
 	if err := sessions.CheckID(sessionID); err != nil {
 		return nil, nil, err
 	}
-	s, t, err := svc.Repo.ReadTail(ctx, sessionID)
+	s, t, err := svc.Store.ReadTail(ctx, sessionID)
 	if err != nil {
 		return nil, nil, err
 	}
@@ -168,7 +168,7 @@ func (svc *Service) ReadTail(ctx context.Context, userID, sessionID string) (*se
 
 // Compactions returns the compaction records of s, oldest first.
 func (svc *Service) Compactions(ctx context.Context, s *sessions.Session) ([]Compaction, error) {
-	return svc.Repo.ListCompactions(ctx, s.ID)
+	return svc.Store.ListCompactions(ctx, s.ID)
 }
 
 // Compaction is a summary record: Summary covers every message up to EndSeq

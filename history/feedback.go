@@ -29,8 +29,8 @@ type Feedback struct {
 	At      time.Time `json:"at" firestore:"at"`
 }
 
-// FeedbackRepo stores feedback on messages.
-type FeedbackRepo interface {
+// FeedbackStore stores feedback on messages.
+type FeedbackStore interface {
 	// UpdateFeedback reads session sessionID (ENOTFOUND if missing) and
 	// its message messageID, calls fn (with a nil message if it is
 	// missing), and writes the message's feedback and the session's
@@ -49,7 +49,7 @@ func (svc *Service) SetFeedback(ctx context.Context, userID, sessionID, messageI
 // nil withdraws the rating): only replies (assistant messages) are rated,
 // the same rating again changes nothing, and the session counts its
 // ratings.
-func SetFeedback(ctx context.Context, repo FeedbackRepo, now time.Time, userID, sessionID, messageID string, fb *Feedback) (*Message, error) {
+func SetFeedback(ctx context.Context, store FeedbackStore, now time.Time, userID, sessionID, messageID string, fb *Feedback) (*Message, error) {
 	if err := sessions.CheckID(sessionID); err != nil {
 		return nil, err
 	}
@@ -66,7 +66,7 @@ func SetFeedback(ctx context.Context, repo FeedbackRepo, now time.Time, userID, 
 		}
 		fb.At = now
 	}
-	return repo.UpdateFeedback(ctx, sessionID, messageID, func(s *sessions.Session, m *Message) (bool, error) {
+	return store.UpdateFeedback(ctx, sessionID, messageID, func(s *sessions.Session, m *Message) (bool, error) {
 		if err := s.CheckOwner(userID); err != nil {
 			return false, err
 		}

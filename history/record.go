@@ -38,7 +38,7 @@ func (svc *Service) Record(ctx context.Context, userID, sessionID string, from, 
 		return nil, false, errs.Errorf(errs.EINVALID, "fromSeq and toSeq: 0 <= fromSeq <= toSeq")
 	}
 	c = &Compaction{ID: CompactionID(to), StartSeq: from, EndSeq: to, Summary: summary, Model: RecordedModel, CreatedAt: clock.Stored(svc.Now)}
-	err = svc.Repo.SaveCompaction(ctx, sessionID, c, func(s *sessions.Session, t *Tail) error {
+	err = svc.Store.SaveCompaction(ctx, sessionID, c, func(s *sessions.Session, t *Tail) error {
 		if err := s.CheckOwner(userID); err != nil {
 			return err
 		}
@@ -55,7 +55,7 @@ func (svc *Service) Record(ctx context.Context, userID, sessionID string, from, 
 		return nil
 	})
 	if errs.CodeOf(err) == errs.ECONFLICT { // a record up to to exists: the same one is a replay
-		all, lerr := svc.Repo.ListCompactions(ctx, sessionID)
+		all, lerr := svc.Store.ListCompactions(ctx, sessionID)
 		if lerr != nil {
 			return nil, false, lerr
 		}

@@ -15,7 +15,7 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// Plan is the domain step of an append. A Repo runs it inside the append's
+// Plan is the domain step of an append. A Store runs it inside the append's
 // transaction with the session and its tail as stored and the batch already
 // stored under the append's key (nil if none). It may change the session
 // and the tail and returns the messages to write, or none to write nothing.
@@ -31,9 +31,9 @@ type Appended struct {
 	Replayed bool // the batch had been stored before; nothing was written
 }
 
-// Repo is the storage history needs. Implementations return *errs.Error
+// Store is the storage history needs. Implementations return *errs.Error
 // values (ENOTFOUND for a missing session, EUNAVAILABLE when unreachable).
-type Repo interface {
+type Store interface {
 	// Append atomically reads session sessionID (ENOTFOUND if missing), its
 	// tail and, if key is set, the batch stored under key; calls plan; and
 	// writes the session and tail with the messages plan returns, giving
@@ -71,7 +71,7 @@ type ListQuery struct {
 // session that the caller obtained from sessions.Service, which checked that
 // it belongs to the caller; appends check ownership again atomically.
 type Service struct {
-	Repo   Repo
+	Store  Store
 	Tokens Counter
 	Policy sessions.Policy
 	Now    func() time.Time
@@ -87,12 +87,12 @@ type Service struct {
 	// ContextWindow, the known models'.
 	Window func(model string) int
 	// Feedback stores ratings of replies (see SetFeedback).
-	Feedback FeedbackRepo
+	Feedback FeedbackStore
 }
 
 // NewService returns a service with the default policy and the system clock.
-func NewService(repo Repo, tokens Counter) *Service {
-	return &Service{Repo: repo, Tokens: tokens, Policy: sessions.DefaultPolicy(), Now: time.Now}
+func NewService(store Store, tokens Counter) *Service {
+	return &Service{Store: store, Tokens: tokens, Policy: sessions.DefaultPolicy(), Now: time.Now}
 }
 
 // AppendOne plans appending d to session s and a copy of tail t, unstored,
@@ -330,7 +330,7 @@ func (svc *Service) Page(ctx context.Context, s *sessions.Session, req PageReque
 	}
 	var msgs []Message
 	if req.All || s.Branches == nil {
-		msgs, err = svc.Repo.ListMessages(ctx, q)
+		msgs, err = svc.Store.ListMessages(ctx, q)
 	} else {
 		msgs, err = svc.listPath(ctx, s.Path(), q)
 	}
@@ -359,7 +359,7 @@ func (svc *Service) MessagesAt(ctx context.Context, sessionID string, seqs []int
 	found := make([][]Message, len(seqs))
 	failed := make([]error, len(seqs))
 	parallel.Each(len(seqs), 8, func(i int) {
-		found[i], failed[i] = svc.Repo.MessageRange(ctx, sessionID, seqs[i], seqs[i])
+		found[i], failed[i] = svc.Store.MessageRange(ctx, sessionID, seqs[i], seqs[i])
 	})
 	if err := errors.Join(failed...); err != nil {
 		return nil, err
@@ -379,7 +379,7 @@ func (svc *Service) listPath(ctx context.Context, path sessions.Path, q ListQuer
 		}
 		sq := q
 		sq.Within, sq.Limit = &span, q.Limit-len(out)
-		msgs, err := svc.Repo.ListMessages(ctx, sq)
+		msgs, err := svc.Store.ListMessages(ctx, sq)
 		if err != nil {
 			return nil, err
 		}

@@ -81,7 +81,7 @@ func (svc *Service) WithFacts(ctx context.Context, u *User) (*User, error) {
 	if !u.Partial {
 		return u, nil
 	}
-	facts, err := svc.Repo.LiveFacts(ctx, u.UserID)
+	facts, err := svc.Store.LiveFacts(ctx, u.UserID)
 	if err != nil {
 		return nil, err
 	}

@@ -93,12 +93,12 @@ func (svc *Service) memoryOf(ctx context.Context, userID string, read *User) (u 
 	u = read.clone()
 	fenced = u != nil && u.UserID == userID && u.Version > 0
 	if u == nil || u.UserID != userID {
-		if u, err = svc.Repo.GetUser(ctx, userID); err != nil {
+		if u, err = svc.Store.GetUser(ctx, userID); err != nil {
 			return nil, false, err
 		}
 	}
 	if u.Partial && !u.Disabled { // the turn read the memory without its live facts
-		if u.Facts, err = svc.Repo.LiveFacts(ctx, userID); err != nil {
+		if u.Facts, err = svc.Store.LiveFacts(ctx, userID); err != nil {
 			return nil, false, err
 		}
 		u.Partial = false

@@ -125,7 +125,7 @@ type User struct {
 	UpdatedAt   time.Time `json:"updatedAt"`
 	// Partial tells that Facts were not read: a turn reads the memory
 	// without its live facts, which are a document of their own (see
-	// Repo.LiveFacts).
+	// Store.LiveFacts).
 	Partial bool `json:"-"`
 }
 

@@ -67,7 +67,7 @@ type env struct {
 func newEnv(t *testing.T, db store) *env {
 	e := storetest.NewEnv(t, db)
 	m := &scripted{extract: func(string) string { return extraction(nil) }, resolve: func(string) string { return `{"decisions":[]}` }}
-	lt := &longterm.Service{Repo: db, Sessions: db, Messages: db, Model: m, Tokens: e.Tokens,
+	lt := &longterm.Service{Store: db, Sessions: db, Messages: db, Model: m, Tokens: e.Tokens,
 		Settings: longterm.DefaultSettings(), Now: e.Clock.Now}
 	return &env{Env: e, lt: lt, model: m}
 }

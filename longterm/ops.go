@@ -100,14 +100,14 @@ func (svc *Service) ForgetSessions(ctx context.Context, userID string, sessionID
 	for _, id := range sessionIDs {
 		gone[id] = true
 	}
-	u, err := svc.Repo.GetUser(ctx, userID)
+	u, err := svc.Store.GetUser(ctx, userID)
 	if err != nil {
 		return err
 	}
 	if u.Version == 0 {
 		return nil // the user has no memory (every save writes the document)
 	}
-	old, err := svc.Repo.ListSuperseded(ctx, userID)
+	old, err := svc.Store.ListSuperseded(ctx, userID)
 	if err != nil {
 		return err
 	}
@@ -154,12 +154,12 @@ func (svc *Service) ForgetSessions(ctx context.Context, userID string, sessionID
 // ForgetAll deletes everything the user's memory holds, superseded facts
 // included; the on/off switch stays as it is.
 func (svc *Service) ForgetAll(ctx context.Context, userID string) error {
-	u, err := svc.Repo.GetUser(ctx, userID)
+	u, err := svc.Store.GetUser(ctx, userID)
 	if err != nil {
 		return err
 	}
 	disabled := u.Disabled
-	if _, err := svc.Repo.EraseMemory(ctx, userID); err != nil {
+	if _, err := svc.Store.EraseMemory(ctx, userID); err != nil {
 		return err
 	}
 	if disabled {
@@ -180,11 +180,11 @@ func (svc *Service) SetEnabled(ctx context.Context, userID string, on bool) erro
 // ExportUser returns everything the user's memory holds, superseded facts
 // included.
 func (svc *Service) ExportUser(ctx context.Context, userID string) (any, error) {
-	u, err := svc.Repo.GetUser(ctx, userID)
+	u, err := svc.Store.GetUser(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
-	old, err := svc.Repo.ListSuperseded(ctx, userID)
+	old, err := svc.Store.ListSuperseded(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
@@ -204,7 +204,7 @@ func (svc *Service) ExportUser(ctx context.Context, userID string) (any, error) 
 
 // EraseUser deletes the user's memory.
 func (svc *Service) EraseUser(ctx context.Context, userID string) (int, error) {
-	return svc.Repo.EraseMemory(ctx, userID)
+	return svc.Store.EraseMemory(ctx, userID)
 }
 
 // HistoryPatch changes tiers of the episodic history; nil leaves a tier
@@ -272,7 +272,7 @@ type FactView struct {
 
 // Get returns the user's profile and live facts, by effective confidence.
 func (svc *Service) Get(ctx context.Context, userID string) (*View, error) {
-	u, err := svc.Repo.GetUser(ctx, userID)
+	u, err := svc.Store.GetUser(ctx, userID)
 	if err != nil {
 		return nil, err
 	}
@@ -313,7 +313,7 @@ func (svc *Service) changeFrom(ctx context.Context, u *User, userID string, fn f
 	for attempt := 0; ; attempt++ {
 		if u == nil {
 			var err error
-			if u, err = svc.Repo.GetUser(ctx, userID); err != nil {
+			if u, err = svc.Store.GetUser(ctx, userID); err != nil {
 				return err
 			}
 		}

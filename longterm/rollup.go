@@ -15,11 +15,11 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// RollUpRepo is what the history's roll-up reads besides the memory
+// RollUpStore is what the history's roll-up reads besides the memory
 // document.
-type RollUpRepo interface {
+type RollUpStore interface {
 	// ListSessions lists a user's sessions of one status, most recently
-	// updated first (as sessions.Repo does).
+	// updated first (as sessions.Store does).
 	ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sessions.Session, error)
 	// UsersActiveSince returns up to limit ids of users with a session
 	// updated after since, with the cursor of the next page (nil on the
@@ -70,9 +70,9 @@ func (svc *Service) RollUp(ctx context.Context, userID string) error {
 	}
 }
 
-func (svc *Service) rollUp(ctx context.Context, userID string, rolls RollUpRepo) error {
+func (svc *Service) rollUp(ctx context.Context, userID string, rolls RollUpStore) error {
 	now := svc.now()
-	u, err := svc.Repo.GetUser(ctx, userID)
+	u, err := svc.Store.GetUser(ctx, userID)
 	if err != nil {
 		return err
 	}
@@ -111,7 +111,7 @@ func (svc *Service) rollUp(ctx context.Context, userID string, rolls RollUpRepo)
 }
 
 // activeSince lists the user's sessions of status st updated after since.
-func (svc *Service) activeSince(ctx context.Context, rolls RollUpRepo, userID string, st sessions.Status, since time.Time) ([]*sessions.Session, error) {
+func (svc *Service) activeSince(ctx context.Context, rolls RollUpStore, userID string, st sessions.Status, since time.Time) ([]*sessions.Session, error) {
 	var out []*sessions.Session
 	q := sessions.ListQuery{UserID: userID, Status: st, Limit: firstSessionsPage}
 	if since.Before(svc.now().Add(-backfill + time.Hour)) {

@@ -63,7 +63,7 @@ func newRollWorld(t *testing.T) *rollWorld {
 	db := inprocdb.New()
 	e := storetest.NewEnv(t, db)
 	m := &noteWriter{}
-	lt := &longterm.Service{Repo: db, Sessions: db, Messages: db, Rolls: db, Model: m, Tokens: e.Tokens,
+	lt := &longterm.Service{Store: db, Sessions: db, Messages: db, Rolls: db, Model: m, Tokens: e.Tokens,
 		Settings: longterm.DefaultSettings(), Now: e.Clock.Now, HistoryModel: "history-model"}
 	return &rollWorld{Env: e, db: db, lt: lt, model: m}
 }

@@ -20,9 +20,9 @@ type Model interface {
 	Complete(ctx context.Context, model, system, user string) (string, error)
 }
 
-// Repo stores users' memory: the memory (the block, the profile and the
+// Store stores users' memory: the memory (the block, the profile and the
 // history), its live facts, and the superseded facts apart, for audit.
-type Repo interface {
+type Store interface {
 	// GetUser returns a user's memory with its live facts, or a new one if
 	// none.
 	GetUser(ctx context.Context, userID string) (*User, error)
@@ -56,8 +56,8 @@ type Embedder interface {
 	Model() string
 }
 
-// SessionRepo moves a session's learning watermark.
-type SessionRepo interface {
+// SessionStore moves a session's learning watermark.
+type SessionStore interface {
 	UpdateSession(ctx context.Context, id string, fn func(*sessions.Session) error) (*sessions.Session, error)
 }
 
@@ -68,8 +68,8 @@ type MessageReader interface {
 
 // Service learns, serves and forgets users' long-term memory.
 type Service struct {
-	Repo     Repo
-	Sessions SessionRepo
+	Store    Store
+	Sessions SessionStore
 	Messages MessageReader
 	Model    Model
 	Tokens   TokenCounter
@@ -81,14 +81,14 @@ type Service struct {
 	Log      *slog.Logger
 	// Rolls is what the history's roll-up reads; HistoryModel the model
 	// that writes its notes.
-	Rolls        RollUpRepo
+	Rolls        RollUpStore
 	HistoryModel string
 }
 
 // Block returns the user's memory block and its tokens: one read, whatever
 // the user knows. It is empty when memory is off or holds nothing.
 func (svc *Service) Block(ctx context.Context, userID string) (string, int, error) {
-	u, err := svc.Repo.GetUser(ctx, userID)
+	u, err := svc.Store.GetUser(ctx, userID)
 	if err != nil || u.Disabled {
 		return "", 0, err
 	}
@@ -266,7 +266,7 @@ func (svc *Service) save(ctx context.Context, u *User, c Change) error {
 	now := svc.now()
 	svc.settle(u, now)
 	u.UpdatedAt = now
-	return svc.Repo.SaveMemory(ctx, u.UserID, u.Version, u, c)
+	return svc.Store.SaveMemory(ctx, u.UserID, u.Version, u, c)
 }
 
 // settle renders u's block at now, moving its division (StableAt) to now

@@ -125,7 +125,7 @@ func (w *searchWorld) fork(t *testing.T, s *sessions.Session, seq int, exchange 
 	ctx := context.Background()
 	cur := w.env.Reload(t, s)
 	base := storetest.Must[*history.Tail](t)(w.env.History.BranchTail(ctx, cur, seq))
-	if err := w.env.History.Repo.UpdateTail(ctx, s.ID, func(s *sessions.Session, tail *history.Tail) error {
+	if err := w.env.History.Store.UpdateTail(ctx, s.ID, func(s *sessions.Session, tail *history.Tail) error {
 		*tail = *w.env.History.ForkTail(s, base, seq)
 		return nil
 	}); err != nil {

@@ -34,11 +34,11 @@ type AccountCursor struct {
 	UserID string
 }
 
-// AccountRepo keeps who holds data and when they were last seen alive.
+// AccountStore keeps who holds data and when they were last seen alive.
 // The commit that creates a user's first document of a kind (a session,
 // their memory, their usage window) records them as seen; erasure deletes
 // the record with the rest.
-type AccountRepo interface {
+type AccountStore interface {
 	// AccountsSeenBefore returns up to limit accounts last seen before t,
 	// by SeenAt then UserID, after cursor (nil: from the first).
 	AccountsSeenBefore(ctx context.Context, t time.Time, after *AccountCursor, limit int) ([]Account, error)
@@ -80,7 +80,7 @@ const DefaultCheckAfter = 30 * 24 * time.Hour
 // Backstop erases the data of accounts deleted in Auth whose deletion
 // event never came.
 type Backstop struct {
-	Accounts   AccountRepo
+	Accounts   AccountStore
 	Directory  Directory
 	Privacy    *Privacy
 	CheckAfter time.Duration // 0: DefaultCheckAfter
@@ -151,7 +151,7 @@ func (b *Backstop) Run(ctx context.Context, out func() bool) (BackstopReport, er
 // recorded its user. It pages every session by id, then the users who
 // hold memory or usage, and returns how many users it looked at.
 func (b *Backstop) RecordAll(ctx context.Context) (int, error) {
-	r := &recording{repo: b.Accounts, seen: map[string]bool{}}
+	r := &recording{store: b.Accounts, seen: map[string]bool{}}
 	err := r.sessionOwners(ctx)
 	if err == nil {
 		err = r.holders(ctx)
@@ -161,7 +161,7 @@ func (b *Backstop) RecordAll(ctx context.Context) (int, error) {
 
 // recording is a run of RecordAll: the users it looked at.
 type recording struct {
-	repo AccountRepo
+	store AccountStore
 	seen map[string]bool
 }
 
@@ -169,7 +169,7 @@ type recording struct {
 // their sessions by id.
 func (r *recording) sessionOwners(ctx context.Context) error {
 	for after := ""; ; {
-		page, err := r.repo.SessionsAfter(ctx, after, 500)
+		page, err := r.store.SessionsAfter(ctx, after, 500)
 		if err != nil {
 			return err
 		}
@@ -188,7 +188,7 @@ func (r *recording) sessionOwners(ctx context.Context) error {
 // holders records every user who holds memory or usage.
 func (r *recording) holders(ctx context.Context) error {
 	for after := ""; ; {
-		page, next, err := r.repo.HoldersAfter(ctx, after, 500)
+		page, next, err := r.store.HoldersAfter(ctx, after, 500)
 		if err != nil {
 			return err
 		}
@@ -210,7 +210,7 @@ func (r *recording) record(ctx context.Context, uid string, at time.Time) error 
 		return nil
 	}
 	r.seen[uid] = true
-	return r.repo.RecordAccount(ctx, uid, at)
+	return r.store.RecordAccount(ctx, uid, at)
 }
 
 // check asks about one page of accounts and acts on the answer.

@@ -74,7 +74,7 @@ func TestExport(t *testing.T) {
 	gone := storetest.Must[*sessions.Session](t)(env.Sessions.Create(ctx, "alice", sessions.CreateInput{Title: "Gone"}))
 	storetest.Must[*sessions.Session](t)(env.Sessions.Delete(ctx, "alice", gone.ID))
 	storetest.Must[*sessions.Session](t)(env.Sessions.Create(ctx, "bob", sessions.CreateInput{Title: "Bob's"}))
-	p := &retention.Privacy{Repo: db, Now: env.Clock.Now, Data: map[string]retention.UserData{"memory": memoryData{"alice": "lives in Oslo"}}}
+	p := &retention.Privacy{Store: db, Now: env.Clock.Now, Data: map[string]retention.UserData{"memory": memoryData{"alice": "lives in Oslo"}}}
 
 	for _, tc := range []struct {
 		name                       string

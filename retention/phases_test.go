@@ -11,24 +11,24 @@ import (
 	"github.com/chatmemory/backend/storetest"
 )
 
-// slowRepo takes a known time for each kind of the sweep's work, so that
+// slowStore takes a known time for each kind of the sweep's work, so that
 // each phase's time can be told apart from the others'.
-type slowRepo struct {
+type slowStore struct {
 	store
 	purge, softDelete, count time.Duration
 }
 
-func (r slowRepo) PurgeSessions(ctx context.Context, ids []string, check func(*sessions.Session) error, forget sessions.Forget) []retention.Purged {
+func (r slowStore) PurgeSessions(ctx context.Context, ids []string, check func(*sessions.Session) error, forget sessions.Forget) []retention.Purged {
 	time.Sleep(r.purge)
 	return r.store.PurgeSessions(ctx, ids, check, forget)
 }
 
-func (r slowRepo) UpdateSessions(ctx context.Context, userID string, ids []string, fn func(*sessions.Session) error) ([]error, error) {
+func (r slowStore) UpdateSessions(ctx context.Context, userID string, ids []string, fn func(*sessions.Session) error) ([]error, error) {
 	time.Sleep(r.softDelete)
 	return r.store.UpdateSessions(ctx, userID, ids, fn)
 }
 
-func (r slowRepo) CountExpired(ctx context.Context, st sessions.Status, now time.Time) (int, error) {
+func (r slowStore) CountExpired(ctx context.Context, st sessions.Status, now time.Time) (int, error) {
 	time.Sleep(r.count)
 	return r.store.CountExpired(ctx, st, now)
 }
@@ -53,7 +53,7 @@ func TestReportPhases(t *testing.T) {
 	e.Clock.Advance(61 * sessions.Day) // the deleted past their 30 days, the idle past theirs
 	sw := sweeper(e.DB.(store), e.Clock)
 	sw.PageSize = 4 // pages of each kind take turns
-	sw.Repo = slowRepo{store: e.DB.(store), purge: 30 * time.Millisecond, softDelete: 20 * time.Millisecond, count: 10 * time.Millisecond}
+	sw.Store = slowStore{store: e.DB.(store), purge: 30 * time.Millisecond, softDelete: 20 * time.Millisecond, count: 10 * time.Millisecond}
 	start := time.Now()
 	r := run(t, sw)
 	wall := time.Since(start)

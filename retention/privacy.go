@@ -15,8 +15,8 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// PrivacyRepo is the storage export and erasure need.
-type PrivacyRepo interface {
+// PrivacyStore is the storage export and erasure need.
+type PrivacyStore interface {
 	ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sessions.Session, error)
 	ListMessages(ctx context.Context, q history.ListQuery) ([]history.Message, error)
 	ListCompactions(ctx context.Context, sessionID string) ([]history.Compaction, error)
@@ -42,9 +42,9 @@ type StreamedExport interface {
 
 // Privacy exports and erases everything a user owns.
 type Privacy struct {
-	Repo PrivacyRepo
-	Data map[string]UserData // by the key it has in an export
-	Now  func() time.Time
+	Store PrivacyStore
+	Data  map[string]UserData // by the key it has in an export
+	Now   func() time.Time
 }
 
 var statuses = []sessions.Status{sessions.StatusActive, sessions.StatusArchived, sessions.StatusDeleted}
@@ -85,7 +85,7 @@ func (p *Privacy) exportSessions(ctx context.Context, userID string, out *jsonOu
 	for _, st := range statuses {
 		q := sessions.ListQuery{UserID: userID, Status: st, Limit: exportPage}
 		for {
-			page, err := p.Repo.ListSessions(ctx, q)
+			page, err := p.Store.ListSessions(ctx, q)
 			if err != nil {
 				return err
 			}
@@ -139,7 +139,7 @@ func (p *Privacy) exportData(ctx context.Context, userID string, out *jsonOut) e
 }
 
 func (p *Privacy) exportSession(ctx context.Context, out *jsonOut, s *sessions.Session) error {
-	cs, err := p.Repo.ListCompactions(ctx, s.ID)
+	cs, err := p.Store.ListCompactions(ctx, s.ID)
 	if err != nil {
 		return err
 	}
@@ -164,7 +164,7 @@ func (p *Privacy) exportSession(ctx context.Context, out *jsonOut, s *sessions.S
 	q := history.ListQuery{SessionID: s.ID, Limit: exportPage}
 	n := 0
 	for {
-		page, err := p.Repo.ListMessages(ctx, q)
+		page, err := p.Store.ListMessages(ctx, q)
 		if err != nil {
 			return err
 		}
@@ -223,14 +223,14 @@ func (p *Privacy) Erase(ctx context.Context, userID string) (*Erasure, error) {
 	for _, st := range statuses {
 		q := sessions.ListQuery{UserID: userID, Status: st, Limit: exportPage}
 		for {
-			page, err := p.Repo.ListSessions(ctx, q) // purged sessions leave the list
+			page, err := p.Store.ListSessions(ctx, q) // purged sessions leave the list
 			if err != nil {
 				return e, err
 			}
 			for _, s := range page {
 				// Nothing to forget session by session: the user's other
 				// data goes whole below, after every session is gone.
-				n, err := p.Repo.PurgeSession(ctx, s.ID, func(s *sessions.Session) error { return s.CheckOwner(userID) }, nil)
+				n, err := p.Store.PurgeSession(ctx, s.ID, func(s *sessions.Session) error { return s.CheckOwner(userID) }, nil)
 				if errs.CodeOf(err) == errs.ENOTFOUND {
 					continue // a concurrent erasure got there first
 				}
@@ -252,7 +252,7 @@ func (p *Privacy) Erase(ctx context.Context, userID string) (*Erasure, error) {
 		}
 		e.Documents += n
 	}
-	n, err := p.Repo.DeleteUserDocuments(ctx, userID)
+	n, err := p.Store.DeleteUserDocuments(ctx, userID)
 	e.Documents += n
 	return e, err
 }

@@ -119,13 +119,13 @@ func TestBoundaries(t *testing.T) {
 	})
 }
 
-// activityRepo lets activity happen between the sweep's query and its write.
-type activityRepo struct {
+// activityStore lets activity happen between the sweep's query and its write.
+type activityStore struct {
 	store
 	between func(*sessions.Session)
 }
 
-func (r activityRepo) ExpiredSessions(ctx context.Context, st sessions.Status, now time.Time, after *retention.Cursor, limit int) ([]*sessions.Session, error) {
+func (r activityStore) ExpiredSessions(ctx context.Context, st sessions.Status, now time.Time, after *retention.Cursor, limit int) ([]*sessions.Session, error) {
 	page, err := r.store.ExpiredSessions(ctx, st, now, after, limit)
 	for _, s := range page {
 		r.between(s)
@@ -140,13 +140,13 @@ func TestActivityBetweenQueryAndWrite(t *testing.T) {
 		e := storetest.NewEnv(t, open(t))
 		busy, idle := e.NewSession(t, "alice"), e.NewSession(t, "alice")
 		e.Clock.Advance(31 * sessions.Day)
-		repo := activityRepo{store: e.DB.(store), between: func(s *sessions.Session) {
+		repo := activityStore{store: e.DB.(store), between: func(s *sessions.Session) {
 			if s.ID == busy.ID {
 				e.Say(t, busy, history.RoleUser, "I'm back")
 			}
 		}}
 		sw := sweeper(e.DB.(store), e.Clock)
-		sw.Repo = repo
+		sw.Store = repo
 		r := run(t, sw)
 		if r.SoftDeleted != 1 || r.Skipped != 1 || status(t, e, busy) != "active" || status(t, e, idle) != "deleted" {
 			t.Errorf("report %+v; busy %s, idle %s", r, status(t, e, busy), status(t, e, idle))

@@ -18,8 +18,8 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// Repo is the storage the sweep needs.
-type Repo interface {
+// Store is the storage the sweep needs.
+type Store interface {
 	// ExpiredSessions returns up to limit sessions in status whose
 	// ExpiresAt is at or before now, by ExpiresAt then ID, after cursor.
 	ExpiredSessions(ctx context.Context, status sessions.Status, now time.Time, after *Cursor, limit int) ([]*sessions.Session, error)
@@ -31,7 +31,7 @@ type Repo interface {
 	// UpdateSession would (fn's error, or NotFound, is that session's and
 	// leaves it as it was); the second error is the whole call's.
 	UpdateSessions(ctx context.Context, userID string, ids []string, fn func(*sessions.Session) error) ([]error, error)
-	// PurgeSessions purges each session as sessions.Repo.PurgeSession
+	// PurgeSessions purges each session as sessions.Store.PurgeSession
 	// does, many at a time, and reports each one's outcome.
 	PurgeSessions(ctx context.Context, ids []string, check func(*sessions.Session) error, forget sessions.Forget) []Purged
 	// PendingPurges returns up to limit ids of sessions whose purge was
@@ -46,7 +46,7 @@ type Repo interface {
 	// there was none); SaveBacklog records this run's.
 	LastBacklog(ctx context.Context) (n int, at time.Time, ok bool, err error)
 	SaveBacklog(ctx context.Context, n int, at time.Time) error
-	TrimRepo
+	TrimStore
 }
 
 // Purged is the outcome of one purge: the documents it deleted, or why not.
@@ -64,7 +64,7 @@ type Cursor struct {
 
 // Sweeper runs the retention sweep.
 type Sweeper struct {
-	Repo   Repo
+	Store  Store
 	Policy sessions.Policy
 	Now    func() time.Time // the policy's clock
 	// Budget is how long one run may take; it stops cleanly with a margin
@@ -86,8 +86,8 @@ type Sweeper struct {
 
 // NewSweeper returns a sweeper with the default policy, the system clock,
 // pages of 500 and a budget of eight minutes (Cloud Functions allow nine).
-func NewSweeper(repo Repo) *Sweeper {
-	return &Sweeper{Repo: repo, Policy: sessions.DefaultPolicy(), Now: time.Now, Budget: 8 * time.Minute, PageSize: 500}
+func NewSweeper(store Store) *Sweeper {
+	return &Sweeper{Store: store, Policy: sessions.DefaultPolicy(), Now: time.Now, Budget: 8 * time.Minute, PageSize: 500}
 }
 
 // Run sweeps once. Cut-off purges are finished first; then the kinds of
@@ -202,12 +202,12 @@ func (sw *Sweeper) resumePurges(ctx context.Context, r *Report, dryRun bool, out
 		if out() {
 			return errOutOfTime
 		}
-		ids, err := sw.Repo.PendingPurges(ctx, after, sw.pageSize())
+		ids, err := sw.Store.PendingPurges(ctx, after, sw.pageSize())
 		if err != nil || len(ids) == 0 {
 			return err
 		}
 		after = ids[len(ids)-1]
-		purged := sw.Repo.ResumePurges(ctx, ids, sw.Forget)
+		purged := sw.Store.ResumePurges(ctx, ids, sw.Forget)
 		for _, p := range purged {
 			r.DocumentsDeleted += p.Documents // what was deleted, even by a purge that then failed
 			switch code := errs.CodeOf(p.Err); {
@@ -283,7 +283,7 @@ func (sw *Sweeper) purge(ctx context.Context, r *Report, due []*sessions.Session
 		return s.Apply(sessions.ActionPurge, now, sw.Policy)
 	}
 	var fatal error
-	for _, p := range sw.Repo.PurgeSessions(ctx, ids, check, sw.Forget) {
+	for _, p := range sw.Store.PurgeSessions(ctx, ids, check, sw.Forget) {
 		r.DocumentsDeleted += p.Documents
 		if err := sw.tally(ctx, r, p.SessionID, p.Err, &r.Purged); err != nil && fatal == nil {
 			fatal = err
@@ -337,7 +337,7 @@ const queryPages = 10
 // queryPages pages when none is queued.
 func (sw *Sweeper) next(ctx context.Context, k *work, now time.Time) ([]*sessions.Session, error) {
 	if len(k.queued) == 0 && !k.exhausted {
-		found, err := sw.Repo.ExpiredSessions(ctx, k.status, now, k.cursor, queryPages*sw.pageSize())
+		found, err := sw.Store.ExpiredSessions(ctx, k.status, now, k.cursor, queryPages*sw.pageSize())
 		if err != nil {
 			return nil, err
 		}
@@ -400,7 +400,7 @@ func (sw *Sweeper) softDelete(ctx context.Context, due []*sessions.Session, k *w
 		for n, i := range batches[j].at {
 			ids[n] = due[i].ID
 		}
-		each, err := sw.Repo.UpdateSessions(ctx, batches[j].user, ids, change)
+		each, err := sw.Store.UpdateSessions(ctx, batches[j].user, ids, change)
 		for n, i := range batches[j].at {
 			if failures[i] = err; err == nil {
 				failures[i] = each[n]
@@ -456,15 +456,15 @@ func (sw *Sweeper) measureBacklog(ctx context.Context, r *Report, now time.Time)
 		status sessions.Status
 		n      *int
 	}{{sessions.StatusActive, &b.ToSoftDelete}, {sessions.StatusArchived, &b.ToSoftDelete}, {sessions.StatusDeleted, &b.ToPurge}} {
-		n, err := sw.Repo.CountExpired(ctx, c.status, now)
+		n, err := sw.Store.CountExpired(ctx, c.status, now)
 		*c.n += n
 		failures = append(failures, err)
 	}
-	pending, err := sw.Repo.CountPendingPurges(ctx)
+	pending, err := sw.Store.CountPendingPurges(ctx)
 	b.PurgesPending = pending
 	failures = append(failures, err)
 	for _, k := range sw.trimKinds(now) {
-		n, err := sw.Repo.CountHistoriesDue(ctx, k.q)
+		n, err := sw.Store.CountHistoriesDue(ctx, k.q)
 		b.ToTrim += n
 		failures = append(failures, err)
 	}
@@ -475,11 +475,11 @@ func (sw *Sweeper) measureBacklog(ctx context.Context, r *Report, now time.Time)
 		return
 	}
 	r.Backlog = &b
-	if prev, _, ok, err := sw.Repo.LastBacklog(ctx); err == nil && ok {
+	if prev, _, ok, err := sw.Store.LastBacklog(ctx); err == nil && ok {
 		change := b.Total() - prev
 		r.BacklogChange = &change
 	}
-	if err := sw.Repo.SaveBacklog(ctx, b.Total(), now); err != nil && sw.Log != nil {
+	if err := sw.Store.SaveBacklog(ctx, b.Total(), now); err != nil && sw.Log != nil {
 		sw.Log.WarnContext(ctx, "retention: could not record the backlog", "error", err.Error())
 	}
 }

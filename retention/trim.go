@@ -18,8 +18,8 @@ import (
 // records them gone in the session and its tail at once, and a session
 // stays due (its HistoryStartAt unchanged) until its last page is done.
 
-// TrimRepo is the storage message retention needs.
-type TrimRepo interface {
+// TrimStore is the storage message retention needs.
+type TrimStore interface {
 	// HistoriesDue returns up to limit sessions whose oldest stored
 	// message may be due under q, ordered by the time q filters on, then
 	// by ID, after cursor.
@@ -93,7 +93,7 @@ func (sw *Sweeper) trimPage(ctx context.Context, r *Report, now time.Time, k *tr
 	if out() {
 		return errOutOfTime
 	}
-	page, err := sw.Repo.HistoriesDue(ctx, k.q, k.cursor, sw.pageSize())
+	page, err := sw.Store.HistoriesDue(ctx, k.q, k.cursor, sw.pageSize())
 	if err != nil {
 		return err
 	}
@@ -173,7 +173,7 @@ func (sw *Sweeper) trim(ctx context.Context, s *sessions.Session, now time.Time,
 			return nil, deleted, errOutOfTime
 		}
 		var n int
-		n, done, err = sw.Repo.TrimMessages(ctx, s.ID, before, sw.trimPageSize(), record)
+		n, done, err = sw.Store.TrimMessages(ctx, s.ID, before, sw.trimPageSize(), record)
 		deleted += n
 		if err == nil && n > 0 && len(files) > 0 && sw.ForgetFiles != nil {
 			err = sw.ForgetFiles(ctx, s.UserID, files)
@@ -200,7 +200,7 @@ func (sw *Sweeper) trimPageSize() int {
 // result without its call, and no recall excerpt of a question that is
 // gone.
 func (sw *Sweeper) trimPoint(ctx context.Context, s *sessions.Session, cutoff time.Time) (int, time.Time, error) {
-	seq, ok, err := sw.Repo.FirstMessageAfter(ctx, s.ID, cutoff)
+	seq, ok, err := sw.Store.FirstMessageAfter(ctx, s.ID, cutoff)
 	if err != nil || !ok {
 		return s.NextSeq, time.Time{}, err
 	}
@@ -208,7 +208,7 @@ func (sw *Sweeper) trimPoint(ctx context.Context, s *sessions.Session, cutoff ti
 	// stored together share their time and a store may give any of them;
 	// forward, for the next question.
 	from := max(s.HistoryFrom, seq-trimScan)
-	around, err := sw.Repo.MessageRange(ctx, s.ID, from, seq+trimScan-1)
+	around, err := sw.Store.MessageRange(ctx, s.ID, from, seq+trimScan-1)
 	if err != nil {
 		return 0, time.Time{}, err
 	}
@@ -238,7 +238,7 @@ func (sw *Sweeper) trimPoint(ctx context.Context, s *sessions.Session, cutoff ti
 		if len(around) > 0 {
 			seq = max(seq, around[len(around)-1].Seq+1)
 		}
-		if around, err = sw.Repo.MessageRange(ctx, s.ID, seq, seq+trimScan-1); err != nil {
+		if around, err = sw.Store.MessageRange(ctx, s.ID, seq, seq+trimScan-1); err != nil {
 			return 0, time.Time{}, err
 		}
 		if len(around) == 0 {
@@ -251,7 +251,7 @@ func (sw *Sweeper) trimPoint(ctx context.Context, s *sessions.Session, cutoff ti
 // without one written at or before it between them.
 func (sw *Sweeper) stepBack(ctx context.Context, s *sessions.Session, seq int, cutoff time.Time) (int, error) {
 	for seq > s.HistoryFrom {
-		msgs, err := sw.Repo.MessageRange(ctx, s.ID, max(s.HistoryFrom, seq-trimScan), seq-1)
+		msgs, err := sw.Store.MessageRange(ctx, s.ID, max(s.HistoryFrom, seq-trimScan), seq-1)
 		if err != nil || len(msgs) == 0 {
 			return seq, err
 		}

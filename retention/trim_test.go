@@ -159,15 +159,15 @@ func equal(a, b []string) bool {
 	return true
 }
 
-// cutRepo cancels the run after the first trim page, and lets a message
+// cutStore cancels the run after the first trim page, and lets a message
 // arrive before each page.
-type cutRepo struct {
+type cutStore struct {
 	store
 	cancel func()
 	before func(id string)
 }
 
-func (r cutRepo) TrimMessages(ctx context.Context, id string, before, limit int, fn retention.TrimFunc) (int, bool, error) {
+func (r cutStore) TrimMessages(ctx context.Context, id string, before, limit int, fn retention.TrimFunc) (int, bool, error) {
 	if r.before != nil {
 		r.before(id)
 	}
@@ -196,7 +196,7 @@ func TestTrimResumes(t *testing.T) {
 		sw.Policy.Messages = 5 * sessions.Day
 		sw.TrimPageSize = 5
 		arrived := 0
-		sw.Repo = cutRepo{store: e.DB.(store), cancel: cancel, before: func(string) {
+		sw.Store = cutStore{store: e.DB.(store), cancel: cancel, before: func(string) {
 			e.Say(t, s, history.RoleUser, "meanwhile")
 			arrived++
 		}}
@@ -207,7 +207,7 @@ func TestTrimResumes(t *testing.T) {
 		if got := e.Reload(t, s); got.HistoryFrom != 5 || got.MessageCount != 7+arrived {
 			t.Fatalf("after one page: from %d, %d messages", got.HistoryFrom, got.MessageCount)
 		}
-		sw.Repo = e.DB.(store)
+		sw.Store = e.DB.(store)
 		r = run(t, sw)
 		got := e.Reload(t, s)
 		stored := e.All(t, got)
@@ -217,12 +217,12 @@ func TestTrimResumes(t *testing.T) {
 	})
 }
 
-// lastOfMomentRepo answers FirstMessageAfter with the last of the
+// lastOfMomentStore answers FirstMessageAfter with the last of the
 // messages written at the earliest moment after t (a store may give any
 // of them), so that the trim must look back for the first.
-type lastOfMomentRepo struct{ store }
+type lastOfMomentStore struct{ store }
 
-func (r lastOfMomentRepo) FirstMessageAfter(ctx context.Context, id string, t time.Time) (int, bool, error) {
+func (r lastOfMomentStore) FirstMessageAfter(ctx context.Context, id string, t time.Time) (int, bool, error) {
 	all, err := r.store.MessageRange(ctx, id, 0, 1<<30)
 	if err != nil {
 		return 0, false, err
@@ -252,7 +252,7 @@ func TestTrimFindsTheFirstOfAMoment(t *testing.T) {
 			e.Clock.Set(storetest.Epoch.Add(12 * sessions.Day))
 			sw := sweeper(e.DB.(store), e.Clock)
 			sw.Policy.Messages = 5 * sessions.Day
-			sw.Repo = lastOfMomentRepo{e.DB.(store)}
+			sw.Store = lastOfMomentStore{e.DB.(store)}
 			if r := run(t, sw); r.MessagesDeleted != 2 {
 				t.Errorf("%d at one moment: deleted %d, want 2", n, r.MessagesDeleted)
 			}

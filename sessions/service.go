@@ -12,10 +12,10 @@ import (
 	"github.com/chatmemory/backend/kernel/strictjson"
 )
 
-// Repo is the storage the sessions service needs. Implementations return
+// Store is the storage the sessions service needs. Implementations return
 // *errs.Error values: errs.ENOTFOUND for a missing session, errs.EUNAVAILABLE when the
 // database cannot be reached.
-type Repo interface {
+type Store interface {
 	CreateSession(ctx context.Context, s *Session) error
 	GetSession(ctx context.Context, id string) (*Session, error)
 	// UpdateSession reads the session, calls fn with it and stores what fn
@@ -58,7 +58,7 @@ type Cursor struct {
 // Service carries out session operations for a signed-in user. Another
 // user's session is reported exactly like a missing one.
 type Service struct {
-	Repo           Repo
+	Store          Store
 	Policy         Policy
 	Now            func() time.Time
 	DefaultModel   string
@@ -77,8 +77,8 @@ type Service struct {
 }
 
 // NewService returns a service with the default policy and the system clock.
-func NewService(repo Repo, defaultModel string) *Service {
-	return &Service{Repo: repo, Policy: DefaultPolicy(), Now: time.Now, DefaultModel: defaultModel, MaxInstructionsChars: DefaultMaxInstructionsChars}
+func NewService(store Store, defaultModel string) *Service {
+	return &Service{Store: store, Policy: DefaultPolicy(), Now: time.Now, DefaultModel: defaultModel, MaxInstructionsChars: DefaultMaxInstructionsChars}
 }
 
 // CreateInput is what a caller may choose when creating a session.
@@ -115,7 +115,7 @@ func (svc *Service) Create(ctx context.Context, userID string, in CreateInput) (
 	if err != nil {
 		return nil, err
 	}
-	if err := svc.Repo.CreateSession(ctx, s); err != nil {
+	if err := svc.Store.CreateSession(ctx, s); err != nil {
 		return nil, err
 	}
 	return s, nil
@@ -191,7 +191,7 @@ func (svc *Service) Get(ctx context.Context, userID, id string) (*Session, error
 	if err := CheckID(id); err != nil {
 		return nil, err
 	}
-	s, err := svc.Repo.GetSession(ctx, id)
+	s, err := svc.Store.GetSession(ctx, id)
 	if err != nil {
 		return nil, err
 	}
@@ -235,7 +235,7 @@ func (svc *Service) List(ctx context.Context, userID string, req ListRequest) (*
 			return nil, err
 		}
 	}
-	list, err := svc.Repo.ListSessions(ctx, q)
+	list, err := svc.Store.ListSessions(ctx, q)
 	if err != nil {
 		return nil, err
 	}
@@ -305,7 +305,7 @@ func (svc *Service) Update(ctx context.Context, userID, id string, upd Update) (
 		return nil, err
 	}
 	now := svc.now()
-	return svc.Repo.UpdateSession(ctx, id, func(s *Session) error {
+	return svc.Store.UpdateSession(ctx, id, func(s *Session) error {
 		if err := s.CheckOwner(userID); err != nil {
 			return err
 		}
@@ -419,7 +419,7 @@ func (svc *Service) SetGeneratedTitle(ctx context.Context, id, title string) (bo
 		return false, errs.Errorf(errs.EINVALID, "unusable generated title")
 	}
 	set := false
-	_, err = svc.Repo.UpdateSession(ctx, id, func(s *Session) error {
+	_, err = svc.Store.UpdateSession(ctx, id, func(s *Session) error {
 		set = s.TitleSource != TitleUser
 		if set {
 			s.Title, s.TitleSource = title, TitleGenerated
@@ -450,7 +450,7 @@ func (svc *Service) transition(ctx context.Context, userID, id string, a Action)
 		return nil, err
 	}
 	now := svc.now()
-	return svc.Repo.UpdateSession(ctx, id, func(s *Session) error {
+	return svc.Store.UpdateSession(ctx, id, func(s *Session) error {
 		if err := s.CheckOwner(userID); err != nil {
 			return err
 		}

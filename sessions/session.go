@@ -3,7 +3,7 @@
 // (active, archived, deleted, purged), the moment retention will next act
 // on it, and its tree of branches. Every other domain package builds on
 // it; it knows nothing of HTTP or of Firestore, and declares the storage
-// it needs as the Repo interface.
+// it needs as the Store interface.
 package sessions
 
 import (

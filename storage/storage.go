@@ -18,20 +18,20 @@ import (
 
 // Store is a storage backend.
 type Store interface {
-	sessions.Repo
-	history.Repo
-	history.FeedbackRepo
+	sessions.Store
+	history.Store
+	history.FeedbackStore
 	chat.TurnStore
 	chat.JobStore
 	chat.Drafts
 	chat.UsageStore
-	longterm.Repo
-	longterm.RollUpRepo
-	retention.Repo
-	retention.PrivacyRepo
-	retention.AccountRepo
+	longterm.Store
+	longterm.RollUpStore
+	retention.Store
+	retention.PrivacyStore
+	retention.AccountStore
 	recall.BackfillStore
-	attachments.Repo
+	attachments.Store
 	// Ping checks that the store answers (the health check).
 	Ping(ctx context.Context) error
 }

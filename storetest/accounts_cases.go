@@ -12,7 +12,7 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// testAccounts: retention.AccountRepo. Creating a session records its
+// testAccounts: retention.AccountStore. Creating a session records its
 // user as seen then; accounts unseen since a time are listed oldest first
 // in pages; MarkSeen moves them on but never brings back an erased one;
 // erasure deletes the record.
@@ -66,7 +66,7 @@ func testAccounts(t *testing.T, e *Env) {
 	}
 }
 
-// testHolders: retention.AccountRepo's HoldersAfter. The users who hold
+// testHolders: retention.AccountStore's HoldersAfter. The users who hold
 // memory or usage without a session are listed, in pages, each recorded
 // by the commit that started that document.
 func testHolders(t *testing.T, e *Env) {

@@ -24,7 +24,7 @@ func Append(ctx context.Context, hs *history.Service, s *sessions.Session, key s
 	if err != nil {
 		return nil, err
 	}
-	a, err := hs.Repo.Append(ctx, s.ID, key, plan)
+	a, err := hs.Store.Append(ctx, s.ID, key, plan)
 	if err != nil {
 		return nil, err
 	}

@@ -33,14 +33,14 @@ func testBranches(t *testing.T, e *Env) {
 	if got := seqOf(base.Messages); fmt.Sprint(got) != "[0 1]" {
 		t.Fatalf("branch tail to 1 = %v", got)
 	}
-	err := e.History.Repo.UpdateTail(ctx, s.ID, func(cur *sessions.Session, t *history.Tail) error {
+	err := e.History.Store.UpdateTail(ctx, s.ID, func(cur *sessions.Session, t *history.Tail) error {
 		*t = *e.History.ForkTail(cur, base, 1)
 		return nil
 	})
 	if err != nil {
 		t.Fatal(err)
 	}
-	s, tail := Must2[*sessions.Session, *history.Tail](t)(e.History.Repo.ReadTail(ctx, s.ID))
+	s, tail := Must2[*sessions.Session, *history.Tail](t)(e.History.Store.ReadTail(ctx, s.ID))
 	if s.Leaf() != 1 || fmt.Sprint(seqOf(tail.Messages)) != "[0 1]" {
 		t.Fatalf("after the fork: leaf %d, tail %v", s.Leaf(), seqOf(tail.Messages))
 	}
@@ -77,14 +77,14 @@ func testBranches(t *testing.T, e *Env) {
 	}
 	_, err = e.History.Page(ctx, s, history.PageRequest{All: true, PageToken: "x"})
 	WantCode(t, err, errs.EINVALID)
-	within := Must[[]history.Message](t)(e.History.Repo.ListMessages(ctx, history.ListQuery{SessionID: s.ID, Limit: 10, Within: &sessions.Span{From: 1, To: 3}}))
+	within := Must[[]history.Message](t)(e.History.Store.ListMessages(ctx, history.ListQuery{SessionID: s.ID, Limit: 10, Within: &sessions.Span{From: 1, To: 3}}))
 	if fmt.Sprint(seqOf(within)) != "[1 2 3]" {
 		t.Errorf("within 1..3 = %v", seqOf(within))
 	}
 
 	// Switching back to message 2 shows its latest continuation, 3.
 	s = Must[*sessions.Session](t)(e.History.SwitchBranch(ctx, "alice", s.ID, 2))
-	_, tail = Must2[*sessions.Session, *history.Tail](t)(e.History.Repo.ReadTail(ctx, s.ID))
+	_, tail = Must2[*sessions.Session, *history.Tail](t)(e.History.Store.ReadTail(ctx, s.ID))
 	if s.Leaf() != 3 || fmt.Sprint(seqOf(tail.Messages)) != "[0 1 2 3]" {
 		t.Fatalf("after switching: leaf %d, tail %v", s.Leaf(), seqOf(tail.Messages))
 	}

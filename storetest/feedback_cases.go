@@ -16,9 +16,9 @@ import (
 // user's session, a missing message and bad input are refused.
 func testFeedback(t *testing.T, e *Env) {
 	ctx := context.Background()
-	repo, ok := e.DB.(history.FeedbackRepo)
+	repo, ok := e.DB.(history.FeedbackStore)
 	if !ok {
-		t.Fatal("the store does not implement history.FeedbackRepo")
+		t.Fatal("the store does not implement history.FeedbackStore")
 	}
 	s := e.NewSession(t, "alice")
 	q := e.Say(t, s, history.RoleUser, "a question")

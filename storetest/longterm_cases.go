@@ -9,11 +9,11 @@ import (
 	"github.com/chatmemory/backend/longterm"
 )
 
-// testLongTermRepo: longterm.Repo. A user's memory is saved whole under
+// testLongTermStore: longterm.Store. A user's memory is saved whole under
 // optimistic versions, with superseded facts filed and dropped in the same
 // save; a save learned from a session that is gone or not the user's is
 // refused; erasure removes and counts everything.
-func testLongTermRepo(t *testing.T, e *Env) {
+func testLongTermStore(t *testing.T, e *Env) {
 	ctx := context.Background()
 	db := e.DB
 	u := Must[*longterm.User](t)(db.GetUser(ctx, "alice"))

@@ -16,11 +16,11 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// testRetentionRepo: retention.Repo. Expired sessions are listed by
+// testRetentionStore: retention.Store. Expired sessions are listed by
 // ExpiresAt in pages and counted, per status; a batch purge removes the
 // sessions its check accepts, with everything under them, calls forget once
 // for each user of those, with all of theirs, and leaves the others; the backlog is kept from run to run.
-func testRetentionRepo(t *testing.T, e *Env) {
+func testRetentionStore(t *testing.T, e *Env) {
 	ctx := context.Background()
 	db := e.DB
 	var active []*sessions.Session
@@ -132,10 +132,10 @@ func idsOf(ss []*sessions.Session) []string {
 	return out
 }
 
-// testPrivacyRepo: retention.PrivacyRepo's erasure. Deleting a user's
+// testPrivacyStore: retention.PrivacyStore's erasure. Deleting a user's
 // documents removes every session with what is under it, their usage and
 // long-term memory, counts them, and touches no other user's.
-func testPrivacyRepo(t *testing.T, e *Env) {
+func testPrivacyStore(t *testing.T, e *Env) {
 	ctx := context.Background()
 	db := e.DB
 	a1, a2, b := e.NewSession(t, "alice"), e.NewSession(t, "alice"), e.NewSession(t, "bob")

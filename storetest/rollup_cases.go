@@ -11,11 +11,11 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// testRollUpRepo: longterm.RollUpRepo and the history in the memory
+// testRollUpStore: longterm.RollUpStore and the history in the memory
 // document. The owners of sessions updated after a moment are listed in
 // pages; a stored history comes back as it was saved, and its user is
 // listed once its DueAt has come; the roll-up mark is kept.
-func testRollUpRepo(t *testing.T, e *Env) {
+func testRollUpStore(t *testing.T, e *Env) {
 	ctx := context.Background()
 	db := e.DB
 	old := e.NewSession(t, "carol")

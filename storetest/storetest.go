@@ -100,17 +100,17 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("FencedCharges", func(t *testing.T) { testFencedCharges(t, env(t)) })
 	t.Run("Accounts", func(t *testing.T) { testAccounts(t, env(t)) })
 	t.Run("Holders", func(t *testing.T) { testHolders(t, env(t)) })
-	t.Run("LongTermRepo", func(t *testing.T) { testLongTermRepo(t, env(t)) })
-	t.Run("RetentionRepo", func(t *testing.T) { testRetentionRepo(t, env(t)) })
-	t.Run("PrivacyRepo", func(t *testing.T) { testPrivacyRepo(t, env(t)) })
+	t.Run("LongTermStore", func(t *testing.T) { testLongTermStore(t, env(t)) })
+	t.Run("RetentionStore", func(t *testing.T) { testRetentionStore(t, env(t)) })
+	t.Run("PrivacyStore", func(t *testing.T) { testPrivacyStore(t, env(t)) })
 	t.Run("Recall", func(t *testing.T) { testRecall(t, env(t)) })
 	t.Run("Visibility", func(t *testing.T) { testVisibility(t, env(t)) })
 	t.Run("Lexical", func(t *testing.T) { testLexical(t, env(t)) })
 	t.Run("RecallBackfill", func(t *testing.T) { testRecallBackfill(t, env(t)) })
 	t.Run("Feedback", func(t *testing.T) { testFeedback(t, env(t)) })
-	t.Run("TrimRepo", func(t *testing.T) { testTrimRepo(t, env(t)) })
+	t.Run("TrimStore", func(t *testing.T) { testTrimStore(t, env(t)) })
 	t.Run("UnitsGone", func(t *testing.T) { testUnitsGone(t, env(t)) })
-	t.Run("RollUpRepo", func(t *testing.T) { testRollUpRepo(t, env(t)) })
+	t.Run("RollUpStore", func(t *testing.T) { testRollUpStore(t, env(t)) })
 	t.Run("DeletedList", func(t *testing.T) { testDeletedList(t, env(t)) })
 	t.Run("UpdateSessions", func(t *testing.T) { testUpdateSessions(t, env(t)) })
 	t.Run("AttachmentRecords", func(t *testing.T) { testAttachmentRecords(t, env(t)) })
@@ -169,7 +169,7 @@ func (e *Env) Purge(tb testing.TB, user string, s *sessions.Session) {
 // returns the number of documents deleted.
 func PurgeAs(ctx context.Context, svc *sessions.Service, userID, id string) (int, error) {
 	now := clock.Stored(svc.Now)
-	return svc.Repo.PurgeSession(ctx, id, func(s *sessions.Session) error {
+	return svc.Store.PurgeSession(ctx, id, func(s *sessions.Session) error {
 		if err := s.CheckOwner(userID); err != nil {
 			return err
 		}

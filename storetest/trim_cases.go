@@ -13,13 +13,13 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// testTrimRepo: retention.TrimRepo. Sessions are found by when their
+// testTrimStore: retention.TrimStore. Sessions are found by when their
 // oldest message was written, or falls due under their own period, in
 // pages; the first message after a moment is found by time; a trim page
 // deletes the lowest seqs below its bound with their recall exchanges and
 // records them gone in the session (counters, ratings, HistoryFrom) and
 // its tail in the same write, and the last page dates the history anew.
-func testTrimRepo(t *testing.T, e *Env) {
+func testTrimStore(t *testing.T, e *Env) {
 	ctx := context.Background()
 	db := e.DB
 	own := Must[*sessions.Session](t)(e.Sessions.Create(ctx, "alice", sessions.CreateInput{MessageRetentionDays: 10}))
@@ -28,7 +28,7 @@ func testTrimRepo(t *testing.T, e *Env) {
 	q1 := e.Say(t, own, history.RoleUser, "first question")
 	a1 := e.Say(t, own, history.RoleAssistant, "first answer")
 	e.Say(t, plain, history.RoleUser, "bob's question")
-	Must[*history.Message](t)(history.SetFeedback(ctx, db.(history.FeedbackRepo), e.Clock.Now(), "alice", own.ID, a1.ID, &history.Feedback{Rating: history.RatingUp}))
+	Must[*history.Message](t)(history.SetFeedback(ctx, db.(history.FeedbackStore), e.Clock.Now(), "alice", own.ID, a1.ID, &history.Feedback{Rating: history.RatingUp}))
 	noErr(t, db.SaveExchange(ctx, recall.Exchange{UserID: "alice", SessionID: own.ID, Model: "test/2", Vector: []float32{1, 0},
 		Question: recall.Excerpt{ID: q1.ID, Seq: q1.Seq, Content: q1.Content, CreatedAt: q1.CreatedAt},
 		Reply:    recall.Excerpt{ID: a1.ID, Seq: a1.Seq, Content: a1.Content, CreatedAt: a1.CreatedAt}}))

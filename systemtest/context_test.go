@@ -106,7 +106,7 @@ func (h *harness) allMessages(token, id string) []messageResp {
 
 func (h *harness) session(id string) *sessions.Session {
 	h.t.Helper()
-	s, _, err := h.app.History.Repo.ReadTail(context.Background(), id)
+	s, _, err := h.app.History.Store.ReadTail(context.Background(), id)
 	if err != nil {
 		h.t.Fatal(err)
 	}
@@ -115,7 +115,7 @@ func (h *harness) session(id string) *sessions.Session {
 
 func (h *harness) compactions(id string) []history.Compaction {
 	h.t.Helper()
-	cs, err := h.app.History.Repo.ListCompactions(context.Background(), id)
+	cs, err := h.app.History.Store.ListCompactions(context.Background(), id)
 	if err != nil {
 		h.t.Fatal(err)
 	}
