@@ -54,7 +54,7 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, plan *turnPlan) (*TurnWrit
 	if err != nil {
 		return nil, err
 	}
-	if a := s.Answering; a != nil && a.Token == c.token {
+	if a := s.Bookkeeping.Answering; a != nil && a.Token == c.token {
 		// This request's claim is stored: its commit landed, but the
 		// answer was lost on the way. Carry on from what it wrote.
 		return nil, c.claimed(st, a.Seq)
@@ -74,7 +74,7 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, plan *turnPlan) (*TurnWrit
 		return nil, err
 	}
 	c.user = user
-	s.Answering = &sessions.Answering{Seq: user.Seq, ReplyID: c.replyID, Key: q.Key, Op: c.op, Token: c.token, Until: c.lease}
+	s.Bookkeeping.Answering = &sessions.Answering{Seq: user.Seq, ReplyID: c.replyID, Key: q.Key, Op: c.op, Token: c.token, Until: c.lease}
 	return &TurnWrite{Session: s, Tail: tail, Messages: msgs, Slot: slot, Minute: c.at.Unix() / 60, Draft: c.startDraft()}, nil
 }
 
@@ -278,5 +278,5 @@ func (c *claim) endDraft(st *TurnState) *DraftWrite {
 
 // holds reports whether s's answering lease is this request's.
 func (c *claim) holds(s *sessions.Session) bool {
-	return s != nil && s.Answering != nil && s.Answering.Token == c.token
+	return s != nil && s.Bookkeeping.Answering != nil && s.Bookkeeping.Answering.Token == c.token
 }

@@ -40,7 +40,7 @@ func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent
 	if a := s.AnsweringAt(now); a != nil && !c.holds(s) {
 		return finished{}, sessions.InProgress(now, a, "another request took this turn over; retry to get its reply")
 	}
-	s.Answering = nil
+	s.Bookkeeping.Answering = nil
 	reply, t, err := svc.appendReply(s, st.Tail, c, answer.draft)
 	if err != nil {
 		return finished{}, err
@@ -73,7 +73,7 @@ func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent
 // all the same, and the branch shown stays shown (with its context: the
 // tail returned is then nil).
 func (svc *Service) appendReply(s *sessions.Session, tail *history.Tail, c *claim, answer history.Draft) (history.Message, *history.Tail, error) {
-	leaf, pending := s.Leaf(), s.PendingToolCalls
+	leaf, pending := s.Leaf(), s.Bookkeeping.PendingToolCalls
 	away := leaf != c.user.Seq
 	if away {
 		s.SetLeaf(c.user.Seq)
@@ -84,7 +84,7 @@ func (svc *Service) appendReply(s *sessions.Session, tail *history.Tail, c *clai
 	}
 	if away {
 		s.SetLeaf(leaf)
-		s.PendingToolCalls, t = pending, nil
+		s.Bookkeeping.PendingToolCalls, t = pending, nil
 	}
 	return reply, t, nil
 }

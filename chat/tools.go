@@ -174,7 +174,7 @@ func checkToolChoice(choice string, tools []Tool) error {
 // result "not run" for each call awaiting one when the request abandons
 // them. The message the reply answers is the last.
 func turnMessages(s *sessions.Session, req TurnRequest, draft history.Draft) ([]history.Draft, error) {
-	pending := s.PendingToolCalls
+	pending := s.Bookkeeping.PendingToolCalls
 	if len(req.ToolResults) > 0 {
 		return toolResultDrafts(pending, req.ToolResults)
 	}

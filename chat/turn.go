@@ -393,7 +393,7 @@ func (svc *Service) release(ctx context.Context, q TurnQuery, st *TurnState, c *
 			w := &TurnWrite{Slot: NoSlot, Draft: c.endDraft(st)}
 			if c.holds(st.Session) {
 				w.Session = st.Session.Clone()
-				w.Session.Answering = nil
+				w.Session.Bookkeeping.Answering = nil
 			}
 			if w.Session == nil && w.Draft == nil {
 				return nil, nil

@@ -74,12 +74,12 @@ func toSessionDoc(s *sessions.Session) *sessionDoc {
 		Status: string(s.Status), CreatedAt: s.CreatedAt, UpdatedAt: s.UpdatedAt,
 		LastActivityAt: s.LastActivityAt, ArchivedAt: s.ArchivedAt, DeletedAt: s.DeletedAt,
 		ExpiresAt: s.ExpiresAt, MessageCount: s.MessageCount, TokenCount: s.TokenCount,
-		NextSeq: s.NextSeq, RetentionDays: s.RetentionDays, Summary: s.Summary,
-		SummaryUpdatedAt: s.SummaryUpdatedAt, PendingToolCalls: s.PendingToolCalls,
+		NextSeq: s.NextSeq, RetentionDays: s.RetentionDays, Summary: s.Bookkeeping.Summary,
+		SummaryUpdatedAt: s.Bookkeeping.SummaryUpdatedAt, PendingToolCalls: s.Bookkeeping.PendingToolCalls,
 		Metadata: s.Metadata, Context: s.Context, Usage: s.Usage, Feedback: s.Feedback,
-		NoLearning: s.NoLearning, Instructions: s.Instructions, LearnFrom: s.LearnFrom, Branches: s.Branches, Answering: s.Answering,
-		MessageRetentionDays: s.MessageRetentionDays, HistoryFrom: s.HistoryFrom,
-		HistoryStartAt: orNull(s.HistoryStartAt), HistoryExpiresAt: orNull(s.HistoryExpiresAt()),
+		NoLearning: s.NoLearning, Instructions: s.Instructions, LearnFrom: s.Bookkeeping.LearnFrom, Branches: s.Branches, Answering: s.Bookkeeping.Answering,
+		MessageRetentionDays: s.MessageRetentionDays, HistoryFrom: s.Bookkeeping.HistoryFrom,
+		HistoryStartAt: orNull(s.Bookkeeping.HistoryStartAt), HistoryExpiresAt: orNull(s.HistoryExpiresAt()),
 	}
 }
 
@@ -115,7 +115,7 @@ func decodeSessionDoc(snap *firestore.DocumentSnapshot) (*sessions.Session, *ses
 			LearnFrom: d.LearnFrom, PendingToolCalls: d.PendingToolCalls, Answering: answeringUTC(d.Answering)},
 	}
 	if d.HistoryStartAt != nil {
-		s.HistoryStartAt = d.HistoryStartAt.UTC()
+		s.Bookkeeping.HistoryStartAt = d.HistoryStartAt.UTC()
 	}
 	return s, &d, nil
 }

@@ -63,7 +63,7 @@ func TestPurgeLeavesNothing(t *testing.T) {
 	// A compaction record, as the backend saves it.
 	c := &history.Compaction{ID: history.CompactionID(9), StartSeq: 0, EndSeq: 9, Summary: "s", CreatedAt: storetest.Epoch}
 	if err := db.SaveCompaction(ctx, s.ID, c, func(s *sessions.Session, tl *history.Tail) error {
-		s.Summary, s.SummaryUpdatedAt, tl.Compaction = c.Summary, &c.CreatedAt, c
+		s.Bookkeeping.Summary, s.Bookkeeping.SummaryUpdatedAt, tl.Compaction = c.Summary, &c.CreatedAt, c
 		return nil
 	}); err != nil {
 		t.Fatal(err)

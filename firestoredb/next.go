@@ -49,7 +49,7 @@ func deferTail(st *stored, s *sessions.Session, t *history.Tail, created []histo
 		return nil
 	}
 	m := &created[0]
-	if s.Answering == nil || s.Answering.Seq != m.Seq {
+	if s.Bookkeeping.Answering == nil || s.Bookkeeping.Answering.Seq != m.Seq {
 		return nil // only a message awaiting its reply: the reply's commit writes the window
 	}
 	if last := &t.Messages[len(t.Messages)-1]; last.ID != m.ID || last.Seq != m.Seq {

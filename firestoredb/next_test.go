@@ -82,7 +82,9 @@ func TestDeferTail(t *testing.T) {
 		{"no window yet", func(st *stored, _ *sessions.Session, _ *history.Tail, _ *[]history.Message) { st.window = nil }, -1},
 		{"a new session", func(st *stored, _ *sessions.Session, _ *history.Tail, _ *[]history.Message) { st.exists = false }, -1},
 		{"a carried message already in use", func(st *stored, _ *sessions.Session, _ *history.Tail, _ *[]history.Message) { st.nextApplied = true }, -1},
-		{"a reply (no lease)", func(_ *stored, s *sessions.Session, _ *history.Tail, _ *[]history.Message) { s.Answering = nil }, -1},
+		{"a reply (no lease)", func(_ *stored, s *sessions.Session, _ *history.Tail, _ *[]history.Message) {
+			s.Bookkeeping.Answering = nil
+		}, -1},
 		{"two messages", func(_ *stored, _ *sessions.Session, tl *history.Tail, created *[]history.Message) {
 			m := nextMsg(7, 6, "e")
 			tl.Messages = append(tl.Messages, m)

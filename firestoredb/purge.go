@@ -259,7 +259,7 @@ func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, 
 		switch {
 		case !known:
 		case name == ContextCollection, name == MessagesCollection && (s.NextSeq == 0 || ids != nil),
-			name == CompactionsCollection && s.SummaryUpdatedAt == nil, // set by every save of a record
+			name == CompactionsCollection && s.Bookkeeping.SummaryUpdatedAt == nil, // set by every save of a record
 			name == RecallCollection && (s.NextSeq == 0 || !exchanges),
 			name == JobsCollection && (s.NextSeq == 0 || ids != nil): // named by the replies' ids (see deleteNamed)
 			continue

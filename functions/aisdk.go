@@ -294,7 +294,7 @@ func (a *App) toolOutputs(ctx context.Context, sessionID string, m uiMessage) ([
 	}
 	var out []chat.ToolResult
 	for _, p := range m.Parts {
-		if !strings.HasPrefix(p.Type, "tool-") && p.Type != "dynamic-tool" || !slices.Contains(s.PendingToolCalls, p.ToolCallID) {
+		if !strings.HasPrefix(p.Type, "tool-") && p.Type != "dynamic-tool" || !slices.Contains(s.Bookkeeping.PendingToolCalls, p.ToolCallID) {
 			continue
 		}
 		switch p.State {

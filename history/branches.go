@@ -25,8 +25,8 @@ func (svc *Service) SwitchBranch(ctx context.Context, userID, sessionID string, 
 	if seq < 0 || seq >= s.NextSeq {
 		return nil, errs.Errorf(errs.EINVALID, "seq must name a message of the session (0 to %d)", s.NextSeq-1)
 	}
-	if seq < s.HistoryFrom {
-		return nil, errs.Errorf(errs.ENOTFOUND, "message %d was deleted by message retention: the session's history starts at %d", seq, s.HistoryFrom)
+	if seq < s.Bookkeeping.HistoryFrom {
+		return nil, errs.Errorf(errs.ENOTFOUND, "message %d was deleted by message retention: the session's history starts at %d", seq, s.Bookkeeping.HistoryFrom)
 	}
 	if err := s.CheckWritable(); err != nil {
 		return nil, err
@@ -80,7 +80,7 @@ func (svc *Service) BranchTail(ctx context.Context, s *sessions.Session, leaf in
 		return t, nil
 	}
 	var cs []Compaction
-	if s.SummaryUpdatedAt != nil { // else no summary was ever saved
+	if s.Bookkeeping.SummaryUpdatedAt != nil { // else no summary was ever saved
 		var err error
 		if cs, err = svc.Store.ListCompactions(ctx, s.ID); err != nil {
 			return nil, err
@@ -138,8 +138,8 @@ func (svc *Service) ForkTail(s *sessions.Session, base *Tail, leaf int) *Tail {
 	t := &Tail{Compaction: base.Compaction}
 	t.add(base.Messages, svc.BudgetFor(s))
 	s.SetLeaf(leaf)
-	s.PendingToolCalls = pendingCalls(t.Messages)
-	s.Summary = summaryOf(t)
+	s.Bookkeeping.PendingToolCalls = pendingCalls(t.Messages)
+	s.Bookkeeping.Summary = summaryOf(t)
 	return t
 }
 

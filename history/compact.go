@@ -74,7 +74,7 @@ func (svc *Service) Compact(ctx context.Context, sessionID string, fixed int) (*
 			// record was saved (BranchTail and purges look for records
 			// only then); the summary in use stays as it is.
 			t.CompactingUntil = time.Time{}
-			s.SummaryUpdatedAt = &c.CreatedAt
+			s.Bookkeeping.SummaryUpdatedAt = &c.CreatedAt
 			return nil
 		}
 		t.Compaction = c
@@ -82,7 +82,7 @@ func (svc *Service) Compact(ctx context.Context, sessionID string, fixed int) (*
 		// What the summary covers need not stay verbatim (the raw messages
 		// stay where they are): the tail, rewritten on every append, shrinks.
 		t.Messages = after(t.Messages, c.EndSeq)
-		s.Summary, s.SummaryUpdatedAt = c.Summary, &c.CreatedAt
+		s.Bookkeeping.Summary, s.Bookkeeping.SummaryUpdatedAt = c.Summary, &c.CreatedAt
 		return nil
 	})
 	if err != nil {
@@ -234,10 +234,10 @@ func PlanCompaction(s *sessions.Session, t *Tail, budget, fixed int) (Compaction
 	avail := budget - fixed - ReplyPriming
 	// Messages before HistoryFrom were deleted by message retention: a
 	// summary starts at the first still stored, never summarizing nothing.
-	p := CompactionPlan{Previous: t.Compaction, StartSeq: s.HistoryFrom}
+	p := CompactionPlan{Previous: t.Compaction, StartSeq: s.Bookkeeping.HistoryFrom}
 	verbatim, _ := pruneToolOutputs(t.Messages, s.Context.ToolLimits()) // what Build sends: pruned first
 	if p.Previous != nil {
-		p.StartSeq = max(p.Previous.EndSeq+1, s.HistoryFrom)
+		p.StartSeq = max(p.Previous.EndSeq+1, s.Bookkeeping.HistoryFrom)
 		verbatim = after(verbatim, p.Previous.EndSeq)
 		avail -= p.Previous.Tokens
 	}

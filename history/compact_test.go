@@ -65,8 +65,8 @@ func TestCompactAfterFailedSave(t *testing.T) {
 		t.Errorf("%d summarizer calls; record covers %d..%d", sum.calls, c.StartSeq, c.EndSeq)
 	}
 	cs := storetest.Must[[]history.Compaction](t)(env.DB.ListCompactions(ctx, s.ID))
-	if len(cs) != 1 || env.Reload(t, s).Summary != c.Summary {
-		t.Errorf("%d records; summary %q", len(cs), env.Reload(t, s).Summary)
+	if len(cs) != 1 || env.Reload(t, s).Bookkeeping.Summary != c.Summary {
+		t.Errorf("%d records; summary %q", len(cs), env.Reload(t, s).Bookkeeping.Summary)
 	}
 }
 

@@ -51,7 +51,7 @@ func (svc *Service) Record(ctx context.Context, userID, sessionID string, from, 
 		}
 		t.Compaction = c
 		t.Messages = after(t.Messages, c.EndSeq)
-		s.Summary, s.SummaryUpdatedAt = c.Summary, &c.CreatedAt
+		s.Bookkeeping.Summary, s.Bookkeeping.SummaryUpdatedAt = c.Summary, &c.CreatedAt
 		return nil
 	})
 	if errs.CodeOf(err) == errs.ECONFLICT { // a record up to to exists: the same one is a replay
@@ -78,7 +78,7 @@ func checkRecorded(s *sessions.Session, t *Tail, c *Compaction, budget int) erro
 		return errs.Errorf(errs.EINVALID, "the session's strategy is %s: summaries are used only under summary_buffer", s.Context.Strategy)
 	}
 	prev := prevEnd(t.Compaction)
-	first := max(prev+1, s.HistoryFrom) // the first message no summary covers that is still stored
+	first := max(prev+1, s.Bookkeeping.HistoryFrom) // the first message no summary covers that is still stored
 	switch {
 	case c.StartSeq > first:
 		return errs.Errorf(errs.EINVALID, "fromSeq: the current summary ends at message %d, so fromSeq must be at most %d (no message may be skipped)", prev, first)

@@ -210,7 +210,7 @@ func (svc *Service) appendTo(cur *sessions.Session, t *Tail, msgs []Message, tot
 	if svc.MaxMessages > 0 && cur.MessageCount+len(msgs) > svc.MaxMessages {
 		return nil, errs.Errorf(errs.ETOOLARGE, "the session has reached its limit of %d messages; start a new session", svc.MaxMessages)
 	}
-	open, err := toolSequence(cur.PendingToolCalls, msgs)
+	open, err := toolSequence(cur.Bookkeeping.PendingToolCalls, msgs)
 	if err != nil {
 		return nil, err
 	}
@@ -226,7 +226,7 @@ func (svc *Service) appendTo(cur *sessions.Session, t *Tail, msgs []Message, tot
 	cur.NoteAppend(now)
 	cur.MessageCount += len(out)
 	cur.TokenCount += total
-	cur.PendingToolCalls = open
+	cur.Bookkeeping.PendingToolCalls = open
 	cur.Touch(now, svc.Policy)
 	t.add(out, svc.BudgetFor(cur))
 	return out, nil

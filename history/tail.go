@@ -28,7 +28,7 @@ const MaxTailBytes = 400 << 10
 
 // Complete reports whether the tail holds the whole active branch of s.
 func (t *Tail) Complete(s *sessions.Session) bool {
-	first := s.Path().From(s.HistoryFrom) // messages before HistoryFrom are gone
+	first := s.Path().From(s.Bookkeeping.HistoryFrom) // messages before HistoryFrom are gone
 	if len(t.Messages) == 0 {
 		return first < 0
 	}

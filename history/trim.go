@@ -20,15 +20,15 @@ import (
 // What was derived from them stays: a summary that covers them keeps
 // serving the context, as it would had they only left the window.
 func Trim(s *sessions.Session, t *Tail, gone []Message, before int, done bool, keptFrom time.Time) {
-	from := s.HistoryFrom
+	from := s.Bookkeeping.HistoryFrom
 	if n := len(gone); n > 0 {
 		from = max(from, gone[n-1].Seq+1)
 	}
 	if done {
 		from = max(from, before)
-		s.HistoryStartAt = keptFrom
+		s.Bookkeeping.HistoryStartAt = keptFrom
 	}
-	s.HistoryFrom = from
+	s.Bookkeeping.HistoryFrom = from
 	tokens := 0
 	for _, m := range gone {
 		tokens += m.Tokens
@@ -38,9 +38,9 @@ func Trim(s *sessions.Session, t *Tail, gone []Message, before int, done bool, k
 	}
 	s.MessageCount = max(0, s.MessageCount-len(gone))
 	s.TokenCount = max(0, s.TokenCount-tokens)
-	s.LearnFrom = max(s.LearnFrom, from)
+	s.Bookkeeping.LearnFrom = max(s.Bookkeeping.LearnFrom, from)
 	if from >= s.NextSeq {
-		s.PendingToolCalls = nil
+		s.Bookkeeping.PendingToolCalls = nil
 	}
 	i := 0
 	for i < len(t.Messages) && t.Messages[i].Seq < from {

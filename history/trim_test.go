@@ -43,13 +43,13 @@ func TestTrim(t *testing.T) {
 				Bookkeeping: sessions.Bookkeeping{LearnFrom: 1, HistoryStartAt: at, PendingToolCalls: []string{"x"}}}
 			tl := &Tail{Messages: append([]Message(nil), all...)}
 			Trim(s, tl, tc.gone, tc.before, tc.done, tc.keptFrom)
-			if s.HistoryFrom != tc.wantFrom || seqs(tl.Messages) != tc.wantTail || s.MessageCount != tc.wantCount ||
-				s.TokenCount != tc.wantTokens || s.Feedback.Up != tc.wantUp || !s.HistoryStartAt.Equal(tc.wantStart) || s.LearnFrom != tc.wantLearn {
-				t.Errorf("from %d tail %q count %d tokens %d up %d start %v learn %d", s.HistoryFrom, seqs(tl.Messages),
-					s.MessageCount, s.TokenCount, s.Feedback.Up, s.HistoryStartAt, s.LearnFrom)
+			if s.Bookkeeping.HistoryFrom != tc.wantFrom || seqs(tl.Messages) != tc.wantTail || s.MessageCount != tc.wantCount ||
+				s.TokenCount != tc.wantTokens || s.Feedback.Up != tc.wantUp || !s.Bookkeeping.HistoryStartAt.Equal(tc.wantStart) || s.Bookkeeping.LearnFrom != tc.wantLearn {
+				t.Errorf("from %d tail %q count %d tokens %d up %d start %v learn %d", s.Bookkeeping.HistoryFrom, seqs(tl.Messages),
+					s.MessageCount, s.TokenCount, s.Feedback.Up, s.Bookkeeping.HistoryStartAt, s.Bookkeeping.LearnFrom)
 			}
-			if (len(s.PendingToolCalls) == 0) != (tc.wantFrom == 6) {
-				t.Errorf("pending tool calls %v", s.PendingToolCalls)
+			if (len(s.Bookkeeping.PendingToolCalls) == 0) != (tc.wantFrom == 6) {
+				t.Errorf("pending tool calls %v", s.Bookkeeping.PendingToolCalls)
 			}
 		})
 	}

@@ -30,7 +30,7 @@ func (db *DB) HistoriesDue(_ context.Context, q retention.TrimQuery, after *rete
 	}
 	var out []due
 	for _, s := range db.sessions {
-		at := s.HistoryStartAt
+		at := s.Bookkeeping.HistoryStartAt
 		if q.OwnPeriod {
 			at = s.HistoryExpiresAt()
 		}

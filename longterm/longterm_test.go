@@ -148,8 +148,8 @@ func TestBatchingAndOptOut(t *testing.T) {
 		for i := 0; i < 25; i++ {
 			s = e.converse(t, s, 1, "more")
 		}
-		if e.model.extractions != 5 || s.LearnFrom != 30 {
-			t.Errorf("%d extractions for 30 messages (watermark %d), want 5", e.model.extractions, s.LearnFrom)
+		if e.model.extractions != 5 || s.Bookkeeping.LearnFrom != 30 {
+			t.Errorf("%d extractions for 30 messages (watermark %d), want 5", e.model.extractions, s.Bookkeeping.LearnFrom)
 		}
 		// Two instances with the same batch: one extraction.
 		s = e.converse(t, s, 0, "")
@@ -186,8 +186,8 @@ func TestBatchingAndOptOut(t *testing.T) {
 		// Turning memory back on learns only from what comes after.
 		e.lt.SetEnabled(context.Background(), "bob", true)
 		bob = e.converse(t, e.Reload(t, bob), 6, "now you may remember")
-		if e.model.extractions != before+1 || bob.LearnFrom != 18 {
-			t.Errorf("after opting in again: %d calls, watermark %d", e.model.extractions-before, bob.LearnFrom)
+		if e.model.extractions != before+1 || bob.Bookkeeping.LearnFrom != 18 {
+			t.Errorf("after opting in again: %d calls, watermark %d", e.model.extractions-before, bob.Bookkeeping.LearnFrom)
 		}
 	})
 }
@@ -315,13 +315,13 @@ func TestFailedExtractionIsRetried(t *testing.T) {
 		if err := e.lt.Learn(context.Background(), s, s.Model); err == nil {
 			t.Fatal("an extraction without a model succeeded")
 		}
-		if s = e.Reload(t, s); s.LearnFrom != 0 {
-			t.Fatalf("after a failed extraction the watermark is %d, want 0", s.LearnFrom)
+		if s = e.Reload(t, s); s.Bookkeeping.LearnFrom != 0 {
+			t.Fatalf("after a failed extraction the watermark is %d, want 0", s.Bookkeeping.LearnFrom)
 		}
 		e.model.down = false
 		s = e.converse(t, s, 2, "and honey")
-		if s.LearnFrom != 8 || len(seen) != 1 || !strings.Contains(seen[0], "I keep bees (0)") || !strings.Contains(seen[0], "and honey (1)") {
-			t.Fatalf("watermark %d after %d extractions: %q", s.LearnFrom, len(seen), seen)
+		if s.Bookkeeping.LearnFrom != 8 || len(seen) != 1 || !strings.Contains(seen[0], "I keep bees (0)") || !strings.Contains(seen[0], "and honey (1)") {
+			t.Fatalf("watermark %d after %d extractions: %q", s.Bookkeeping.LearnFrom, len(seen), seen)
 		}
 		if got := contents(e.live(t, "alice")); got != "The user keeps bees." {
 			t.Errorf("facts: %s", got)
@@ -329,8 +329,8 @@ func TestFailedExtractionIsRetried(t *testing.T) {
 		// Output the model got wrong is not retried: the batch is done.
 		e.model.extract = func(string) string { return "not JSON" }
 		s = e.converse(t, s, 6, "more")
-		if s.LearnFrom != 14 {
-			t.Errorf("after malformed output the watermark is %d, want 14", s.LearnFrom)
+		if s.Bookkeeping.LearnFrom != 14 {
+			t.Errorf("after malformed output the watermark is %d, want 14", s.Bookkeeping.LearnFrom)
 		}
 	})
 }

@@ -94,7 +94,7 @@ func (svc *Service) rollUp(ctx context.Context, userID string, rolls RollUpStore
 			if s.NoLearning || s.MessageCount == 0 || s.LastActivityAt.Before(now.Add(-backfill)) {
 				continue
 			}
-			h.see(Episode{SessionID: s.ID, Title: clip(s.Title, maxTitle), Summary: clip(s.Summary, maxEpisodeText), At: s.LastActivityAt})
+			h.see(Episode{SessionID: s.ID, Title: clip(s.Title, maxTitle), Summary: clip(s.Bookkeeping.Summary, maxEpisodeText), At: s.LastActivityAt})
 			sources = append(sources, s.ID)
 		}
 	}

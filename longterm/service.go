@@ -107,14 +107,14 @@ const maxBatch = 50
 // next turn tries again with it; output the model got wrong is logged and
 // the batch counts as done, so bad output is never paid for twice.
 func (svc *Service) Learn(ctx context.Context, s *sessions.Session, model string) error {
-	from, to := s.LearnFrom, s.NextSeq-1
+	from, to := s.Bookkeeping.LearnFrom, s.NextSeq-1
 	if to-from+1 < svc.Settings.EveryK {
 		return ErrNothingToLearn
 	}
 	var b Batch
 	var ok bool
 	_, err := svc.Sessions.UpdateSession(ctx, s.ID, func(cur *sessions.Session) error {
-		if cur.LearnFrom != from {
+		if cur.Bookkeeping.LearnFrom != from {
 			return ErrBatchTaken
 		}
 		b, ok = svc.Claim(cur)
@@ -162,11 +162,11 @@ type Batch struct {
 // session nothing may be learned from, the watermark moves on and the
 // batch is empty.
 func (svc *Service) Claim(s *sessions.Session) (Batch, bool) {
-	from, to := s.LearnFrom, s.NextSeq-1
+	from, to := s.Bookkeeping.LearnFrom, s.NextSeq-1
 	if to-from+1 < svc.Settings.EveryK {
 		return Batch{}, false
 	}
-	s.LearnFrom = to + 1
+	s.Bookkeeping.LearnFrom = to + 1
 	if s.NoLearning {
 		return Batch{}, false // nothing from here is learned later
 	}
@@ -200,10 +200,10 @@ func (svc *Service) LearnClaimed(ctx context.Context, s *sessions.Session, model
 // claimedFrom, if it is still where this claim left it.
 func (svc *Service) giveBack(ctx context.Context, id string, claimedFrom, claimedTo int) {
 	_, err := svc.Sessions.UpdateSession(context.WithoutCancel(ctx), id, func(cur *sessions.Session) error {
-		if cur.LearnFrom != claimedTo {
+		if cur.Bookkeeping.LearnFrom != claimedTo {
 			return ErrBatchTaken
 		}
-		cur.LearnFrom = claimedFrom
+		cur.Bookkeeping.LearnFrom = claimedFrom
 		return nil
 	})
 	if err != nil && !errors.Is(err, ErrBatchTaken) && svc.Log != nil {

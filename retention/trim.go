@@ -101,7 +101,7 @@ func (sw *Sweeper) trimPage(ctx context.Context, r *Report, now time.Time, k *tr
 		k.done = true
 	} else {
 		last := page[len(page)-1]
-		at := last.HistoryStartAt
+		at := last.Bookkeeping.HistoryStartAt
 		if k.q.OwnPeriod {
 			at = last.HistoryExpiresAt()
 		}
@@ -153,10 +153,10 @@ func (sw *Sweeper) trim(ctx context.Context, s *sessions.Session, now time.Time,
 		return nil, 0, err
 	}
 	if dryRun {
-		if before <= s.HistoryFrom {
+		if before <= s.Bookkeeping.HistoryFrom {
 			return nil, 0, errSkip
 		}
-		return &TrimAction{SessionID: s.ID, Before: cutoff, HistoryFrom: before, Messages: before - s.HistoryFrom}, 0, nil
+		return &TrimAction{SessionID: s.ID, Before: cutoff, HistoryFrom: before, Messages: before - s.Bookkeeping.HistoryFrom}, 0, nil
 	}
 	var files []string // the attachments of the page's messages
 	record := func(cur *sessions.Session, t *history.Tail, gone []history.Message, done bool) error {
@@ -207,7 +207,7 @@ func (sw *Sweeper) trimPoint(ctx context.Context, s *sessions.Session, cutoff ti
 	// One read around it serves both looks, as a rule: back, for messages
 	// stored together share their time and a store may give any of them;
 	// forward, for the next question.
-	from := max(s.HistoryFrom, seq-trimScan)
+	from := max(s.Bookkeeping.HistoryFrom, seq-trimScan)
 	around, err := sw.Store.MessageRange(ctx, s.ID, from, seq+trimScan-1)
 	if err != nil {
 		return 0, time.Time{}, err
@@ -222,7 +222,7 @@ func (sw *Sweeper) trimPoint(ctx context.Context, s *sessions.Session, cutoff ti
 	if k < len(around) {
 		seq = around[k].Seq
 	}
-	if k == 0 && from > s.HistoryFrom && len(around) > 0 && around[0].CreatedAt.After(cutoff) {
+	if k == 0 && from > s.Bookkeeping.HistoryFrom && len(around) > 0 && around[0].CreatedAt.After(cutoff) {
 		// More than trimScan messages share that moment: step back further.
 		if seq, err = sw.stepBack(ctx, s, seq, cutoff); err != nil {
 			return 0, time.Time{}, err
@@ -250,8 +250,8 @@ func (sw *Sweeper) trimPoint(ctx context.Context, s *sessions.Session, cutoff ti
 // stepBack is the first of the messages before seq written after cutoff
 // without one written at or before it between them.
 func (sw *Sweeper) stepBack(ctx context.Context, s *sessions.Session, seq int, cutoff time.Time) (int, error) {
-	for seq > s.HistoryFrom {
-		msgs, err := sw.Store.MessageRange(ctx, s.ID, max(s.HistoryFrom, seq-trimScan), seq-1)
+	for seq > s.Bookkeeping.HistoryFrom {
+		msgs, err := sw.Store.MessageRange(ctx, s.ID, max(s.Bookkeeping.HistoryFrom, seq-trimScan), seq-1)
 		if err != nil || len(msgs) == 0 {
 			return seq, err
 		}

@@ -112,8 +112,8 @@ func TestMessageRetention(t *testing.T) {
 				t.Errorf("kept %v, want %v", got, want)
 			}
 			got := e.Reload(t, s)
-			if got.HistoryFrom != 8 || got.MessageCount != 4 || got.NextSeq != 12 || !got.HistoryStartAt.Equal(storetest.Epoch.Add(20*day)) {
-				t.Errorf("session after the trim: from %d, %d messages, next %d, starts %v", got.HistoryFrom, got.MessageCount, got.NextSeq, got.HistoryStartAt)
+			if got.Bookkeeping.HistoryFrom != 8 || got.MessageCount != 4 || got.NextSeq != 12 || !got.Bookkeeping.HistoryStartAt.Equal(storetest.Epoch.Add(20*day)) {
+				t.Errorf("session after the trim: from %d, %d messages, next %d, starts %v", got.Bookkeeping.HistoryFrom, got.MessageCount, got.NextSeq, got.Bookkeeping.HistoryStartAt)
 			}
 			tokens := 0
 			for _, m := range e.All(t, got) {
@@ -129,7 +129,7 @@ func TestMessageRetention(t *testing.T) {
 		}
 		emptied := e.Reload(t, short)
 		if got := contents(t, e, short); len(got) != 0 || emptied.MessageCount != 0 || emptied.TokenCount != 0 ||
-			emptied.HistoryFrom != 12 || !emptied.HistoryStartAt.IsZero() {
+			emptied.Bookkeeping.HistoryFrom != 12 || !emptied.Bookkeeping.HistoryStartAt.IsZero() {
 			t.Errorf("the 7-day session kept %v; %+v", got, emptied)
 		}
 		if got := contents(t, e, untouched); len(got) != 1 {
@@ -141,8 +141,8 @@ func TestMessageRetention(t *testing.T) {
 
 		e.Clock.Advance(time.Hour)
 		m := e.Say(t, emptied, history.RoleUser, "back again")
-		if got := e.Reload(t, short); m.Seq != 12 || got.MessageCount != 1 || !got.HistoryStartAt.Equal(e.Clock.Now()) {
-			t.Errorf("after a new message: seq %d, %d messages, starts %v", m.Seq, got.MessageCount, got.HistoryStartAt)
+		if got := e.Reload(t, short); m.Seq != 12 || got.MessageCount != 1 || !got.Bookkeeping.HistoryStartAt.Equal(e.Clock.Now()) {
+			t.Errorf("after a new message: seq %d, %d messages, starts %v", m.Seq, got.MessageCount, got.Bookkeeping.HistoryStartAt)
 		}
 	})
 }
@@ -204,15 +204,15 @@ func TestTrimResumes(t *testing.T) {
 		if err != nil || r.Complete || r.MessagesDeleted != 5 || r.Backlog == nil || r.Backlog.ToTrim != 1 {
 			t.Fatalf("cut-off run: %+v %v (backlog %+v)", r, err, r.Backlog)
 		}
-		if got := e.Reload(t, s); got.HistoryFrom != 5 || got.MessageCount != 7+arrived {
-			t.Fatalf("after one page: from %d, %d messages", got.HistoryFrom, got.MessageCount)
+		if got := e.Reload(t, s); got.Bookkeeping.HistoryFrom != 5 || got.MessageCount != 7+arrived {
+			t.Fatalf("after one page: from %d, %d messages", got.Bookkeeping.HistoryFrom, got.MessageCount)
 		}
 		sw.Store = e.DB.(store)
 		r = run(t, sw)
 		got := e.Reload(t, s)
 		stored := e.All(t, got)
-		if r.MessagesDeleted != 7 || got.HistoryFrom != 12 || got.MessageCount != arrived || len(stored) != arrived || stored[0].Content != "meanwhile" {
-			t.Errorf("resumed: %+v; from %d, %d messages, %d stored", r, got.HistoryFrom, got.MessageCount, len(stored))
+		if r.MessagesDeleted != 7 || got.Bookkeeping.HistoryFrom != 12 || got.MessageCount != arrived || len(stored) != arrived || stored[0].Content != "meanwhile" {
+			t.Errorf("resumed: %+v; from %d, %d messages, %d stored", r, got.Bookkeeping.HistoryFrom, got.MessageCount, len(stored))
 		}
 	})
 }

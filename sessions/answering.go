@@ -64,10 +64,10 @@ func (s *Session) CheckNotAnswering(now time.Time) error {
 // AnsweringAt returns the lease in force at now, or nil if there is none
 // (never taken, given back, or run out).
 func (s *Session) AnsweringAt(now time.Time) *Answering {
-	if s == nil || s.Answering == nil || !s.Answering.Until.After(now) {
+	if s == nil || s.Bookkeeping.Answering == nil || !s.Bookkeeping.Answering.Until.After(now) {
 		return nil
 	}
-	return s.Answering
+	return s.Bookkeeping.Answering
 }
 
 // MaxRetryAfter caps the wait a busy answer asks for: a retry soon after

@@ -37,7 +37,7 @@ func TestAnswering(t *testing.T) {
 			if errs.CodeOf(err) != errs.ECONFLICT || errs.RetryAfter(err) != tc.retry {
 				t.Errorf("CheckNotAnswering = %v (retry %v), want a conflict with retry %v", err, errs.RetryAfter(err), tc.retry)
 			}
-			if c := s.Clone(); c.Answering == s.Answering {
+			if c := s.Clone(); c.Bookkeeping.Answering == s.Bookkeeping.Answering {
 				t.Errorf("Clone shares the lease")
 			}
 		})

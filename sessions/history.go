@@ -21,9 +21,9 @@ import (
 func (s *Session) NoteAppend(now time.Time) {
 	switch {
 	case s.MessageCount == 0:
-		s.HistoryStartAt = now
-	case s.HistoryStartAt.IsZero():
-		s.HistoryStartAt = s.CreatedAt
+		s.Bookkeeping.HistoryStartAt = now
+	case s.Bookkeeping.HistoryStartAt.IsZero():
+		s.Bookkeeping.HistoryStartAt = s.CreatedAt
 	}
 }
 
@@ -43,10 +43,10 @@ func (s *Session) MessageRetention(p Policy) time.Duration {
 // the policy's period is found from HistoryStartAt, as that period may
 // change between runs.)
 func (s *Session) HistoryExpiresAt() time.Time {
-	if s.MessageRetentionDays <= 0 || s.HistoryStartAt.IsZero() {
+	if s.MessageRetentionDays <= 0 || s.Bookkeeping.HistoryStartAt.IsZero() {
 		return time.Time{}
 	}
-	return s.HistoryStartAt.Add(time.Duration(s.MessageRetentionDays) * Day)
+	return s.Bookkeeping.HistoryStartAt.Add(time.Duration(s.MessageRetentionDays) * Day)
 }
 
 // CheckMessageRetentionDays accepts a session's own message retention: 1

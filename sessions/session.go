@@ -107,7 +107,30 @@ type Session struct {
 	// Branches is the session's tree of messages once it was branched
 	// (a reply regenerated, a message edited); nil until then.
 	Branches *Branches `json:"branches,omitempty"`
-	Bookkeeping
+	// Bookkeeping is what other domains keep with the session. Its fields
+	// show in the API beside the session's own (see MarshalJSON).
+	Bookkeeping Bookkeeping `json:"-"`
+}
+
+// sessionJSON is a session as the API shows it: Bookkeeping's fields
+// beside the session's own, as they were when Session embedded it.
+type sessionJSON struct {
+	*plainSession
+	*Bookkeeping
+}
+
+// plainSession is Session without its methods, so that encoding it does
+// not call them again.
+type plainSession Session
+
+// MarshalJSON writes s with Bookkeeping's fields at the top level.
+func (s Session) MarshalJSON() ([]byte, error) {
+	return json.Marshal(sessionJSON{(*plainSession)(&s), &s.Bookkeeping})
+}
+
+// UnmarshalJSON reads s as MarshalJSON writes it.
+func (s *Session) UnmarshalJSON(data []byte) error {
+	return json.Unmarshal(data, &sessionJSON{(*plainSession)(s), &s.Bookkeeping})
 }
 
 // Bookkeeping is what other domains keep in a session's document, beside
@@ -181,17 +204,17 @@ func (s *Session) Clone() *Session {
 	c := *s
 	c.ArchivedAt = cloneTime(s.ArchivedAt)
 	c.DeletedAt = cloneTime(s.DeletedAt)
-	c.SummaryUpdatedAt = cloneTime(s.SummaryUpdatedAt)
+	c.Bookkeeping.SummaryUpdatedAt = cloneTime(s.Bookkeeping.SummaryUpdatedAt)
 	c.Metadata = s.Metadata.Clone()
 	if s.Context.ToolOutputs != nil {
 		t := *s.Context.ToolOutputs
 		c.Context.ToolOutputs = &t
 	}
-	c.PendingToolCalls = append([]string(nil), s.PendingToolCalls...)
+	c.Bookkeeping.PendingToolCalls = append([]string(nil), s.Bookkeeping.PendingToolCalls...)
 	c.Branches = s.Branches.clone()
-	if s.Answering != nil {
-		a := *s.Answering
-		c.Answering = &a
+	if s.Bookkeeping.Answering != nil {
+		a := *s.Bookkeeping.Answering
+		c.Bookkeeping.Answering = &a
 	}
 	return &c
 }

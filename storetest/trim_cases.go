@@ -39,11 +39,11 @@ func testTrimStore(t *testing.T, e *Env) {
 	e.Clock.Advance(6 * sessions.Day)
 	now := e.Clock.Now()
 
-	if got := e.Reload(t, own); !got.HistoryStartAt.Equal(Epoch) || !got.HistoryExpiresAt().Equal(Epoch.Add(10*sessions.Day)) {
-		t.Fatalf("history starts %v, due %v", got.HistoryStartAt, got.HistoryExpiresAt())
+	if got := e.Reload(t, own); !got.Bookkeeping.HistoryStartAt.Equal(Epoch) || !got.HistoryExpiresAt().Equal(Epoch.Add(10*sessions.Day)) {
+		t.Fatalf("history starts %v, due %v", got.Bookkeeping.HistoryStartAt, got.HistoryExpiresAt())
 	}
-	if got := e.Reload(t, empty); !got.HistoryStartAt.IsZero() {
-		t.Errorf("a session without messages has a history start: %v", got.HistoryStartAt)
+	if got := e.Reload(t, empty); !got.Bookkeeping.HistoryStartAt.IsZero() {
+		t.Errorf("a session without messages has a history start: %v", got.Bookkeeping.HistoryStartAt)
 	}
 	due := func(q retention.TrimQuery, after *retention.Cursor, limit int) []string {
 		return idsOf(Must[[]*sessions.Session](t)(db.HistoriesDue(ctx, q, after, limit)))
@@ -91,8 +91,8 @@ func testTrimStore(t *testing.T, e *Env) {
 		}
 	}
 	got := e.Reload(t, own)
-	if got.HistoryFrom != q2.Seq || got.MessageCount != 2 || got.NextSeq != 4 || got.Feedback.Up != 0 || !got.HistoryStartAt.Equal(q2.CreatedAt) {
-		t.Errorf("after the trim: from %d, %d messages, next %d, %d up, starts %v", got.HistoryFrom, got.MessageCount, got.NextSeq, got.Feedback.Up, got.HistoryStartAt)
+	if got.Bookkeeping.HistoryFrom != q2.Seq || got.MessageCount != 2 || got.NextSeq != 4 || got.Feedback.Up != 0 || !got.Bookkeeping.HistoryStartAt.Equal(q2.CreatedAt) {
+		t.Errorf("after the trim: from %d, %d messages, next %d, %d up, starts %v", got.Bookkeeping.HistoryFrom, got.MessageCount, got.NextSeq, got.Feedback.Up, got.Bookkeeping.HistoryStartAt)
 	}
 	if all := e.All(t, got); len(all) != 2 || all[0].Seq != q2.Seq {
 		t.Errorf("stored after the trim: %d messages from %d", len(all), all[0].Seq)

@@ -59,26 +59,26 @@ func testTurns(t *testing.T, e *Env) {
 		if err != nil {
 			return nil, err
 		}
-		s.Answering = lease
+		s.Bookkeeping.Answering = lease
 		return &chat.TurnWrite{Session: s, Tail: tl, Messages: []history.Message{m}, Slot: 2, Minute: 7, Tokens: 40}, nil
 	}))
-	if done.Answer == nil || done.Answer.Content != "reply" || done.Slots[2] != 7 || done.DayTokens != 40 || !reflect.DeepEqual(done.Session.Answering, lease) {
+	if done.Answer == nil || done.Answer.Content != "reply" || done.Slots[2] != 7 || done.DayTokens != 40 || !reflect.DeepEqual(done.Session.Bookkeeping.Answering, lease) {
 		t.Fatalf("after finishing: %+v", done)
 	}
 	read = Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }))
 	if read.Answer == nil || read.Answer.Seq != 1 || read.Slots[2] != 7 || read.DayTokens != 40 ||
-		!reflect.DeepEqual(read.Session.Answering, lease) || read.Session.NextSeq != 2 || len(read.Tail.Messages) != 2 {
+		!reflect.DeepEqual(read.Session.Bookkeeping.Answering, lease) || read.Session.NextSeq != 2 || len(read.Tail.Messages) != 2 {
 		t.Fatalf("read back after finishing: %+v", read)
 	}
 	// The lease is given back by writing the session without it.
 	done = Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, done, func(st *chat.TurnState) (*chat.TurnWrite, error) {
 		s := st.Session.Clone()
-		s.Answering = nil
+		s.Bookkeeping.Answering = nil
 		return &chat.TurnWrite{Session: s, Slot: chat.NoSlot}, nil
 	}))
 	read = Must[*chat.TurnState](t)(turns.RunTurn(ctx, q, nil, func(*chat.TurnState) (*chat.TurnWrite, error) { return nil, nil }))
-	if done.Session.Answering != nil || read.Session.Answering != nil {
-		t.Fatalf("the lease was not given back: %+v, read back %+v", done.Session.Answering, read.Session.Answering)
+	if done.Session.Bookkeeping.Answering != nil || read.Session.Bookkeeping.Answering != nil {
+		t.Fatalf("the lease was not given back: %+v, read back %+v", done.Session.Bookkeeping.Answering, read.Session.Bookkeeping.Answering)
 	}
 
 	// A state gone stale is planned again on what is stored now.

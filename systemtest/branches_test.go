@@ -296,8 +296,8 @@ func testBranchSummaries(t *testing.T, backend string) {
 		}
 	}
 	h.checkTree(alice.token, id)
-	if s := h.session(id); s.Summary != "" {
-		t.Fatalf("the new branch's session shows the other branch's summary %q", s.Summary)
+	if s := h.session(id); s.Bookkeeping.Summary != "" {
+		t.Fatalf("the new branch's session shows the other branch's summary %q", s.Bookkeeping.Summary)
 	}
 	// Back on the first branch, its summary is in use again.
 	h.do("POST", "/sessions/"+id+"/branch", alice.token, map[string]any{"seq": end}).want(t, 200)
@@ -305,7 +305,7 @@ func testBranchSummaries(t *testing.T, backend string) {
 	if got[0] != "summary" || got[len(got)-1] != r.Reply.Content {
 		t.Fatalf("back on the compacted branch the context is %q", got)
 	}
-	if cs := h.compactions(id); h.session(id).Summary != cs[len(cs)-1].Summary {
+	if cs := h.compactions(id); h.session(id).Bookkeeping.Summary != cs[len(cs)-1].Summary {
 		t.Fatalf("back on the compacted branch the session's summary is not its own")
 	}
 }

@@ -101,8 +101,8 @@ func TestChaos(t *testing.T) {
 		model.enable(false)
 		h.idle()
 		for _, cv := range convs {
-			if s := h.session(cv.id); s.Answering != nil {
-				t.Errorf("round %d: session %s has a lease left behind: %+v", round, cv.id, s.Answering)
+			if s := h.session(cv.id); s.Bookkeeping.Answering != nil {
+				t.Errorf("round %d: session %s has a lease left behind: %+v", round, cv.id, s.Bookkeeping.Answering)
 			}
 		}
 		h.clock.Advance(61 * time.Second) // a new minute for the turn limits

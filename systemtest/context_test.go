@@ -164,7 +164,7 @@ func TestLongConversation(t *testing.T) {
 	// flight, so every summary request made has had its chance to be saved.
 	h.idle()
 	cs := h.compactions(id)
-	if len(cs) == 0 || h.session(id).Summary != cs[len(cs)-1].Summary {
+	if len(cs) == 0 || h.session(id).Bookkeeping.Summary != cs[len(cs)-1].Summary {
 		t.Fatalf("%d records; the session's summary is not the last one's", len(cs))
 	}
 	if len(cs) < 10 {
@@ -304,7 +304,7 @@ func TestSummarizerFailure(t *testing.T) {
 		}
 	}
 	h.idle()
-	if sc.summaries.Load() == 0 || len(h.compactions(id)) != 0 || h.session(id).Summary != "" {
+	if sc.summaries.Load() == 0 || len(h.compactions(id)) != 0 || h.session(id).Bookkeeping.Summary != "" {
 		t.Fatalf("%d summary attempts, %d records", sc.summaries.Load(), len(h.compactions(id)))
 	}
 	if n := len(h.allMessages(alice.token, id)); n != 60 {
@@ -313,8 +313,8 @@ func TestSummarizerFailure(t *testing.T) {
 	fail.Store(false)
 	h.do("POST", "/chat", alice.token, map[string]any{"sessionId": id, "message": "after recovery"}).want(t, 200)
 	waitFor(t, "a compaction after recovery", func() bool { return len(h.compactions(id)) == 1 })
-	if s := h.session(id); s.Summary != "Recovered summary." || s.SummaryUpdatedAt == nil {
-		t.Errorf("session summary %q", s.Summary)
+	if s := h.session(id); s.Bookkeeping.Summary != "Recovered summary." || s.Bookkeeping.SummaryUpdatedAt == nil {
+		t.Errorf("session summary %q", s.Bookkeeping.Summary)
 	}
 }
 

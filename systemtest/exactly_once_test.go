@@ -40,8 +40,8 @@ func (h *harness) checkParents(token, id string) []branchMsg {
 			h.t.Errorf("user message %d (%q) follows a %q message (seq %d)", m.Seq, m.Content, parent, m.ParentSeq)
 		}
 	}
-	if s := h.session(id); s.Answering != nil {
-		h.t.Errorf("an answering lease is left behind: %+v", s.Answering)
+	if s := h.session(id); s.Bookkeeping.Answering != nil {
+		h.t.Errorf("an answering lease is left behind: %+v", s.Bookkeeping.Answering)
 	}
 	return all
 }

@@ -92,7 +92,7 @@ func TestMessageRetentionOverHTTP(t *testing.T) {
 		}
 		var ex export
 		h.do("GET", "/account/export", alice.token, nil).want(t, 200).decode(t, &ex)
-		if len(ex.Sessions) != 1 || ex.Sessions[0].Session.HistoryFrom != 2 || len(ex.Sessions[0].Messages) != 4 || ex.Sessions[0].Messages[0].Seq != 2 {
+		if len(ex.Sessions) != 1 || ex.Sessions[0].Session.Bookkeeping.HistoryFrom != 2 || len(ex.Sessions[0].Messages) != 4 || ex.Sessions[0].Messages[0].Seq != 2 {
 			t.Errorf("export: %+v", ex.Sessions)
 		}
 		// A session's own shorter period: the next sweep applies it.

@@ -58,8 +58,8 @@ func TestWarmTurnLimits(t *testing.T) {
 	if kept := h.messages(alice.token, id); len(kept) != 5 || kept[4].Content != "four" {
 		t.Fatalf("after the refusal: %d messages, want the question kept as the 5th", len(kept))
 	}
-	if s := h.session(id); s.Answering != nil {
-		t.Errorf("the refused turn left its lease: %+v", s.Answering)
+	if s := h.session(id); s.Bookkeeping.Answering != nil {
+		t.Errorf("the refused turn left its lease: %+v", s.Bookkeeping.Answering)
 	}
 	// The next day, a retry under the key answers the message kept.
 	h.clock.Advance(24 * time.Hour)
