@@ -162,7 +162,7 @@ func (b *Backstop) RecordAll(ctx context.Context) (int, error) {
 // recording is a run of RecordAll: the users it looked at.
 type recording struct {
 	store AccountStore
-	seen map[string]bool
+	seen  map[string]bool
 }
 
 // sessionOwners records the owner of every session, as of the first of
