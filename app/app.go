@@ -172,7 +172,7 @@ func services(cfg Config, d Deps) (Services, *retention.Sweeper) {
 	ss := sessions.NewService(d.Store, cfg.ChatModel)
 	ss.Now = d.Now
 	ss.DefaultContext = cfg.DefaultContext()
-	ss.ContextWindow = cfg.windowOf
+	ss.ContextSize = cfg.contextSizeOf
 	for _, m := range cfg.ChatModels {
 		ss.Models = append(ss.Models, m.Name)
 	}
@@ -182,7 +182,7 @@ func services(cfg Config, d Deps) (Services, *retention.Sweeper) {
 	hs.Policy, hs.Now = cfg.Policy(), d.Now
 	hs.MaxMessages = cfg.MaxSessionMessages
 	hs.DefaultBudget = cfg.ContextBudget
-	hs.Window, hs.Feedback = cfg.windowOf, d.Store
+	hs.ContextSize, hs.Feedback = cfg.contextSizeOf, d.Store
 	// Work the model does besides replies is charged to the user too.
 	background := chat.Metered(d.Model, d.Tokens)
 	hs.Summarizer = llm.Summarizer{Model: background}
@@ -311,12 +311,12 @@ func Firestore(client *firestore.Client, opts ...firestoredb.Option) storage.Sto
 
 // chooseModel is the model service cfg names, or the offline stand-in
 // (streaming at OFFLINE_PACE_MS), announced loudly, when it names none; sessions then name the stand-in
-// (with the configured default's context window).
+// (with the configured default's context size).
 func chooseModel(cfg *Config, log *slog.Logger) chat.Model {
 	if !cfg.OfflineModel() {
 		return llm.NewOpenAI(cfg.OpenAIKey, cfg.OpenAIBaseURL, nil)
 	}
-	cfg.ChatModels = []ChatModel{{Name: llm.OfflineModel, ContextWindow: cfg.windowOf(cfg.ChatModel)}}
+	cfg.ChatModels = []ChatModel{{Name: llm.OfflineModel, ContextSize: cfg.contextSizeOf(cfg.ChatModel)}}
 	cfg.ChatModel = llm.OfflineModel
 	log.Warn("OFFLINE MODEL: OPENAI_API_KEY and OPENAI_BASE_URL are not set, so replies come from a deterministic offline stand-in (stored with model \"" + llm.OfflineModel + "\"), not a real model")
 	return llm.Offline{Pace: cfg.OfflinePace}

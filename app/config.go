@@ -81,7 +81,7 @@ type Config struct {
 // MinIDSecret is the fewest characters ID_SECRET may have.
 const MinIDSecret = ids.MinSecretLen
 
-// ChatModel is a model sessions may choose, with its context window in
+// ChatModel is a model sessions may choose, with its context size in
 // tokens (as GET /models answers it).
 type ChatModel = functions.ChatModel
 
@@ -275,7 +275,7 @@ func (c *Config) checkChoices(env *vars) {
 // prices (dollars per million tokens) its list price if known. The
 // default model is always offered, first.
 func parseModels(v, def string) ([]ChatModel, error) {
-	out := []ChatModel{{Name: def, ContextWindow: history.ContextWindow(def)}}
+	out := []ChatModel{{Name: def, ContextSize: history.ContextSize(def)}}
 	for _, item := range strings.Split(v, ",") {
 		item = strings.TrimSpace(item)
 		if item == "" {
@@ -283,7 +283,7 @@ func parseModels(v, def string) ([]ChatModel, error) {
 		}
 		name, window, hasWindow := strings.Cut(item, ":")
 		window, prices, hasPrices := strings.Cut(window, ":")
-		m := ChatModel{Name: strings.TrimSpace(name), ContextWindow: history.ContextWindow(name)}
+		m := ChatModel{Name: strings.TrimSpace(name), ContextSize: history.ContextSize(name)}
 		if p, err := parsePrice(m.Name, prices, hasPrices); err != nil {
 			return nil, err
 		} else if !p.Zero() {
@@ -294,7 +294,7 @@ func parseModels(v, def string) ([]ChatModel, error) {
 			if err != nil || n < 1000 || n > 10_000_000 {
 				return nil, fmt.Errorf("CHAT_MODELS: %q: the context window must be a whole number of tokens from 1000 to 10000000", item)
 			}
-			m.ContextWindow = n
+			m.ContextSize = n
 		}
 		if m.Name == "" || strings.ContainsAny(m.Name, " \t") {
 			return nil, fmt.Errorf("CHAT_MODELS: %q is not a model name", item)
@@ -359,18 +359,18 @@ func (c Config) models() []ChatModel {
 	if len(c.ChatModels) > 0 {
 		return c.ChatModels
 	}
-	return []ChatModel{{Name: c.ChatModel, ContextWindow: history.ContextWindow(c.ChatModel)}}
+	return []ChatModel{{Name: c.ChatModel, ContextSize: history.ContextSize(c.ChatModel)}}
 }
 
-// windowOf is model's context window: as CHAT_MODELS says, else the one
+// contextSizeOf is model's context size: as CHAT_MODELS says, else the one
 // known for its name.
-func (c Config) windowOf(model string) int {
+func (c Config) contextSizeOf(model string) int {
 	for _, m := range c.ChatModels {
 		if m.Name == model {
-			return m.ContextWindow
+			return m.ContextSize
 		}
 	}
-	return history.ContextWindow(model)
+	return history.ContextSize(model)
 }
 
 // Policy is the retention policy; a period left at zero keeps its default.

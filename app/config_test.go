@@ -20,11 +20,11 @@ func TestConfigFromEnv(t *testing.T) {
 	if err != nil {
 		t.Fatal(err)
 	}
-	if len(c.ChatModels) != 1 || c.ChatModels[0].Name != DefaultChatModel || c.ChatModels[0].ContextWindow != 128_000 {
+	if len(c.ChatModels) != 1 || c.ChatModels[0].Name != DefaultChatModel || c.ChatModels[0].ContextSize != 128_000 {
 		t.Errorf("models by default: %+v", c.ChatModels)
 	}
 	if m, err := ConfigFromEnv(env(append(local, "CHAT_MODELS", "gpt-4.1:1047576, tiny:8000,"+DefaultChatModel+":64000")...)); err != nil ||
-		len(m.ChatModels) != 3 || m.ChatModels[0] != (ChatModel{Name: DefaultChatModel, ContextWindow: 64000}) || m.ChatModels[2] != (ChatModel{Name: "tiny", ContextWindow: 8000}) {
+		len(m.ChatModels) != 3 || m.ChatModels[0] != (ChatModel{Name: DefaultChatModel, ContextSize: 64000}) || m.ChatModels[2] != (ChatModel{Name: "tiny", ContextSize: 8000}) {
 		t.Errorf("CHAT_MODELS: %+v %v", m.ChatModels, err)
 	}
 	if c.Backend != "firestore" || c.ChatModel != DefaultChatModel || c.TurnsPerMinute != DefaultTurnsPerMinute || !c.OfflineModel() || c.ModelTimeout != DefaultModelTimeout {

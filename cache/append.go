@@ -9,7 +9,7 @@ import (
 
 // RunAppend runs an append through the store, given what is kept of the
 // session at the version the app read its context at (q.IfMatch), and of
-// the user's window and spend, so that the store may read nothing; it
+// the user's quota and spend, so that the store may read nothing; it
 // keeps what the store returns.
 func (c *Store) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (string, error) {
 	var last *chat.AppendWrite

@@ -45,9 +45,9 @@ type Known interface {
 	ReadKnown(ctx context.Context, q chat.TurnQuery, known *chat.TurnState) (*chat.TurnState, error)
 	// AppendKnown runs an append as RunAppend does, but may plan from
 	// known (at version q.IfMatch) and usage (what an earlier AppendKnown
-	// returned of the user's window and spend on q.Day) instead of reading
+	// returned of the user's quota and spend on q.Day) instead of reading
 	// them. It returns the session and its context as the commit left
-	// them (as read, with a nil write), and the user's window and spend;
+	// them (as read, with a nil write), and the user's quota and spend;
 	// the state's Version, and usage, are nil when the store cannot tell.
 	AppendKnown(ctx context.Context, q chat.AppendQuery, known *chat.TurnState, usage chat.Version, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (*chat.TurnState, chat.Version, error)
 	// CreateKnown creates a session as CreateSession does and returns it

@@ -42,7 +42,7 @@ func TestRenameKeepsTheSession(t *testing.T) {
 		if _, err := one.RunAppend(ctx, chat.AppendQuery{UserID: "alice", SessionID: s.ID, Day: "2026-01-15"}, func(st *chat.AppendState) (*chat.AppendWrite, error) {
 			ss, tl := st.Session.Clone(), st.Tail.Clone()
 			msgs, err := plan(ss, tl, st.Stored)
-			return &chat.AppendWrite{Session: ss, Tail: tl, Messages: msgs, Window: st.Usage}, err
+			return &chat.AppendWrite{Session: ss, Tail: tl, Messages: msgs, Quota: st.Usage}, err
 		}); err != nil {
 			t.Fatal(err)
 		}

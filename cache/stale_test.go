@@ -81,7 +81,7 @@ func TestKeptContextIsNotTrusted(t *testing.T) {
 			if err != nil {
 				return nil, err
 			}
-			return &chat.AppendWrite{Session: ss, Tail: tl, Messages: msgs, Window: st.Usage}, nil
+			return &chat.AppendWrite{Session: ss, Tail: tl, Messages: msgs, Quota: st.Usage}, nil
 		})
 	}
 	var seenOther, seenOne []string
@@ -132,7 +132,7 @@ func TestKeptUsageIsNotTrusted(t *testing.T) {
 			}
 			u := st.Usage
 			u.Minute, u.MinuteMessages = minute, u.MinuteMessages+len(msgs)
-			return &chat.AppendWrite{Session: ss, Tail: tl, Messages: msgs, Window: u, Tokens: 5}, nil
+			return &chat.AppendWrite{Session: ss, Tail: tl, Messages: msgs, Quota: u, Tokens: 5}, nil
 		})
 		if err != nil {
 			t.Fatal(err)

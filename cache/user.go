@@ -15,7 +15,7 @@ type user struct {
 	claiming bool             // a claim from what is kept is under way
 
 	usageDay string       // the day usage is of ("": none kept)
-	usage    chat.Version // the user's appended-messages window and spend, as the store returned them
+	usage    chat.Version // the user's per-minute message quota and spend, as the store returned them
 }
 
 // slot is a rate-limit slot as read or written: the minute it was last
@@ -39,7 +39,7 @@ func (c *Store) forget(userID string) {
 	delete(c.users, userID)
 }
 
-// dropUsage forgets the user's window and spend as kept (a write changed
+// dropUsage forgets the user's quota and spend as kept (a write changed
 // them).
 func (c *Store) dropUsage(userID string) {
 	c.note(userID, func(u *user) { u.usageDay, u.usage = "", nil })
@@ -66,7 +66,7 @@ func (c *Store) note(userID string, fn func(*user)) {
 	fn(u)
 }
 
-// usageOn returns what is kept of the user's window and their spend on
+// usageOn returns what is kept of the user's quota and their spend on
 // day (nil: nothing).
 func (c *Store) usageOn(userID, day string) any {
 	c.mu.Lock()

@@ -82,7 +82,7 @@ func (svc *Service) tryAppend(ctx context.Context, q AppendQuery, drafts []histo
 }
 
 // planAppend decides an append on the state read: the batch's commit (the
-// messages, the session and its context, the rate window and the tokens),
+// messages, the session and its context, the per-minute quota and the tokens),
 // or nothing when the batch is stored already, and what the caller gets.
 func (svc *Service) planAppend(st *AppendState, q AppendQuery, plan history.Plan, now time.Time) (*Appended, *AppendWrite, error) {
 	out := &Appended{UserID: q.UserID, SessionID: q.SessionID}
@@ -112,7 +112,7 @@ func (svc *Service) planAppend(st *AppendState, q AppendQuery, plan history.Plan
 	_, due := history.PlanCompaction(s, t, svc.History.BudgetFor(s), svc.mayBeDue(s))
 	out.compactionDue = due && s.Context.Summaries != sessions.SummariesApp // the app makes its own
 	out.fixed = svc.fixed(s)
-	return out, &AppendWrite{Session: s, Tail: t, Messages: msgs, Window: u, Tokens: n}, nil
+	return out, &AppendWrite{Session: s, Tail: t, Messages: msgs, Quota: u, Tokens: n}, nil
 }
 
 // mayBeDue is what an append, which reads no memory, reserves besides the

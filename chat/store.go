@@ -44,17 +44,17 @@ type TurnStore interface {
 	ReadTurn(ctx context.Context, q TurnQuery) (*TurnState, error)
 	// RunAppend stores messages a client composed itself as a turn stores
 	// its message: it reads what q names in one round trip (the session,
-	// its tail, the batch stored under q.Key, the user's appended-messages
-	// window and spend on q.Day), calls plan, and commits the write plan
+	// its tail, the batch stored under q.Key, the user's per-minute message
+	// quota and spend on q.Day), calls plan, and commits the write plan
 	// returns in one commit (the messages, named by the key or by ids it
-	// chooses once, with the session, tail and window, and the tokens
+	// chooses once, with the session, tail and quota, and the tokens
 	// added to the day), on condition that nothing plan was given changed
 	// meanwhile; if something did, it reads and plans again. A nil write
 	// commits nothing. ENOTFOUND if the session does not exist. It returns
 	// the version of the session and its context the commit left (with a
 	// nil write, the one read). With q.IfMatch the store may start from a
 	// state it kept of that version instead of reading the session and
-	// its context, and from what it kept of the user's window and spend
+	// its context, and from what it kept of the user's quota and spend
 	// (then reading nothing): its commit is conditioned on them all the
 	// same, the spend included.
 	RunAppend(ctx context.Context, q AppendQuery, plan func(*AppendState) (*AppendWrite, error)) (string, error)
@@ -73,7 +73,7 @@ type AppendState struct {
 	Session *sessions.Session
 	Tail    *history.Tail
 	Stored  []history.Message // the batch stored under the key, if any
-	Usage   Usage             // the appended-messages window and the day's spend
+	Usage   Usage             // the per-minute message quota and the day's spend
 	Version string            // of the session and its context, as read
 	// MayHaveLanded: the batch Stored may be this append's own, stored by
 	// a commit it tried whose answer was lost (the batch is where that
@@ -86,7 +86,7 @@ type AppendWrite struct {
 	Session  *sessions.Session
 	Tail     *history.Tail
 	Messages []history.Message // created; the store names those without an id
-	Window   Usage             // the appended-messages window to store
+	Quota    Usage             // the per-minute message quota to store
 	Tokens   int               // added to the user's spend on the query's Day
 }
 

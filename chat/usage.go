@@ -29,9 +29,9 @@ const MaxTurnsPerMinute = 100
 // server instances.
 type Usage struct {
 	UserID         string
-	Minute         int64 // unix minute of the message window
+	Minute         int64 // unix minute of the per-minute message quota
 	MinuteMessages int   // appended by the client (not by turns)
-	SearchMinute   int64 // unix minute of the search window
+	SearchMinute   int64 // unix minute of the per-minute search quota
 	MinuteSearches int   // searches run in it
 	Day            string
 	DayTokens      int
@@ -144,11 +144,11 @@ func limited(wait time.Duration, format string, args ...any) error {
 }
 
 // UsageStore keeps a user's usage: their appended-messages and search
-// windows, their spend by day and their turn slots; turns and charges
+// quotas, their spend by day and their turn slots; turns and charges
 // write it, the limits read it, export and erasure read and delete it.
 type UsageStore interface {
-	// UpdateUsage reads the user's message window and their spend on day
-	// (zero if none), calls fn and stores the window, atomically; fn may
+	// UpdateUsage reads the user's per-minute message quota and their spend on day
+	// (zero if none), calls fn and stores the quota, atomically; fn may
 	// run more than once.
 	UpdateUsage(ctx context.Context, userID, day string, fn func(*Usage) error) error
 	// AddTokens adds n to the user's spend on day without reading it, so
@@ -169,7 +169,7 @@ type UsageStore interface {
 
 	// GetUsage returns the user's usage records, nil if none.
 	GetUsage(ctx context.Context, userID string) (*UsageRecord, error)
-	// UsageOn returns the user's message window, their spend on day (the
+	// UsageOn returns the user's per-minute message quota, their spend on day (the
 	// only day in Days) and the minutes of their first slots turn slots
 	// (0 for one never taken), in one read.
 	UsageOn(ctx context.Context, userID, day string, slots int) (*UsageRecord, error)
@@ -178,9 +178,9 @@ type UsageStore interface {
 
 // UsageRecord is everything stored of a user's usage.
 type UsageRecord struct {
-	Minute         int64          // of the message window
+	Minute         int64          // of the per-minute message quota
 	MinuteMessages int            // appended in it
-	SearchMinute   int64          // of the search window
+	SearchMinute   int64          // of the per-minute search quota
 	MinuteSearches int            // searches run in it
 	Days           map[string]int // tokens spent, by UTC day
 	// Models are, for UsageOn's day, the replies' tokens by the model that
@@ -199,7 +199,7 @@ func (svc *Service) Standing(ctx context.Context, userID string, price func(mode
 	return UsageData{Store: svc.Usage, Price: price}.Standing(ctx, userID, svc.Limits, svc.now())
 }
 
-// UsageData is a user's rate-limit windows as personal data, and where
+// UsageData is a user's per-minute quotas as personal data, and where
 // they stand against the limits and the bill.
 type UsageData struct {
 	Store UsageStore

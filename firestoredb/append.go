@@ -12,7 +12,7 @@ import (
 
 // RunAppend reads the session, its context, the key's first message (or,
 // after a commit whose answer was lost, an unkeyed batch's first id), the
-// user's window and the day's spend in one BatchGetDocuments, and commits
+// user's quota and the day's spend in one BatchGetDocuments, and commits
 // the messages, the session, what changed of its context, the window and
 // the spend (each on condition of its update time) in one Commit; see
 // chat.TurnStore.
@@ -27,12 +27,12 @@ func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat
 // AppendKnown runs an append as RunAppend does, but given known (the
 // session and its context as a cache kept them, at the version q.IfMatch
 // names) it plans from it instead of reading them, and given usage too
-// (the user's window and spend on q.Day, as an earlier AppendKnown
+// (the user's quota and spend on q.Day, as an earlier AppendKnown
 // returned them) it reads nothing: the commit's conditions tell whether
 // all that is still current, and its Create of the key's messages whether
 // the key is new; a refused commit reads and plans again. It returns the
 // session and its context as the commit left them (with a nil write, as
-// read), and the user's window and spend; their Version, and usage, are
+// read), and the user's quota and spend; their Version, and usage, are
 // nil when the store cannot tell them.
 func (db *DB) AppendKnown(ctx context.Context, q chat.AppendQuery, known *chat.TurnState, usage chat.Version, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (*chat.TurnState, chat.Version, error) {
 	a := &appendRun{db: db, q: q, known: known, usage: usage, plan: plan, msgs: db.messagesOf(q.SessionID), first: true, plannedSeq: -1}
@@ -59,7 +59,7 @@ type appendRun struct {
 	plannedSeq int      // of the first message the last commit tried wrote; -1: none
 
 	read *stored   // the session and its context as the last attempt read them
-	ur   usageRead // the user's window and spend, as read or known
+	ur   usageRead // the user's quota and spend, as read or known
 	w    *chat.AppendWrite
 	b    *writes
 	wd   *windowDoc
@@ -89,7 +89,7 @@ func (a *appendRun) attempt(_ context.Context, get getAll) (*writes, error) {
 }
 
 // start is the state an attempt plans from: the session, its context and
-// the user's window and spend as known or read in one batched get, with
+// the user's quota and spend as known or read in one batched get, with
 // the batch's first message when it may be stored already (its key's, or,
 // after a commit whose answer was lost, an unkeyed batch's first id). It
 // is nil when that commit landed after all.
@@ -134,7 +134,7 @@ func (a *appendRun) start(get getAll) (*chat.AppendState, error) {
 
 // outcome is what the append returns once its commit ran (res: the
 // commit's results): the session and its context as it left them, and the
-// user's window and spend when the commit's update times tell them.
+// user's quota and spend when the commit's update times tell them.
 func (a *appendRun) outcome(res []*firestore.WriteResult) (*chat.TurnState, chat.Version, error) {
 	switch {
 	case a.w == nil && a.read != nil: // as read just now: nothing was planned
@@ -144,7 +144,7 @@ func (a *appendRun) outcome(res []*firestore.WriteResult) (*chat.TurnState, chat
 	}
 	q := a.q
 	after := a.read.after(a.b, res, a.db.sessionRef(q.SessionID), a.db.windowRef(q.SessionID), a.w.Session, a.w.Tail, a.wd, nil)
-	if now, ok := a.ur.after(a.b, res, a.db.usageRef(q.UserID), a.db.dayRef(q.UserID, q.Day), a.w.Window, a.w.Tokens); ok {
+	if now, ok := a.ur.after(a.b, res, a.db.usageRef(q.UserID), a.db.dayRef(q.UserID, q.Day), a.w.Quota, a.w.Tokens); ok {
 		return stateOf(after), now, nil
 	}
 	return stateOf(after), nil, nil
@@ -164,7 +164,7 @@ func nameBatch(names []string, batch []history.Message, msgs *firestore.Collecti
 }
 
 // writeAppend plans the commit of an append's write w over the session
-// and context st and the user's window and spend ur, each on condition
+// and context st and the user's quota and spend ur, each on condition
 // that it is as read, and returns it with the window document it writes.
 func (db *DB) writeAppend(q chat.AppendQuery, st *stored, ur usageRead, w *chat.AppendWrite) (*writes, *windowDoc, error) {
 	b := db.newWrites()
@@ -179,8 +179,8 @@ func (db *DB) writeAppend(q chat.AppendQuery, st *stored, ur usageRead, w *chat.
 	if st.next != nil {
 		b.addUpdate(sref, nextUpdate(nil)) // the window has it now, or it is stale
 	}
-	w.Window.UserID = q.UserID
-	writeWindow(b, db.usageRef(q.UserID), ur.windowTime, w.Window, "")
+	w.Quota.UserID = q.UserID
+	writeQuota(b, db.usageRef(q.UserID), ur.quotaTime, w.Quota, "")
 	if w.Tokens > 0 {
 		db.spendOn(b, q.UserID, ur, w.Tokens)
 	}
@@ -191,7 +191,7 @@ func (db *DB) writeAppend(q chat.AppendQuery, st *stored, ur usageRead, w *chat.
 // given known at the version the app read (q.IfMatch), starts from it:
 // the commit's conditions tell whether it is still current. Given usage
 // too, it reads nothing and returns it as kept; else it reads extra (the
-// user's window and spend, and the key's message). Any other attempt
+// user's quota and spend, and the key's message). Any other attempt
 // reads the session and its context with extra.
 func (db *DB) appendStart(get getAll, q chat.AppendQuery, first bool, known *chat.TurnState, usage chat.Version, extra []*firestore.DocumentRef) (_ *stored, kept *usageRead, _ []*firestore.DocumentSnapshot, _ error) {
 	k := knownAt(known, q.IfMatch)

@@ -68,7 +68,7 @@ func TestPurgeLeavesNothing(t *testing.T) {
 	}); err != nil {
 		t.Fatal(err)
 	}
-	if n := countUnder(t, client, s.ID); n != 42 { // 40 messages, the context window and the record
+	if n := countUnder(t, client, s.ID); n != 42 { // 40 messages, the tail document and the record
 		t.Fatalf("%d documents under the session before purge", n)
 	}
 	storetest.Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", s.ID))
@@ -105,7 +105,7 @@ func TestResumePurge(t *testing.T) {
 	// With a cancelled context the transaction itself fails: nothing happens.
 	_, err := storetest.PurgeAs(cancelled, e.Sessions, "alice", s.ID)
 	storetest.WantCode(t, err, errs.EUNAVAILABLE)
-	if n := countUnder(t, client, s.ID); n != 6 { // 5 messages and the context window
+	if n := countUnder(t, client, s.ID); n != 6 { // 5 messages and the tail document
 		t.Fatalf("a failed purge deleted messages: %d left", n)
 	}
 	// Simulate the cut-off: session gone, marker present, messages present.

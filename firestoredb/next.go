@@ -7,7 +7,7 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// A turn writes its context window once, in its reply's commit. The
+// A turn writes its tail document once, in its reply's commit. The
 // commit that claims the turn (before the model) writes the session
 // document anyway, for the answering lease; it carries the user's message
 // there too, as the session document's "tailNext": the message as a window

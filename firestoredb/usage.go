@@ -14,7 +14,7 @@ import (
 // A user's usage is kept in documents no two concurrent turns of theirs
 // need to write alike:
 //
-//	chat_usage/{uid}                  the appended-messages window (appends only)
+//	chat_usage/{uid}                  the per-minute message quota (appends only)
 //	chat_usage/{uid}/usageDays/{day}  tokens spent that UTC day, added to by increments
 //	chat_usage/{uid}/turnSlots/sNN    the minute each turn slot was last taken in
 const (
@@ -46,11 +46,11 @@ type slotDoc struct {
 	Minute int64  `firestore:"minute"`
 }
 
-// UpdateUsage reads the window and the day in one round trip and writes the
-// window in one commit, on condition that it did not change meanwhile: no
+// UpdateUsage reads the quota and the day in one round trip and writes the
+// quota in one commit, on condition that it did not change meanwhile: no
 // transaction, so no BeginTransaction round trip, and concurrent appends of
 // a user retry with backoff instead of queueing on locks. Each call marks
-// the window with a token of its own, so after a commit whose answer was
+// the quota with a token of its own, so after a commit whose answer was
 // lost it finds its own write instead of counting the messages twice.
 func (db *DB) UpdateUsage(ctx context.Context, userID, day string, fn func(*chat.Usage) error) error {
 	ref, dref := db.usageRef(userID), db.dayRef(userID, day)
@@ -61,7 +61,7 @@ func (db *DB) UpdateUsage(ctx context.Context, userID, day string, fn func(*chat
 			return nil, err
 		}
 		ur, err := readUsage(snaps[0], snaps[1], day)
-		if err != nil || ur.window.Token == token {
+		if err != nil || ur.quota.Token == token {
 			return nil, err
 		}
 		u := ur.usage(userID)
@@ -69,45 +69,45 @@ func (db *DB) UpdateUsage(ctx context.Context, userID, day string, fn func(*chat
 			return nil, err
 		}
 		w := db.newWrites()
-		writeWindow(w, ref, ur.windowTime, u, token)
-		if ur.windowTime.IsZero() { // the user's first usage document: a search may come before any session
-			w.Set(db.accountRef(userID), accountDoc{UserID: userID, SeenAt: windowTime(u)})
+		writeQuota(w, ref, ur.quotaTime, u, token)
+		if ur.quotaTime.IsZero() { // the user's first usage document: a search may come before any session
+			w.Set(db.accountRef(userID), accountDoc{UserID: userID, SeenAt: quotaTime(u)})
 		}
 		return w, nil
 	})
 	return err
 }
 
-// windowTime is when u's window was last written: the start of its
+// quotaTime is when u's quota was last written: the start of its
 // latest minute.
-func windowTime(u chat.Usage) time.Time {
+func quotaTime(u chat.Usage) time.Time {
 	return time.Unix(max(u.Minute, u.SearchMinute)*60, 0).UTC()
 }
 
-// usageRead is a user's appended-messages window and their spend on one
+// usageRead is a user's per-minute message quota and their spend on one
 // day, as read or as a commit left them, with the update times a write
 // planned from it is conditioned on (zero: there was no such document).
 type usageRead struct {
-	window     usageDoc
-	windowTime time.Time
-	day        string
-	dayTokens  int
-	dayTime    time.Time
+	quota     usageDoc
+	quotaTime time.Time
+	day       string
+	dayTokens int
+	dayTime   time.Time
 }
 
-// readUsage decodes a user's appended-messages window and their spend on
+// readUsage decodes a user's per-minute message quota and their spend on
 // day.
-func readUsage(window, daySnap *firestore.DocumentSnapshot, day string) (usageRead, error) {
+func readUsage(quota, daySnap *firestore.DocumentSnapshot, day string) (usageRead, error) {
 	ur := usageRead{day: day}
 	var dd dayDoc
-	if err := dataTo(window, &ur.window); err != nil {
+	if err := dataTo(quota, &ur.quota); err != nil {
 		return ur, err
 	}
 	if err := dataTo(daySnap, &dd); err != nil {
 		return ur, err
 	}
-	if window.Exists() {
-		ur.windowTime = window.UpdateTime
+	if quota.Exists() {
+		ur.quotaTime = quota.UpdateTime
 	}
 	if daySnap.Exists() {
 		ur.dayTokens, ur.dayTime = dd.Tokens, daySnap.UpdateTime
@@ -116,19 +116,19 @@ func readUsage(window, daySnap *firestore.DocumentSnapshot, day string) (usageRe
 }
 
 func (ur usageRead) usage(userID string) chat.Usage {
-	return chat.Usage{UserID: userID, Minute: ur.window.Minute, MinuteMessages: ur.window.MinuteMsgs,
-		SearchMinute: ur.window.SearchMin, MinuteSearches: ur.window.MinuteSrch, Day: ur.day, DayTokens: ur.dayTokens}
+	return chat.Usage{UserID: userID, Minute: ur.quota.Minute, MinuteMessages: ur.quota.MinuteMsgs,
+		SearchMinute: ur.quota.SearchMin, MinuteSearches: ur.quota.MinuteSrch, Day: ur.day, DayTokens: ur.dayTokens}
 }
 
 // after is ur as the commit of b (its results res) left it, given what
-// it wrote of the window (u) and the spend (n tokens); false if b did not
+// it wrote of the quota (u) and the spend (n tokens); false if b did not
 // write them on condition of ur, so that what they hold now is unknown.
-func (ur usageRead) after(b *writes, res []*firestore.WriteResult, window, day *firestore.DocumentRef, u chat.Usage, n int) (usageRead, bool) {
-	t, ok := b.time(res, window)
+func (ur usageRead) after(b *writes, res []*firestore.WriteResult, quota, day *firestore.DocumentRef, u chat.Usage, n int) (usageRead, bool) {
+	t, ok := b.time(res, quota)
 	if !ok {
 		return ur, false
 	}
-	ur.window, ur.windowTime = usageDocOf(u, ""), t
+	ur.quota, ur.quotaTime = usageDocOf(u, ""), t
 	if n > 0 {
 		if ur.dayTime, ok = b.time(res, day); !ok {
 			return ur, false
@@ -138,9 +138,9 @@ func (ur usageRead) after(b *writes, res []*firestore.WriteResult, window, day *
 	return ur, true
 }
 
-// writeWindow writes u's window in w, on condition that it was last
+// writeQuota writes u's quota in w, on condition that it was last
 // written at read (created if read is zero), marked with token.
-func writeWindow(w *writes, ref *firestore.DocumentRef, read time.Time, u chat.Usage, token string) {
+func writeQuota(w *writes, ref *firestore.DocumentRef, read time.Time, u chat.Usage, token string) {
 	nd := usageDocOf(u, token)
 	if read.IsZero() {
 		w.Create(ref, nd)
@@ -149,7 +149,7 @@ func writeWindow(w *writes, ref *firestore.DocumentRef, read time.Time, u chat.U
 	}
 }
 
-// usageDocOf is the rate-window document of u, marked with token.
+// usageDocOf is the per-minute quota document of u, marked with token.
 func usageDocOf(u chat.Usage, token string) usageDoc {
 	return usageDoc{UserID: u.UserID, Minute: u.Minute, MinuteMsgs: u.MinuteMessages,
 		SearchMin: u.SearchMinute, MinuteSrch: u.MinuteSearches, Token: token}
@@ -291,7 +291,7 @@ func (db *DB) DeleteUsage(ctx context.Context, userID string) (int, error) {
 	return n, nil
 }
 
-// UsageOn reads, in one batched read, the user's message window, their
+// UsageOn reads, in one batched read, the user's per-minute message quota, their
 // spend on day and their first slots turn slots.
 func (db *DB) UsageOn(ctx context.Context, userID, day string, slots int) (*chat.UsageRecord, error) {
 	ctx, cancel := db.op(ctx)

@@ -2,13 +2,13 @@ package functions
 
 import "github.com/chatmemory/backend/chat"
 
-// ChatModel is a model sessions may choose, with its context window in
+// ChatModel is a model sessions may choose, with its context size in
 // tokens and its price (dollars per million tokens of input, cached
 // input and output; CHAT_MODELS's, else its list price, else none).
 type ChatModel struct {
-	Name          string      `json:"name"`
-	ContextWindow int         `json:"contextWindow"`
-	Price         *chat.Price `json:"price,omitempty"`
+	Name        string      `json:"name"`
+	ContextSize int         `json:"contextWindow"`
+	Price       *chat.Price `json:"price,omitempty"`
 }
 
 // priceOf is model's price among models, else its list price.

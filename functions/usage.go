@@ -7,7 +7,7 @@ import (
 )
 
 // listModels answers GET /models: the chat models a session may choose
-// (its `model` at creation or with PATCH), each with its context window
+// (its `model` at creation or with PATCH), each with its context size
 // and its price when one is known, the default first.
 func (a *App) listModels(w http.ResponseWriter, r *http.Request) {
 	models, def := []ChatModel{}, ""

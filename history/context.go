@@ -8,9 +8,9 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// Known context windows, in tokens. A model not listed gets DefaultWindow;
+// Known context sizes, in tokens. A model not listed gets DefaultContextSize;
 // names match by prefix, longest first.
-var contextWindows = []struct {
+var contextSizes = []struct {
 	prefix string
 	tokens int
 }{
@@ -26,14 +26,14 @@ var contextWindows = []struct {
 	{"o4", 200_000},
 }
 
-// DefaultWindow is the context window assumed for an unknown model.
-const DefaultWindow = 8_192
+// DefaultContextSize is the context size assumed for an unknown model.
+const DefaultContextSize = 8_192
 
-// ContextWindow returns the context window of model in tokens.
-func ContextWindow(model string) int {
+// ContextSize returns the context size of model (its context window) in tokens.
+func ContextSize(model string) int {
 	m := strings.ToLower(model)
-	best, n := 0, DefaultWindow
-	for _, w := range contextWindows {
+	best, n := 0, DefaultContextSize
+	for _, w := range contextSizes {
 		if strings.HasPrefix(m, w.prefix) && len(w.prefix) > best {
 			best, n = len(w.prefix), w.tokens
 		}

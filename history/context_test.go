@@ -166,10 +166,10 @@ func countUnits(msgs []Message) int { return len(units(msgs)) }
 func TestContextWindow(t *testing.T) {
 	for model, want := range map[string]int{
 		"gpt-4o-mini": 128_000, "gpt-4o": 128_000, "gpt-4": 8_192, "gpt-4-turbo-2024": 128_000,
-		"gpt-4.1-mini": 1_047_576, "gpt-3.5-turbo": 16_385, "some-local-model": DefaultWindow,
+		"gpt-4.1-mini": 1_047_576, "gpt-3.5-turbo": 16_385, "some-local-model": DefaultContextSize,
 	} {
-		if got := ContextWindow(model); got != want {
-			t.Errorf("ContextWindow(%q) = %d, want %d", model, got, want)
+		if got := ContextSize(model); got != want {
+			t.Errorf("ContextSize(%q) = %d, want %d", model, got, want)
 		}
 	}
 }

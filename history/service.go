@@ -79,13 +79,13 @@ type Service struct {
 	// conversation grows without bound.
 	MaxMessages int
 	// DefaultBudget is the context budget of sessions without their own;
-	// 0 means 75% of the model's context window, leaving room for the reply.
+	// 0 means 75% of the model's context size, leaving room for the reply.
 	DefaultBudget int
 	// Summarizer folds old messages into a session's summary.
 	Summarizer Summarizer
-	// Window returns a model's context window in tokens; nil:
-	// ContextWindow, the known models'.
-	Window func(model string) int
+	// ContextSize returns a model's context size in tokens; nil:
+	// history.ContextSize, the known models'..
+	ContextSize func(model string) int
 	// Feedback stores ratings of replies (see SetFeedback).
 	Feedback FeedbackStore
 }
@@ -233,19 +233,19 @@ func (svc *Service) appendTo(cur *sessions.Session, t *Tail, msgs []Message, tot
 }
 
 // BudgetFor returns the context budget of s in tokens, never more than
-// the context window of its model.
+// the context size of its model.
 func (svc *Service) BudgetFor(s *sessions.Session) int {
-	window := ContextWindow(s.Model)
-	if svc.Window != nil {
-		window = svc.Window(s.Model)
+	size := ContextSize(s.Model)
+	if svc.ContextSize != nil {
+		size = svc.ContextSize(s.Model)
 	}
 	switch {
 	case s.Context.BudgetTokens > 0:
-		return min(s.Context.BudgetTokens, window)
+		return min(s.Context.BudgetTokens, size)
 	case svc.DefaultBudget > 0:
-		return min(svc.DefaultBudget, window)
+		return min(svc.DefaultBudget, size)
 	}
-	return window * 3 / 4
+	return size * 3 / 4
 }
 
 func sameBatch(stored []Message, drafts []Draft) bool {

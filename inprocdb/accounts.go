@@ -57,8 +57,8 @@ func (db *DB) MarkSeen(_ context.Context, userIDs []string, at time.Time) error 
 }
 
 // HoldersAfter pages the users who hold memory, then those who hold a
-// usage window, by uid; the cursor is "memory/{uid}" or "usage/{uid}".
-// Each is as of its memory's last update, or its usage window's minute.
+// per-minute quota, by uid; the cursor is "memory/{uid}" or "usage/{uid}".
+// Each is as of its memory's last update, or its per-minute quota's minute.
 func (db *DB) HoldersAfter(_ context.Context, after string, limit int) ([]retention.Account, string, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()

@@ -51,7 +51,7 @@ func (db *DB) RunAppend(_ context.Context, q chat.AppendQuery, plan func(*chat.A
 	w.Tail.SetIDs(w.Messages)
 	db.sessions[q.SessionID] = w.Session.Clone()
 	db.tails[q.SessionID] = cloneTail(w.Tail)
-	db.usage[q.UserID] = w.Window
+	db.usage[q.UserID] = w.Quota
 	db.addTokensLocked(q.UserID, q.Day, w.Tokens)
 	return contextVersion(w.Session, w.Tail), nil
 }

@@ -22,7 +22,7 @@ type DB struct {
 	sessions map[string]*sessions.Session
 	messages map[string][]history.Message           // by session; index == seq
 	keys     map[string]map[string][]int            // session → clientMessageId → seqs
-	usage    map[string]chat.Usage                  // by user: the appended-messages window
+	usage    map[string]chat.Usage                  // by user: the per-minute message quota
 	days     map[string]map[string]int              // by user, then UTC day: tokens spent
 	models   map[string]map[string]chat.ModelTokens // by user and day ("uid day"), then model: replies' tokens
 	slots    map[string][]int64                     // by user: the minute each turn slot was taken in

@@ -19,7 +19,7 @@ func (db *DB) UpdateUsage(_ context.Context, userID, day string, fn func(*chat.U
 		return err
 	}
 	if _, ok := db.usage[userID]; !ok {
-		db.accounts[userID] = time.Unix(max(u.Minute, u.SearchMinute)*60, 0).UTC() // as Firestore's first window
+		db.accounts[userID] = time.Unix(max(u.Minute, u.SearchMinute)*60, 0).UTC() // as Firestore's first quota document
 	}
 	db.usage[userID] = u
 	return nil
@@ -99,7 +99,7 @@ func (db *DB) deleteUsageLocked(userID string) int {
 	return n
 }
 
-// UsageOn returns the user's message window, their spend on day and
+// UsageOn returns the user's per-minute message quota, their spend on day and
 // their first slots turn slots.
 func (db *DB) UsageOn(_ context.Context, userID, day string, slots int) (*chat.UsageRecord, error) {
 	db.mu.Lock()

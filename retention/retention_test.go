@@ -312,7 +312,7 @@ func TestSweep2000(t *testing.T) {
 	}
 	got := summarize(w.state(t))
 	want := map[string]int{
-		"old-active → deleted/11":    800, // soft-deleted: 10 messages and the context window stay
+		"old-active → deleted/11":    800, // soft-deleted: 10 messages and the tail document stay
 		"old-deleted → gone":         300,
 		"old-archived → archived/11": 300,
 		"fresh → active/11":          600,

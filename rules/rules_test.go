@@ -269,7 +269,7 @@ func TestRules(t *testing.T) {
 	// Every other document the server writes for a user, each carrying
 	// the user's id: nobody reads it, its owner included.
 	internal := map[string]string{
-		"context window":        sess(s.active) + "/context/window",
+		"tail document":         sess(s.active) + "/context/window",
 		"recall state":          sess(s.active) + "/context/recall",
 		"compaction":            sess(s.active) + "/compactions/" + s.compaction,
 		"embedded exchange":     sess(s.active) + "/" + firestoredb.RecallCollection + "/x1",

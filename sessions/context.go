@@ -32,7 +32,7 @@ const (
 	MaxWindowExchanges     = 200
 	MinBudgetTokens        = 256
 	// MaxBudgetTokens bounds any budget, whatever the model; the service
-	// bounds it further by the session model's context window.
+	// bounds it further by the session model's context size.
 	MaxBudgetTokens = 2_000_000
 )
 
@@ -43,7 +43,7 @@ const (
 type ContextSettings struct {
 	Strategy        Strategy `json:"strategy,omitempty" firestore:"strategy"`
 	WindowExchanges int      `json:"windowExchanges,omitempty" firestore:"windowExchanges"` // for window
-	BudgetTokens    int      `json:"budgetTokens,omitempty" firestore:"budgetTokens"`       // 0: a share of the model's window
+	BudgetTokens    int      `json:"budgetTokens,omitempty" firestore:"budgetTokens"`       // 0: a share of the model's context size
 	// Recall adds earlier exchanges relevant to the message to what the
 	// model sees: off (the default), from this session, or from all of
 	// the user's active and archived sessions; up to RecallK of them
@@ -209,7 +209,7 @@ func (m ContextSettings) Validate() error {
 	return m.checkBudget(MaxBudgetTokens, "")
 }
 
-// checkBudget bounds BudgetTokens by max, the context window of model.
+// checkBudget bounds BudgetTokens by max, the context size of model.
 func (m ContextSettings) checkBudget(max int, model string) error {
 	if m.BudgetTokens == 0 || (m.BudgetTokens >= MinBudgetTokens && m.BudgetTokens <= max) {
 		return nil

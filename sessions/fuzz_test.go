@@ -23,7 +23,7 @@ func FuzzDecodeRequest(f *testing.F) {
 	} {
 		f.Add([]byte(seed))
 	}
-	svc := &Service{ContextWindow: func(string) int { return 128_000 }}
+	svc := &Service{ContextSize: func(string) int { return 128_000 }}
 	f.Fuzz(func(t *testing.T, body []byte) {
 		for _, v := range []any{&CreateInput{}, &Update{}} {
 			err := strictjson.Decode(body, v)

@@ -65,9 +65,9 @@ type Service struct {
 	DefaultContext ContextSettings // strategy and window of sessions created without their own
 	// Forget is called for each purged session's user (nil: nothing to forget).
 	Forget Forget
-	// ContextWindow returns a model's context window in tokens, which
+	// ContextSize returns a model's context size in tokens, which
 	// bounds a session's budget; nil bounds it by MaxBudgetTokens only.
-	ContextWindow func(model string) int
+	ContextSize func(model string) int
 	// MaxInstructionsChars bounds a session's instructions; 0: a session
 	// may have none.
 	MaxInstructionsChars int
@@ -403,8 +403,8 @@ func (svc *Service) apply(s *Session, upd Update) error {
 
 // checkContext validates context settings for a session of model.
 func (svc *Service) checkContext(m ContextSettings, model string) error {
-	if svc.ContextWindow != nil {
-		if err := m.checkBudget(min(svc.ContextWindow(model), MaxBudgetTokens), model); err != nil {
+	if svc.ContextSize != nil {
+		if err := m.checkBudget(min(svc.ContextSize(model), MaxBudgetTokens), model); err != nil {
 			return err
 		}
 	}

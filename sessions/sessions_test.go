@@ -116,7 +116,7 @@ func TestReservedCustomKeys(t *testing.T) {
 }
 
 func TestBudgetBounds(t *testing.T) {
-	svc := &Service{Store: nil, DefaultModel: "m", ContextWindow: func(string) int { return 8192 }}
+	svc := &Service{Store: nil, DefaultModel: "m", ContextSize: func(string) int { return 8192 }}
 	for budget, ok := range map[int]bool{0: true, 256: true, 8192: true, 255: false, 8193: false, -1: false, 1<<63 - 1: false} {
 		err := svc.checkContext(ContextSettings{BudgetTokens: budget}, "m")
 		if (err == nil) != ok {

@@ -53,7 +53,7 @@ func TestUpdate(t *testing.T) {
 			env := storetest.NewEnv(t, inprocdb.New())
 			svc := env.Sessions
 			svc.DefaultModel, svc.Models, svc.MaxInstructionsChars = "small", []string{"small", "big", "tiny"}, 100
-			svc.ContextWindow = func(model string) int { return map[string]int{"small": 16_000, "big": 128_000, "tiny": 4_000}[model] }
+			svc.ContextSize = func(model string) int { return map[string]int{"small": 16_000, "big": 128_000, "tiny": 4_000}[model] }
 			s := storetest.Must[*sessions.Session](t)(svc.Create(ctx, "alice", sessions.CreateInput{
 				Title: "Before", Context: sessions.ContextSettings{Strategy: sessions.StrategyTokenBuffer, BudgetTokens: 8000}}))
 			user := c.user

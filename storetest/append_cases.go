@@ -13,8 +13,8 @@ import (
 )
 
 // testAppends: a client's append reads the session, its tail, its key's
-// batch, the window and the day's spend, and writes messages, session,
-// tail, window and spend in one unit; concurrent appends stay gapless.
+// batch, the quota and the day's spend, and writes messages, session,
+// tail, quota and spend in one unit; concurrent appends stay gapless.
 func testAppends(t *testing.T, e *Env) {
 	ctx := context.Background()
 	turns, ok := e.DB.(chat.TurnStore)
@@ -56,7 +56,7 @@ func testAppends(t *testing.T, e *Env) {
 	}
 
 	// Concurrent appends: every batch stored once, whole, seqs gapless,
-	// window and spend exact.
+	// quota and spend exact.
 	const n = 8
 	concurrently(t, n, func(i int) error {
 		qi := q
@@ -72,7 +72,7 @@ func testAppends(t *testing.T, e *Env) {
 	}
 	noErr(t, run(q, func(st *chat.AppendState) (*chat.AppendWrite, error) { seen = *st; return nil, nil }))
 	if len(all) != 4+2*n || seen.Usage.MinuteMessages != 4+2*n || seen.Usage.DayTokens != 3*(4+2*n) {
-		t.Fatalf("%d messages, window %d, spend %d", len(all), seen.Usage.MinuteMessages, seen.Usage.DayTokens)
+		t.Fatalf("%d messages, quota %d, spend %d", len(all), seen.Usage.MinuteMessages, seen.Usage.DayTokens)
 	}
 	testVersions(t, e, turns)
 }
@@ -117,7 +117,7 @@ func testVersions(t *testing.T, e *Env, turns chat.TurnStore) {
 }
 
 // appendsPlan appends drafts as chat.Append plans it, counting n messages
-// against the window and charging tokens; seen records what it was given.
+// against the quota and charging tokens; seen records what it was given.
 func appendsPlan(e *Env, q chat.AppendQuery, seen *chat.AppendState, drafts ...history.Draft) func(*chat.AppendState) (*chat.AppendWrite, error) {
 	plan, err := e.History.PlanFor(q.UserID, q.SessionID, q.Key, drafts...)
 	return func(st *chat.AppendState) (*chat.AppendWrite, error) {
@@ -134,7 +134,7 @@ func appendsPlan(e *Env, q chat.AppendQuery, seen *chat.AppendState, drafts ...h
 		}
 		u := st.Usage
 		u.Minute, u.MinuteMessages = 7, u.MinuteMessages+len(msgs)
-		return &chat.AppendWrite{Session: s, Tail: t, Messages: msgs, Window: u, Tokens: 3 * len(msgs)}, nil
+		return &chat.AppendWrite{Session: s, Tail: t, Messages: msgs, Quota: u, Tokens: 3 * len(msgs)}, nil
 	}
 }
 

@@ -12,9 +12,9 @@ import (
 	"github.com/chatmemory/backend/kernel/errs"
 )
 
-// testUsage: chat.UsageStore. The message window is read
+// testUsage: chat.UsageStore. The per-minute message quota is read
 // and written atomically, token spend is added without a read and never
-// lost under concurrency, one day's standing is read with the window and
+// lost under concurrency, one day's standing is read with the quota and
 // the turn slots (UsageOn), users are apart, and deleting a user's usage
 // deletes all of it and counts it.
 func testUsage(t *testing.T, e *Env) {
@@ -54,7 +54,7 @@ func testUsage(t *testing.T, e *Env) {
 	}
 	err = db.UpdateUsage(ctx, "alice", day1, func(u *chat.Usage) error {
 		if u.DayTokens != 40 || u.Minute != 100 || u.MinuteMessages != 3 || u.SearchMinute != 101 || u.MinuteSearches != 2 {
-			return fmt.Errorf("read %+v, want 40 tokens and the stored windows (100, 3) and (101, 2)", *u)
+			return fmt.Errorf("read %+v, want 40 tokens and the stored quotas (100, 3) and (101, 2)", *u)
 		}
 		return nil
 	})
@@ -80,7 +80,7 @@ func testUsage(t *testing.T, e *Env) {
 		t.Fatalf("bob's usage: %+v", b)
 	}
 	if n := Must[int](t)(db.DeleteUsage(ctx, "alice")); n != 3 {
-		t.Errorf("deleting alice's usage counted %d documents, want 3 (the window and two days)", n)
+		t.Errorf("deleting alice's usage counted %d documents, want 3 (the quota and two days)", n)
 	}
 	if r := Must[*chat.UsageRecord](t)(db.GetUsage(ctx, "alice")); r != nil {
 		t.Errorf("alice's usage after deletion: %+v", r)

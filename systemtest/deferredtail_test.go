@@ -12,7 +12,7 @@ import (
 	"github.com/chatmemory/backend/llm/llmtest"
 )
 
-// TestWindowWrittenOnceATurn: a turn writes its session's context window
+// TestWindowWrittenOnceATurn: a turn writes its session's tail document
 // once, in its reply's commit; until then the session document carries
 // the user's message, and every reader of the context sees it: while the
 // model answers, after a turn that never got its reply (the model failed;

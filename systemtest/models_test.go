@@ -15,7 +15,7 @@ import (
 func TestSessionModels(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
 		h := newHarnessOn(t, backend, func(c *app.Config) {
-			c.ChatModels = []functions.ChatModel{{Name: "gpt-4o-mini", ContextWindow: 128_000}, {Name: "small-model", ContextWindow: 8_000}}
+			c.ChatModels = []functions.ChatModel{{Name: "gpt-4o-mini", ContextSize: 128_000}, {Name: "small-model", ContextSize: 8_000}}
 		})
 		alice := h.signUp()
 		var models struct {
@@ -23,7 +23,7 @@ func TestSessionModels(t *testing.T) {
 			Models  []functions.ChatModel
 		}
 		h.do("GET", "/models", alice.token, nil).want(t, 200).decode(t, &models)
-		if models.Default != "gpt-4o-mini" || len(models.Models) != 2 || models.Models[1] != (functions.ChatModel{Name: "small-model", ContextWindow: 8_000}) {
+		if models.Default != "gpt-4o-mini" || len(models.Models) != 2 || models.Models[1] != (functions.ChatModel{Name: "small-model", ContextSize: 8_000}) {
 			t.Fatalf("models: %+v", models)
 		}
 		var viaCallable struct{ Result struct{ Default string } }
