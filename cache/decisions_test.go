@@ -16,7 +16,7 @@ import (
 
 // reads are the methods of storage.Store that write nothing: they pass
 // through the cache, which keeps nothing of what they return.
-var reads = []string{"AccountsSeenBefore", "CountExchanges", "CountExpired", "CountHistoriesDue", "CountPendingPurges",
+var reads = []string{"AccountsSeenBefore", "CountUnits", "CountExpired", "CountHistoriesDue", "CountPendingPurges",
 	"DueJobs", "Embedded", "ExpiredSessions", "FirstMessageAfter", "GetAttachment", "GetSession", "GetUsage", "GetUser",
 	"HistoriesDue", "HistoriesToRoll", "HoldersAfter", "LastBacklog", "Lexical", "ListAttachments", "ListCompactions",
 	"ListMessages", "ListSessions", "ListSuperseded", "LiveFacts", "MessageRange", "Nearest", "PendingPurges", "Ping",
@@ -29,7 +29,7 @@ var reads = []string{"AccountsSeenBefore", "CountExchanges", "CountExpired", "Co
 var untouched = map[string]string{
 	"SaveDraft":     "a streaming reply's draft: read with each streaming turn, never kept",
 	"RequestStop":   "marks a draft; drafts are not kept",
-	"SaveExchange":  "the recall index: not kept",
+	"SaveUnit":      "the recall index: not kept",
 	"SaveMemory":    "long-term memory: its block is read beside every claim from what is kept",
 	"EraseMemory":   "likewise",
 	"RecordAccount": "the account record: not kept",

@@ -128,7 +128,7 @@ func (svc *Service) mayBeDue(s *sessions.Session) int {
 }
 
 // AfterAppend does what follows an append once its caller has the answer:
-// it embeds the exchanges stored (see IndexExchanges) and, when the
+// it embeds the units of search stored (see IndexUnits) and, when the
 // session's summary is due, folds its oldest messages into it with the
 // server's model, under the same lease and checks as a turn's summary, so
 // summary_buffer means the same for an app that runs its own model. Their
@@ -137,7 +137,7 @@ func (svc *Service) AfterAppend(ctx context.Context, a *Appended) {
 	if a == nil || a.replayed {
 		return
 	}
-	svc.IndexExchanges(ctx, a.UserID, a.SessionID, a.Messages)
+	svc.IndexUnits(ctx, a.UserID, a.SessionID, a.Messages)
 	if !a.compactionDue || len(a.Messages) == 0 {
 		return
 	}
@@ -184,14 +184,14 @@ func (svc *Service) summaryFixed(ctx context.Context, userID string, fixed int) 
 	return n + blockOf(MemoryBlock{Text: text, Tokens: tokens}).tokens, err
 }
 
-// IndexExchanges embeds, for search and recall, what an append stored,
+// IndexUnits embeds, for search and recall, what an append stored,
 // as units (see Indexer): each question with its reply, each tool round's
 // results with the answer after them, and each other message search finds
 // on its own (a session's opening reply, a question left unanswered, a
 // reply appended apart from its question). Its tokens are charged to the
 // user's day; failures are logged (the messages are stored either way).
 // It returns how many units it stored.
-func (svc *Service) IndexExchanges(ctx context.Context, userID, sessionID string, msgs []history.Message) int {
+func (svc *Service) IndexUnits(ctx context.Context, userID, sessionID string, msgs []history.Message) int {
 	if svc.Indexer == nil {
 		return 0
 	}

@@ -12,16 +12,16 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// Recaller finds a user's earlier exchanges relevant to a message (see
+// Recaller finds a user's earlier units relevant to a message (see
 // sessions.ContextSettings.Recall), in two steps so that the first can
 // start before the session is read: recall.Service.
 type Recaller interface {
 	// EmbedQuery embeds a turn's message.
 	EmbedQuery(ctx context.Context, text string) ([]float32, error)
-	// Recall returns up to k exchanges of s's user nearest to v, in s or
+	// Recall returns up to k units of s's user nearest to v, in s or
 	// in the sessions scope says; the message's text is looked for by its
 	// words beside its embedding.
-	Recall(ctx context.Context, s *sessions.Session, text string, v []float32, scope recall.Scope, k int) ([]recall.Exchange, error)
+	Recall(ctx context.Context, s *sessions.Session, text string, v []float32, scope recall.Scope, k int) ([]recall.Unit, error)
 }
 
 // others is what st read of the user's other sessions (which are
@@ -84,7 +84,7 @@ type recaller struct {
 	vector                []float32
 	embedErr              error
 	done                  chan struct{}
-	got                   []recall.Exchange
+	got                   []recall.Unit
 	err                   error
 }
 
@@ -181,7 +181,7 @@ func (svc *Service) recallBlock(ctx context.Context, r *recaller, s *sessions.Se
 // reply's, else its question's), its session's title, and the start of
 // its messages in about chars runes (a question a third of them when a
 // reply follows). A message with no partner shows alone.
-func recalledText(x recall.Exchange, title string, chars int) string {
+func recalledText(x recall.Unit, title string, chars int) string {
 	at := x.Reply.CreatedAt
 	if x.Reply.ID == "" {
 		at = x.Question.CreatedAt

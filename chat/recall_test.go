@@ -16,19 +16,19 @@ import (
 type fakeRecaller struct {
 	texts []string
 	all   []bool
-	found []recall.Exchange // nil: one exchange about a mooring
+	found []recall.Unit // nil: one exchange about a mooring
 }
 
 func (f *fakeRecaller) EmbedQuery(context.Context, string) ([]float32, error) {
 	return []float32{1, 0}, nil
 }
 
-func (f *fakeRecaller) Recall(_ context.Context, s *sessions.Session, text string, _ []float32, scope recall.Scope, k int) ([]recall.Exchange, error) {
+func (f *fakeRecaller) Recall(_ context.Context, s *sessions.Session, text string, _ []float32, scope recall.Scope, k int) ([]recall.Unit, error) {
 	f.texts, f.all = append(f.texts, text), append(f.all, scope.All)
 	if f.found != nil {
 		return f.found, nil
 	}
-	return []recall.Exchange{{SessionID: "elsewhere", SessionTitle: "Boats",
+	return []recall.Unit{{SessionID: "elsewhere", SessionTitle: "Boats",
 		Question: recall.Excerpt{ID: "q", Content: "What is the mooring number?"},
 		Reply:    recall.Excerpt{ID: "r", Content: "It is 47-BRAVO.", CreatedAt: time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)}}}, nil
 }
@@ -66,25 +66,25 @@ func TestRecalledLoneMessages(t *testing.T) {
 	march := time.Date(2026, 3, 1, 0, 0, 0, 0, time.UTC)
 	for _, tc := range []struct {
 		name      string
-		unit      recall.Exchange
+		unit      recall.Unit
 		want, not []string
 	}{
 		{"a question and its reply",
-			recall.Exchange{Question: recall.Excerpt{ID: "q", Content: "Which mooring?", CreatedAt: march},
+			recall.Unit{Question: recall.Excerpt{ID: "q", Content: "Which mooring?", CreatedAt: march},
 				Reply: recall.Excerpt{ID: "r", Content: "47-BRAVO.", CreatedAt: march.AddDate(0, 0, 1)}},
 			[]string{"[2026-03-02, \"Boats\"]\nuser: Which mooring?\nassistant: 47-BRAVO."}, nil},
 		{"a question never answered",
-			recall.Exchange{Question: recall.Excerpt{ID: "q", Content: "Which mooring?", CreatedAt: march}},
+			recall.Unit{Question: recall.Excerpt{ID: "q", Content: "Which mooring?", CreatedAt: march}},
 			[]string{"[2026-03-01, \"Boats\"]\nuser: Which mooring?"}, []string{"assistant:", "0001-01-01"}},
 		{"a reply with no question",
-			recall.Exchange{Reply: recall.Excerpt{ID: "r", Content: "Welcome aboard.", CreatedAt: march}},
+			recall.Unit{Reply: recall.Excerpt{ID: "r", Content: "Welcome aboard.", CreatedAt: march}},
 			[]string{"[2026-03-01, \"Boats\"]\nassistant: Welcome aboard."}, []string{"user:"}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			w := newWorld(t, chat.Limits{})
 			unit := tc.unit
 			unit.SessionID, unit.SessionTitle = "elsewhere", "Boats"
-			w.svc.Recaller = &fakeRecaller{found: []recall.Exchange{unit}}
+			w.svc.Recaller = &fakeRecaller{found: []recall.Unit{unit}}
 			s := w.session(t, sessions.CreateInput{Context: sessions.ContextSettings{Recall: sessions.RecallAll}})
 			w.turn(t, chat.TurnRequest{SessionID: s.ID, Message: "which mooring was it?"})
 			sent := w.model.last().Context

@@ -93,7 +93,7 @@ type Memory interface {
 // Service runs chat turns.
 type Service struct {
 	Memory   Memory   // nil: no long-term memory
-	Indexer  Indexer  // nil: exchanges are not embedded for search
+	Indexer  Indexer  // nil: units of search are not embedded
 	Recaller Recaller // nil: no recall in turns
 	Turns    TurnStore
 	// Jobs keeps the work that follows each reply, recorded in the

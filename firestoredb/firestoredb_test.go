@@ -182,7 +182,7 @@ func TestPurgeReadsIDsFromTheContext(t *testing.T) {
 				t.Fatal(err)
 			}
 		}
-		if err := db.SaveExchange(ctx, recall.Exchange{UserID: "alice", SessionID: embedded.ID, Question: recall.Excerpt{ID: q.ID, Seq: q.Seq, Content: q.Content},
+		if err := db.SaveUnit(ctx, recall.Unit{UserID: "alice", SessionID: embedded.ID, Question: recall.Excerpt{ID: q.ID, Seq: q.Seq, Content: q.Content},
 			Reply: recall.Excerpt{ID: r.ID, Seq: r.Seq, Content: r.Content}, Model: "m", Vector: []float32{1, 0}}); err != nil {
 			t.Fatal(err)
 		}

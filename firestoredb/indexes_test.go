@@ -119,7 +119,7 @@ func TestIndexExemptions(t *testing.T) {
 		CompactionsCollection: {compactionDoc{}},
 		UsersCollection:       {memoryUserDoc{}},
 		FactsCollection:       {factDoc{}},
-		RecallCollection:      {exchangeDoc{}},
+		RecallCollection:      {unitDoc{}},
 	}
 	timeType := reflect.TypeOf(time.Time{})
 	for group, types := range docs {

@@ -81,7 +81,7 @@ func TestMigrate(t *testing.T) {
 	// held archived sessions.
 	titled := must[*sessions.Session](t)(ss.Create(ctx, "alice", sessions.CreateInput{Title: "Trips"}))
 	q := appendTo(t, hs, titled, history.Draft{Role: history.RoleUser, Content: "trains?"})[0]
-	if err := db.SaveExchange(ctx, recall.Exchange{UserID: "alice", SessionID: titled.ID, Model: "m", Vector: []float32{1, 0},
+	if err := db.SaveUnit(ctx, recall.Unit{UserID: "alice", SessionID: titled.ID, Model: "m", Vector: []float32{1, 0},
 		Question: recall.Excerpt{ID: q.ID, Seq: q.Seq, Content: q.Content}, Bag: recall.BagOf(q.Content)}); err != nil {
 		t.Fatal(err)
 	}

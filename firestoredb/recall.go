@@ -19,9 +19,9 @@ import (
 // index they need is declared in firestore.indexes.json.
 const RecallCollection = "recall"
 
-// exchangeDoc is chat_sessions/{sid}/recall/{replyId}: the vector and the
+// unitDoc is chat_sessions/{sid}/recall/{replyId}: the vector and the
 // start of both messages (their texts are exempt from indexing).
-type exchangeDoc struct {
+type unitDoc struct {
 	UserID       string             `firestore:"userId"`
 	SessionID    string             `firestore:"sessionId"`
 	SessionTitle string             `firestore:"sessionTitle,omitempty"`
@@ -42,10 +42,10 @@ type exchangeDoc struct {
 	Lexicon int             `firestore:"lexicon,omitempty"` // 0: 1 (see recall.Lexicon)
 }
 
-// SaveExchange stores e in a transaction that reads its session, so that a
+// SaveUnit stores e in a transaction that reads its session, so that a
 // purge (which deletes the session document first) and an exchange saved
 // after it cannot both land: nothing is left under a purged session.
-func (db *DB) SaveExchange(ctx context.Context, e recall.Exchange) error {
+func (db *DB) SaveUnit(ctx context.Context, e recall.Unit) error {
 	sref, mref := db.sessionRef(e.SessionID), db.contextOf(e.SessionID).Doc(recallMarkerDocID)
 	return db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		snaps, err := tx.GetAll([]*firestore.DocumentRef{sref, mref})
@@ -71,7 +71,7 @@ func (db *DB) SaveExchange(ctx context.Context, e recall.Exchange) error {
 		for _, t := range e.Tools {
 			tools = append(tools, toExcerptDoc(t))
 		}
-		return tx.Set(db.recallOf(e.SessionID).Doc(e.ID()), exchangeDoc{UserID: e.UserID, SessionID: e.SessionID, SessionTitle: s.Title,
+		return tx.Set(db.recallOf(e.SessionID).Doc(e.ID()), unitDoc{UserID: e.UserID, SessionID: e.SessionID, SessionTitle: s.Title,
 			Question: toExcerptDoc(e.Question), Reply: toExcerptDoc(e.Reply), Tools: tools, Model: e.Model, Embedding: firestore.Vector32(e.Vector),
 			Terms: e.Bag.Terms, Has: has(e.Bag.Terms), TF: e.Bag.TF, Len: e.Bag.Len, Lexicon: e.Bag.Lexicon})
 	})
@@ -113,13 +113,13 @@ func (db *DB) Nearest(ctx context.Context, q recall.Query) ([]recall.Hit, error)
 	}
 	hits := make([]recall.Hit, 0, len(snaps))
 	for _, snap := range snaps {
-		var d exchangeDoc
+		var d unitDoc
 		if err := dataTo(snap, &d); err != nil {
 			return nil, err
 		}
 		dist, _ := snap.DataAt("distance")
 		f, _ := dist.(float64)
-		hits = append(hits, recall.Hit{Distance: f, Exchange: d.exchange()})
+		hits = append(hits, recall.Hit{Distance: f, Unit: d.unit()})
 	}
 	return hits, nil
 }
@@ -247,11 +247,11 @@ func lexicalHits(q recall.LexicalQuery, found [][]*firestore.DocumentSnapshot) (
 				continue
 			}
 			seen[snap.Ref.Path] = true
-			var d exchangeDoc
+			var d unitDoc
 			if err := dataTo(snap, &d); err != nil {
 				return out, err
 			}
-			out.Hits = append(out.Hits, recall.Hit{Exchange: d.exchange()})
+			out.Hits = append(out.Hits, recall.Hit{Unit: d.unit()})
 			if q.Any {
 				for _, t := range q.Terms {
 					if d.TF[t] > 0 {
@@ -265,12 +265,12 @@ func lexicalHits(q recall.LexicalQuery, found [][]*firestore.DocumentSnapshot) (
 }
 
 // exchange is the unit d holds.
-func (d exchangeDoc) exchange() recall.Exchange {
+func (d unitDoc) unit() recall.Unit {
 	var tools []recall.Excerpt
 	for _, t := range d.Tools {
 		tools = append(tools, t.excerpt())
 	}
-	return recall.Exchange{UserID: d.UserID, SessionID: d.SessionID, SessionTitle: d.SessionTitle,
+	return recall.Unit{UserID: d.UserID, SessionID: d.SessionID, SessionTitle: d.SessionTitle,
 		Question: d.Question.excerpt(), Reply: d.Reply.excerpt(), Tools: tools, Model: d.Model, Vector: []float32(d.Embedding),
 		Bag: recall.Bag{Terms: d.Terms, TF: d.TF, Len: d.Len, Lexicon: max(d.Lexicon, 1)}}
 }
@@ -323,7 +323,7 @@ func (db *DB) Embedded(ctx context.Context, sessionID string) (map[string]recall
 // that holds it for ifMatch.)
 const recallMarkerDocID = "recall"
 
-// CountExchanges counts userID's stored exchanges (an aggregation).
-func (db *DB) CountExchanges(ctx context.Context, userID string) (int, error) {
+// CountUnits counts userID's stored exchanges (an aggregation).
+func (db *DB) CountUnits(ctx context.Context, userID string) (int, error) {
 	return db.count(ctx, db.client.CollectionGroup(RecallCollection).Where("userId", "==", userID))
 }

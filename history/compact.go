@@ -225,7 +225,7 @@ type CompactionPlan struct {
 
 // PlanCompaction says whether a summary_buffer session should compact now,
 // and which messages. The range starts right after the previous summary and
-// ends on a unit boundary inside the tail, leaving the latest exchange
+// ends on a bundle boundary inside the tail, leaving the latest exchange
 // verbatim.
 func PlanCompaction(s *sessions.Session, t *Tail, budget, fixed int) (CompactionPlan, bool) {
 	if s.Context.Strategy != sessions.StrategySummaryBuffer || len(t.Messages) == 0 {
@@ -250,10 +250,10 @@ func PlanCompaction(s *sessions.Session, t *Tail, budget, fixed int) (Compaction
 	if total <= above && bytes <= MaxTailBytes*compactAbovePct/100 {
 		return CompactionPlan{}, false
 	}
-	us := units(verbatim)
+	us := bundles(verbatim)
 	keepBytes := MaxTailBytes * keepBelowPct / 100
 	end := -1
-	for i := 0; i < len(us)-1 && (total > keep || bytes > keepBytes); i++ { // never the last unit
+	for i := 0; i < len(us)-1 && (total > keep || bytes > keepBytes); i++ { // never the last bundle
 		total -= us[i].tokens
 		for j := range us[i].msgs {
 			bytes -= StoredBytes(&us[i].msgs[j])

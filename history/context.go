@@ -157,8 +157,8 @@ func stepMessages(s *sessions.Session, msgs []Message, tokens float64) int {
 	return step
 }
 
-// fitInSteps returns the most recent whole units of msgs within budget,
-// from a start that moves forward step messages at a time: the first unit
+// fitInSteps returns the most recent whole bundles of msgs within budget,
+// from a start that moves forward step messages at a time: the first bundle
 // at or after the next mark (a seq that is a multiple of step) at or
 // after the fit's own start. The marks are message numbers, not positions
 // in msgs, so the start stays put from turn to turn, while the stored
@@ -171,7 +171,7 @@ func fitInSteps(msgs []Message, complete bool, budget, step int) []Message {
 		return fit
 	}
 	mark := (fit[0].Seq + step - 1) / step * step
-	us := units(fit)
+	us := bundles(fit)
 	for i, u := range us {
 		if u.msgs[0].Seq >= mark {
 			return flatten(us[i:])
@@ -181,7 +181,7 @@ func fitInSteps(msgs []Message, complete bool, budget, step int) []Message {
 }
 
 // flatten is the messages of us, in order.
-func flatten(us []unit) []Message {
+func flatten(us []bundle) []Message {
 	var out []Message
 	for _, u := range us {
 		out = append(out, u.msgs...)
@@ -189,10 +189,10 @@ func flatten(us []unit) []Message {
 	return out
 }
 
-// FitBudget returns the most recent whole units of msgs (oldest first) whose
+// FitBudget returns the most recent whole bundles of msgs (oldest first) whose
 // tokens sum to at most budget, oldest first. Tool exchanges stay whole.
 func FitBudget(msgs []Message, budget int) []Message {
-	us := units(msgs)
+	us := bundles(msgs)
 	start, used := len(us), 0
 	for start > 0 && used+us[start-1].tokens <= budget {
 		start--
@@ -205,26 +205,26 @@ func FitBudget(msgs []Message, budget int) []Message {
 	return out
 }
 
-// unit is a run of messages that must be sent together or not at all: an
+// bundle is a run of messages that must be sent together or not at all: an
 // assistant message with tool calls and all of its results, or one other
 // message.
-type unit struct {
+type bundle struct {
 	msgs   []Message
 	tokens int
 }
 
-// units groups msgs (oldest first) into units, leaving out what cannot be
+// bundles groups msgs (oldest first) into bundles, leaving out what cannot be
 // sent: tool results whose call is not in msgs, and assistant tool calls
 // whose results are not all in msgs.
-func units(msgs []Message) []unit {
-	var out []unit
+func bundles(msgs []Message) []bundle {
+	var out []bundle
 	for i := 0; i < len(msgs); i++ {
 		m := msgs[i]
 		switch {
 		case m.Role == RoleTool:
 			continue // its call is not here (it was before the window)
 		case len(m.ToolCalls) == 0:
-			out = append(out, unit{msgs: msgs[i : i+1], tokens: m.Tokens})
+			out = append(out, bundle{msgs: msgs[i : i+1], tokens: m.Tokens})
 			continue
 		}
 		want := map[string]bool{}
@@ -237,7 +237,7 @@ func units(msgs []Message) []unit {
 			tokens += msgs[j].Tokens
 		}
 		if len(want) == 0 {
-			out = append(out, unit{msgs: msgs[i:j], tokens: tokens})
+			out = append(out, bundle{msgs: msgs[i:j], tokens: tokens})
 		}
 		i = j - 1
 	}

@@ -153,15 +153,15 @@ func TestFitBudgetProperties(t *testing.T) {
 		if sum > budget {
 			t.Fatalf("history %s, budget %d: %d tokens", describe(h), budget, sum)
 		}
-		// Maximal: the next older sendable unit would not have fit.
-		us := units(h)
-		if k := len(us) - countUnits(got); k > 0 && sum+us[k-1].tokens <= budget {
+		// Maximal: the next older sendable bundle would not have fit.
+		us := bundles(h)
+		if k := len(us) - countBundles(got); k > 0 && sum+us[k-1].tokens <= budget {
 			t.Fatalf("history %s, budget %d: stopped early at %d tokens", describe(h), budget, sum)
 		}
 	}
 }
 
-func countUnits(msgs []Message) int { return len(units(msgs)) }
+func countBundles(msgs []Message) int { return len(bundles(msgs)) }
 
 func TestContextWindow(t *testing.T) {
 	for model, want := range map[string]int{

@@ -91,7 +91,7 @@ func checkRecorded(s *sessions.Session, t *Tail, c *Compaction, budget int) erro
 	if len(verbatim) == 0 || verbatim[len(verbatim)-1].Seq == c.EndSeq {
 		return errs.Errorf(errs.EINVALID, "toSeq: a summary leaves at least the newest message verbatim")
 	}
-	for _, u := range units(verbatim) {
+	for _, u := range bundles(verbatim) {
 		if u.msgs[len(u.msgs)-1].Seq == c.EndSeq {
 			return nil
 		}

@@ -9,7 +9,7 @@ import (
 
 // Tail is what a session stores to build its context from (the "context"
 // documents of a session in Firestore), kept up to date in the same
-// transaction as every append: the latest messages verbatim (whole units,
+// transaction as every append: the latest messages verbatim (whole bundles,
 // at most the session's budget of tokens and MaxTailBytes of text) and the
 // summary in use. A turn's context is built from it alone, so building a
 // context costs the same at turn 5 and at turn 5,000. The raw history in

@@ -31,11 +31,11 @@ type DB struct {
 	tails    map[string]*history.Tail               // by session
 	compact  map[string][]history.Compaction
 	users    map[string]longterm.User
-	facts    map[string]map[string]longterm.Fact   // superseded, by user, then id
-	recall   map[string]map[string]recall.Exchange // session → reply id → its exchange
-	accounts map[string]time.Time                  // by user who holds data: when last seen alive
-	attach   *files                                // attachments' records and quotas (attachments.go)
-	jobs     map[string]map[string]chat.Job        // session → reply id → its after-turn job
+	facts    map[string]map[string]longterm.Fact // superseded, by user, then id
+	recall   map[string]map[string]recall.Unit   // session → reply id → its exchange
+	accounts map[string]time.Time                // by user who holds data: when last seen alive
+	attach   *files                              // attachments' records and quotas (attachments.go)
+	jobs     map[string]map[string]chat.Job      // session → reply id → its after-turn job
 	draftSeq int64
 	// rollUpMark is when the last complete roll-up of histories started.
 	rollUpMark time.Time
@@ -62,7 +62,7 @@ func New() *DB {
 		compact:  map[string][]history.Compaction{},
 		users:    map[string]longterm.User{},
 		facts:    map[string]map[string]longterm.Fact{},
-		recall:   map[string]map[string]recall.Exchange{},
+		recall:   map[string]map[string]recall.Unit{},
 		accounts: map[string]time.Time{},
 		jobs:     map[string]map[string]chat.Job{},
 	}

@@ -11,8 +11,8 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// SaveExchange stores e if its session is there and not deleted.
-func (db *DB) SaveExchange(_ context.Context, e recall.Exchange) error {
+// SaveUnit stores e if its session is there and not deleted.
+func (db *DB) SaveUnit(_ context.Context, e recall.Unit) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	s, ok := db.sessions[e.SessionID]
@@ -20,7 +20,7 @@ func (db *DB) SaveExchange(_ context.Context, e recall.Exchange) error {
 		return sessions.NotFound(e.SessionID)
 	}
 	if db.recall[e.SessionID] == nil {
-		db.recall[e.SessionID] = map[string]recall.Exchange{}
+		db.recall[e.SessionID] = map[string]recall.Unit{}
 	}
 	e.Vector, e.Tools = slices.Clone(e.Vector), slices.Clone(e.Tools)
 	e.SessionTitle = s.Title
@@ -40,15 +40,15 @@ func (db *DB) Lexical(_ context.Context, q recall.LexicalQuery) (recall.LexicalH
 	if q.Count {
 		out.DF = termCounts(units, q.Terms)
 	}
-	var picked []recall.Exchange
+	var picked []recall.Unit
 	if q.Any {
 		picked = pickAny(units, q, out.Found)
 	} else {
 		picked = pickEach(units, q, out.Found)
 	}
 	for _, e := range picked {
-		h := recall.Hit{Exchange: e}
-		h.Exchange.Vector, h.Exchange.Bag = slices.Clone(e.Vector), cloneBag(e.Bag)
+		h := recall.Hit{Unit: e}
+		h.Unit.Vector, h.Unit.Bag = slices.Clone(e.Vector), cloneBag(e.Bag)
 		out.Hits = append(out.Hits, h)
 	}
 	return out, nil
@@ -57,8 +57,8 @@ func (db *DB) Lexical(_ context.Context, q recall.LexicalQuery) (recall.LexicalH
 // unitsOf are userID's units (of sessionID only, unless it is ""), in the
 // order of their session's id and, within a session, of their messages:
 // an order that does not depend on the ids messages were given.
-func (db *DB) unitsOf(userID, sessionID string) []recall.Exchange {
-	var units []recall.Exchange
+func (db *DB) unitsOf(userID, sessionID string) []recall.Unit {
+	var units []recall.Unit
 	for _, sid := range slices.Sorted(maps.Keys(db.recall)) {
 		if sessionID != "" && sid != sessionID {
 			continue
@@ -74,7 +74,7 @@ func (db *DB) unitsOf(userID, sessionID string) []recall.Exchange {
 }
 
 // termCounts counts, for each term, the units holding it.
-func termCounts(units []recall.Exchange, terms []string) map[string]int {
+func termCounts(units []recall.Unit, terms []string) map[string]int {
 	df := make(map[string]int, len(terms))
 	for _, t := range terms {
 		df[t] = 0
@@ -90,8 +90,8 @@ func termCounts(units []recall.Exchange, terms []string) map[string]int {
 // pickAny picks the first PerTerm units holding any of q's terms, as one
 // array-contains-any query does, and counts into found how many of them
 // hold each term.
-func pickAny(units []recall.Exchange, q recall.LexicalQuery, found map[string]int) []recall.Exchange {
-	var picked []recall.Exchange
+func pickAny(units []recall.Unit, q recall.LexicalQuery, found map[string]int) []recall.Unit {
+	var picked []recall.Unit
 	for _, e := range units {
 		if len(picked) < q.PerTerm && holds(e, q.Terms...) {
 			picked = append(picked, e)
@@ -110,8 +110,8 @@ func pickAny(units []recall.Exchange, q recall.LexicalQuery, found map[string]in
 // pickEach picks, for each of q's terms, the first PerTerm units holding
 // it, as one query a term does: each unit once, and into found how many
 // each term's query found (none too).
-func pickEach(units []recall.Exchange, q recall.LexicalQuery, found map[string]int) []recall.Exchange {
-	var picked []recall.Exchange
+func pickEach(units []recall.Unit, q recall.LexicalQuery, found map[string]int) []recall.Unit {
+	var picked []recall.Unit
 	seen := map[string]bool{}
 	for _, t := range q.Terms {
 		found[t] = 0
@@ -129,7 +129,7 @@ func pickEach(units []recall.Exchange, q recall.LexicalQuery, found map[string]i
 }
 
 // holds tells whether unit e holds any of terms.
-func holds(e recall.Exchange, terms ...string) bool {
+func holds(e recall.Unit, terms ...string) bool {
 	for _, t := range terms {
 		if e.Bag.TF[t] > 0 {
 			return true
@@ -172,25 +172,25 @@ func (db *DB) Nearest(_ context.Context, q recall.Query) ([]recall.Hit, error) {
 			if e.UserID != q.UserID {
 				continue
 			}
-			h := recall.Hit{Exchange: e, Distance: recall.Cosine(e.Vector, q.Vector)}
-			h.Exchange.Vector = nil
+			h := recall.Hit{Unit: e, Distance: recall.Cosine(e.Vector, q.Vector)}
+			h.Unit.Vector = nil
 			hits = append(hits, h)
 		}
 	}
 	slices.SortFunc(hits, func(a, b recall.Hit) int { // ties by place, the same way every time
-		return cmp.Or(cmp.Compare(a.Distance, b.Distance), byPlace(a.Exchange, b.Exchange))
+		return cmp.Or(cmp.Compare(a.Distance, b.Distance), byPlace(a.Unit, b.Unit))
 	})
 	return hits[:min(q.K, len(hits))], nil
 }
 
 // byPlace orders units by their session's id, then by their first
 // message's seq.
-func byPlace(a, b recall.Exchange) int {
+func byPlace(a, b recall.Unit) int {
 	return cmp.Or(cmp.Compare(a.SessionID, b.SessionID), cmp.Compare(firstSeq(a), firstSeq(b)))
 }
 
 // firstSeq is the seq of e's first message.
-func firstSeq(e recall.Exchange) int {
+func firstSeq(e recall.Unit) int {
 	switch {
 	case len(e.Tools) > 0:
 		return e.Tools[0].Seq
@@ -227,8 +227,8 @@ func (db *DB) Embedded(_ context.Context, sessionID string) (map[string]recall.I
 	return out, nil
 }
 
-// CountExchanges counts userID's stored exchanges.
-func (db *DB) CountExchanges(_ context.Context, userID string) (int, error) {
+// CountUnits counts userID's stored exchanges.
+func (db *DB) CountUnits(_ context.Context, userID string) (int, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	n := 0

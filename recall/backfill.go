@@ -13,7 +13,7 @@ type BackfillStore interface {
 	// SessionsAfter returns up to limit sessions of every user, by id,
 	// after the id after ("" for the first page).
 	SessionsAfter(ctx context.Context, after string, limit int) ([]*sessions.Session, error)
-	// Embedded returns the exchanges of a session already stored: unit id
+	// Embedded returns the units of a session already stored: unit id
 	// → how it was indexed.
 	Embedded(ctx context.Context, sessionID string) (map[string]Indexed, error)
 	ListMessages(ctx context.Context, q history.ListQuery) ([]history.Message, error)
@@ -26,16 +26,16 @@ type Indexed struct {
 	Lexicon int
 }
 
-// Backfill embeds the exchanges that history holds and the recall index
+// Backfill embeds the units that history holds and the recall index
 // does not (those stored before embeddings were on, or embedded by another
 // model, or whose terms an earlier Lexicon made), session by session in id
-// order. It is idempotent (an exchange stored with the current model and
+// order. It is idempotent (a unit stored with the current model and
 // lexicon is skipped) and resumable (Run starts after a session id, and
 // reports the last one it finished).
 type Backfill struct {
 	Embedder Embedder
 	Store    BackfillStore
-	// Batch is how many exchanges one embedding request carries.
+	// Batch is how many units one embedding request carries.
 	Batch int
 	// Wait is called before each embedding request (the rate limit); an
 	// error stops the run.
@@ -44,13 +44,13 @@ type Backfill struct {
 
 // BackfillReport is what a backfill did.
 type BackfillReport struct {
-	Sessions  int    `json:"sessions"`  // active and archived sessions read
-	Exchanges int    `json:"exchanges"` // exchanges found in them
-	Embedded  int    `json:"embedded"`  // of them, embedded and stored now
-	Skipped   int    `json:"skipped"`   // already stored with the current model and lexicon
-	Failed    int    `json:"failed"`    // not stored (a later run retries them)
-	Requests  int    `json:"embeddingRequests"`
-	After     string `json:"after"` // the last session finished: resume after it
+	Sessions int    `json:"sessions"`  // active and archived sessions read
+	Units    int    `json:"exchanges"` // units found in them
+	Embedded int    `json:"embedded"`  // of them, embedded and stored now
+	Skipped  int    `json:"skipped"`   // already stored with the current model and lexicon
+	Failed   int    `json:"failed"`    // not stored (a later run retries them)
+	Requests int    `json:"embeddingRequests"`
+	After    string `json:"after"` // the last session finished: resume after it
 }
 
 // sessionsPage is how many sessions a backfill reads at a time.
@@ -103,9 +103,9 @@ func (b *Backfill) session(ctx context.Context, s *sessions.Session, rep *Backfi
 		}
 		after = &msgs[len(msgs)-1].Seq
 	}
-	var pending []Unit
+	var pending []UnitMessages
 	for _, u := range Units(all) {
-		rep.Exchanges++
+		rep.Units++
 		if done[u.id()] == (Indexed{Model: b.Embedder.Model(), Lexicon: Lexicon}) {
 			rep.Skipped++
 		} else {
@@ -124,7 +124,7 @@ func (b *Backfill) session(ctx context.Context, s *sessions.Session, rep *Backfi
 }
 
 // embed embeds units in one request and stores each.
-func (b *Backfill) embed(ctx context.Context, s *sessions.Session, xs []Unit, rep *BackfillReport) {
+func (b *Backfill) embed(ctx context.Context, s *sessions.Session, xs []UnitMessages, rep *BackfillReport) {
 	if b.Wait != nil {
 		if err := b.Wait(ctx); err != nil {
 			rep.Failed += len(xs)

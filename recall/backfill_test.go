@@ -49,9 +49,9 @@ func TestBackfillIndexes(t *testing.T) {
 			if tc.stored != (recall.Indexed{}) {
 				bag := recall.BagOf(q.Content, a.Content)
 				bag.Lexicon = tc.stored.Lexicon
-				x := recall.Exchange{UserID: "alice", SessionID: s.ID, Model: tc.stored.Model, Vector: []float32{1, 0}, Bag: bag,
+				x := recall.Unit{UserID: "alice", SessionID: s.ID, Model: tc.stored.Model, Vector: []float32{1, 0}, Bag: bag,
 					Question: recall.Excerpt{ID: q.ID, Seq: q.Seq, Content: q.Content}, Reply: recall.Excerpt{ID: a.ID, Seq: a.Seq, Content: a.Content}}
-				if err := db.SaveExchange(ctx, x); err != nil {
+				if err := db.SaveUnit(ctx, x); err != nil {
 					t.Fatal(err)
 				}
 			}

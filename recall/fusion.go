@@ -43,7 +43,7 @@ func (f Fusion) fuse(words, meaning []Hit, coverage float64) []fused {
 	var order []*fused
 	add := func(hits []Hit, weight float64, leg func(*fused, int)) {
 		for r, h := range hits {
-			id := h.Exchange.ID()
+			id := h.Unit.ID()
 			x, ok := byID[id]
 			if !ok {
 				x = &fused{hit: h, wordsRank: len(words), meaningRank: len(meaning)}
@@ -75,7 +75,7 @@ func (c Corpus) coverage(terms []string, words []Hit) float64 {
 	for _, t := range terms {
 		w := c.idf(t)
 		all += w
-		if words[0].Exchange.Bag.TF[t] > 0 {
+		if words[0].Unit.Bag.TF[t] > 0 {
 			held += w
 		}
 	}

@@ -7,7 +7,7 @@ import (
 
 // When messages are deleted (a trim under message retention), every unit
 // holding any of their text goes with them: a unit is named by one of its
-// messages (see Unit), not always by a deleted one (a question deleted
+// messages (see UnitMessages), not always by a deleted one (a question deleted
 // whose reply stays names the unit by the reply).
 
 // Followers returns the seqs from from on of s's messages, not among

@@ -60,14 +60,14 @@ func TestFuse(t *testing.T) {
 	hits := func(ids ...string) []Hit {
 		var out []Hit
 		for _, id := range ids {
-			out = append(out, Hit{Exchange: Exchange{Reply: Excerpt{ID: id}}})
+			out = append(out, Hit{Unit: Unit{Reply: Excerpt{ID: id}}})
 		}
 		return out
 	}
 	ids := func(fs []fused) []string {
 		var out []string
 		for _, f := range fs {
-			out = append(out, f.hit.Exchange.ID())
+			out = append(out, f.hit.Unit.ID())
 		}
 		return out
 	}

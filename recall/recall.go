@@ -1,4 +1,4 @@
-// Package recall finds what was said: each exchange of a conversation (a
+// Package recall finds what was said: each unit of search of a conversation (a
 // question and its reply) is embedded once, after the reply is stored,
 // and kept beside its session, so that a user can search all of their
 // sessions by meaning and by exact phrase. The vectors are derived data:
@@ -26,16 +26,17 @@ type Embedder interface {
 	Model() string
 }
 
-// Exchange is a Unit as stored, embedded: the unit of recall and search,
-// usually one question and its reply. A message with no partner (a
+// Unit is a unit of search as stored (its UnitMessages, embedded): what
+// search ranks and recall puts in a context, usually one question and its
+// reply. A message with no partner (a
 // session's opening reply, a question left unanswered, a reply appended
-// apart from its question) is a unit of its own: an Exchange with only
+// apart from its question) is a unit of its own: a Unit with only
 // Reply (an assistant's message) or only Question (a user's) set; a tool
 // round's results are in Tools, with the answer given after them as Reply
 // if there is one. It carries the start of its messages, so that a turn's
 // recall and a search read no messages (see MaxExcerptChars), and their
 // words for the lexical leg (Bag).
-type Exchange struct {
+type Unit struct {
 	UserID, SessionID string
 	// SessionTitle is its session's title (the store sets it from the
 	// session it checks, and changes it with the session's), so that a
@@ -50,8 +51,8 @@ type Exchange struct {
 }
 
 // ID is the unit's id: its reply's, else its question's, else its first
-// tool result's (see Unit).
-func (e Exchange) ID() string {
+// tool result's (see UnitMessages).
+func (e Unit) ID() string {
 	switch {
 	case e.Reply.ID != "":
 		return e.Reply.ID
@@ -63,7 +64,7 @@ func (e Exchange) ID() string {
 	return ""
 }
 
-// Excerpt is a message as an exchange keeps it.
+// Excerpt is a message as a unit keeps it.
 type Excerpt struct {
 	ID        string
 	Seq       int
@@ -72,20 +73,20 @@ type Excerpt struct {
 	CreatedAt time.Time
 }
 
-// MaxExcerptChars bounds each message's text kept with its exchange (in
+// MaxExcerptChars bounds each message's text kept with its unit (in
 // bytes): an exact phrase is found in, and a recalled excerpt shown from,
 // the start of a message. Two of them and a vector stay far from
 // Firestore's 1 MiB per document.
 const MaxExcerptChars = 4000
 
-// Hit is an exchange a search found.
+// Hit is a unit a search found.
 type Hit struct {
-	Exchange Exchange
+	Unit     Unit
 	Distance float64           // cosine distance: 0 is the same direction
 	Session  *sessions.Session // as stored now (set when retrieval reads it: for a unit that lacks its title; nil if gone)
 }
 
-// Query asks for the exchanges of UserID nearest to Vector: at most K, in
+// Query asks for the units of UserID nearest to Vector: at most K, in
 // SessionID only if it is set.
 type Query struct {
 	UserID, SessionID string
@@ -93,16 +94,16 @@ type Query struct {
 	K                 int
 }
 
-// Store keeps exchanges and finds the nearest.
+// Store keeps units and finds the nearest.
 type Store interface {
-	// SaveExchange stores e, unless its session is gone or deleted
-	// (sessions.NotFound then: an exchange never outlives its session),
-	// with its session's title; saving the same exchange again replaces it.
-	SaveExchange(ctx context.Context, e Exchange) error
-	// Nearest returns the exchanges q asks for, nearest first.
+	// SaveUnit stores e, unless its session is gone or deleted
+	// (sessions.NotFound then: a unit never outlives its session),
+	// with its session's title; saving the same unit again replaces it.
+	SaveUnit(ctx context.Context, e Unit) error
+	// Nearest returns the units q asks for, nearest first.
 	Nearest(ctx context.Context, q Query) ([]Hit, error)
-	// CountExchanges counts the exchanges stored for userID.
-	CountExchanges(ctx context.Context, userID string) (int, error)
+	// CountUnits counts the units stored for userID.
+	CountUnits(ctx context.Context, userID string) (int, error)
 	// Lexical returns, for each of q's terms, up to q.PerTerm of q.UserID's
 	// units (in q.SessionID only if set) whose bag holds it, with their
 	// bags, and their sessions when q asks; a unit found by several terms
@@ -174,7 +175,7 @@ func (v Visibility) view() view {
 
 // shows reports whether x is in a session not deleted, on its active
 // branch.
-func (v view) shows(x Exchange) bool {
+func (v view) shows(x Unit) bool {
 	if v.deleted[x.SessionID] {
 		return false
 	}

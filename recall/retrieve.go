@@ -62,7 +62,7 @@ func (svc *Service) retrieve(ctx context.Context, r retrieval) (retrieved, error
 	if len(terms) > 0 {
 		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: cmp.Or(r.perTerm, perTerm), Count: true}
 		wg.Go(func() { lex, lexErr = svc.Store.Lexical(ctx, q) })
-		wg.Go(func() { units, nErr = svc.Store.CountExchanges(ctx, r.userID) })
+		wg.Go(func() { units, nErr = svc.Store.CountUnits(ctx, r.userID) })
 	}
 	v, near, err := svc.nearest(ctx, r)
 	wg.Wait()
@@ -91,7 +91,7 @@ func (svc *Service) withTitles(ctx context.Context, found []fused) error {
 	var ids []string
 	seen := map[string]bool{}
 	for _, f := range found {
-		if id := f.hit.Exchange.SessionID; f.hit.Exchange.SessionTitle == "" && !seen[id] {
+		if id := f.hit.Unit.SessionID; f.hit.Unit.SessionTitle == "" && !seen[id] {
 			seen[id] = true
 			ids = append(ids, id)
 		}
@@ -101,7 +101,7 @@ func (svc *Service) withTitles(ctx context.Context, found []fused) error {
 	}
 	byID, err := svc.Store.SessionsOf(ctx, ids)
 	for i := range found {
-		found[i].hit.Session = byID[found[i].hit.Exchange.SessionID]
+		found[i].hit.Session = byID[found[i].hit.Unit.SessionID]
 	}
 	return err
 }
@@ -121,7 +121,7 @@ func corpusOf(lex LexicalHits, units int) Corpus {
 	}
 	c := Corpus{N: units, DF: df}
 	for _, h := range lex.Hits {
-		c.AvgLen += float64(h.Exchange.Bag.Len)
+		c.AvgLen += float64(h.Unit.Bag.Len)
 	}
 	if len(lex.Hits) > 0 {
 		c.AvgLen /= float64(len(lex.Hits))
@@ -156,7 +156,7 @@ func byWords(pool []Hit, terms []string, c Corpus) []Hit {
 	}
 	var out []scored
 	for _, h := range pool {
-		if s := c.BM25(terms, h.Exchange.Bag); s > 0 {
+		if s := c.BM25(terms, h.Unit.Bag); s > 0 {
 			out = append(out, scored{h, s})
 		}
 	}
@@ -188,10 +188,10 @@ func (svc *Service) byMeaning(near, lexical []Hit, v []float32) []Hit {
 	out := slices.Clone(near)
 	seen := map[string]bool{}
 	for _, h := range near {
-		seen[h.Exchange.ID()] = true
+		seen[h.Unit.ID()] = true
 	}
 	for _, h := range lexical {
-		if x := h.Exchange; !seen[x.ID()] && len(x.Vector) == len(v) && x.Model == model {
+		if x := h.Unit; !seen[x.ID()] && len(x.Vector) == len(v) && x.Model == model {
 			seen[x.ID()] = true
 			h.Distance = Cosine(x.Vector, v)
 			out = append(out, h)
@@ -208,7 +208,7 @@ func candidates(lexical, near []Hit) []Hit {
 	seen := map[string]bool{}
 	var out []Hit
 	for _, h := range slices.Concat(lexical, near) {
-		if id := h.Exchange.ID(); !seen[id] {
+		if id := h.Unit.ID(); !seen[id] {
 			seen[id] = true
 			out = append(out, h)
 		}

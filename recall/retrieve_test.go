@@ -21,9 +21,9 @@ func (model6) Embed(context.Context, []string) ([][]float32, error) {
 func TestByMeaningRanksWordHits(t *testing.T) {
 	svc := &Service{Embedder: model6{}}
 	unit := func(id, model string, v ...float32) Hit {
-		return Hit{Exchange: Exchange{Reply: Excerpt{ID: id}, Model: model, Vector: v}}
+		return Hit{Unit: Unit{Reply: Excerpt{ID: id}, Model: model, Vector: v}}
 	}
-	near := []Hit{{Exchange: Exchange{Reply: Excerpt{ID: "n"}}, Distance: 0.5}, {Exchange: Exchange{Reply: Excerpt{ID: "n"}}, Distance: 0.5}}
+	near := []Hit{{Unit: Unit{Reply: Excerpt{ID: "n"}}, Distance: 0.5}, {Unit: Unit{Reply: Excerpt{ID: "n"}}, Distance: 0.5}}
 	lexical := []Hit{
 		unit("far", "topics/6", 0, 1, 0, 0, 0, 0),
 		unit("close", "topics/6", 1, 0.1, 0, 0, 0, 0),
@@ -32,7 +32,7 @@ func TestByMeaningRanksWordHits(t *testing.T) {
 	}
 	var ids []string
 	for _, h := range svc.byMeaning(near, lexical, []float32{1, 0, 0, 0, 0, 0}) {
-		ids = append(ids, h.Exchange.ID())
+		ids = append(ids, h.Unit.ID())
 	}
 	if want := []string{"close", "n", "n"}; !slices.Equal(ids, want) {
 		t.Errorf("by meaning %v, want %v", ids, want)

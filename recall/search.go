@@ -103,7 +103,7 @@ func rank(got retrieved, userID, phrase string, quoted bool, limit int) []Result
 	v := got.visibility.view()
 	var out []Result
 	for _, f := range got.found {
-		x := f.hit.Exchange
+		x := f.hit.Unit
 		title, ok := titleOf(f.hit, userID)
 		if !ok || x.UserID != userID || !v.shows(x) {
 			continue
@@ -128,7 +128,7 @@ func rank(got retrieved, userID, phrase string, quoted bool, limit int) []Result
 // (a unit stored before units carried it) that of its session as read,
 // if userID's and not deleted; false if none.
 func titleOf(h Hit, userID string) (string, bool) {
-	if t := h.Exchange.SessionTitle; t != "" {
+	if t := h.Unit.SessionTitle; t != "" {
 		return t, true
 	}
 	s := h.Session
@@ -139,7 +139,7 @@ func titleOf(h Hit, userID string) (string, bool) {
 }
 
 // onPath reports whether x's messages are on path.
-func onPath(p sessions.Path, x Exchange) bool {
+func onPath(p sessions.Path, x Unit) bool {
 	for _, m := range slices.Concat([]Excerpt{x.Question, x.Reply}, x.Tools) {
 		if m.ID != "" && !p.Contains(m.Seq) {
 			return false
@@ -151,7 +151,7 @@ func onPath(p sessions.Path, x Exchange) bool {
 // pick is the message of x a result shows, with its role, and whether it
 // holds phrase as written: the first holding it, else the one whose words
 // weigh most for the query, else the last (the reply, when there is one).
-func pick(x Exchange, c Corpus, phrase string, terms []string) (Excerpt, history.Role, bool) {
+func pick(x Unit, c Corpus, phrase string, terms []string) (Excerpt, history.Role, bool) {
 	type side struct {
 		m    Excerpt
 		role history.Role

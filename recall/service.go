@@ -9,7 +9,7 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// Service embeds exchanges and searches them.
+// Service embeds units and searches them.
 type Service struct {
 	Embedder Embedder
 	Store    Store
@@ -34,7 +34,7 @@ const (
 	MeaningOnly
 )
 
-// maxEmbedChars bounds the text embedded per exchange (embedding models
+// maxEmbedChars bounds the text embedded per unit (embedding models
 // take about 8,000 tokens; the start of a long message says what it is
 // about).
 const maxEmbedChars = 16000
@@ -96,7 +96,7 @@ func (svc *Service) fileTexts(ctx context.Context, userID string, msgs []history
 // storeUnits embeds units of session s with e in one request and stores
 // each in st; it returns how many it stored and why the others were not
 // (the request's error once for all, when it failed).
-func storeUnits(ctx context.Context, e Embedder, st Store, s *sessions.Session, units []Unit) (int, []error) {
+func storeUnits(ctx context.Context, e Embedder, st Store, s *sessions.Session, units []UnitMessages) (int, []error) {
 	texts := make([]string, len(units))
 	for i, u := range units {
 		texts[i] = u.text()
@@ -108,9 +108,9 @@ func storeUnits(ctx context.Context, e Embedder, st Store, s *sessions.Session, 
 	var errs []error
 	stored := 0
 	for i, u := range units {
-		x := u.exchange(s, e.Model())
+		x := u.stored(s, e.Model())
 		x.Vector = vs[i]
-		if err := st.SaveExchange(ctx, x); err != nil {
+		if err := st.SaveUnit(ctx, x); err != nil {
 			errs = append(errs, err)
 			continue
 		}
@@ -123,7 +123,7 @@ func storeUnits(ctx context.Context, e Embedder, st Store, s *sessions.Session, 
 // the vectors themselves are derived numbers, not shipped), or nil if
 // nothing.
 func (svc *Service) ExportUser(ctx context.Context, userID string) (any, error) {
-	n, err := svc.Store.CountExchanges(ctx, userID)
+	n, err := svc.Store.CountUnits(ctx, userID)
 	if err != nil || n == 0 {
 		return nil, err
 	}
@@ -131,7 +131,7 @@ func (svc *Service) ExportUser(ctx context.Context, userID string) (any, error) 
 		"about": "each of these exchanges (a question and its reply) is also held as an embedding (a vector of numbers computed from its text) with the start of both messages, to search and recall them; they go with their session"}, nil
 }
 
-// EraseUser deletes nothing of its own: exchanges live under their
+// EraseUser deletes nothing of its own: units live under their
 // sessions, and an erasure purges every session (and sweeps what an
 // interrupted purge left by user id).
 func (svc *Service) EraseUser(context.Context, string) (int, error) { return 0, nil }

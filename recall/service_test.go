@@ -22,12 +22,12 @@ import (
 func TestRank(t *testing.T) {
 	at := time.Date(2026, 3, 1, 12, 0, 0, 0, time.UTC)
 	found := func(session, user string, score float64, words, meaning bool, q, a string) fused {
-		return fused{hit: Hit{Exchange: Exchange{UserID: user, SessionID: session, SessionTitle: "t-" + session,
+		return fused{hit: Hit{Unit: Unit{UserID: user, SessionID: session, SessionTitle: "t-" + session,
 			Question: Excerpt{ID: session + "q", Seq: 0, Content: q, CreatedAt: at},
 			Reply:    Excerpt{ID: session + "a", Seq: 1, Content: a, CreatedAt: at}}}, score: score, words: words, meaning: meaning}
 	}
 	untitled := func(f fused, s *sessions.Session) fused {
-		f.hit.Exchange.SessionTitle, f.hit.Session = "", s
+		f.hit.Unit.SessionTitle, f.hit.Session = "", s
 		return f
 	}
 	all := []fused{
@@ -154,7 +154,7 @@ func TestUnits(t *testing.T) {
 // holds the query (role tool), and its answer when none does; a result
 // off its session's active branch drops the unit.
 func TestRankShowsToolResults(t *testing.T) {
-	x := Exchange{UserID: "alice", SessionID: "s", SessionTitle: "Weather",
+	x := Unit{UserID: "alice", SessionID: "s", SessionTitle: "Weather",
 		Tools: []Excerpt{{ID: "t1", Seq: 2, Content: "Oslo: sun"}, {ID: "t2", Seq: 3, Content: "Bergen: rain, LayerCake"}},
 		Reply: Excerpt{ID: "a", Seq: 4, Content: "sun and rain"}}
 	for _, tc := range []struct {
@@ -168,7 +168,7 @@ func TestRankShowsToolResults(t *testing.T) {
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			vis := Visibility{OffPath: map[string]sessions.Path{"s": tc.off}}
-			got := rank(retrieved{found: []fused{{hit: Hit{Exchange: x}, score: 0.1, words: true}}, visibility: vis}, "alice", tc.query, false, 10)
+			got := rank(retrieved{found: []fused{{hit: Hit{Unit: x}, score: 0.1, words: true}}, visibility: vis}, "alice", tc.query, false, 10)
 			var shown string
 			if len(got) > 0 {
 				shown = got[0].MessageID + " " + string(got[0].Role)

@@ -40,7 +40,7 @@ const recallPerTerm = 10
 // another user's or a deleted session's. Both legs run beside each other:
 // the turn waits for one round trip of the store after the embedding, as
 // it did for the vector query alone.
-func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string, v []float32, scope Scope, k int) ([]Exchange, error) {
+func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string, v []float32, scope Scope, k int) ([]Unit, error) {
 	// Twice k: room for those the filters drop (each is a billed read).
 	// The same retrieval as a search's: the best units for the message
 	// by words (a query a term, beside the counts), not the first.
@@ -60,9 +60,9 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string
 		known = *scope.Known
 	}
 	view := known.view()
-	var out []Exchange
+	var out []Unit
 	for _, f := range got.found {
-		x := f.hit.Exchange
+		x := f.hit.Unit
 		if x.Question.ID == "" && x.Reply.ID == "" {
 			continue // a tool round's results alone: search shows them, a turn's context does not
 		}

@@ -8,13 +8,13 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// Unit is what one unit of search is made of: a question and its reply;
-// the results of the tools a reply called, with the answer given after
-// them (or alone, when the model called tools again); or one message with
+// UnitMessages are the messages one unit of search is made of: a question
+// and its reply; the results of the tools a reply called, with the answer
+// given after them (or alone, when the model called tools again); or one message with
 // no partner (a session's opening reply, a question left unanswered, a
 // reply appended apart from its question). Every message search finds
 // (see history.Message.Searchable) is in exactly one.
-type Unit struct {
+type UnitMessages struct {
 	Question, Reply *history.Message
 	Tools           []*history.Message // tool results, oldest first
 	// Files are the texts of the documents its messages carry, by id:
@@ -32,7 +32,7 @@ const (
 
 // id names the unit: its reply's id, else its question's, else its first
 // tool result's.
-func (u Unit) id() string {
+func (u UnitMessages) id() string {
 	switch {
 	case u.Reply != nil:
 		return u.Reply.ID
@@ -43,11 +43,11 @@ func (u Unit) id() string {
 }
 
 // text is what u is embedded as.
-func (u Unit) text() string { return strings.Join(u.texts(), "\n") }
+func (u UnitMessages) text() string { return strings.Join(u.texts(), "\n") }
 
 // exchange is u as session s keeps it, its words weighed, not embedded.
-func (u Unit) exchange(s *sessions.Session, model string) Exchange {
-	x := Exchange{UserID: s.UserID, SessionID: s.ID, Model: model, Bag: BagOf(u.texts()...)}
+func (u UnitMessages) stored(s *sessions.Session, model string) Unit {
+	x := Unit{UserID: s.UserID, SessionID: s.ID, Model: model, Bag: BagOf(u.texts()...)}
 	if u.Question != nil {
 		x.Question = excerpt(u.Question, MaxExcerptChars)
 	}
@@ -61,7 +61,7 @@ func (u Unit) exchange(s *sessions.Session, model string) Exchange {
 }
 
 // texts are what u is weighed by, in order: question, tool results, reply.
-func (u Unit) texts() []string {
+func (u UnitMessages) texts() []string {
 	var out []string
 	for _, m := range slices.Concat([]*history.Message{u.Question}, u.Tools, []*history.Message{u.Reply}) {
 		if m != nil {
@@ -74,7 +74,7 @@ func (u Unit) texts() []string {
 // filesText is what m's attachments add to its text: each one's name
 // (its words: "q3-report.pdf" is "q3 report pdf"), alt text and a
 // document's text.
-func (u Unit) filesText(m *history.Message) string {
+func (u UnitMessages) filesText(m *history.Message) string {
 	var b strings.Builder
 	for _, p := range m.Attachments {
 		b.WriteString("\n" + p.Name)
@@ -88,18 +88,18 @@ func (u Unit) filesText(m *history.Message) string {
 	return b.String()
 }
 
-// Units are the units of search of msgs (a session's, every branch's: a
+// Units are the units of search of msgs, as their messages (a session's, every branch's: a
 // regenerated reply answers a question far back; or a batch just stored):
 // each reply with text and its question; each reply with text after tool
 // results, with them; the tool results of a round whose reply called
 // tools again, together; and each other message search finds on its own.
-func Units(msgs []history.Message) []Unit {
+func Units(msgs []history.Message) []UnitMessages {
 	bySeq := make(map[int]*history.Message, len(msgs))
 	for i := range msgs {
 		bySeq[msgs[i].Seq] = &msgs[i]
 	}
 	used := map[int]bool{}
-	var out []Unit
+	var out []UnitMessages
 	for i := range msgs {
 		m := &msgs[i]
 		if m.Role != history.RoleAssistant || !m.Searchable() {
@@ -108,11 +108,11 @@ func Units(msgs []history.Message) []Unit {
 		switch p := bySeq[m.ParentSeq]; {
 		case p == nil:
 		case p.Role == history.RoleUser && p.Searchable():
-			out = append(out, Unit{Question: p, Reply: m})
+			out = append(out, UnitMessages{Question: p, Reply: m})
 			used[p.Seq], used[m.Seq] = true, true
 		case p.Role == history.RoleTool:
 			tools := toolRound(bySeq, p)
-			out = append(out, Unit{Reply: m, Tools: tools})
+			out = append(out, UnitMessages{Reply: m, Tools: tools})
 			used[m.Seq] = true
 			for _, t := range tools {
 				used[t.Seq] = true
@@ -132,13 +132,13 @@ func Units(msgs []history.Message) []Unit {
 			}
 			rounds[first] = append(rounds[first], m)
 		case m.Role == history.RoleUser:
-			out = append(out, Unit{Question: m})
+			out = append(out, UnitMessages{Question: m})
 		default:
-			out = append(out, Unit{Reply: m})
+			out = append(out, UnitMessages{Reply: m})
 		}
 	}
 	for _, first := range firsts {
-		out = append(out, Unit{Tools: rounds[first]})
+		out = append(out, UnitMessages{Tools: rounds[first]})
 	}
 	return out
 }

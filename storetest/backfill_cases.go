@@ -53,7 +53,7 @@ func testRecallBackfill(t *testing.T, e *Env) {
 	e.Say(t, gone, history.RoleAssistant, "yes")
 	Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", gone.ID))
 	// one's exchange is stored already, by an older model.
-	noErr(t, store.SaveExchange(ctx, recall.Exchange{UserID: "alice", SessionID: one.ID, Model: "old/2", Vector: []float32{0, 1},
+	noErr(t, store.SaveUnit(ctx, recall.Unit{UserID: "alice", SessionID: one.ID, Model: "old/2", Vector: []float32{0, 1},
 		Question: recall.Excerpt{ID: q1.ID, Seq: q1.Seq, Content: q1.Content}, Reply: recall.Excerpt{ID: a1.ID, Seq: a1.Seq, Content: a1.Content}}))
 
 	emb := &wordEmbedder{model: "words/2"}
@@ -62,17 +62,17 @@ func testRecallBackfill(t *testing.T, e *Env) {
 	var progress []string
 	rep, err := b.Run(ctx, "", func(r recall.BackfillReport) { progress = append(progress, r.After) })
 	noErr(t, err)
-	if rep.Sessions != 2 || rep.Exchanges != 3 || rep.Embedded != 3 || rep.Skipped != 0 || rep.Failed != 0 || rep.Requests != 2 || waits != 2 || len(progress) != 3 {
+	if rep.Sessions != 2 || rep.Units != 3 || rep.Embedded != 3 || rep.Skipped != 0 || rep.Failed != 0 || rep.Requests != 2 || waits != 2 || len(progress) != 3 {
 		t.Fatalf("first run: %+v, %d waits, progress %v", rep, waits, progress)
 	}
 	hits, err := store.Nearest(ctx, recall.Query{UserID: "alice", Vector: []float32{1, 0}, K: 10})
 	noErr(t, err)
-	var pair, lone *recall.Exchange
+	var pair, lone *recall.Unit
 	for i := range hits {
-		if hits[i].Exchange.Reply.ID == a1.ID {
-			pair = &hits[i].Exchange
+		if hits[i].Unit.Reply.ID == a1.ID {
+			pair = &hits[i].Unit
 		} else {
-			lone = &hits[i].Exchange
+			lone = &hits[i].Unit
 		}
 	}
 	if len(hits) != 2 || pair == nil || pair.Model != "words/2" || pair.Question.Content != "trains to Oslo?" ||
@@ -81,7 +81,7 @@ func testRecallBackfill(t *testing.T, e *Env) {
 	}
 	hits, err = store.Nearest(ctx, recall.Query{UserID: "bob", Vector: []float32{1, 0}, K: 10})
 	noErr(t, err)
-	if len(hits) != 1 || hits[0].Exchange.Question.ID != q2.ID {
+	if len(hits) != 1 || hits[0].Unit.Question.ID != q2.ID {
 		t.Fatalf("bob's exchanges after the backfill: %+v", hits)
 	}
 

@@ -20,7 +20,7 @@ func testLexical(t *testing.T, e *Env) {
 	save := func(s *sessions.Session, text string) {
 		t.Helper()
 		m := e.Say(t, s, history.RoleUser, text)
-		noErr(t, store.SaveExchange(ctx, recall.Exchange{UserID: s.UserID, SessionID: s.ID, Model: "test/2", Vector: []float32{1, 0},
+		noErr(t, store.SaveUnit(ctx, recall.Unit{UserID: s.UserID, SessionID: s.ID, Model: "test/2", Vector: []float32{1, 0},
 			Question: recall.Excerpt{ID: m.ID, Seq: m.Seq, Content: text}, Bag: recall.BagOf(text)}))
 	}
 	one, two, bobs := e.NewSession(t, "alice"), e.NewSession(t, "alice"), e.NewSession(t, "bob")
@@ -52,8 +52,8 @@ func testLexical(t *testing.T, e *Env) {
 				t.Fatalf("%d hits, found %v, counted %v; want %d, %v, %v", len(got.Hits), got.Found, got.DF, tc.hits, tc.found, tc.df)
 			}
 			for _, h := range got.Hits {
-				if h.Exchange.UserID != "alice" || h.Exchange.Bag.Len == 0 {
-					t.Errorf("a hit: %+v", h.Exchange)
+				if h.Unit.UserID != "alice" || h.Unit.Bag.Len == 0 {
+					t.Errorf("a hit: %+v", h.Unit)
 				}
 			}
 		})

@@ -29,7 +29,7 @@ func testTrimStore(t *testing.T, e *Env) {
 	a1 := e.Say(t, own, history.RoleAssistant, "first answer")
 	e.Say(t, plain, history.RoleUser, "bob's question")
 	Must[*history.Message](t)(history.SetFeedback(ctx, db.(history.FeedbackStore), e.Clock.Now(), "alice", own.ID, a1.ID, &history.Feedback{Rating: history.RatingUp}))
-	noErr(t, db.SaveExchange(ctx, recall.Exchange{UserID: "alice", SessionID: own.ID, Model: "test/2", Vector: []float32{1, 0},
+	noErr(t, db.SaveUnit(ctx, recall.Unit{UserID: "alice", SessionID: own.ID, Model: "test/2", Vector: []float32{1, 0},
 		Question: recall.Excerpt{ID: q1.ID, Seq: q1.Seq, Content: q1.Content, CreatedAt: q1.CreatedAt},
 		Reply:    recall.Excerpt{ID: a1.ID, Seq: a1.Seq, Content: a1.Content, CreatedAt: a1.CreatedAt}}))
 	e.Clock.Advance(5 * sessions.Day)
@@ -101,7 +101,7 @@ func testTrimStore(t *testing.T, e *Env) {
 	if len(tail.Messages) != 2 || tail.Messages[0].Seq != q2.Seq {
 		t.Errorf("tail after the trim: %d messages", len(tail.Messages))
 	}
-	if n := Must[int](t)(db.CountExchanges(ctx, "alice")); n != 0 {
+	if n := Must[int](t)(db.CountUnits(ctx, "alice")); n != 0 {
 		t.Errorf("%d recall exchanges left of trimmed messages", n)
 	}
 	if got := due(retention.TrimQuery{OwnPeriod: true, At: now}, nil, 10); len(got) != 0 {

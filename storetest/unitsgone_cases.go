@@ -39,7 +39,7 @@ func testUnitsGone(t *testing.T, e *Env) {
 	erased, _ := unitsSession(t, e, "bob")
 	Must[int](t)(e.DB.DeleteUserDocuments(ctx, "bob"))
 	for _, u := range []string{"alice", "bob"} {
-		if n := Must[int](t)(e.DB.CountExchanges(ctx, u)); n != map[string]int{"alice": 1, "bob": 0}[u] { // alice's trimmed session keeps one
+		if n := Must[int](t)(e.DB.CountUnits(ctx, u)); n != map[string]int{"alice": 1, "bob": 0}[u] { // alice's trimmed session keeps one
 			t.Errorf("%s has %d units after a purge or an erasure", u, n)
 		}
 	}
@@ -73,7 +73,7 @@ func unitsSession(t *testing.T, e *Env, user string) (*sessions.Session, []histo
 	))
 	all := e.All(t, s)
 	for _, u := range recall.Units(all) {
-		x := recall.Exchange{UserID: user, SessionID: s.ID, Model: "test/2", Vector: []float32{1, 0}}
+		x := recall.Unit{UserID: user, SessionID: s.ID, Model: "test/2", Vector: []float32{1, 0}}
 		if u.Question != nil {
 			x.Question = excerptOf(u.Question)
 		}
@@ -83,10 +83,10 @@ func unitsSession(t *testing.T, e *Env, user string) (*sessions.Session, []histo
 		for _, m := range u.Tools {
 			x.Tools = append(x.Tools, excerptOf(m))
 		}
-		noErr(t, e.DB.SaveExchange(ctx, x))
+		noErr(t, e.DB.SaveUnit(ctx, x))
 	}
 	// The echo question as indexed alone, before its reply came.
-	noErr(t, e.DB.SaveExchange(ctx, recall.Exchange{UserID: user, SessionID: s.ID, Model: "test/2", Vector: []float32{1, 0}, Question: excerptOf(&all[8])}))
+	noErr(t, e.DB.SaveUnit(ctx, recall.Unit{UserID: user, SessionID: s.ID, Model: "test/2", Vector: []float32{1, 0}, Question: excerptOf(&all[8])}))
 	return s, all
 }
 
@@ -100,7 +100,7 @@ func unitTexts(t *testing.T, e *Env, s *sessions.Session) []string {
 	hits := Must[[]recall.Hit](t)(e.DB.Nearest(context.Background(), recall.Query{UserID: s.UserID, SessionID: s.ID, Vector: []float32{1, 0}, K: 50}))
 	var out []string
 	for _, h := range hits {
-		x := h.Exchange
+		x := h.Unit
 		words := x.Question.Content
 		for _, tl := range x.Tools {
 			words += "+" + tl.Content

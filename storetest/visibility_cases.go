@@ -57,12 +57,12 @@ func testVisibility(t *testing.T, e *Env) {
 
 	q := e.Say(t, c, history.RoleUser, "first question")
 	e.Say(t, c, history.RoleAssistant, "first answer")
-	noErr(t, store.SaveExchange(ctx, recall.Exchange{UserID: "alice", SessionID: c.ID, Model: "test/2", Vector: []float32{1, 0},
+	noErr(t, store.SaveUnit(ctx, recall.Unit{UserID: "alice", SessionID: c.ID, Model: "test/2", Vector: []float32{1, 0},
 		Question: recall.Excerpt{ID: q.ID, Seq: q.Seq, Content: q.Content}, Bag: recall.BagOf(q.Content)}))
 	title := "Renamed after its first exchange"
 	Must[*sessions.Session](t)(e.Sessions.Update(ctx, "alice", c.ID, sessions.Update{Title: &title}))
 	hits := Must[[]recall.Hit](t)(store.Nearest(ctx, recall.Query{UserID: "alice", SessionID: c.ID, Vector: []float32{1, 0}, K: 5}))
-	if len(hits) != 1 || hits[0].Exchange.SessionTitle != title {
+	if len(hits) != 1 || hits[0].Unit.SessionTitle != title {
 		t.Errorf("the unit after a rename: %+v", hits)
 	}
 }
