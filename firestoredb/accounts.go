@@ -16,7 +16,7 @@ import (
 
 // AccountsCollection holds one document per user who holds data:
 // chat_accounts/{uid} {userId, seenAt}, written in the commit that creates
-// each of their sessions, their memory document or their usage window,
+// each of their sessions, their memory document or their usage tail document,
 // and by the backstop for accounts Auth still knows; the backstop queries it by seenAt (one automatic single-field
 // index) for the accounts to ask Auth about.
 const AccountsCollection = "chat_accounts"

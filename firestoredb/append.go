@@ -13,7 +13,7 @@ import (
 // RunAppend reads the session, its context, the key's first message (or,
 // after a commit whose answer was lost, an unkeyed batch's first id), the
 // user's quota and the day's spend in one BatchGetDocuments, and commits
-// the messages, the session, what changed of its context, the window and
+// the messages, the session, what changed of its context, the tail document and
 // the spend (each on condition of its update time) in one Commit; see
 // chat.TurnStore.
 func (db *DB) RunAppend(ctx context.Context, q chat.AppendQuery, plan func(*chat.AppendState) (*chat.AppendWrite, error)) (string, error) {
@@ -62,7 +62,7 @@ type appendRun struct {
 	ur   usageRead // the user's quota and spend, as read or known
 	w    *chat.AppendWrite
 	b    *writes
-	wd   *windowDoc
+	wd   *tailDoc
 }
 
 // attempt plans one commit, from what start read or knew; nil writes:
@@ -143,7 +143,7 @@ func (a *appendRun) outcome(res []*firestore.WriteResult) (*chat.TurnState, chat
 		return &chat.TurnState{}, nil, nil
 	}
 	q := a.q
-	after := a.read.after(a.b, res, a.db.sessionRef(q.SessionID), a.db.windowRef(q.SessionID), a.w.Session, a.w.Tail, a.wd, nil)
+	after := a.read.after(a.b, res, a.db.sessionRef(q.SessionID), a.db.tailRef(q.SessionID), a.w.Session, a.w.Tail, a.wd, nil)
 	if now, ok := a.ur.after(a.b, res, a.db.usageRef(q.UserID), a.db.dayRef(q.UserID, q.Day), a.w.Quota, a.w.Tokens); ok {
 		return stateOf(after), now, nil
 	}
@@ -165,8 +165,8 @@ func nameBatch(names []string, batch []history.Message, msgs *firestore.Collecti
 
 // writeAppend plans the commit of an append's write w over the session
 // and context st and the user's quota and spend ur, each on condition
-// that it is as read, and returns it with the window document it writes.
-func (db *DB) writeAppend(q chat.AppendQuery, st *stored, ur usageRead, w *chat.AppendWrite) (*writes, *windowDoc, error) {
+// that it is as read, and returns it with the tail document it writes.
+func (db *DB) writeAppend(q chat.AppendQuery, st *stored, ur usageRead, w *chat.AppendWrite) (*writes, *tailDoc, error) {
 	b := db.newWrites()
 	sref := db.sessionRef(q.SessionID)
 	db.createMessages(b, q.SessionID, q.Key, w.Messages)
@@ -177,7 +177,7 @@ func (db *DB) writeAppend(q chat.AppendQuery, st *stored, ur usageRead, w *chat.
 		return nil, nil, err
 	}
 	if st.next != nil {
-		b.addUpdate(sref, nextUpdate(nil)) // the window has it now, or it is stale
+		b.addUpdate(sref, nextUpdate(nil)) // the tail document has it now, or it is stale
 	}
 	w.Quota.UserID = q.UserID
 	writeQuota(b, db.usageRef(q.UserID), ur.quotaTime, w.Quota, "")

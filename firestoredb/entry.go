@@ -8,13 +8,13 @@ import (
 	"github.com/chatmemory/backend/history"
 )
 
-// A window entry is one message of a session's window, stored as one
+// A tail document entry is one message of a session's tail document, stored as one
 // bytes value: a version byte, then its fields in a fixed order, numbers
 // as varints and strings length-prefixed. It takes a few bytes more than
 // its text (never more than history.StoredBytes), and Firestore parses one
 // value per message instead of a dozen nested ones, which is what a large
-// window's reads and writes pay for. The messages collection keeps each
-// message in readable fields; the window is derived from it.
+// tail document's reads and writes pay for. The messages collection keeps each
+// message in readable fields; the tail document is derived from it.
 // Version 2 adds the message's attachments after its tool calls; a
 // version 1 entry (written before) has none.
 const entryVersion = 2

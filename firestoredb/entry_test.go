@@ -8,7 +8,7 @@ import (
 	"github.com/chatmemory/backend/history"
 )
 
-// TestEntryAttachments: a window entry keeps a message's attachments; an
+// TestEntryAttachments: a tail document entry keeps a message's attachments; an
 // entry written before them (version 1) reads as a message without.
 func TestEntryAttachments(t *testing.T) {
 	m := history.Message{ID: "m1", SessionID: "s", Seq: 4, ParentSeq: 3, Role: history.RoleUser, Content: "look",

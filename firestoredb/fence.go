@@ -7,17 +7,17 @@ import (
 	"github.com/chatmemory/backend/kernel/ids"
 )
 
-// A session's context (its window document) is only ever written in a
+// A session's context (its tail document) is only ever written in a
 // commit that changes the session document too: fenceContext sets the
 // session's contextRev anew in every such commit. So while the session
 // document keeps the update time an instance kept it at, or (after a
 // change of the session alone: a title, a setting) the contextRev it kept,
-// the window is still the one it kept, and a read that only shows the
+// the tail document is still the one it kept, and a read that only shows the
 // context (GET …/context) reads the session document alone and takes the
-// window from what a cache kept (ReadKnown): at 200 messages, 2 small
+// tail document from what a cache kept (ReadKnown): at 200 messages, 2 small
 // documents instead of 3, one of them 83 KiB.
 
-// fenceContext makes the commit of w, which writes the window of the
+// fenceContext makes the commit of w, which writes the tail document of the
 // session at sref as read in st, change the session document: it adds a
 // new contextRev to the session's update, or, without one, writes it on
 // condition that the session is as read. A session created in w is new

@@ -193,10 +193,10 @@ func TestPurgeReadsIDsFromTheContext(t *testing.T) {
 		queries int64 // how many; -1: more than one
 		docs    int
 	}{
-		{"Short", short, 0, 30 + 1 + 1},          // messages, the window, the session
-		{"Embedded", embedded, 0, 8 + 4 + 3 + 1}, // messages, exchanges, the window, the recall marker, the session, the job
+		{"Short", short, 0, 30 + 1 + 1},          // messages, the tail document, the session
+		{"Embedded", embedded, 0, 8 + 4 + 3 + 1}, // messages, units of search, the tail document, the recall marker, the session, the job
 		{"Long", long, -1, 0},                    // its context documents vary
-		{"Branched", branched, -1, 31 + 1 + 1},   // the window: the branch's 5 messages
+		{"Branched", branched, -1, 31 + 1 + 1},   // the tail document: the branch's 5 messages
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", tc.s.ID))

@@ -115,7 +115,7 @@ func TestIndexExemptions(t *testing.T) {
 	docs := map[string][]any{
 		SessionsCollection:    {sessionDoc{}},
 		MessagesCollection:    {messageDoc{}},
-		ContextCollection:     {windowDoc{}},
+		ContextCollection:     {tailDoc{}},
 		CompactionsCollection: {compactionDoc{}},
 		UsersCollection:       {memoryUserDoc{}},
 		FactsCollection:       {factDoc{}},

@@ -116,7 +116,7 @@ func (db *DB) readBeside(q chat.TurnQuery, snaps []*firestore.DocumentSnapshot, 
 
 // undoClaim commits what restores the state a claim was planned on (ts)
 // from the state its commit left (out): the session as it was, its
-// tailNext and window as they were, without the claim's message and
+// tailNext and tail document as they were, without the claim's message and
 // draft (and any tokens it charged), on condition that nothing changed
 // since the claim. The slot it took stays taken: the safe side of a
 // limit.
@@ -129,13 +129,13 @@ func (db *DB) undoClaim(ctx context.Context, q chat.TurnQuery, ts, out *chat.Tur
 	if before.st.next != nil || after.st.next != nil {
 		b.addUpdate(sref, nextUpdate(before.st.next))
 	}
-	if !after.st.windowTime.Equal(before.st.windowTime) { // the claim wrote the window
-		if before.st.window == nil {
-			b.Delete(db.windowRef(q.SessionID), firestore.LastUpdateTime(after.st.windowTime))
+	if !after.st.tailTime.Equal(before.st.tailTime) { // the claim wrote the tail document
+		if before.st.tailDoc == nil {
+			b.Delete(db.tailRef(q.SessionID), firestore.LastUpdateTime(after.st.tailTime))
 			if err := fenceContext(b, sref, after.st); err != nil {
 				return err
 			}
-		} else if _, err := db.writeContext(b, after.st, before.st.s, before.st.windowTail); err != nil {
+		} else if _, err := db.writeContext(b, after.st, before.st.s, before.st.docTail); err != nil {
 			return err
 		}
 	}
@@ -159,8 +159,8 @@ func (db *DB) undoClaim(ctx context.Context, q chat.TurnQuery, ts, out *chat.Tur
 // ReadKnown reads what q names as ReadTurn does, but of the session and
 // its context, given known (as a cache kept them), it reads the session
 // document alone: when its update time or its contextRev is known's,
-// known's window is current (see fenceContext) and is used; when neither
-// is, the window is read in a second round trip.
+// known's tail document is current (see fenceContext) and is used; when neither
+// is, the tail document is read in a second round trip.
 func (db *DB) ReadKnown(ctx context.Context, q chat.TurnQuery, known *chat.TurnState) (*chat.TurnState, error) {
 	v, ok := stateVersion(known)
 	if !ok || !v.st.exists {
@@ -179,8 +179,8 @@ func (db *DB) ReadKnown(ctx context.Context, q chat.TurnQuery, known *chat.TurnS
 		if st.exists && !sameContext(st, k) {
 			return db.readStored(get, sessionID, extra...)
 		}
-		if st.exists && k.window != nil {
-			st.setWindow(k.window, k.windowTime, k.windowTail.Clone())
+		if st.exists && k.tailDoc != nil {
+			st.setTail(k.tailDoc, k.tailTime, k.docTail.Clone())
 		}
 		return st, snaps[1:], nil
 	}
@@ -210,7 +210,7 @@ func (db *DB) CreateKnown(ctx context.Context, s *sessions.Session) (*chat.TurnS
 		return nil, err
 	}
 	t := &history.Tail{}
-	st := &stored{sessionID: s.ID, exists: true, sessionTime: created, s: s.Clone(), t: t, windowTail: t}
+	st := &stored{sessionID: s.ID, exists: true, sessionTime: created, s: s.Clone(), t: t, docTail: t}
 	return stateOf(st), nil
 }
 
@@ -229,15 +229,15 @@ func stateOf(st *stored) *chat.TurnState {
 }
 
 // version names a session and its context as stored: the update times of
-// the session and window documents (every write of either changes its
+// the session and tail documents (every write of either changes its
 // own). "" if there is no session.
 func (st *stored) version() string {
 	if !st.exists {
 		return ""
 	}
 	var w int64
-	if !st.windowTime.IsZero() {
-		w = st.windowTime.UnixNano()
+	if !st.tailTime.IsZero() {
+		w = st.tailTime.UnixNano()
 	}
 	return fmt.Sprintf("%x.%x", st.sessionTime.UnixNano(), w)
 }

@@ -15,8 +15,8 @@ import (
 // in one document, "tail"; then in a ring of pages, "p00" to "p15", with a
 // "head" naming the page being filled and the tail's first seq, and the
 // summary in "summary". Only the migration (Migrate) reads them: it moves
-// each such context into the window document and deletes them in the same
-// commit. The server refuses a session with messages and no window
+// each such context into the tail document and deletes them in the same
+// commit. The server refuses a session with messages and no tail document
 // (errUnmigrated) rather than read its context as empty. A purge still
 // deletes these documents by name, for a session purged unmigrated.
 const (
@@ -28,7 +28,7 @@ const (
 
 // contextDocIDs are the ids of every document a context may have.
 func contextDocIDs() []string {
-	return append([]string{windowDocID, DraftDocID, recallMarkerDocID}, legacyDocIDs()...)
+	return append([]string{tailDocID, DraftDocID, recallMarkerDocID}, legacyDocIDs()...)
 }
 
 type legacyHead struct {
@@ -51,7 +51,7 @@ type legacyTail struct {
 }
 
 // readLegacy reads the tail of st's session from an earlier layout, and
-// notes the documents to delete when the window replaces them.
+// notes the documents to delete when the tail document replaces them.
 func (db *DB) readLegacy(get getAll, st *stored) error {
 	c := db.contextOf(st.sessionID)
 	var refs []*firestore.DocumentRef

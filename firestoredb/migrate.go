@@ -12,7 +12,7 @@ import (
 
 // Migrate brings what earlier versions stored to today's layout, once,
 // before this version serves: a session's context kept in an earlier
-// layout (see legacy.go) becomes its window, each unit of search carries
+// layout (see legacy.go) becomes its tail document, each unit of search carries
 // its session's title as it is now, and each user's list (see deleted.go)
 // is made anew from their sessions, with the archived ones it did not hold
 // before; the documents of users whose uid is not a safe id move from an
@@ -63,7 +63,7 @@ func (db *DB) Migrate(ctx context.Context, after string, progress func(MigrateRe
 // MigrateReport is what a migration did.
 type MigrateReport struct {
 	Sessions int    `json:"sessions"` // sessions looked at
-	Contexts int    `json:"contexts"` // of them, contexts moved from an earlier layout to a window
+	Contexts int    `json:"contexts"` // of them, contexts moved from an earlier layout to a tail document
 	Units    int    `json:"units"`    // units of search given their session's title
 	Lists    int    `json:"lists"`    // users' lists made anew (those that differed)
 	UserDocs int    `json:"userDocs"` // documents moved from an earlier key of their user (see userkeys.go)
@@ -73,7 +73,7 @@ type MigrateReport struct {
 // sessionsPage is how many sessions a migration reads at a time.
 const sessionsPage = 100
 
-// migrateSession moves s's context to a window if an earlier layout holds
+// migrateSession moves s's context to a tail document if an earlier layout holds
 // it, and gives its units its title.
 func (db *DB) migrateSession(ctx context.Context, s *sessions.Session, rep *MigrateReport) error {
 	moved, err := db.migrateContext(ctx, s.ID)
@@ -88,7 +88,7 @@ func (db *DB) migrateSession(ctx context.Context, s *sessions.Session, rep *Migr
 	return err
 }
 
-// migrateContext writes the window of a session whose context an earlier
+// migrateContext writes the tail document of a session whose context an earlier
 // layout holds, deleting that layout's documents in the same commit;
 // false if there was nothing to move.
 func (db *DB) migrateContext(ctx context.Context, sessionID string) (bool, error) {
@@ -96,7 +96,7 @@ func (db *DB) migrateContext(ctx context.Context, sessionID string) (bool, error
 	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		moved = false
 		st, _, err := db.readStoredAsIs(get, sessionID)
-		if err != nil || !st.exists || st.window != nil || st.s.NextSeq == 0 {
+		if err != nil || !st.exists || st.tailDoc != nil || st.s.NextSeq == 0 {
 			return nil, err
 		}
 		if err := db.readLegacy(get, st); err != nil {

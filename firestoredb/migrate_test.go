@@ -17,7 +17,7 @@ import (
 
 // TestMigrate: what earlier versions stored is refused until the
 // migration ran (a context in an earlier layout is not read as empty),
-// and then is as this version stores it: each context in a window (from
+// and then is as this version stores it: each context in a tail document (from
 // one "tail" document, or a head, a summary and pages; those deleted), each
 // unit with its session's title, each user's list with their archived
 // sessions; a second run changes nothing.
@@ -67,7 +67,7 @@ func TestMigrate(t *testing.T) {
 			msgs = append(msgs, tailMsgDoc{ID: tail.Messages[i].ID, msgFields: toMsgFields(&tail.Messages[i])})
 		}
 		c := db.contextOf(s.ID)
-		must[*firestore.WriteResult](t)(c.Doc(windowDocID).Delete(ctx))
+		must[*firestore.WriteResult](t)(c.Doc(tailDocID).Delete(ctx))
 		if err := l.write(c, msgs); err != nil {
 			t.Fatal(err)
 		}

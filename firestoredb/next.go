@@ -10,29 +10,29 @@ import (
 // A turn writes its tail document once, in its reply's commit. The
 // commit that claims the turn (before the model) writes the session
 // document anyway, for the answering lease; it carries the user's message
-// there too, as the session document's "tailNext": the message as a window
+// there too, as the session document's "tailNext": the message as a tail document
 // entry and the seq the tail starts from once it is in. Whoever reads the
-// session and its window reads the tail as the window's messages from that
+// session and its tail document reads the tail as the tail document's messages from that
 // seq on plus that message, as long as the message still continues the
-// window (the newest of it, on the session's active branch); the reply's
-// commit then writes both messages to the window and removes tailNext from
-// the session, which it writes anyway. So a turn writes the window once
+// tail document (the newest of it, on the session's active branch); the reply's
+// commit then writes both messages to the tail document and removes tailNext from
+// the session, which it writes anyway. So a turn writes the tail document once
 // instead of twice, and a turn that never got its reply (its instance died)
 // leaves its message in the tail all the same, where the next turn's
-// commit moves it into the window.
+// commit moves it into the tail document.
 //
 // Only a claim's plain append is carried so: one new message, the one the
-// session's answering lease names, after the window's newest, the summary
+// session's answering lease names, after the tail document's newest, the summary
 // unchanged, the session document there already, no
 // earlier tailNext still in use, and a message of at most maxNextBytes (the
-// session document is what lists read). Anything else writes the window.
-// Any other write of the window plans from the window as stored and leaves
-// tailNext behind; once the window holds its message, readers pass it by.
+// session document is what lists read). Anything else writes the tail document.
+// Any other write of the tail document plans from the tail document as stored and leaves
+// tailNext behind; once the tail document holds its message, readers pass it by.
 
 // tailNextDoc is a session document's tailNext.
 type tailNextDoc struct {
 	From  int    `firestore:"from"`  // seq of the tail's first message
-	Entry []byte `firestore:"entry"` // the newest message, as a window entry
+	Entry []byte `firestore:"entry"` // the newest message, as a tail document entry
 }
 
 // maxNextBytes bounds the message a session document carries.
@@ -42,15 +42,15 @@ const tailNextField = "tailNext"
 
 // deferTail returns the tailNext that stores tail t of session s, written
 // with created as its only new message, in the session document instead
-// of the window, when a read would give t back exactly; nil if the window
+// of the tail document, when a read would give t back exactly; nil if the tail document
 // must be written.
 func deferTail(st *stored, s *sessions.Session, t *history.Tail, created []history.Message) *tailNextDoc {
-	if !st.exists || st.window == nil || st.nextApplied || len(created) != 1 || len(t.Messages) == 0 {
+	if !st.exists || st.tailDoc == nil || st.nextApplied || len(created) != 1 || len(t.Messages) == 0 {
 		return nil
 	}
 	m := &created[0]
 	if s.Bookkeeping.Answering == nil || s.Bookkeeping.Answering.Seq != m.Seq {
-		return nil // only a message awaiting its reply: the reply's commit writes the window
+		return nil // only a message awaiting its reply: the reply's commit writes the tail document
 	}
 	if last := &t.Messages[len(t.Messages)-1]; last.ID != m.ID || last.Seq != m.Seq {
 		return nil
@@ -59,7 +59,7 @@ func deferTail(st *stored, s *sessions.Session, t *history.Tail, created []histo
 	if len(e) > maxNextBytes {
 		return nil
 	}
-	wt := st.windowTail
+	wt := st.docTail
 	if compactionEnd(t.Compaction) != compactionEnd(wt.Compaction) || !t.CompactingUntil.Equal(wt.CompactingUntil) ||
 		!onlyAppended(wt.Messages, t.Messages) {
 		return nil
@@ -77,7 +77,7 @@ func deferTail(st *stored, s *sessions.Session, t *history.Tail, created []histo
 	return n
 }
 
-// nextOf returns the message n carries if it continues the window's tail
+// nextOf returns the message n carries if it continues the tail document's tail
 // wt in session s, and the tail it makes.
 func nextOf(n *tailNextDoc, wt *history.Tail, s *sessions.Session) (*history.Tail, bool) {
 	if n == nil {

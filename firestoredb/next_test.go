@@ -24,10 +24,10 @@ func seqsOf(t *history.Tail) []int {
 }
 
 // TestNextOf: a session's tailNext is part of its tail only while it
-// continues the window: newer than its newest message and answering it,
+// continues the tail document: newer than its newest message and answering it,
 // on the active branch, and below the session's next seq.
 func TestNextOf(t *testing.T) {
-	window := &history.Tail{Messages: []history.Message{nextMsg(3, 2, "a"), nextMsg(4, 3, "b"), nextMsg(5, 4, "c")}}
+	held := &history.Tail{Messages: []history.Message{nextMsg(3, 2, "a"), nextMsg(4, 3, "b"), nextMsg(5, 4, "c")}}
 	plain := &sessions.Session{ID: "s1", NextSeq: 7}
 	forked := &sessions.Session{ID: "s1", NextSeq: 8, Branches: &sessions.Branches{Leaf: 7, Forks: []sessions.Fork{{Seq: 7, Parent: 5}}}}
 	entry := func(m history.Message) []byte { return encodeEntry(&m) }
@@ -47,7 +47,7 @@ func TestNextOf(t *testing.T) {
 		{"malformed", &tailNextDoc{From: 3, Entry: []byte{9, 9}}, plain, nil},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
-			got, ok := nextOf(tc.n, window, tc.s)
+			got, ok := nextOf(tc.n, held, tc.s)
 			switch {
 			case tc.want == nil && ok:
 				t.Errorf("applied: %v", seqsOf(got))
@@ -59,15 +59,15 @@ func TestNextOf(t *testing.T) {
 }
 
 // TestDeferTail: a commit carries its message in the session document
-// only for a claim's plain append to a window that exists, and only when
+// only for a claim's plain append to a tail document that exists, and only when
 // reading it back gives the commit's tail exactly.
 func TestDeferTail(t *testing.T) {
-	window := &history.Tail{Messages: []history.Message{nextMsg(3, 2, "a"), nextMsg(4, 3, "b"), nextMsg(5, 4, "c")}}
+	held := &history.Tail{Messages: []history.Message{nextMsg(3, 2, "a"), nextMsg(4, 3, "b"), nextMsg(5, 4, "c")}}
 	base := func() (*stored, *sessions.Session, *history.Tail, []history.Message) {
-		st := &stored{exists: true, window: &windowDoc{}, windowTail: window, t: window}
+		st := &stored{exists: true, tailDoc: &tailDoc{}, docTail: held, t: held}
 		s := &sessions.Session{ID: "s1", NextSeq: 7, Bookkeeping: sessions.Bookkeeping{Answering: &sessions.Answering{Seq: 6}}}
 		m := nextMsg(6, 5, "d")
-		tl := &history.Tail{Messages: append(append([]history.Message(nil), window.Messages...), m)}
+		tl := &history.Tail{Messages: append(append([]history.Message(nil), held.Messages...), m)}
 		return st, s, tl, []history.Message{m}
 	}
 	for _, tc := range []struct {
@@ -79,7 +79,7 @@ func TestDeferTail(t *testing.T) {
 		{"dropping the front", func(_ *stored, _ *sessions.Session, tl *history.Tail, _ *[]history.Message) {
 			tl.Messages = tl.Messages[1:]
 		}, 4},
-		{"no window yet", func(st *stored, _ *sessions.Session, _ *history.Tail, _ *[]history.Message) { st.window = nil }, -1},
+		{"no window yet", func(st *stored, _ *sessions.Session, _ *history.Tail, _ *[]history.Message) { st.tailDoc = nil }, -1},
 		{"a new session", func(st *stored, _ *sessions.Session, _ *history.Tail, _ *[]history.Message) { st.exists = false }, -1},
 		{"a carried message already in use", func(st *stored, _ *sessions.Session, _ *history.Tail, _ *[]history.Message) { st.nextApplied = true }, -1},
 		{"a reply (no lease)", func(_ *stored, s *sessions.Session, _ *history.Tail, _ *[]history.Message) {

@@ -109,12 +109,12 @@ func (db *DB) ResumePurges(ctx context.Context, ids []string, forget sessions.Fo
 }
 
 // purgeTarget is a session being purged: as it was last stored, with the
-// window of its context (nil if it had none), or, with NextSeq -1, only
+// tail document of its context (nil if it had none), or, with NextSeq -1, only
 // its id and owner.
 type purgeTarget struct {
-	s      *sessions.Session
-	window *windowDoc
-	// With a window: whether its draft and its recall marker exist (read
+	s       *sessions.Session
+	tailDoc *tailDoc
+	// With a tail document: whether its draft and its recall marker exist (read
 	// with it, in the marking transaction).
 	draft, embedded bool
 }
@@ -236,7 +236,7 @@ func (db *DB) unlistPurged(bw *firestore.BulkWriter, out []retention.Purged, gon
 // document says saves queries, the slowest calls of a purge: the context
 // documents have fixed ids; there are messages only if NextSeq > 0 (both
 // are written in the same commit as NextSeq), and when the context holds
-// them all (a session no longer than its window, as most are) their ids
+// them all (a session no longer than its tail document, as most are) their ids
 // are read from it, and its after-turn jobs are named by its replies'
 // ids; there are compaction records only if a summary was ever saved. Otherwise a query finds them: a full page (a long session)
 // is waited for before the next query, which would otherwise see the same
@@ -353,13 +353,13 @@ func (d *deletion) delete(ref *firestore.DocumentRef) error {
 
 // markPurge checks the session, deletes its document and leaves a marker
 // with a lease, atomically; it returns the session as it was, with the
-// window of its context, read in the same round trip.
+// tail document of its context, read in the same round trip.
 func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Session) error) (purgeTarget, error) {
 	ref := db.sessionRef(id)
 	var gone purgeTarget
 	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
 		c := db.contextOf(id)
-		snaps, err := tx.GetAll([]*firestore.DocumentRef{ref, db.windowRef(id), c.Doc(DraftDocID), c.Doc(recallMarkerDocID)})
+		snaps, err := tx.GetAll([]*firestore.DocumentRef{ref, db.tailRef(id), c.Doc(DraftDocID), c.Doc(recallMarkerDocID)})
 		if err != nil {
 			return err
 		}
@@ -375,8 +375,8 @@ func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Ses
 		}
 		gone = purgeTarget{s: s, draft: snaps[2].Exists(), embedded: snaps[3].Exists()}
 		if snaps[1].Exists() {
-			gone.window = &windowDoc{}
-			if err := snaps[1].DataTo(gone.window); err != nil {
+			gone.tailDoc = &tailDoc{}
+			if err := snaps[1].DataTo(gone.tailDoc); err != nil {
 				return err
 			}
 		}
@@ -450,14 +450,14 @@ type sessionContents struct {
 
 // contextContents returns what is under session t as far as its context
 // tells: the context documents that exist, the id of every message when
-// its window holds them all (the session never branched and its context
+// its tail document holds them all (the session never branched and its context
 // starts at its first message) with the replies among them, and whether
-// exchanges were embedded under it. Without a window (a context in an
+// exchanges were embedded under it. Without a tail document (a context in an
 // earlier layout, or a resumed purge) it returns every possible context
 // document, to be deleted if it exists, no ids, and embedded true. The
 // session document is gone, so nothing writes its context any more.
 func (db *DB) contextContents(ctx context.Context, t purgeTarget) (sessionContents, error) {
-	s, w := t.s, t.window
+	s, w := t.s, t.tailDoc
 	c := db.contextOf(s.ID)
 	if w == nil {
 		var out sessionContents
@@ -467,7 +467,7 @@ func (db *DB) contextContents(ctx context.Context, t purgeTarget) (sessionConten
 		out.embedded = true
 		return out, nil
 	}
-	out := sessionContents{existing: []*firestore.DocumentRef{c.Doc(windowDocID)}}
+	out := sessionContents{existing: []*firestore.DocumentRef{c.Doc(tailDocID)}}
 	if t.draft {
 		out.existing = append(out.existing, c.Doc(DraftDocID))
 	}

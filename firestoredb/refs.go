@@ -20,9 +20,9 @@ func (db *DB) messagesOf(sessionID string) *firestore.CollectionRef {
 	return db.sessionRef(sessionID).Collection(MessagesCollection)
 }
 
-// windowRef is chat_sessions/{sessionID}/context/window.
-func (db *DB) windowRef(sessionID string) *firestore.DocumentRef {
-	return db.contextOf(sessionID).Doc(windowDocID)
+// tailRef is chat_sessions/{sessionID}/context/tail document.
+func (db *DB) tailRef(sessionID string) *firestore.DocumentRef {
+	return db.contextOf(sessionID).Doc(tailDocID)
 }
 
 // draftRef is chat_sessions/{sessionID}/context/draft.

@@ -111,7 +111,7 @@ func (db *DB) SaveBacklog(ctx context.Context, n int, at time.Time) error {
 // DeleteUserDocuments deletes every document that still carries userID:
 // sessions (with what is under them), then, across all sessions, any
 // message, context document or compaction record left behind, purge
-// markers, and usage (its window, days and turn slots). Collection-group
+// markers, and usage (its tail document, days and turn slots). Collection-group
 // queries on userId need the field overrides declared in
 // firestore.indexes.json.
 func (db *DB) DeleteUserDocuments(ctx context.Context, userID string) (int, error) {

@@ -24,7 +24,7 @@ import (
 func TestDocSizeIsFirestores(t *testing.T) {
 	client, _ := emulatortest.Firestore(t)
 	ctx := context.Background()
-	ref := client.Collection(SessionsCollection).Doc("size-probe").Collection(ContextCollection).Doc(windowDocID)
+	ref := client.Collection(SessionsCollection).Doc("size-probe").Collection(ContextCollection).Doc(tailDocID)
 	type probe struct {
 		UserID   string       `firestore:"userId"`
 		Page     int          `firestore:"page"`
@@ -74,8 +74,8 @@ func randomMessage(r *rand.Rand, seq int) history.Message {
 }
 
 // TestStoredBytesBoundsEntries: what history counts for a message in a
-// tail is never less than what the window stores for it (its key and its
-// entry), so MaxTailBytes bounds the window; and an entry decodes to the
+// tail is never less than what the tail document stores for it (its key and its
+// entry), so MaxTailBytes bounds the tail document; and an entry decodes to the
 // message it was made from.
 func TestStoredBytesBoundsEntries(t *testing.T) {
 	r := rand.New(rand.NewPCG(1, 2))
@@ -99,16 +99,16 @@ func TestStoredBytesBoundsEntries(t *testing.T) {
 	}
 }
 
-// TestWindowStaysBounded: over thousands of appends of tiny, ordinary and
+// TestTailDocStaysBounded: over thousands of appends of tiny, ordinary and
 // maximal tool-heavy messages, with the tail as large as history lets it
-// be and a switch to another branch now and then, the window document
+// be and a switch to another branch now and then, the tail document
 // stays under its bound, an append sends little more than its own
 // messages, and the document always holds exactly the tail.
-func TestWindowStaysBounded(t *testing.T) {
+func TestTailDocStaysBounded(t *testing.T) {
 	client, _ := emulatortest.Firestore(t) // names documents; nothing is written
-	ref := client.Collection(SessionsCollection).Doc("s").Collection(ContextCollection).Doc(windowDocID)
+	ref := client.Collection(SessionsCollection).Doc("s").Collection(ContextCollection).Doc(tailDocID)
 	r := rand.New(rand.NewPCG(3, 4))
-	var doc *windowDoc
+	var doc *tailDoc
 	tail := &history.Tail{}
 	largest, seq := 0, 0
 	for step := range 3000 {
@@ -143,7 +143,7 @@ func TestWindowStaysBounded(t *testing.T) {
 		if doc != nil {
 			old, summaryEnd = tail, compactionEnd(tail.Compaction)
 		}
-		p, err := planWindow("alice", old, summaryEnd, t2, seq)
+		p, err := planTail("alice", old, summaryEnd, t2, seq)
 		if err != nil {
 			t.Fatalf("step %d: %v", step, err)
 		}
@@ -164,7 +164,7 @@ func TestWindowStaysBounded(t *testing.T) {
 		doc = p.apply(doc)
 		n := docSize(ref, doc)
 		largest = max(largest, n)
-		if n > maxWindowBytes {
+		if n > maxTailDocBytes {
 			t.Fatalf("step %d: a window of %d bytes", step, n)
 		}
 		got, err := doc.tailOf("s")

@@ -75,12 +75,12 @@ func (db *DB) SaveCompaction(ctx context.Context, sessionID string, c *history.C
 }
 
 // readStored reads a session and its context, with extra, in one round
-// trip. A session with messages and no window was stored by an earlier
+// trip. A session with messages and no tail document was stored by an earlier
 // version and not migrated: it is refused (errUnmigrated), not read as
 // empty.
 func (db *DB) readStored(get getAll, sessionID string, extra ...*firestore.DocumentRef) (*stored, []*firestore.DocumentSnapshot, error) {
 	st, rest, err := db.readStoredAsIs(get, sessionID, extra...)
-	if err == nil && st.exists && st.window == nil && st.s.NextSeq > 0 {
+	if err == nil && st.exists && st.tailDoc == nil && st.s.NextSeq > 0 {
 		return nil, nil, unmigrated(sessionID)
 	}
 	return st, rest, err
@@ -89,7 +89,7 @@ func (db *DB) readStored(get getAll, sessionID string, extra ...*firestore.Docum
 // readStoredAsIs is readStored for the migration: a session whose
 // context an earlier layout holds is read without one.
 func (db *DB) readStoredAsIs(get getAll, sessionID string, extra ...*firestore.DocumentRef) (*stored, []*firestore.DocumentSnapshot, error) {
-	refs := append([]*firestore.DocumentRef{db.sessionRef(sessionID), db.windowRef(sessionID)}, extra...)
+	refs := append([]*firestore.DocumentRef{db.sessionRef(sessionID), db.tailRef(sessionID)}, extra...)
 	snaps, err := get(refs)
 	if err != nil {
 		return nil, nil, err
@@ -107,41 +107,41 @@ type stored struct {
 	sessionID   string
 	exists      bool      // the session document
 	sessionTime time.Time // its update time
-	windowTime  time.Time // the window's update time; zero if there is none
+	tailTime    time.Time // the tail document's update time; zero if there is none
 	s           *sessions.Session
-	t           *history.Tail            // the session's tail: the window's, with tailNext's message when it applies
-	window      *windowDoc               // as read; nil if there is none
-	windowTail  *history.Tail            // the window's own tail, which writes of the window plan from
+	t           *history.Tail            // the session's tail: the tail document's, with tailNext's message when it applies
+	tailDoc     *tailDoc                 // as read; nil if there is none
+	docTail     *history.Tail            // the tail document's own tail, which writes of the tail document plan from
 	next        *tailNextDoc             // the session document's tailNext as read (see next.go)
 	nextApplied bool                     // next's message is t's newest
 	legacy      []*firestore.DocumentRef // documents of an earlier layout, to delete
 	contextRev  string                   // the session document's contextRev as read or written ("": none)
 }
 
-// decodeStored decodes the session and window documents. A session with
-// messages but no window is read from an earlier layout by the caller.
-func decodeStored(session, window *firestore.DocumentSnapshot, sessionID string) (*stored, error) {
+// decodeStored decodes the session and tail documents. A session with
+// messages but no tail document is read from an earlier layout by the caller.
+func decodeStored(session, tailSnap *firestore.DocumentSnapshot, sessionID string) (*stored, error) {
 	st, err := decodeStoredSession(session, sessionID)
-	if err != nil || !st.exists || !window.Exists() {
+	if err != nil || !st.exists || !tailSnap.Exists() {
 		return st, err
 	}
-	var d windowDoc
-	if err := window.DataTo(&d); err != nil {
+	var d tailDoc
+	if err := tailSnap.DataTo(&d); err != nil {
 		return nil, errs.Wrap(errs.EINTERNAL, err, "internal error")
 	}
 	t, err := d.tailOf(sessionID)
 	if err != nil {
 		return nil, err
 	}
-	st.setWindow(&d, window.UpdateTime, t)
+	st.setTail(&d, tailSnap.UpdateTime, t)
 	return st, nil
 }
 
 // decodeStoredSession decodes the session document, as a session with no
-// window yet.
+// tail document yet.
 func decodeStoredSession(session *firestore.DocumentSnapshot, sessionID string) (*stored, error) {
 	st := &stored{sessionID: sessionID, t: &history.Tail{}}
-	st.windowTail = st.t
+	st.docTail = st.t
 	if !session.Exists() {
 		return st, nil
 	}
@@ -153,25 +153,25 @@ func decodeStoredSession(session *firestore.DocumentSnapshot, sessionID string) 
 	return st, nil
 }
 
-// setWindow gives st the window d, written at, holding tail t, with the
+// setTail gives st the tail document d, written at, holding tail t, with the
 // message the session document carries for it when that applies.
-func (st *stored) setWindow(d *windowDoc, at time.Time, t *history.Tail) {
-	st.window, st.windowTime, st.windowTail, st.t = d, at, t, t
+func (st *stored) setTail(d *tailDoc, at time.Time, t *history.Tail) {
+	st.tailDoc, st.tailTime, st.docTail, st.t = d, at, t, t
 	if nt, ok := nextOf(st.next, t, st.s); ok {
 		st.t, st.nextApplied = nt, true
 	}
 }
 
 // after returns what st becomes once a commit of w wrote session s and
-// tail t as window d (nil: the context was not written), with the
-// session's tailNext set to next (nil: as it was, or removed if the window
+// tail t as tail document d (nil: the context was not written), with the
+// session's tailNext set to next (nil: as it was, or removed if the tail document
 // was written).
-func (st *stored) after(w *writes, res []*firestore.WriteResult, sref, wref *firestore.DocumentRef, s *sessions.Session, t *history.Tail, d *windowDoc, next *tailNextDoc) *stored {
+func (st *stored) after(w *writes, res []*firestore.WriteResult, sref, wref *firestore.DocumentRef, s *sessions.Session, t *history.Tail, d *tailDoc, next *tailNextDoc) *stored {
 	n := *st
 	if s != nil {
 		n.exists, n.s = true, s
 	}
-	if at, ok := w.time(res, sref); ok { // a write of the window writes the session document too
+	if at, ok := w.time(res, sref); ok { // a write of the tail document writes the session document too
 		n.sessionTime = at
 	}
 	if d != nil || w.contextRev != "" {
@@ -179,8 +179,8 @@ func (st *stored) after(w *writes, res []*firestore.WriteResult, sref, wref *fir
 	}
 	switch {
 	case d != nil:
-		n.t, n.window, n.windowTail, n.legacy = t, d, t, nil
-		n.windowTime, _ = w.time(res, wref)
+		n.t, n.tailDoc, n.docTail, n.legacy = t, d, t, nil
+		n.tailTime, _ = w.time(res, wref)
 		n.nextApplied = false
 		if s != nil {
 			n.next = nil
@@ -214,23 +214,23 @@ func (db *DB) writeSession(w *writes, ref *firestore.DocumentRef, st *stored, s 
 }
 
 // writeContext writes tail t of session s in b, changing only what differs
-// from what was read (see windowDoc), on condition that the window is as
+// from what was read (see tailDoc), on condition that the tail document is as
 // read (or, without one, that there is none; an earlier layout's
 // documents are then deleted).
-func (db *DB) writeContext(w *writes, st *stored, s *sessions.Session, t *history.Tail) (*windowDoc, error) {
+func (db *DB) writeContext(w *writes, st *stored, s *sessions.Session, t *history.Tail) (*tailDoc, error) {
 	var old *history.Tail
 	summaryEnd := -1
-	if st.window != nil {
-		old, summaryEnd = st.windowTail, compactionEnd(st.windowTail.Compaction)
+	if st.tailDoc != nil {
+		old, summaryEnd = st.docTail, compactionEnd(st.docTail.Compaction)
 	}
-	p, err := planWindow(s.UserID, old, summaryEnd, t, s.NextSeq)
+	p, err := planTail(s.UserID, old, summaryEnd, t, s.NextSeq)
 	if err != nil {
 		return nil, err
 	}
 	if err := fenceContext(w, db.sessionRef(s.ID), st); err != nil {
 		return nil, err
 	}
-	ref := db.windowRef(s.ID)
+	ref := db.tailRef(s.ID)
 	if p.Doc != nil {
 		w.Create(ref, p.Doc)
 		for _, r := range st.legacy {
@@ -238,8 +238,8 @@ func (db *DB) writeContext(w *writes, st *stored, s *sessions.Session, t *histor
 		}
 		return p.Doc, nil
 	}
-	w.Update(ref, p.Updates, firestore.LastUpdateTime(st.windowTime))
-	return p.apply(st.window), nil
+	w.Update(ref, p.Updates, firestore.LastUpdateTime(st.tailTime))
+	return p.apply(st.tailDoc), nil
 }
 
 func (db *DB) ListCompactions(ctx context.Context, sessionID string) ([]history.Compaction, error) {

@@ -65,11 +65,11 @@ func (db *DB) FirstMessageAfter(ctx context.Context, sessionID string, t time.Ti
 }
 
 // TrimMessages is one query for the page's messages and then, optimistic
-// like every write here, one batched read (the session, its window, its
+// like every write here, one batched read (the session, its tail document, its
 // recall marker) and one commit: the page's deletes (each on condition
 // that the message is still there, so that no two sweeps count one
 // message twice), every unit of search holding their text (see
-// unitsHolding), and the session and window as fn left them.
+// unitsHolding), and the session and tail document as fn left them.
 func (db *DB) TrimMessages(ctx context.Context, sessionID string, before, limit int, fn retention.TrimFunc) (int, bool, error) {
 	msgs := db.sessionRef(sessionID).Collection(MessagesCollection)
 	marker := db.contextOf(sessionID).Doc(recallMarkerDocID)

@@ -125,7 +125,7 @@ func (db *DB) writeTurn(q chat.TurnQuery, ts *chat.TurnState, w *chat.TurnWrite)
 		b.Create(db.jobRef(j.SessionID, j.ID), toJobDoc(j))
 	}
 	return b, func(res []*firestore.WriteResult) *chat.TurnState {
-		nv := &turnVersion{st: v.st.after(b, res, sref, db.windowRef(q.SessionID), w.Session, w.Tail, wd, next)}
+		nv := &turnVersion{st: v.st.after(b, res, sref, db.tailRef(q.SessionID), w.Session, w.Tail, wd, next)}
 		out := ts.Apply(q, w)
 		out.Version = nv
 		out.Session, out.Tail = nv.st.s, nv.st.t // as stored, with what they were written as
@@ -153,9 +153,9 @@ func stateVersion(st *chat.TurnState) (*turnVersion, bool) {
 }
 
 // writeTurnContext writes in b the session and context w changes, as
-// read in st (was: the session as read): the window, or, for a claim's
+// read in st (was: the session as read): the tail document, or, for a claim's
 // plain append, the session's tailNext (see next.go), which it returns.
-func (db *DB) writeTurnContext(b *writes, sref *firestore.DocumentRef, st *stored, was *sessions.Session, w *chat.TurnWrite) (*windowDoc, *tailNextDoc, error) {
+func (db *DB) writeTurnContext(b *writes, sref *firestore.DocumentRef, st *stored, was *sessions.Session, w *chat.TurnWrite) (*tailDoc, *tailNextDoc, error) {
 	if w.Session != nil {
 		db.writeSession(b, sref, st, w.Session)
 	}
@@ -177,7 +177,7 @@ func (db *DB) writeTurnContext(b *writes, sref *firestore.DocumentRef, st *store
 		return nil, nil, err
 	}
 	if st.next != nil && w.Session != nil {
-		b.addUpdate(sref, nextUpdate(nil)) // the window has it now, or it is stale
+		b.addUpdate(sref, nextUpdate(nil)) // the tail document has it now, or it is stale
 	}
 	return wd, nil, nil
 }

@@ -54,8 +54,8 @@ func TestAppendedHistoryIsSummarized(t *testing.T) {
 		if summaries == 0 || c.Compaction == nil || c.Compaction.Summary != "They planned things." || !strings.Contains(c.Messages[1].Content, "They planned things.") {
 			t.Fatalf("%d summaries; context compaction %+v", summaries, c.Compaction)
 		}
-		// With the default budget (most of the model's window), many short
-		// messages fill the stored window's bytes first: a summary is made
+		// With the default budget (most of the model's context size), many short
+		// messages fill the tail document's bytes first: a summary is made
 		// before they would leave it unsummarized.
 		long := h.newSession(alice.token, nil)
 		text := " " + strings.Repeat("-", 1020) // 1 KiB that counts about 30 tokens: far under the budget

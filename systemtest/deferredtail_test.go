@@ -12,37 +12,37 @@ import (
 	"github.com/chatmemory/backend/llm/llmtest"
 )
 
-// TestWindowWrittenOnceATurn: a turn writes its session's tail document
+// TestTailDocWrittenOnceATurn: a turn writes its session's tail document
 // once, in its reply's commit; until then the session document carries
 // the user's message, and every reader of the context sees it: while the
 // model answers, after a turn that never got its reply (the model failed;
 // a turn whose instance died leaves the same documents, with its lease),
 // on its own branch only, and in the next turn's request to the model,
-// whose commit moves it into the window.
-func TestWindowWrittenOnceATurn(t *testing.T) {
+// whose commit moves it into the tail document.
+func TestTailDocWrittenOnceATurn(t *testing.T) {
 	h := newHarnessOn(t, "firestore")
 	alice := h.signUp()
 	id := h.newSession(alice.token, nil)
 	ctx := context.Background()
 	session := h.firestore.Collection(firestoredb.SessionsCollection).Doc(id)
-	window := session.Collection(firestoredb.ContextCollection).Doc("window")
-	// inWindow is the content of the window's messages; carried, that of
+	tailDoc := session.Collection(firestoredb.ContextCollection).Doc("window")
+	// inTailDoc is the content of the tail document's messages; carried, that of
 	// the session's tailNext.
-	look := func() (inWindow []string, carried bool) {
+	look := func() (inTailDoc []string, carried bool) {
 		t.Helper()
-		w, err := window.Get(ctx)
+		w, err := tailDoc.Get(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		for _, e := range w.Data()["messages"].(map[string]any) {
-			inWindow = append(inWindow, string(e.([]byte)))
+			inTailDoc = append(inTailDoc, string(e.([]byte)))
 		}
 		s, err := session.Get(ctx)
 		if err != nil {
 			t.Fatal(err)
 		}
 		_, carried = s.Data()["tailNext"]
-		return inWindow, carried
+		return inTailDoc, carried
 	}
 	holds := func(entries []string, text string) bool {
 		for _, e := range entries {
@@ -80,7 +80,7 @@ func TestWindowWrittenOnceATurn(t *testing.T) {
 	}
 	turn("one", 200)
 
-	// While the model answers "two", the window does not hold it; the
+	// While the model answers "two", the tail document does not hold it; the
 	// session carries it, and the context has it.
 	var checked atomic.Bool
 	during.Store(func() *llmtest.Response {

@@ -53,9 +53,9 @@ func testInputBounds(t *testing.T, backend string) {
 		mention            string // the refusal's message names this
 	}{
 		{"budget overflowing int64", "POST", "/sessions", `{"memory":{"budgetTokens":9223372036854775807}}`, "memory.budgetTokens"},
-		{"budget over the model's window", "POST", "/sessions", map[string]any{"memory": map[string]any{"budgetTokens": 128_001}}, "128000"},
+		{"budget over the model's context size", "POST", "/sessions", map[string]any{"memory": map[string]any{"budgetTokens": 128_001}}, "128000"},
 		{"budget too small", "POST", "/sessions", map[string]any{"memory": map[string]any{"budgetTokens": 255}}, "memory.budgetTokens"},
-		{"budget patched over the window", "PATCH", "/sessions/" + s.ID, map[string]any{"memory": map[string]any{"budgetTokens": 1 << 40}}, "memory.budgetTokens"},
+		{"budget patched over the context size", "PATCH", "/sessions/" + s.ID, map[string]any{"memory": map[string]any{"budgetTokens": 1 << 40}}, "memory.budgetTokens"},
 		{"negative budget", "PATCH", "/sessions/" + s.ID, map[string]any{"memory": map[string]any{"budgetTokens": -5}}, "memory.budgetTokens"},
 		{"window too large", "POST", "/sessions", map[string]any{"memory": map[string]any{"strategy": "window", "windowExchanges": 201}}, "memory.windowExchanges"},
 		{"retention too long", "POST", "/sessions", map[string]any{"retentionDays": 100_000}, "retentionDays"},

@@ -11,7 +11,7 @@ import (
 // TestSessionModels: GET /models (and the callable) lists the models the
 // operator offers, the default first; a session chooses one at creation or
 // with PATCH, its turns are sent to it and its budget is bounded by its
-// window; any other model is 400 naming the offered ones. Both stores.
+// context size; any other model is 400 naming the offered ones. Both stores.
 func TestSessionModels(t *testing.T) {
 	onBothStores(t, func(t *testing.T, backend string) {
 		h := newHarnessOn(t, backend, func(c *app.Config) {
@@ -41,8 +41,8 @@ func TestSessionModels(t *testing.T) {
 			t.Errorf("the turn was sent to %q", reqs[len(reqs)-1].Model)
 		}
 		for name, body := range map[string]map[string]any{
-			"an unknown model":         {"model": "gpt-9"},
-			"a budget over its window": {"model": "small-model", "memory": map[string]any{"budgetTokens": 20_000}},
+			"an unknown model":               {"model": "gpt-9"},
+			"a budget over its context size": {"model": "small-model", "memory": map[string]any{"budgetTokens": 20_000}},
 		} {
 			r := h.do("POST", "/sessions", alice.token, body)
 			if r.status != 400 || (name == "an unknown model" && !strings.Contains(string(r.body), "small-model")) {

@@ -83,13 +83,13 @@ func TestTurnRoundTrips(t *testing.T) {
 				t.Errorf("stream=%v: a turn costs more at 5,000 messages: %+v vs %+v", stream, cs[1], cs[0])
 			}
 		}
-		// Documents, cold: the read is the session, its window, the day's
+		// Documents, cold: the read is the session, its tail document, the day's
 		// spend, the memory block, 2 rate-limit slots and the keyed reply
 		// (and the draft when streaming; the key's question is read only
 		// by a retry). Warm, the claim is planned from what the instance
 		// kept, and only the spend, the memory block and the keyed reply
 		// are read, beside its commit. Each commit writes the session and
-		// a message, the claim a slot, the finish the window (with both
+		// a message, the claim a slot, the finish the tail document (with both
 		// messages) and the spend (a streaming turn starts its draft in
 		// the claim and deletes it in the finish).
 		writes, deletes := int64(7), int64(0)

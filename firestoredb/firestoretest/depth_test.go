@@ -6,8 +6,8 @@ import (
 )
 
 // TestDepth: RPCs that overlap count once, RPCs one after another count
-// each, only those sent in the window count, and one unanswered ends at
-// the window's end.
+// each, only those sent in the tail document count, and one unanswered ends at
+// the tail document's end.
 func TestDepth(t *testing.T) {
 	t0 := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
 	ms := func(n int) time.Time { return t0.Add(time.Duration(n) * time.Millisecond) }

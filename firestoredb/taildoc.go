@@ -15,7 +15,7 @@ import (
 )
 
 // A session's tail (history.Tail) is one document,
-// chat_sessions/{sid}/context/window: where the tail starts, the summary
+// chat_sessions/{sid}/context/tail document: where the tail starts, the summary
 // in use, the compaction lease, and the tail's messages as a map keyed by
 // seq. A turn reads it with the session in the same batched read, whatever
 // the length of the session: one document, always there once the session
@@ -23,7 +23,7 @@ import (
 //
 // A write changes only what changed, field by field: an append sends its
 // own messages and deletes the keys of those that left the tail (its bytes
-// on the wire grow with the message, never with the window), and the
+// on the wire grow with the message, never with the tail document), and the
 // summary is sent only when it changed. A tail that is not the old one
 // with messages dropped from its front and added at its end (a switch to
 // another branch, an edit) replaces the map whole. The document holds at
@@ -32,12 +32,12 @@ import (
 const (
 	ContextCollection     = "context"
 	CompactionsCollection = "compactions"
-	windowDocID           = "window"
+	tailDocID             = "window"
 	DraftDocID            = "draft" // the partial text of the session's streaming reply, which clients follow
 )
 
-// windowDoc is chat_sessions/{sid}/context/window.
-type windowDoc struct {
+// tailDoc is chat_sessions/{sid}/context/tail document.
+type tailDoc struct {
 	UserID          string            `firestore:"userId"`
 	From            int               `firestore:"from"` // seq of the tail's first message
 	CompactingUntil time.Time         `firestore:"compactingUntil"`
@@ -45,8 +45,8 @@ type windowDoc struct {
 	Messages        map[string][]byte `firestore:"messages"` // seqKey → entry (see entry.go)
 }
 
-// tailOf decodes a window document's tail, oldest message first.
-func (d *windowDoc) tailOf(sessionID string) (*history.Tail, error) {
+// tailOf decodes a tail document's tail, oldest message first.
+func (d *tailDoc) tailOf(sessionID string) (*history.Tail, error) {
 	t := &history.Tail{CompactingUntil: d.CompactingUntil.UTC()}
 	if d.Compaction != nil {
 		t.Compaction = fromCompactionDoc(history.CompactionID(d.Compaction.EndSeq), d.Compaction)
@@ -67,25 +67,25 @@ func keySeq(k string) (int, bool) {
 	return n, err == nil && strings.HasPrefix(k, "s")
 }
 
-// windowPlan is how to write a tail: the whole document (Doc) when there
+// tailPlan is how to write a tail: the whole document (Doc) when there
 // is none yet, else the field updates of Updates.
-type windowPlan struct {
-	Doc     *windowDoc
+type tailPlan struct {
+	Doc     *tailDoc
 	Updates []firestore.Update
 }
 
-// maxWindowBytes bounds what a window document may hold: a tail at its cap
+// maxTailDocBytes bounds what a tail document may hold: a tail at its cap
 // plus its largest message and a summary stay far below it.
-const maxWindowBytes = MaxDocBytes * 3 / 5
+const maxTailDocBytes = MaxDocBytes * 3 / 5
 
 // MaxDocBytes is Firestore's limit on the size of one document.
 const MaxDocBytes = 1 << 20
 
-// planWindow plans writing tail t of user userID over old, the tail the
+// planTail plans writing tail t of user userID over old, the tail the
 // document holds (nil: there is no document), with summaryEnd the EndSeq
 // of the summary it holds (-1 for none) and next the seq the tail would
 // start at if it were empty.
-func planWindow(userID string, old *history.Tail, summaryEnd int, t *history.Tail, next int) (*windowPlan, error) {
+func planTail(userID string, old *history.Tail, summaryEnd int, t *history.Tail, next int) (*tailPlan, error) {
 	from := next
 	if len(t.Messages) > 0 {
 		from = t.Messages[0].Seq
@@ -97,11 +97,11 @@ func planWindow(userID string, old *history.Tail, summaryEnd int, t *history.Tai
 	if t.Compaction != nil {
 		size += len(t.Compaction.Summary) + 512
 	}
-	if size > maxWindowBytes {
+	if size > maxTailDocBytes {
 		return nil, errs.Errorf(errs.EINTERNAL, "a context of %d bytes", size)
 	}
 	if old == nil {
-		return &windowPlan{Doc: &windowDoc{UserID: userID, From: from, CompactingUntil: t.CompactingUntil,
+		return &tailPlan{Doc: &tailDoc{UserID: userID, From: from, CompactingUntil: t.CompactingUntil,
 			Compaction: toCompactionDoc(userID, t.Compaction), Messages: entries(t.Messages)}}, nil
 	}
 	u := []firestore.Update{
@@ -112,7 +112,7 @@ func planWindow(userID string, old *history.Tail, summaryEnd int, t *history.Tai
 		u = append(u, firestore.Update{FieldPath: firestore.FieldPath{"compaction"}, Value: toCompactionDoc(userID, t.Compaction)})
 	}
 	if !onlyAppended(old.Messages, t.Messages) {
-		return &windowPlan{Updates: append(u, firestore.Update{FieldPath: firestore.FieldPath{"messages"}, Value: entries(t.Messages)})}, nil
+		return &tailPlan{Updates: append(u, firestore.Update{FieldPath: firestore.FieldPath{"messages"}, Value: entries(t.Messages)})}, nil
 	}
 	last := -1
 	for _, m := range old.Messages {
@@ -126,7 +126,7 @@ func planWindow(userID string, old *history.Tail, summaryEnd int, t *history.Tai
 			u = append(u, firestore.Update{FieldPath: firestore.FieldPath{"messages", seqKey(m.Seq)}, Value: encodeEntry(m)})
 		}
 	}
-	return &windowPlan{Updates: u}, nil
+	return &tailPlan{Updates: u}, nil
 }
 
 func entries(msgs []history.Message) map[string][]byte {
@@ -137,12 +137,12 @@ func entries(msgs []history.Message) map[string][]byte {
 	return out
 }
 
-// seqKey is a message's key in windowDoc.Messages: a plain identifier,
+// seqKey is a message's key in tailDoc.Messages: a plain identifier,
 // so that field paths to it need no quoting.
 func seqKey(seq int) string { return fmt.Sprintf("s%09d", seq) }
 
 // apply returns d as the plan leaves it (what Firestore stores after it).
-func (p *windowPlan) apply(d *windowDoc) *windowDoc {
+func (p *tailPlan) apply(d *tailDoc) *tailDoc {
 	if p.Doc != nil {
 		return p.Doc
 	}
