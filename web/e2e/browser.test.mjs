@@ -6,13 +6,13 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { email, root } from "./helpers.mjs";
-import { missing, readOnly, send, shots, signUp, useWebApp } from "./webapp.mjs";
+import { contrast, missing, readOnly, send, shots, signUp, useWebApp } from "./webapp.mjs";
 
 const web = useWebApp();
 
 test("a user chats, reloads, renames and archives; another user sees none of it", { skip: missing ? `needs ${missing}` : false }, async () => {
   const first = email("first");
-  const context = await web.browser.newContext({ acceptDownloads: true });
+  const context = await web.browser.newContext({ acceptDownloads: true, viewport: { width: 1280, height: 800 } }); // issue 57's desktop
   const page = await context.newPage();
   await page.goto(web.base);
   await page.waitForSelector("#auth:not([hidden])");
@@ -149,8 +149,16 @@ test("a reply in progress survives a reload and can be stopped from the reloaded
   assert.ok(before.startsWith("echo: long: tell me everything"), `picked up: ${before}`);
   await page.screenshot({ path: join(shots, "reloaded-mid-reply.png") });
 
-  // Stop it from here: what was said is kept, marked stopped, and no more comes.
+  // Stop it from here: what was said is kept, marked stopped, and no more
+  // comes. While the server is asked ("Stopping…", the stop held back for
+  // as long as it takes to look), the reply stays at AA contrast.
+  let release;
+  const held = new Promise((ok) => (release = ok));
+  await page.route("**/stop", async (route) => { await held; await route.continue(); });
   await page.click("#stop");
+  await page.waitForSelector("#messages li.streaming.stopping");
+  await contrast(page);
+  release();
   await page.waitForFunction(() => !document.querySelector("#messages li.streaming"));
   await page.waitForFunction(() => document.querySelectorAll("#messages li.assistant").length === 1);
   const stopped = await page.textContent("#messages li.assistant .body");
