@@ -6,7 +6,7 @@ import assert from "node:assert/strict";
 import { readFileSync } from "node:fs";
 import { join } from "node:path";
 import { email, root } from "./helpers.mjs";
-import { contrast, missing, readOnly, send, shots, signUp, useWebApp } from "./webapp.mjs";
+import { contrast, flip, missing, readOnly, send, shots, signUp, useWebApp } from "./webapp.mjs";
 
 const web = useWebApp();
 
@@ -226,15 +226,6 @@ test("regenerate, edit and flip between versions; the branch shown survives a re
   await signUp(page, email("branches"));
   const bodies = () => page.locator("#messages > li .body").allTextContents();
   const settled = () => page.waitForFunction(() => !document.querySelector("#messages li.streaming"));
-  // flip shows another version: the click is answered by the server, and
-  // fails the test with what the server said when it was refused.
-  const flip = async (button) => {
-    const [res] = await Promise.all([
-      page.waitForResponse((r) => r.url().endsWith("/branch") && r.request().method() === "POST"),
-      page.click(button),
-    ]);
-    assert.equal(res.status(), 200, `switching the branch: ${await res.text()}`);
-  };
 
   await page.fill("#input", "count: first");
   await page.press("#input", "Enter");
@@ -252,10 +243,10 @@ test("regenerate, edit and flip between versions; the branch shown survives a re
   await page.screenshot({ path: join(shots, "regenerated.png") });
 
   // Flip back to the first version and forward again.
-  await flip("#messages > li.assistant .prev");
+  await flip(page, "#messages > li.assistant .prev");
   await page.waitForSelector("#messages > li.assistant .version:has-text('1 / 2')");
   assert.deepEqual(await bodies(), ["count: first", first]);
-  await flip("#messages > li.assistant .next");
+  await flip(page, "#messages > li.assistant .next");
   await page.waitForSelector("#messages > li.assistant .version:has-text('2 / 2')");
   assert.deepEqual(await bodies(), ["count: first", second]);
 
@@ -286,7 +277,7 @@ test("regenerate, edit and flip between versions; the branch shown survives a re
 
   // Back to the original question: its latest answer comes with it, and
   // the conversation continues on that branch.
-  await flip("#messages > li.user .prev");
+  await flip(page, "#messages > li.user .prev");
   await page.waitForSelector("#messages > li.user .version:has-text('1 / 2')");
   await page.waitForSelector("#messages > li.assistant .version:has-text('2 / 2')");
   assert.deepEqual(await bodies(), ["count: first", second]);

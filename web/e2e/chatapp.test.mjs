@@ -3,13 +3,15 @@
 // (see webapp.mjs): Enter while a reply streams, Stop on screen at once,
 // the open chat's title outside the list's filter, empty states, the last
 // chat reopened, rename at the server's limit, destructive buttons, a toast
-// on save, touch targets measured in the page, and contrast. The app's
+// on save, touch targets measured in the page, and contrast; on the phone,
+// thumbs, edit, versions and regenerate by taps (versions.mjs). The app's
 // turns go through the AI SDK's useChat (DefaultChatTransport) to
 // /ai-sdk/chat, its Stop to /ai-sdk/chat/{id}/stop: checked here.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { email } from "./helpers.mjs";
+import { phoneVersions } from "./versions.mjs";
 import { contrast, inView, missing, readOnly, send, shots, signUp, useWebApp } from "./webapp.mjs";
 
 const web = useWebApp();
@@ -74,7 +76,8 @@ for (const { name, viewport } of widths) {
     // Every POST the page makes to the server, with its body.
     const posts = [];
     page.on("request", (r) => { if (r.method() === "POST" && r.url().startsWith(web.base)) posts.push({ path: new URL(r.url()).pathname, body: r.postData() }); });
-    await signUp(page, email(`stream-${name}`));
+    const address = email(`stream-${name}`);
+    await signUp(page, address);
 
     // First sign-in: a new chat's empty state with suggestions, and a list
     // that says it is empty (per filter).
@@ -164,6 +167,7 @@ for (const { name, viewport } of widths) {
       await page.waitForSelector("#messages > li.user.tapped .edit");
       await targets(page, [".edit", ".copy"]);
       await page.screenshot({ path: join(shots, "phone-actions.png") });
+      await phoneVersions(page, web.base, address, posts);
     } else {
       assert.equal(await first.locator(".tools").evaluate((e) => getComputedStyle(e).opacity), "0", "actions always shown");
       await first.hover();

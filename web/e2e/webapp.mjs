@@ -185,3 +185,13 @@ export async function send(page, text) {
     throw new Error(`no reply to "${text}" (${e.message.split("\n")[0]}): the banner says "${await page.textContent("#error-text")}", the chat ${JSON.stringify(await page.locator("#messages > li").allTextContents())}`);
   });
 }
+
+// flip clicks a version arrow: the click is answered by the server, and
+// fails the test with what the server said when it was refused.
+export async function flip(page, button) {
+  const [res] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith("/branch") && r.request().method() === "POST"),
+    page.click(button),
+  ]);
+  assert.equal(res.status(), 200, `switching the branch: ${await res.text()}`);
+}
