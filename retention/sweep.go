@@ -446,44 +446,6 @@ func isDue(s *sessions.Session, status sessions.Status, now time.Time) error {
 	return nil
 }
 
-// measureBacklog counts what is still due after the run and compares it
-// with the previous run's backlog. A failure to count is logged: the run's
-// work is done either way.
-func (sw *Sweeper) measureBacklog(ctx context.Context, r *Report, now time.Time) {
-	var b Backlog
-	var failures []error
-	for _, c := range []struct {
-		status sessions.Status
-		n      *int
-	}{{sessions.StatusActive, &b.ToSoftDelete}, {sessions.StatusArchived, &b.ToSoftDelete}, {sessions.StatusDeleted, &b.ToPurge}} {
-		n, err := sw.Repo.CountExpired(ctx, c.status, now)
-		*c.n += n
-		failures = append(failures, err)
-	}
-	pending, err := sw.Repo.CountPendingPurges(ctx)
-	b.PurgesPending = pending
-	failures = append(failures, err)
-	for _, k := range sw.trimKinds(now) {
-		n, err := sw.Repo.CountHistoriesDue(ctx, k.q)
-		b.ToTrim += n
-		failures = append(failures, err)
-	}
-	if err := errors.Join(failures...); err != nil {
-		if sw.Log != nil {
-			sw.Log.WarnContext(ctx, "retention: could not count the backlog", "error", err.Error())
-		}
-		return
-	}
-	r.Backlog = &b
-	if prev, _, ok, err := sw.Repo.LastBacklog(ctx); err == nil && ok {
-		change := b.Total() - prev
-		r.BacklogChange = &change
-	}
-	if err := sw.Repo.SaveBacklog(ctx, b.Total(), now); err != nil && sw.Log != nil {
-		sw.Log.WarnContext(ctx, "retention: could not record the backlog", "error", err.Error())
-	}
-}
-
 func (sw *Sweeper) logSession(ctx context.Context, id string, err error) {
 	if sw.Log != nil {
 		sw.Log.WarnContext(ctx, "retention: a session could not be swept; the next run tries again", "sessionId", id, "error", err.Error())
