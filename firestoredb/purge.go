@@ -123,12 +123,27 @@ type purgeTarget struct {
 }
 
 // finishPurges deletes everything under each marked session (those in out
-// without an error), calls forget once for each user of those whose
-// deletes all succeeded, and deletes their markers, adding to each
-// outcome.
+// without an error) and, at once, calls forget once for each of their
+// users (it reads and changes only the user's memory, nothing under the
+// sessions), then deletes the markers of those whose deletes and
+// forgetting both succeeded, adding to each outcome. A purge whose
+// forgetting or deletes failed stays marked, and the run that resumes it
+// does both again.
 func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []purgeTarget, forget sessions.Forget) {
+	forgot := make([]error, len(out))
+	byUser := forgettings(out, gone)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		forgetByUser(ctx, byUser, forget, forgot)
+	}()
 	db.deleteUnderPurged(ctx, out, gone)
-	forgetByUser(ctx, out, gone, forget)
+	<-done
+	for i, err := range forgot {
+		if out[i].Err == nil {
+			out[i].Err = err
+		}
+	}
 	var markers deletes
 	for i := range out {
 		if out[i].Err == nil {
@@ -162,36 +177,47 @@ func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []p
 	}
 }
 
-// forgetByUser calls forget (if set) once for each user of the purges in
-// out still without an error, with those purges' sessions, purgeWorkers
-// users at once: what a user's memory learned from a page of purges is
-// forgotten in one change of it, not one a session (each a read, a query
-// and a transaction, all on the same document). Its error is each of
-// those purges'.
-func forgetByUser(ctx context.Context, out []retention.Purged, gone []purgeTarget, forget sessions.Forget) {
-	if forget == nil {
-		return
-	}
-	at := map[string][]int{} // user → indexes into out
-	var users []string
+// forgetting is one user's purges in a page: their indexes into its
+// outcomes, and their sessions.
+type forgetting struct {
+	user string
+	at   []int
+	ids  []string
+}
+
+// forgettings groups the purges in out still without an error by user.
+func forgettings(out []retention.Purged, gone []purgeTarget) []*forgetting {
+	var all []*forgetting
+	of := map[string]*forgetting{}
 	for i := range out {
 		if out[i].Err != nil {
 			continue
 		}
 		u := gone[i].s.UserID
-		if _, ok := at[u]; !ok {
-			users = append(users, u)
+		f := of[u]
+		if f == nil {
+			f = &forgetting{user: u}
+			of[u] = f
+			all = append(all, f)
 		}
-		at[u] = append(at[u], i)
+		f.at, f.ids = append(f.at, i), append(f.ids, out[i].SessionID)
 	}
-	inParallel(len(users), func(j int) {
-		ids := make([]string, 0, len(at[users[j]]))
-		for _, i := range at[users[j]] {
-			ids = append(ids, out[i].SessionID)
-		}
-		err := forget(ctx, users[j], ids)
-		for _, i := range at[users[j]] {
-			out[i].Err = err
+	return all
+}
+
+// forgetByUser calls forget (if set) once for each user in byUser, with
+// their purges' sessions, purgeWorkers users at once: what a user's
+// memory learned from a page of purges is forgotten in one change of it,
+// not one a session (each a read, a query and a transaction, all on the
+// same document). Its error is each of those purges' in failed.
+func forgetByUser(ctx context.Context, byUser []*forgetting, forget sessions.Forget, failed []error) {
+	if forget == nil {
+		return
+	}
+	inParallel(len(byUser), func(j int) {
+		err := forget(ctx, byUser[j].user, byUser[j].ids)
+		for _, i := range byUser[j].at {
+			failed[i] = err
 		}
 	})
 }

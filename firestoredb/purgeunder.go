@@ -4,6 +4,7 @@ import (
 	"context"
 	"errors"
 	"slices"
+	"sync"
 
 	"cloud.google.com/go/firestore"
 
@@ -17,15 +18,18 @@ import (
 // each, deleteWorkers commits at once: a commit is one round trip however
 // many documents it deletes (up to Firestore's 500 writes), where the
 // client's BulkWriter sends 20 a request and holds itself to 10,000 writes
-// a second (at most half of what the emulator takes in commits of 100).
+// a second (on the emulator, commits of 100 delete several times faster).
 // Deletes in a commit carry no precondition (one that failed would fail
-// the commit), so what is deleted and counted is only what is known to
+// the commit), so a commit deletes, and counts, only what is known to
 // exist: documents the marking transaction read, messages the window
-// names, and, read first in one batched read across the page's sessions,
-// those that may exist (units of search and after-turn jobs named by the
-// messages, every context document of a purge resumed). Once its session
-// is marked nothing writes under it any more, so what was read is what
-// is deleted.
+// names, and small documents that may exist (after-turn jobs named by the
+// replies, every context document of a purge resumed), read first in one
+// batched read across the page's sessions. Units of search hold an
+// embedding each (kilobytes: reading them would cost more than deleting
+// them), so those named by the messages, which may or may not exist, go
+// through a BulkWriter, each on condition that it exists, at once with
+// the commits. Once its session is marked nothing writes under it any
+// more, so what was read is what is deleted.
 
 // Defaults of the purge's deletes.
 const (
@@ -38,9 +42,11 @@ const (
 )
 
 // underPlan is what a purge deletes under one session: documents known to
-// exist, documents that may (read first), and subcollections to list.
+// exist, documents that may (read first), units of search that may (deleted
+// on condition), and subcollections to list.
 type underPlan struct {
 	known, maybe []*firestore.DocumentRef
+	units        []*firestore.DocumentRef // units of search that may exist
 	list         []*firestore.CollectionRef
 }
 
@@ -62,14 +68,23 @@ func (d *deletes) add(i int, refs ...*firestore.DocumentRef) {
 // outcome.
 func (db *DB) deleteUnderPurged(ctx context.Context, out []retention.Purged, gone []purgeTarget) {
 	plans := make([]underPlan, len(out))
-	var named, maybe deletes
+	var named, maybe, units deletes
 	for i := range out {
 		if out[i].Err == nil {
 			plans[i] = db.planUnder(gone[i])
 			named.add(i, plans[i].known...)
 			maybe.add(i, plans[i].maybe...)
+			units.add(i, plans[i].units...)
 		}
 	}
+	var wg sync.WaitGroup
+	wg.Add(1)
+	var unitsFailed []error
+	var unitsFound []bool
+	go func() {
+		defer wg.Done()
+		unitsFound, unitsFailed = db.deleteIfExists(ctx, units)
+	}()
 	found, failed := db.existing(ctx, maybe)
 	for k, i := range maybe.of {
 		if failed[k] != nil {
@@ -79,6 +94,14 @@ func (db *DB) deleteUnderPurged(ctx context.Context, out []retention.Purged, gon
 		}
 	}
 	db.tally(out, named, db.commitDeletes(ctx, named))
+	wg.Wait()
+	for k, i := range units.of {
+		if unitsFailed[k] != nil {
+			out[i].Err = errors.Join(out[i].Err, unitsFailed[k])
+		} else if unitsFound[k] {
+			out[i].Documents++
+		}
+	}
 	inParallel(len(out), func(i int) {
 		for _, col := range plans[i].list {
 			if out[i].Err != nil {
@@ -123,7 +146,7 @@ func (db *DB) planUnder(t purgeTarget) underPlan {
 		for _, id := range c.messages {
 			p.known = append(p.known, db.messagesOf(s.ID).Doc(id))
 			if c.embedded {
-				p.maybe = append(p.maybe, db.recallOf(s.ID).Doc(id))
+				p.units = append(p.units, db.recallOf(s.ID).Doc(id))
 			}
 		}
 		for _, id := range c.replies { // its after-turn jobs, if any is left
@@ -162,6 +185,35 @@ func (db *DB) existing(ctx context.Context, d deletes) ([]bool, []error) {
 		}
 	})
 	return found, failed
+}
+
+// deleteIfExists deletes d's documents through one BulkWriter, each on
+// condition that it exists, and reports which it deleted, or each one's
+// error.
+func (db *DB) deleteIfExists(ctx context.Context, d deletes) ([]bool, []error) {
+	deleted, failed := make([]bool, len(d.refs)), make([]error, len(d.refs))
+	if len(d.refs) == 0 {
+		return deleted, failed
+	}
+	bw := db.client.BulkWriter(ctx)
+	jobs := make([]*firestore.BulkWriterJob, len(d.refs))
+	for k, r := range d.refs {
+		jobs[k], failed[k] = bw.Delete(r, firestore.Exists)
+	}
+	bw.End()
+	for k, job := range jobs {
+		if job == nil {
+			continue
+		}
+		_, err := job.Results()
+		switch {
+		case err == nil:
+			deleted[k] = true
+		case !isNotFound(err): // one that was not there
+			failed[k] = err
+		}
+	}
+	return deleted, failed
 }
 
 // commitDeletes deletes d's documents in commits of deleteBatch,
