@@ -39,6 +39,8 @@ const (
 	deleteWorkers = 16
 	// existsBatch is how many documents one read asks about.
 	existsBatch = 500
+	// bulkChunk is how many conditional deletes one BulkWriter makes.
+	bulkChunk = 400
 )
 
 // underPlan is what a purge deletes under one session: documents known to
@@ -187,32 +189,34 @@ func (db *DB) existing(ctx context.Context, d deletes) ([]bool, []error) {
 	return found, failed
 }
 
-// deleteIfExists deletes d's documents through one BulkWriter, each on
-// condition that it exists, and reports which it deleted, or each one's
-// error.
+// deleteIfExists deletes d's documents, each on condition that it exists,
+// through BulkWriters of up to bulkChunk deletes each, deleteWorkers at
+// once (one BulkWriter fed by one caller sends a request at a time, and
+// holds itself to 10,000 writes a second), and reports which it deleted,
+// or each one's error.
 func (db *DB) deleteIfExists(ctx context.Context, d deletes) ([]bool, []error) {
 	deleted, failed := make([]bool, len(d.refs)), make([]error, len(d.refs))
-	if len(d.refs) == 0 {
-		return deleted, failed
-	}
-	bw := db.client.BulkWriter(ctx)
-	jobs := make([]*firestore.BulkWriterJob, len(d.refs))
-	for k, r := range d.refs {
-		jobs[k], failed[k] = bw.Delete(r, firestore.Exists)
-	}
-	bw.End()
-	for k, job := range jobs {
-		if job == nil {
-			continue
+	parallel.Each((len(d.refs)+bulkChunk-1)/bulkChunk, deleteWorkers, func(b int) {
+		lo, hi := b*bulkChunk, min((b+1)*bulkChunk, len(d.refs))
+		bw := db.client.BulkWriter(ctx)
+		jobs := make([]*firestore.BulkWriterJob, hi-lo)
+		for k := lo; k < hi; k++ {
+			jobs[k-lo], failed[k] = bw.Delete(d.refs[k], firestore.Exists)
 		}
-		_, err := job.Results()
-		switch {
-		case err == nil:
-			deleted[k] = true
-		case !isNotFound(err): // one that was not there
-			failed[k] = err
+		bw.End()
+		for k := lo; k < hi; k++ {
+			if jobs[k-lo] == nil {
+				continue
+			}
+			_, err := jobs[k-lo].Results()
+			switch {
+			case err == nil:
+				deleted[k] = true
+			case !isNotFound(err): // one that was not there
+				failed[k] = err
+			}
 		}
-	}
+	})
 	return deleted, failed
 }
 
