@@ -222,9 +222,6 @@ func forgetByUser(ctx context.Context, byUser []*forgetting, forget sessions.For
 	})
 }
 
-// inParallel runs fn(0..n-1), purgeWorkers at a time.
-func inParallel(n int, fn func(i int)) { parallel.Each(n, purgeWorkers, fn) }
-
 // unlistPurged removes, for each user, the sessions whose purges in out
 // have deleted everything under them from their list: listed as deleted
 // until then, so that no recall or search showed what was left. One
@@ -372,3 +369,6 @@ func (db *DB) lease() time.Duration {
 	}
 	return DefaultPurgeLease
 }
+
+// inParallel runs fn(0..n-1), purgeWorkers at a time.
+func inParallel(n int, fn func(i int)) { parallel.Each(n, purgeWorkers, fn) }

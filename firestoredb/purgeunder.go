@@ -220,6 +220,32 @@ func (db *DB) deleteIfExists(ctx context.Context, d deletes) ([]bool, []error) {
 	return deleted, failed
 }
 
+// deleteListed deletes every document of col, a page at a time (each
+// page's deletes done before the next query, which would otherwise find
+// them again), counting them into done.
+func (db *DB) deleteListed(ctx context.Context, col *firestore.CollectionRef, done *int) error {
+	q := col.Select().Limit(purgePage)
+	for {
+		snaps, err := db.getAll(ctx, q)
+		if err != nil {
+			return err
+		}
+		var page deletes
+		for _, snap := range snaps {
+			page.add(0, snap.Ref)
+		}
+		for _, err := range db.commitDeletes(ctx, page) {
+			if err != nil {
+				return err
+			}
+			*done++
+		}
+		if len(snaps) < purgePage {
+			return nil
+		}
+	}
+}
+
 // commitDeletes deletes d's documents in commits of deleteBatch,
 // deleteWorkers at once, and returns each one's outcome: its commit's.
 func (db *DB) commitDeletes(ctx context.Context, d deletes) []error {
@@ -253,32 +279,6 @@ func (db *DB) commitWith(ctx context.Context, fill func(*firestore.WriteBatch)) 
 		}
 		if err := backoff(ctx, attempt+1); err != nil {
 			return err
-		}
-	}
-}
-
-// deleteListed deletes every document of col, a page at a time (each
-// page's deletes done before the next query, which would otherwise find
-// them again), counting them into done.
-func (db *DB) deleteListed(ctx context.Context, col *firestore.CollectionRef, done *int) error {
-	q := col.Select().Limit(purgePage)
-	for {
-		snaps, err := db.getAll(ctx, q)
-		if err != nil {
-			return err
-		}
-		var page deletes
-		for _, snap := range snaps {
-			page.add(0, snap.Ref)
-		}
-		for _, err := range db.commitDeletes(ctx, page) {
-			if err != nil {
-				return err
-			}
-			*done++
-		}
-		if len(snaps) < purgePage {
-			return nil
 		}
 	}
 }

@@ -31,21 +31,6 @@ type listing struct {
 	of        map[string][]*sessions.Session
 }
 
-type listingKey struct{}
-
-// withListing is ctx with l for the roll-ups run under it (none if nil).
-func withListing(ctx context.Context, l *listing) context.Context {
-	if l == nil {
-		return ctx
-	}
-	return context.WithValue(ctx, listingKey{}, l)
-}
-
-func listingOf(ctx context.Context) *listing {
-	l, _ := ctx.Value(listingKey{}).(*listing)
-	return l
-}
-
 // listActive lists the sessions updated since (at now), a page at a
 // time, and rolls up their users: all at once after the listing, each
 // with its sessions from it, or, once more than listedMax are listed,
@@ -107,4 +92,19 @@ func (svc *Service) sessionsSince(ctx context.Context, rolls RollUpRepo, userID 
 		out = append(out, seen...)
 	}
 	return out, now, nil
+}
+
+type listingKey struct{}
+
+// withListing is ctx with l for the roll-ups run under it (none if nil).
+func withListing(ctx context.Context, l *listing) context.Context {
+	if l == nil {
+		return ctx
+	}
+	return context.WithValue(ctx, listingKey{}, l)
+}
+
+func listingOf(ctx context.Context) *listing {
+	l, _ := ctx.Value(listingKey{}).(*listing)
+	return l
 }

@@ -64,19 +64,6 @@ func (r *Report) Lap(name string, counts map[string]int) {
 	r.total()
 }
 
-// StartClock starts the run's clock at now (the system's clock if nil).
-// Run starts it as it begins; a report lapped without it starts at its
-// first lap.
-func (r *Report) StartClock(now func() time.Time) {
-	if now == nil {
-		now = time.Now
-	}
-	r.now = now
-	r.lapped = now()
-	r.origin = r.lapped
-	r.rpcLapped = r.rpcs.Load()
-}
-
 // Resume has the next lap start now: the time since the last one went to
 // waiting for phases beside the others (see Beside), which the run's
 // total covers.
@@ -126,6 +113,19 @@ func (r *Report) span(name string, from, to time.Time) {
 	if to.After(p.ended) {
 		p.ended = to
 	}
+}
+
+// StartClock starts the run's clock at now (the system's clock if nil).
+// Run starts it as it begins; a report lapped without it starts at its
+// first lap.
+func (r *Report) StartClock(now func() time.Time) {
+	if now == nil {
+		now = time.Now
+	}
+	r.now = now
+	r.lapped = now()
+	r.origin = r.lapped
+	r.rpcLapped = r.rpcs.Load()
 }
 
 // AddPhase adds d and counts to the phase called name (appended if new),
