@@ -51,11 +51,14 @@ func TestSweepReportsEveryPhase(t *testing.T) {
 	if !slices.Equal(names, want) {
 		t.Fatalf("phases %v, want %v", names, want)
 	}
-	// Alice's and bob's sessions were idle for 31 days; then the backstop
-	// asked Auth about both accounts in one call and erased bob's.
-	if c := at[retention.PhaseSoftDelete]; r.SoftDeleted != 2 || c["sessionsSoftDeleted"] != 2 {
-		t.Errorf("soft-deleted %d, phase counts %v; want 2", r.SoftDeleted, c)
+	// Alice's and bob's sessions were idle for 31 days; meanwhile the
+	// backstop asked Auth about both accounts in one call and erased
+	// bob's: his session was soft-deleted first, or erased first (then
+	// the soft-delete skips it, or no longer finds it).
+	if c := at[retention.PhaseSoftDelete]; r.SoftDeleted < 1 || r.SoftDeleted > 2 || c["sessionsSoftDeleted"] != r.SoftDeleted || c["failed"] != 0 {
+		t.Errorf("soft-deleted %d, phase counts %v; want alice's, and bob's unless erased first", r.SoftDeleted, c)
 	}
+	h.nothingLeftOf(t, bob)
 	if c := at[retention.PhaseBackstop]; c["accountsChecked"] != 2 || c["accountsErased"] != 1 || c["authCalls"] != 1 || c["complete"] != 1 {
 		t.Errorf("backstop counts %v; want 2 checked, 1 erased, 1 Auth call", c)
 	}
