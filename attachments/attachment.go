@@ -91,15 +91,26 @@ type Repo interface {
 	// ReserveAttachment adds r.Bytes to the user's stored bytes and counts
 	// an upload in r.Minute, atomically, or refuses with EQUOTA (the bytes
 	// would pass r.Quota) or ERATELIMITED (the minute is full), changing
-	// nothing.
-	ReserveAttachment(ctx context.Context, userID string, r Reservation) error
+	// nothing. It returns the generation of the user's quota record that
+	// counted the bytes: a new one when the record is created, the same
+	// while it lives. An erasure deletes the record first, so a generation
+	// outlived by an erasure is never current again: the fence of
+	// CreateAttachment and ReleaseAttachment.
+	ReserveAttachment(ctx context.Context, userID string, r Reservation) (gen string, err error)
 	// ReleaseAttachment takes n bytes off the user's stored bytes (never
-	// below zero).
-	ReleaseAttachment(ctx context.Context, userID string, n int64) error
+	// below zero) if the user's quota record is still of generation gen;
+	// otherwise (an erasure deleted it) it changes nothing and creates
+	// nothing.
+	ReleaseAttachment(ctx context.Context, userID, gen string, n int64) error
 	// StoredBytes is the user's stored bytes, reserved ones included.
 	StoredBytes(ctx context.Context, userID string) (int64, error)
-	// CreateAttachment stores a new attachment's record.
-	CreateAttachment(ctx context.Context, a *Attachment) error
+	// CreateAttachment stores a new attachment's record and takes unused
+	// (what its upload reserved and did not use) off the user's stored
+	// bytes, atomically, if the user's quota record is still of
+	// generation gen; otherwise (an erasure began since the bytes were
+	// reserved) it writes nothing and answers Erased(). ECONFLICT when a
+	// record of a.ID exists.
+	CreateAttachment(ctx context.Context, a *Attachment, gen string, unused int64) error
 	// GetAttachment reads the user's attachment id; ENOTFOUND when there
 	// is none or it is another user's.
 	GetAttachment(ctx context.Context, userID, id string) (*Attachment, error)
@@ -116,9 +127,15 @@ type Repo interface {
 	// UnreferencedAttachments is up to limit attachments of any user that
 	// no message named and that were uploaded before before, oldest first.
 	UnreferencedAttachments(ctx context.Context, before time.Time, limit int) ([]Attachment, error)
-	// DeleteAttachmentQuota removes the user's stored-bytes record (at
-	// erasure, once every attachment is gone).
+	// DeleteAttachmentQuota removes the user's stored-bytes record: the
+	// first step of an erasure, which fences out every upload in flight.
 	DeleteAttachmentQuota(ctx context.Context, userID string) error
+}
+
+// Erased is what CreateAttachment answers for an upload that an erasure
+// of its user overtook: nothing of it is kept.
+func Erased() error {
+	return errs.Errorf(errs.ECONFLICT, "file: not kept: your data was erased while it was being uploaded")
 }
 
 // Admit checks a reservation against a user's stored bytes and the

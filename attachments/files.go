@@ -2,6 +2,8 @@ package attachments
 
 import (
 	"context"
+	"encoding/base64"
+	"encoding/json"
 	"errors"
 	"io"
 
@@ -66,21 +68,88 @@ func (s *Service) StoredBytes(ctx context.Context, userID string) (used, quota i
 	return used, s.quota(), err
 }
 
-// ExportUser lists the user's attachments (their records; each one's
-// bytes are at GET /attachments/{id} with the user's token). nil if none.
+// ExportUser is the user's attachments as their export holds them: each
+// record with its bytes (nil if none). The bytes are not read here: the
+// export streams them (WriteJSON).
 func (s *Service) ExportUser(ctx context.Context, userID string) (any, error) {
 	all, err := s.Repo.ListAttachments(ctx, userID)
 	if err != nil || len(all) == 0 {
 		return nil, err
 	}
-	return all, nil
+	return &Export{svc: s, userID: userID, all: all}, nil
 }
 
-// EraseUser deletes every attachment of the user, object and record,
-// then any object left under the user's prefix (one whose record was
-// never written), then the user's stored-bytes record. It returns how
-// many records it deleted.
+// Export is a user's attachments in their export.
+type Export struct {
+	svc    *Service
+	userID string
+	all    []Attachment
+}
+
+// WriteJSON writes the attachments as a JSON array: each record (as GET
+// /attachments answers it) with "data", its bytes in base64, streamed
+// from the blob store a chunk at a time, never held whole; null for a
+// record whose object is gone.
+func (e *Export) WriteJSON(ctx context.Context, w io.Writer) error {
+	if _, err := io.WriteString(w, "["); err != nil {
+		return err
+	}
+	for i := range e.all {
+		if i > 0 {
+			if _, err := io.WriteString(w, ","); err != nil {
+				return err
+			}
+		}
+		if err := e.writeOne(ctx, w, &e.all[i]); err != nil {
+			return err
+		}
+	}
+	_, err := io.WriteString(w, "]")
+	return err
+}
+
+// writeOne writes a's record, its url, and its bytes in base64.
+func (e *Export) writeOne(ctx context.Context, w io.Writer, a *Attachment) error {
+	rec, err := json.Marshal(a)
+	if err != nil {
+		return err
+	}
+	url, _ := json.Marshal(a.URL())
+	head := string(rec[:len(rec)-1]) + `,"url":` + string(url) + `,"data":`
+	body, err := e.svc.Blobs.Open(ctx, Key(e.userID, a.ID))
+	if errs.CodeOf(err) == errs.ENOTFOUND {
+		_, err = io.WriteString(w, head+"null}")
+		return err
+	}
+	if err != nil {
+		return err
+	}
+	defer body.Close()
+	if _, err := io.WriteString(w, head+`"`); err != nil {
+		return err
+	}
+	enc := base64.NewEncoder(base64.StdEncoding, w)
+	if _, err := io.Copy(enc, body); err != nil {
+		return err
+	}
+	if err := enc.Close(); err != nil {
+		return err
+	}
+	_, err = io.WriteString(w, `"}`)
+	return err
+}
+
+// EraseUser deletes the user's quota record first (the fence: an upload
+// in flight then cannot write its record, and deletes its object itself),
+// then every attachment of the user, object and record, then any object
+// left under the user's prefix (one whose record was never written). An
+// upload whose record was written before the fence is in the list read
+// after it, and its object was written before its record: nothing it
+// stored escapes. It returns how many records it deleted.
 func (s *Service) EraseUser(ctx context.Context, userID string) (int, error) {
+	if err := s.Repo.DeleteAttachmentQuota(ctx, userID); err != nil {
+		return 0, err
+	}
 	all, err := s.Repo.ListAttachments(ctx, userID)
 	if err != nil {
 		return 0, err
@@ -98,10 +167,7 @@ func (s *Service) EraseUser(ctx context.Context, userID string) (int, error) {
 			n++
 		}
 	}
-	if err := s.deleteStrays(ctx, userID); err != nil {
-		return n, err
-	}
-	return n, s.Repo.DeleteAttachmentQuota(ctx, userID)
+	return n, s.deleteStrays(ctx, userID)
 }
 
 // deleteStrays deletes every object under the user's prefix.

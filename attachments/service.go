@@ -76,14 +76,14 @@ func (s *Service) Upload(ctx context.Context, userID string, up Upload) (*Attach
 	}
 	a.Type = t.MIME
 	reserved := s.reservation(up.SizeHint)
-	if err := s.Repo.ReserveAttachment(ctx, userID, Reservation{Bytes: reserved, Quota: s.quota(), At: a.CreatedAt, PerMinute: s.PerMinute}); err != nil {
+	gen, err := s.Repo.ReserveAttachment(ctx, userID, Reservation{Bytes: reserved, Quota: s.quota(), At: a.CreatedAt, PerMinute: s.PerMinute})
+	if err != nil {
 		return nil, err
 	}
-	if err := s.store(ctx, a, t, &capped{r: in, left: reserved}, up.Then); err != nil {
-		s.release(ctx, userID, reserved)
+	if err := s.store(ctx, a, t, &capped{r: in, left: reserved, reserved: reserved}, up.Then, gen); err != nil {
+		s.release(ctx, userID, gen, reserved)
 		return nil, err
 	}
-	s.release(ctx, userID, reserved-a.Size)
 	return a, nil
 }
 
@@ -108,8 +108,13 @@ func (s *Service) reservation(hint int64) int64 {
 }
 
 // store writes the bytes (no more than limited lets through) and the
-// record; whatever fails deletes the object again.
-func (s *Service) store(ctx context.Context, a *Attachment, t Type, limited *capped, then func(*Attachment) error) error {
+// record, which gives back what the upload reserved of quota generation
+// gen and did not use; whatever fails deletes the object again. The
+// record's commit is the fence against an erasure: one that began after
+// the reservation deleted the quota record first, so the commit is
+// refused and the object deleted here, whether the erasure's listing of
+// the user's objects came before the write or after it.
+func (s *Service) store(ctx context.Context, a *Attachment, t Type, limited *capped, then func(*Attachment) error, gen string) error {
 	key := Key(a.UserID, a.ID)
 	check := newChecker(t)
 	_, err := s.Blobs.Write(ctx, key, t.MIME, io.TeeReader(limited, check))
@@ -123,7 +128,7 @@ func (s *Service) store(ctx context.Context, a *Attachment, t Type, limited *cap
 		err = then(a)
 	}
 	if err == nil {
-		err = s.Repo.CreateAttachment(ctx, a)
+		err = s.Repo.CreateAttachment(ctx, a, gen, limited.reserved-a.Size)
 	}
 	if err != nil {
 		s.deleteObject(ctx, key)
@@ -137,9 +142,10 @@ func (s *Service) store(ctx context.Context, a *Attachment, t Type, limited *cap
 
 // capped reads at most left bytes of r, and fails past them.
 type capped struct {
-	r    io.Reader
-	left int64
-	over bool
+	r        io.Reader
+	left     int64
+	over     bool
+	reserved int64 // left at the start: what the upload reserved
 }
 
 var errTooLarge = errors.New("file too large")
@@ -172,13 +178,14 @@ func readFailed(err error) error {
 	return errs.Wrap(errs.EINVALID, err, "file: the upload could not be read to its end")
 }
 
-// release gives back n reserved bytes; a failure only leaves the quota
-// counting more than is stored, which is logged.
-func (s *Service) release(ctx context.Context, userID string, n int64) {
+// release gives back n bytes reserved in quota generation gen; a
+// failure only leaves the quota counting more than is stored, which is
+// logged.
+func (s *Service) release(ctx context.Context, userID, gen string, n int64) {
 	if n <= 0 {
 		return
 	}
-	if err := s.Repo.ReleaseAttachment(context.WithoutCancel(ctx), userID, n); err != nil && s.Log != nil {
+	if err := s.Repo.ReleaseAttachment(context.WithoutCancel(ctx), userID, gen, n); err != nil && s.Log != nil {
 		s.Log.ErrorContext(ctx, "attachments: reserved bytes not given back", "error", err.Error(), "bytes", n)
 	}
 }

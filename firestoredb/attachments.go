@@ -2,6 +2,7 @@ package firestoredb
 
 import (
 	"context"
+	"errors"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -43,6 +44,10 @@ type quotaDoc struct {
 	Minute  int64  `firestore:"minute"`
 	Uploads int    `firestore:"uploads"`
 	Token   string `firestore:"token,omitempty"` // of the last update
+	// Generation is made when the record is (by the first reservation
+	// after it was missing); an erasure deletes the record, so an upload
+	// that reserved before the erasure finds another generation, or none.
+	Generation string `firestore:"generation,omitempty"`
 }
 
 // ReserveAttachment reads the user's quota and writes it back on
@@ -50,9 +55,12 @@ type quotaDoc struct {
 // one commit, no locks, so 20 uploads of a user at once retry rather than
 // queue on a transaction). Each call marks the record with a token of its
 // own, so after a commit whose answer was lost it finds its own write
-// instead of reserving twice.
-func (db *DB) ReserveAttachment(ctx context.Context, userID string, r attachments.Reservation) error {
-	return db.updateQuota(ctx, userID, func(q *quotaDoc) error {
+// instead of reserving twice. It returns the record's generation.
+func (db *DB) ReserveAttachment(ctx context.Context, userID string, r attachments.Reservation) (string, error) {
+	return db.updateQuota(ctx, userID, true, func(q *quotaDoc) error {
+		if q.Generation == "" { // a new record, or one older than generations
+			q.Generation = ids.New()
+		}
 		if q.Minute != r.Minute() {
 			q.Minute, q.Uploads = r.Minute(), 0
 		}
@@ -64,46 +72,62 @@ func (db *DB) ReserveAttachment(ctx context.Context, userID string, r attachment
 	})
 }
 
-// ReleaseAttachment takes n bytes off the user's stored bytes.
-func (db *DB) ReleaseAttachment(ctx context.Context, userID string, n int64) error {
-	return db.updateQuota(ctx, userID, func(q *quotaDoc) error {
+// errOtherGeneration stops an update of a quota record that is not of
+// the generation asked for (or is missing).
+var errOtherGeneration = errs.Errorf(errs.ECONFLICT, "the quota record is of another generation")
+
+// ReleaseAttachment takes n bytes off the user's stored bytes, if the
+// record is still of generation gen; it never creates the record.
+func (db *DB) ReleaseAttachment(ctx context.Context, userID, gen string, n int64) error {
+	_, err := db.updateQuota(ctx, userID, false, func(q *quotaDoc) error {
+		if q.Generation != gen {
+			return errOtherGeneration
+		}
 		q.Bytes = max(0, q.Bytes-n)
 		return nil
 	})
+	if errors.Is(err, errOtherGeneration) {
+		return nil
+	}
+	return err
 }
 
-// updateQuota applies fn to the user's quota record optimistically.
-func (db *DB) updateQuota(ctx context.Context, userID string, fn func(*quotaDoc) error) error {
+// updateQuota applies fn to the user's quota record optimistically (a
+// missing one, when create, as an empty record; else it stops with
+// errOtherGeneration), and returns the record's generation.
+func (db *DB) updateQuota(ctx context.Context, userID string, create bool, fn func(*quotaDoc) error) (string, error) {
 	ref, token := db.quotaRef(userID), ids.New()
+	var gen string
 	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
 		snaps, err := get([]*firestore.DocumentRef{ref})
 		if err != nil {
 			return nil, err
 		}
-		var q quotaDoc
-		if snaps[0].Exists() {
-			if err := snaps[0].DataTo(&q); err != nil {
-				return nil, err
-			}
+		q, err := quotaOf(snaps[0])
+		if err != nil {
+			return nil, err
 		}
-		if q.Token == token {
+		if gen = q.Generation; q.Token == token {
 			return nil, nil // this call's own commit landed
+		}
+		if !snaps[0].Exists() && !create {
+			return nil, errOtherGeneration
 		}
 		if err := fn(&q); err != nil {
 			return nil, err
 		}
-		q.UserID, q.Token = userID, token
+		q.UserID, q.Token, gen = userID, token, q.Generation
 		w := db.newWrites()
 		if snaps[0].Exists() {
 			w.Update(ref, []firestore.Update{{Path: "userId", Value: q.UserID}, {Path: "bytes", Value: q.Bytes},
-				{Path: "minute", Value: q.Minute}, {Path: "uploads", Value: q.Uploads}, {Path: "token", Value: q.Token}},
-				firestore.LastUpdateTime(snaps[0].UpdateTime))
+				{Path: "minute", Value: q.Minute}, {Path: "uploads", Value: q.Uploads}, {Path: "token", Value: q.Token},
+				{Path: "generation", Value: q.Generation}}, firestore.LastUpdateTime(snaps[0].UpdateTime))
 		} else {
 			w.Create(ref, q)
 		}
 		return w, nil
 	})
-	return err
+	return gen, err
 }
 
 // StoredBytes is the user's stored bytes.
@@ -124,12 +148,36 @@ func (db *DB) StoredBytes(ctx context.Context, userID string) (int64, error) {
 	return q.Bytes, nil
 }
 
-// CreateAttachment creates the record, in one write.
-func (db *DB) CreateAttachment(ctx context.Context, a *attachments.Attachment) error {
-	ctx, cancel := db.op(ctx)
-	defer cancel()
-	_, err := db.attachmentRef(a.ID).Create(ctx, toAttachmentDoc(a))
-	return translate(err)
+// CreateAttachment creates the record and gives back what its upload
+// did not use, in one commit conditioned on the quota record read (a
+// read and a commit): the fence against an erasure, which deletes the
+// quota record first. The quota record's token tells a commit whose
+// answer was lost.
+func (db *DB) CreateAttachment(ctx context.Context, a *attachments.Attachment, gen string, unused int64) error {
+	ref, qref, token := db.attachmentRef(a.ID), db.quotaRef(a.UserID), ids.New()
+	_, err := db.optimistic(ctx, func(ctx context.Context, get getAll) (*writes, error) {
+		snaps, err := get([]*firestore.DocumentRef{qref, ref})
+		if err != nil {
+			return nil, err
+		}
+		q, err := quotaOf(snaps[0])
+		switch {
+		case err != nil:
+			return nil, err
+		case q.Token == token:
+			return nil, nil // this call's own commit landed
+		case !snaps[0].Exists() || q.Generation != gen:
+			return nil, attachments.Erased()
+		case snaps[1].Exists():
+			return nil, errs.Errorf(errs.ECONFLICT, "attachment %s exists", a.ID)
+		}
+		w := db.newWrites()
+		w.Update(qref, []firestore.Update{{Path: "bytes", Value: max(0, q.Bytes-unused)}, {Path: "token", Value: token}},
+			firestore.LastUpdateTime(snaps[0].UpdateTime))
+		w.Create(ref, toAttachmentDoc(a))
+		return w, nil
+	})
+	return err
 }
 
 // GetAttachment reads the record; another user's is not found.
@@ -270,6 +318,17 @@ func fromAttachmentSnap(snap *firestore.DocumentSnapshot) (*attachments.Attachme
 	return &attachments.Attachment{ID: snap.Ref.ID, UserID: d.UserID, SessionID: d.SessionID, Type: d.Type, Name: d.Name,
 		Alt: d.Alt, Size: d.Size, Width: d.Width, Height: d.Height, SHA256: d.SHA256, CreatedAt: d.CreatedAt, Referenced: d.Referenced,
 		Text: d.Text}, nil
+}
+
+// quotaOf is the quota record snap holds (empty if it does not exist).
+func quotaOf(snap *firestore.DocumentSnapshot) (quotaDoc, error) {
+	var q quotaDoc
+	if snap.Exists() {
+		if err := snap.DataTo(&q); err != nil {
+			return q, err
+		}
+	}
+	return q, nil
 }
 
 // releaseIn takes n bytes off the quota at ref within tx (no record: nothing).

@@ -6,6 +6,7 @@ import (
 
 	"github.com/chatmemory/backend/attachments"
 	"github.com/chatmemory/backend/kernel/errs"
+	"github.com/chatmemory/backend/kernel/ids"
 )
 
 // files are the attachments' records and each user's stored bytes.
@@ -15,37 +16,40 @@ type files struct {
 }
 
 type quota struct {
+	gen     string // made when the record is; an erasure deletes the record
 	bytes   int64
 	minute  int64
 	uploads int
 }
 
-// ReserveAttachment counts an upload and its bytes, or refuses it.
-func (db *DB) ReserveAttachment(_ context.Context, userID string, r attachments.Reservation) error {
+// ReserveAttachment counts an upload and its bytes, or refuses it, and
+// returns the quota record's generation.
+func (db *DB) ReserveAttachment(_ context.Context, userID string, r attachments.Reservation) (string, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	q := db.files().quotas[userID]
 	if q == nil {
-		q = &quota{}
+		q = &quota{gen: ids.New()}
 	}
 	next := *q
 	if next.minute != r.Minute() {
 		next.minute, next.uploads = r.Minute(), 0
 	}
 	if err := attachments.Admit(next.bytes, next.uploads, r); err != nil {
-		return err
+		return "", err
 	}
 	next.bytes += r.Bytes
 	next.uploads++
 	db.files().quotas[userID] = &next
-	return nil
+	return next.gen, nil
 }
 
-// ReleaseAttachment takes n bytes off the user's stored bytes.
-func (db *DB) ReleaseAttachment(_ context.Context, userID string, n int64) error {
+// ReleaseAttachment takes n bytes off the user's stored bytes, if the
+// quota record is still of generation gen.
+func (db *DB) ReleaseAttachment(_ context.Context, userID, gen string, n int64) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	if q := db.files().quotas[userID]; q != nil {
+	if q := db.files().quotas[userID]; q != nil && q.gen == gen {
 		q.bytes = max(0, q.bytes-n)
 	}
 	return nil
@@ -61,14 +65,20 @@ func (db *DB) StoredBytes(_ context.Context, userID string) (int64, error) {
 	return 0, nil
 }
 
-// CreateAttachment keeps a new attachment's record.
-func (db *DB) CreateAttachment(_ context.Context, a *attachments.Attachment) error {
+// CreateAttachment keeps a new attachment's record and gives back what
+// its upload did not use, if the quota record is still of generation gen.
+func (db *DB) CreateAttachment(_ context.Context, a *attachments.Attachment, gen string, unused int64) error {
 	db.mu.Lock()
 	defer db.mu.Unlock()
+	q := db.files().quotas[a.UserID]
+	if q == nil || q.gen != gen {
+		return attachments.Erased()
+	}
 	if _, ok := db.files().byID[a.ID]; ok {
 		return errs.Errorf(errs.ECONFLICT, "attachment %s exists", a.ID)
 	}
 	db.files().byID[a.ID] = *a
+	q.bytes = max(0, q.bytes-unused)
 	return nil
 }
 

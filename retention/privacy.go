@@ -33,6 +33,13 @@ type UserData interface {
 	EraseUser(ctx context.Context, userID string) (int, error)  // documents deleted
 }
 
+// StreamedExport is a value of an export that writes its JSON itself, a
+// piece at a time as it reads it (files' bytes, which must not be held
+// whole), rather than being marshalled at once.
+type StreamedExport interface {
+	WriteJSON(ctx context.Context, w io.Writer) error
+}
+
 // Privacy exports and erases everything a user owns.
 type Privacy struct {
 	Repo PrivacyRepo
@@ -119,7 +126,12 @@ func (p *Privacy) exportData(ctx context.Context, userID string, out *jsonOut) e
 		if err := out.put("," + string(key) + ":"); err != nil {
 			return err
 		}
-		if err := out.enc.Encode(v); err != nil {
+		if sv, ok := v.(StreamedExport); ok {
+			err = sv.WriteJSON(ctx, out.w)
+		} else {
+			err = out.enc.Encode(v)
+		}
+		if err != nil {
 			return err
 		}
 	}

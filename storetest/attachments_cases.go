@@ -23,11 +23,15 @@ func testAttachmentRecords(t *testing.T, e *Env) {
 		return &attachments.Attachment{ID: id, UserID: user, Type: "image/png", Name: id + ".png", Alt: "a cat",
 			Size: size, Width: 3, Height: 2, SHA256: "ab", CreatedAt: at}
 	}
+	gens := map[string]string{}
 	for _, a := range []*attachments.Attachment{mk("b1", "alice", 10), mk("a2", "alice", 20), mk("c3", "bob", 5)} {
-		ok(t, db.ReserveAttachment(ctx, a.UserID, attachments.Reservation{Bytes: a.Size, Quota: 100, At: Epoch}))
-		ok(t, db.CreateAttachment(ctx, a))
+		gens[a.UserID] = Must[string](t)(db.ReserveAttachment(ctx, a.UserID, attachments.Reservation{Bytes: a.Size + 7, Quota: 100, At: Epoch}))
+		ok(t, db.CreateAttachment(ctx, a, gens[a.UserID], 7))
 	}
-	WantCode(t, db.CreateAttachment(ctx, mk("b1", "alice", 1)), errs.ECONFLICT)
+	WantCode(t, db.CreateAttachment(ctx, mk("b1", "alice", 1), gens["alice"], 0), errs.ECONFLICT)
+	if n := Must[int64](t)(db.StoredBytes(ctx, "alice")); n != 30 {
+		t.Fatalf("alice's stored bytes = %d, want 30 (what each upload did not use given back with its record)", n)
+	}
 	got := Must[*attachments.Attachment](t)(db.GetAttachment(ctx, "alice", "b1"))
 	if got.Name != "b1.png" || got.Alt != "a cat" || got.Size != 10 || got.Width != 3 || got.Height != 2 || got.UserID != "alice" || !got.CreatedAt.Equal(Epoch.Add(time.Second)) {
 		t.Fatalf("read back %+v", got)
@@ -88,19 +92,25 @@ func testAttachmentQuota(t *testing.T, e *Env) {
 	ctx := context.Background()
 	db := e.DB
 	r := attachments.Reservation{Bytes: 30, Quota: 100, At: Epoch, PerMinute: 3}
-	for range 3 {
-		ok(t, db.ReserveAttachment(ctx, "alice", r))
+	reserve := func(r attachments.Reservation) (string, error) { return db.ReserveAttachment(ctx, "alice", r) }
+	gen := Must[string](t)(reserve(r))
+	for range 2 {
+		if g := Must[string](t)(reserve(r)); g != gen || g == "" {
+			t.Fatalf("reservations of one quota record answered generations %q and %q", gen, g)
+		}
 	}
-	WantCode(t, db.ReserveAttachment(ctx, "alice", r), errs.ERATELIMITED)
+	_, err := reserve(r)
+	WantCode(t, err, errs.ERATELIMITED)
 	r.At = Epoch.Add(time.Minute)
-	WantCode(t, db.ReserveAttachment(ctx, "alice", r), errs.EQUOTA) // 90 + 30 > 100
+	_, err = reserve(r)
+	WantCode(t, err, errs.EQUOTA) // 90 + 30 > 100
 	r.Bytes = 10
-	ok(t, db.ReserveAttachment(ctx, "alice", r))
-	ok(t, db.ReleaseAttachment(ctx, "alice", 60))
+	Must[string](t)(reserve(r))
+	ok(t, db.ReleaseAttachment(ctx, "alice", gen, 60))
 	if n := Must[int64](t)(db.StoredBytes(ctx, "alice")); n != 40 {
 		t.Fatalf("stored bytes = %d, want 40", n)
 	}
-	ok(t, db.ReleaseAttachment(ctx, "alice", 1000))
+	ok(t, db.ReleaseAttachment(ctx, "alice", gen, 1000))
 	if n := Must[int64](t)(db.StoredBytes(ctx, "alice")); n != 0 {
 		t.Fatalf("stored bytes = %d, want 0", n)
 	}
@@ -110,7 +120,8 @@ func testAttachmentQuota(t *testing.T, e *Env) {
 	results := make(chan error, uploads)
 	for range uploads {
 		wg.Go(func() {
-			results <- db.ReserveAttachment(ctx, "carol", attachments.Reservation{Bytes: 10, Quota: 75, At: Epoch})
+			_, err := db.ReserveAttachment(ctx, "carol", attachments.Reservation{Bytes: 10, Quota: 75, At: Epoch})
+			results <- err
 		})
 	}
 	wg.Wait()
@@ -125,6 +136,40 @@ func testAttachmentQuota(t *testing.T, e *Env) {
 	}
 	if n := Must[int64](t)(db.StoredBytes(ctx, "carol")); admitted != 7 || n != 70 {
 		t.Fatalf("%d of %d concurrent reservations admitted, %d bytes stored; want 7 and 70", admitted, uploads, n)
+	}
+}
+
+// testAttachmentFence: an erasure (which deletes the quota record first)
+// fences out uploads that reserved before it: their record is refused,
+// their release changes and creates nothing, also once a later upload
+// made the record anew, whose generation is another.
+func testAttachmentFence(t *testing.T, e *Env) {
+	ctx := context.Background()
+	db := e.DB
+	r := attachments.Reservation{Bytes: 10, Quota: 100, At: Epoch}
+	a := &attachments.Attachment{ID: "f1", UserID: "dora", Type: "image/png", Name: "f1.png", Size: 8, SHA256: "ab", CreatedAt: Epoch}
+	old := Must[string](t)(db.ReserveAttachment(ctx, "dora", r))
+	ok(t, db.DeleteAttachmentQuota(ctx, "dora")) // the erasure begins
+	WantCode(t, db.CreateAttachment(ctx, a, old, 2), errs.ECONFLICT)
+	ok(t, db.ReleaseAttachment(ctx, "dora", old, 10))
+	if n := Must[int64](t)(db.StoredBytes(ctx, "dora")); n != 0 {
+		t.Fatalf("a fenced release left %d stored bytes", n)
+	}
+	next := Must[string](t)(db.ReserveAttachment(ctx, "dora", r)) // a new upload, after the erasure
+	if next == old {
+		t.Fatalf("the quota record made anew has the erased one's generation %q", old)
+	}
+	WantCode(t, db.CreateAttachment(ctx, a, old, 2), errs.ECONFLICT)
+	ok(t, db.ReleaseAttachment(ctx, "dora", old, 10))
+	if all := Must[[]attachments.Attachment](t)(db.ListAttachments(ctx, "dora")); len(all) != 0 {
+		t.Fatalf("fenced uploads left records %+v", all)
+	}
+	if n := Must[int64](t)(db.StoredBytes(ctx, "dora")); n != 10 {
+		t.Fatalf("stored bytes = %d, want the new upload's 10 (the fenced release took nothing)", n)
+	}
+	ok(t, db.CreateAttachment(ctx, a, next, 2))
+	if n := Must[int64](t)(db.StoredBytes(ctx, "dora")); n != 8 {
+		t.Fatalf("stored bytes = %d, want the new file's 8", n)
 	}
 }
 

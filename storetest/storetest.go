@@ -115,6 +115,7 @@ func Run(t *testing.T, open func(t *testing.T) Backend) {
 	t.Run("UpdateSessions", func(t *testing.T) { testUpdateSessions(t, env(t)) })
 	t.Run("AttachmentRecords", func(t *testing.T) { testAttachmentRecords(t, env(t)) })
 	t.Run("AttachmentQuota", func(t *testing.T) { testAttachmentQuota(t, env(t)) })
+	t.Run("AttachmentFence", func(t *testing.T) { testAttachmentFence(t, env(t)) })
 }
 
 // NewEnv wires services around db.

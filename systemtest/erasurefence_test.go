@@ -65,9 +65,10 @@ func (h *harness) nothingLeftOf(t *testing.T, u user) {
 		t.Fatal(err)
 	}
 	var export struct {
-		Sessions []any `json:"sessions"`
-		Usage    any   `json:"usage"`
-		Memory   struct {
+		Sessions    []any `json:"sessions"`
+		Usage       any   `json:"usage"`
+		Attachments []any `json:"attachments"`
+		Memory      struct {
 			Facts   []any `json:"facts"`
 			Profile struct {
 				Work, Personal, Focus struct{ Text string }
@@ -77,8 +78,8 @@ func (h *harness) nothingLeftOf(t *testing.T, u user) {
 	if err := json.Unmarshal(buf.Bytes(), &export); err != nil {
 		t.Fatalf("export %s: %v", buf.String(), err)
 	}
-	if len(export.Sessions) != 0 || export.Usage != nil {
-		t.Errorf("after erasure the export holds %d sessions and usage %v", len(export.Sessions), export.Usage)
+	if len(export.Sessions) != 0 || export.Usage != nil || len(export.Attachments) != 0 {
+		t.Errorf("after erasure the export holds %d sessions, usage %v and %d attachments", len(export.Sessions), export.Usage, len(export.Attachments))
 	}
 	if m := export.Memory; len(m.Facts) != 0 || m.Profile.Work.Text != "" || m.Profile.Personal.Text != "" || m.Profile.Focus.Text != "" {
 		t.Errorf("after erasure memory holds %+v", m)
@@ -90,7 +91,8 @@ func (h *harness) nothingLeftOf(t *testing.T, u user) {
 		return
 	}
 	for _, group := range []string{"chat_sessions", "messages", "context", "compactions", "recall", "chat_usage",
-		"usageDays", "turnSlots", "sessionLists", "users", "memory", "facts", "chat_purges", "chat_accounts"} {
+		"usageDays", "turnSlots", "sessionLists", "users", "memory", "facts", "chat_purges", "chat_accounts",
+		"chat_attachments", "chat_attachment_quotas"} {
 		snaps, err := h.firestore.CollectionGroup(group).Where("userId", "==", u.uid).Documents(context.Background()).GetAll()
 		if err != nil {
 			t.Fatal(err)

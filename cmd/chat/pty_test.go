@@ -45,73 +45,108 @@ func TestMain(m *testing.M) {
 // arguments and answered by hand; Ctrl-C twice at the prompt leaves.
 func TestInPseudoTerminal(t *testing.T) {
 	host := emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
-	api := serveOffline(t)
+	api, _ := serveOffline(t)
 	email := fmt.Sprintf("pty-%d@example.com", time.Now().UnixNano())
+	c := startClient(t, api, host, email)
+	c.expect("you> ")
+	c.typed("/edit\r")
+	c.expect("usage: /edit TEXT")
+
+	c.typed("first line of a paragraph\rsecond line\rthird line\r") // a paste: the lines at once
+	c.expect("assistant> You said: first line of a paragraph\nsecond line\nthird line")
+	c.expect("(replies come from the server's offline stand-in model")
+	c.expect("(session ")
+	session := regexp.MustCompile(`\(session ([A-Za-z0-9_-]+)\)`).FindStringSubmatch(c.out.String())[1]
+	c.expect("you> ")
+
+	c.typed(strings.Repeat("a long question about streaming replies ", 5) + "\r")
+	c.expect("assistant> You said: a long")
+	c.typed("\x03")
+	c.expect("[stopped]")
+	c.expect("you> ")
+
+	c.typed("/tool lookup_order\r")
+	c.expect("you> ")
+	c.typed("where is my order? use lookup_order\r")
+	c.expect(`(calls lookup_order {"text":"where is my order? use lookup_order"})`)
+	c.expect("result of lookup_order> ")
+	c.typed("shipped Monday\r")
+	c.expect("Your tools answered: shipped Monday")
+	c.expect("you> ")
+
+	c.typed("\x03")
+	c.expect("Ctrl-C again")
+	c.typed("\x03")
+	c.exits()
+	if n := strings.Count(c.out.String(), "offline stand-in model"); n != 1 {
+		t.Errorf("the stand-in was announced %d times", n)
+	}
+	checkStored(t, api, host, email, session)
+}
+
+// ptyClient is the client running in a pseudo-terminal: what it shows,
+// and what is typed into it.
+type ptyClient struct {
+	t    *testing.T
+	cmd  *exec.Cmd
+	tty  *os.File
+	out  *screen
+	seen int // how much of out was expected so far
+}
+
+// startClient starts this test binary as the client, signed in as email,
+// in a pseudo-terminal of 40 rows of 200 columns.
+func startClient(t *testing.T, api, host, email string) *ptyClient {
+	t.Helper()
 	cmd := exec.Command(os.Args[0], "-api", api, "-auth", host, "-email", email, "-password", "pty-password")
 	cmd.Env = append(os.Environ(), "CHAT_CLIENT_UNDER_TEST=1")
 	tty, err := pty.StartWithSize(cmd, &pty.Winsize{Rows: 40, Cols: 200})
 	if err != nil {
 		t.Fatal(err)
 	}
-	defer tty.Close()
-	defer cmd.Process.Kill()
-	out := &screen{}
-	go io.Copy(noCR{out}, tty) // the terminal ends lines with \r\n
-	seen := 0
-	expect := func(want string) {
-		t.Helper()
-		out.waitFor(t, seen, want)
-		seen += strings.Index(out.String()[seen:], want) + len(want)
+	t.Cleanup(func() { tty.Close(); cmd.Process.Kill() })
+	c := &ptyClient{t: t, cmd: cmd, tty: tty, out: &screen{}}
+	go io.Copy(noCR{c.out}, tty) // the terminal ends lines with \r\n
+	return c
+}
+
+// expect waits for want on the screen after what was expected before.
+func (c *ptyClient) expect(want string) {
+	c.t.Helper()
+	c.out.waitFor(c.t, c.seen, want)
+	c.seen += strings.Index(c.out.String()[c.seen:], want) + len(want)
+}
+
+// typed types s at once (several lines of it are a paste).
+func (c *ptyClient) typed(s string) {
+	c.t.Helper()
+	if _, err := c.tty.Write([]byte(s)); err != nil {
+		c.t.Fatal(err)
 	}
-	typed := func(s string) {
-		t.Helper()
-		if _, err := tty.Write([]byte(s)); err != nil {
-			t.Fatal(err)
-		}
+}
+
+// typedByHand types each line of lines in turn, a pause between them.
+func (c *ptyClient) typedByHand(lines ...string) {
+	c.t.Helper()
+	for _, l := range lines {
+		c.typed(l + "\r")
+		time.Sleep(10 * pasteGap)
 	}
-	expect("you> ")
-	typed("/edit\r")
-	expect("usage: /edit TEXT")
+}
 
-	typed("first line of a paragraph\rsecond line\rthird line\r") // a paste: the lines at once
-	expect("assistant> You said: first line of a paragraph\nsecond line\nthird line")
-	expect("(replies come from the server's offline stand-in model")
-	expect("(session ")
-	session := regexp.MustCompile(`\(session ([A-Za-z0-9_-]+)\)`).FindStringSubmatch(out.String())[1]
-	expect("you> ")
-
-	typed(strings.Repeat("a long question about streaming replies ", 5) + "\r")
-	expect("assistant> You said: a long")
-	typed("\x03")
-	expect("[stopped]")
-	expect("you> ")
-
-	typed("/tool lookup_order\r")
-	expect("you> ")
-	typed("where is my order? use lookup_order\r")
-	expect(`(calls lookup_order {"text":"where is my order? use lookup_order"})`)
-	expect("result of lookup_order> ")
-	typed("shipped Monday\r")
-	expect("Your tools answered: shipped Monday")
-	expect("you> ")
-
-	typed("\x03")
-	expect("Ctrl-C again")
-	typed("\x03")
+// exits waits for the client to leave, without an error.
+func (c *ptyClient) exits() {
+	c.t.Helper()
 	exited := make(chan error, 1)
-	go func() { exited <- cmd.Wait() }()
+	go func() { exited <- c.cmd.Wait() }()
 	select {
 	case err := <-exited:
 		if err != nil {
-			t.Errorf("the client left with %v", err)
+			c.t.Errorf("the client left with %v", err)
 		}
 	case <-time.After(5 * time.Second):
-		t.Fatalf("Ctrl-C twice did not leave:\n%s", out.String())
+		c.t.Fatalf("the client did not leave:\n%s", c.out.String())
 	}
-	if n := strings.Count(out.String(), "offline stand-in model"); n != 1 {
-		t.Errorf("the stand-in was announced %d times", n)
-	}
-	checkStored(t, api, host, email, session)
 }
 
 // noCR writes to w what it is given without carriage returns.
@@ -123,9 +158,10 @@ func (n noCR) Write(p []byte) (int, error) {
 }
 
 // serveOffline starts the API on the in-process store, with the offline
-// stand-in streaming a chunk every 60 ms and tokens checked by the Auth
-// emulator, and returns its URL.
-func serveOffline(t *testing.T) string {
+// stand-in streaming a chunk every 60 ms, search on its embeddings, and
+// tokens checked by the Auth emulator through a clock the test can move;
+// it returns the API's URL and that check.
+func serveOffline(t *testing.T) (string, *expiringVerifier) {
 	t.Helper()
 	ctx := context.Background()
 	fb, err := firebase.NewApp(ctx, &firebase.Config{ProjectID: emulator.DefaultProjectID})
@@ -140,11 +176,12 @@ func serveOffline(t *testing.T) string {
 		SystemPrompt: "You are a test assistant.", MaxBodyBytes: 64 << 10, MaxSessionMessages: 1000,
 		TurnsPerMinute: chat.MaxTurnsPerMinute, TokensPerDay: 10_000_000, ModelTimeout: 10 * time.Second,
 		DraftInterval: 100 * time.Millisecond}
-	backend := app.New(cfg, app.Deps{Store: inprocdb.New(), Model: llm.Offline{Pace: 60 * time.Millisecond},
-		Auth: &functions.FirebaseVerifier{Client: authClient}, Tokens: storetest.Tokens(t), Log: slog.New(slog.DiscardHandler)})
+	verifier := &expiringVerifier{inner: &functions.FirebaseVerifier{Client: authClient}, client: authClient}
+	backend := app.New(cfg, app.Deps{Store: inprocdb.New(), Model: llm.Offline{Pace: 60 * time.Millisecond}, Embedder: llm.Lexical{},
+		Auth: verifier, Tokens: storetest.Tokens(t), Log: slog.New(slog.DiscardHandler)})
 	srv := httptest.NewServer(backend.Handler())
 	t.Cleanup(srv.Close)
-	return srv.URL
+	return srv.URL, verifier
 }
 
 // checkStored reads the session as the user: the paste is one message, the

@@ -437,7 +437,9 @@ export interface paths {
          *     name or a Content-Type that claims another type is refused. At most
          *     MAX_ATTACHMENT_BYTES; counted in the caller's ATTACHMENT_QUOTA_BYTES
          *     (see /usage) and RATE_UPLOADS_PER_MINUTE. A refused file leaves
-         *     nothing stored. See docs/attachments.md.
+         *     nothing stored; so does an upload that an erasure of the caller's
+         *     data (DELETE /account/data) overtook, answered 409. See
+         *     docs/attachments.md.
          */
         post: operations["uploadAttachment"];
         delete?: never;
@@ -653,8 +655,10 @@ export interface paths {
         };
         /**
          * Everything the caller owns, as one streamed JSON document
-         * @description `{"userId", "exportedAt", "sessions":[{"session", "compactions", "messages"}...], "usage", "memory", "recall"}`
-         *     (usage: `minute`, `messagesThisMinute`, `tokensByDay`, `turnSlotMinutes`;
+         * @description `{"userId", "exportedAt", "sessions":[{"session", "compactions", "messages"}...], "attachments", "usage", "memory", "recall"}`
+         *     (attachments: each uploaded file's record as `GET /attachments` lists it,
+         *     with `data`, the file's bytes in base64, or null if its object is gone;
+         *     usage: `minute`, `messagesThisMinute`, `tokensByDay`, `turnSlotMinutes`;
          *     memory: `enabled`, `profile`, `facts`, and `embeddings` saying how many facts
          *     are also held as vectors and by which model; recall: how many exchanges are
          *     held as vectors for search, by which model), sessions of every status.
@@ -1929,6 +1933,7 @@ export interface operations {
             };
             400: components["responses"]["Error"];
             401: components["responses"]["Error"];
+            409: components["responses"]["Error"];
             413: components["responses"]["Error"];
             415: components["responses"]["Error"];
             429: components["responses"]["Error"];

@@ -3,13 +3,15 @@
 // (see webapp.mjs): Enter while a reply streams, Stop on screen at once,
 // the open chat's title outside the list's filter, empty states, the last
 // chat reopened, rename at the server's limit, destructive buttons, a toast
-// on save, touch targets measured in the page, and contrast. The app's
+// on save, touch targets measured in the page, and contrast; on the phone,
+// thumbs, edit, versions and regenerate by taps (versions.mjs). The app's
 // turns go through the AI SDK's useChat (DefaultChatTransport) to
 // /ai-sdk/chat, its Stop to /ai-sdk/chat/{id}/stop: checked here.
 import { test } from "node:test";
 import assert from "node:assert/strict";
 import { join } from "node:path";
 import { email } from "./helpers.mjs";
+import { phoneVersions } from "./versions.mjs";
 import { contrast, inView, missing, readOnly, send, shots, signUp, useWebApp } from "./webapp.mjs";
 
 const web = useWebApp();
@@ -29,14 +31,38 @@ async function closeChats(page) {
   await page.waitForSelector("#scrim", { state: "hidden" });
 }
 
+// targets checks, on a phone, that every control on screen (buttons,
+// selects, inputs, disabled ones too; a checkbox by its label) is at least
+// 44 px each way, and that those named in want were among them.
+async function targets(page, want = []) {
+  if (!isPhone(page)) return;
+  await page.waitForTimeout(200); // transitions end
+  const all = await page.evaluate(() => [...document.querySelectorAll("button, select, input:not([type=file]), textarea")]
+    .filter((e) => e.getClientRects().length && getComputedStyle(e).visibility !== "hidden" && !e.closest("[hidden]"))
+    .map((e) => ({ e, r: (e.matches("[type=checkbox], [type=radio]") ? e.closest("label") ?? e : e).getBoundingClientRect() }))
+    .filter(({ r }) => r.width > 0 && r.right > 0 && r.left < innerWidth && r.bottom > 0 && r.top < innerHeight)
+    .map(({ e, r }) => ({ name: `${e.tagName.toLowerCase()}#${e.id}.${[...e.classList].join(".")} "${(e.textContent || e.placeholder || "").trim().slice(0, 20)}"`,
+      w: Math.round(r.width), h: Math.round(r.height) })));
+  assert.deepEqual(all.filter((t) => t.w < 44 || t.h < 44).map((t) => `${t.name} ${t.w}x${t.h}`), [], "touch targets under 44 px");
+  for (const w of want) assert.ok(all.some((t) => t.name.includes(w)), `${w} was not measured: ${all.map((t) => t.name).join(", ")}`);
+}
+
 // sampleStop clicks Stop in the page and samples, every 20 ms for 1.5 s,
-// whether it says "Stopping…" and what the streaming reply shows.
+// whether it says "Stopping…" on screen (the button shown, inside the
+// viewport, the topmost thing at its centre) and what the streaming reply
+// shows.
 const sampleStop = (page) => page.evaluate(async () => {
   const t0 = performance.now();
-  document.querySelector("#stop").click();
+  const stop = document.querySelector("#stop");
+  stop.click();
+  const onScreen = () => {
+    const r = stop.getBoundingClientRect();
+    const [x, y] = [r.left + r.width / 2, r.top + r.height / 2];
+    return r.width > 0 && x >= 0 && y >= 0 && x < innerWidth && y < innerHeight && stop.contains(document.elementFromPoint(x, y));
+  };
   const samples = [];
   while (performance.now() - t0 < 1500) {
-    samples.push({ at: performance.now() - t0, stopping: document.querySelector("#stop").textContent === "Stopping…",
+    samples.push({ at: performance.now() - t0, stopping: stop.textContent === "Stopping…" && onScreen(),
       text: document.querySelector("#messages li.streaming .body")?.textContent ?? null });
     await new Promise((ok) => setTimeout(ok, 20));
   }
@@ -50,16 +76,25 @@ for (const { name, viewport } of widths) {
     // Every POST the page makes to the server, with its body.
     const posts = [];
     page.on("request", (r) => { if (r.method() === "POST" && r.url().startsWith(web.base)) posts.push({ path: new URL(r.url()).pathname, body: r.postData() }); });
-    await signUp(page, email(`stream-${name}`));
+    const address = email(`stream-${name}`);
+    await signUp(page, address);
 
     // First sign-in: a new chat's empty state with suggestions, and a list
     // that says it is empty (per filter).
     await page.waitForSelector("#messages li.empty .suggestion");
     assert.equal(await page.textContent("#messages li.empty h3"), "What can I help with?");
     await contrast(page);
+    if (isPhone(page)) {
+      // The chat list is a drawer, off the screen until opened: the chat has the width.
+      const list = await page.locator("#chats").boundingBox();
+      const pane = await page.locator("#chat").boundingBox();
+      assert.ok(list.x + list.width <= 0, `the chat list takes the screen: ${JSON.stringify(list)}`);
+      assert.ok(pane.x === 0 && pane.width === viewport.width && pane.y < 60, `the chat is at ${JSON.stringify(pane)}`);
+    }
     await chats(page);
     await page.waitForSelector("#sessions li.none");
     assert.match(await page.textContent("#sessions li.none"), /No chats yet/);
+    await targets(page, ["#new", "#filter", "#chats-close", "#q"]);
     await page.selectOption("#filter", "archived");
     await page.waitForSelector("#sessions li.none:has-text('No archived chats')");
     await page.selectOption("#filter", "deleted");
@@ -86,7 +121,7 @@ for (const { name, viewport } of widths) {
     // Stop: "Stopping…" and a reply that no longer grows within 300 ms of the click.
     const samples = await sampleStop(page);
     const shown = samples.find((s) => s.stopping);
-    assert.ok(shown && shown.at < 300, `"Stopping…" showed at ${shown?.at} ms`);
+    assert.ok(shown && shown.at < 300, `"Stopping…" showed on screen at ${shown?.at} ms`);
     const after = samples.filter((s) => s.at >= 300 && s.text !== null).map((s) => s.text);
     assert.ok(after.every((t) => t === after[0]), `the reply grew after the stop: ${after[0]} … ${after.at(-1)}`);
     await page.waitForFunction(() => !document.querySelector("#messages li.streaming"));
@@ -118,16 +153,21 @@ for (const { name, viewport } of widths) {
     const first = page.locator("#messages > li.user").first();
     if (isPhone(page)) {
       assert.equal(await first.locator(".tools").evaluate((e) => getComputedStyle(e).visibility), "hidden", "actions always shown on a phone");
+      // A reply of two versions: its arrows, thumbs, Copy and Regenerate on a tap.
+      const reply = page.locator("#messages > li.assistant").last();
+      await reply.locator(".body").click();
+      await reply.locator(".regenerate").click();
+      await page.waitForSelector("#messages > li.assistant:last-child .version:has-text('2 / 2')", { state: "attached" });
+      await page.waitForFunction(() => !document.querySelector("#messages li.streaming"));
+      await reply.locator(".body").click();
+      await page.waitForSelector("#messages > li.assistant.tapped .prev");
+      await targets(page, [".prev", ".next", ".rate-up", ".rate-down", ".copy", ".regenerate", "#send", "#attach", "#chats-open", "#settings-open"]);
+      await contrast(page);
       await first.locator(".body").click();
       await page.waitForSelector("#messages > li.user.tapped .edit");
-      await page.waitForTimeout(200);
-      const small = await page.evaluate(() => [...document.querySelectorAll("button, select, input, textarea")]
-        .filter((e) => e.getClientRects().length && getComputedStyle(e).visibility !== "hidden" && !e.closest("[hidden]"))
-        .map((e) => ({ e, r: e.getBoundingClientRect() }))
-        .filter(({ r }) => r.width > 0 && r.right > 0 && r.left < innerWidth && (r.width < 44 || r.height < 44))
-        .map(({ e, r }) => `${e.tagName.toLowerCase()}#${e.id}.${e.className} ${Math.round(r.width)}x${Math.round(r.height)}`));
-      assert.deepEqual(small, [], "touch targets under 44 px");
+      await targets(page, [".edit", ".copy"]);
       await page.screenshot({ path: join(shots, "phone-actions.png") });
+      await phoneVersions(page, web.base, address, posts);
     } else {
       assert.equal(await first.locator(".tools").evaluate((e) => getComputedStyle(e).opacity), "0", "actions always shown");
       await first.hover();
@@ -184,6 +224,7 @@ for (const { name, viewport } of widths) {
     await page.waitForSelector("#dialog[open]");
     assert.equal(await page.getAttribute("#dialog-ok", "class"), "danger");
     await contrast(page);
+    await targets(page, ["#dialog-ok", '"Cancel"']);
     await page.click("#dialog-ok");
     await readOnly(page, /deleted/);
     await page.waitForSelector("#sessions li.none");
@@ -209,6 +250,8 @@ for (const { name, viewport } of widths) {
     assert.ok(await page.isHidden("#error"), "the error is a banner over the page");
     assert.equal((await page.inputValue("#dialog-input")).length, 200, "the text typed was lost");
     await inView(page, "#dialog-error");
+    await contrast(page);
+    await targets(page, ["#dialog-input", "#dialog-ok"]);
     await page.screenshot({ path: join(shots, `rename-refused-${name}.png`) });
     await page.unroute("**/sessions/*");
     await page.click("#dialog-ok");
@@ -225,15 +268,20 @@ for (const { name, viewport } of widths) {
     const during = await page.locator("#messages").boundingBox();
     assert.deepEqual(during, before, "the settings panel moved the conversation");
     await page.fill("#instructions", "Answer briefly.");
+    await contrast(page);
+    await targets(page, ["#settings-save", "#instructions", "#model"]);
     await page.click("#settings-save");
     await page.waitForSelector("#toast:not([hidden])");
     assert.match(await page.textContent("#toast"), /saved/i);
     await contrast(page);
 
-    // Forget everything looks destructive.
+    // The memory panel, likewise over the conversation; Forget everything looks destructive.
     await page.click("#memory-open");
     await page.waitForSelector("#memory:not([hidden])");
+    assert.deepEqual(await page.locator("#messages").boundingBox(), before, "the memory panel moved the conversation");
     assert.ok(await red("#memory-forget-all"), "Forget everything looks like any button");
+    await contrast(page);
+    await targets(page, ["#memory-forget-all", "#memory-close", "#memory-enabled"]);
     await context.close();
   });
 }
@@ -262,6 +310,10 @@ test("dark mode follows the system at AA contrast; code is highlighted with Copy
 
   await page.waitForSelector("#sessions li.group:has-text('Today') + li[data-id]");
   await contrast(page);
+  // Delete looks destructive here too: red, where the other buttons are blue.
+  const hue = (sel) => page.$eval(sel, (e) => { const [r, g, b] = getComputedStyle(e).color.match(/\d+/g).map(Number); return r - Math.max(g, b); });
+  assert.ok(await hue("#sessions li button:has-text('Delete')") > 60, "Delete looks like any button in dark mode");
+  assert.ok(await hue("#sessions li button:has-text('Rename')") < 0, "Rename is not blue");
   await page.screenshot({ path: join(shots, "dark.png") });
 
   // Ctrl-Shift-O starts a new chat.
@@ -295,7 +347,24 @@ test("dark mode follows the system at AA contrast; code is highlighted with Copy
   await page.waitForSelector("#palette", { state: "hidden" });
   await page.waitForSelector("#messages li.found:has-text('md: format this')");
 
-  // On a phone: the palette fits, at AA contrast; Escape closes it.
+  // Shift-Enter is a new line in the box, Enter sends, Escape there stops the reply.
+  await page.keyboard.press("Control+Shift+O");
+  await page.waitForSelector("#messages li.empty");
+  await page.keyboard.type("long: one");
+  await page.keyboard.press("Shift+Enter");
+  await page.keyboard.type("two");
+  assert.equal(await page.inputValue("#input"), "long: one\ntwo");
+  await page.keyboard.press("Enter");
+  await page.waitForFunction(() => (document.querySelector("#messages li.streaming")?.textContent ?? "").includes("word2"));
+  await contrast(page); // the reply as it streams
+  await page.keyboard.press("Escape");
+  await page.waitForFunction(() => !document.querySelector("#messages li.streaming"));
+  assert.equal(await page.textContent("#messages > li.user .body"), "long: one\ntwo");
+  const stopped = await page.textContent("#messages > li.assistant .body");
+  assert.ok(stopped.startsWith("echo: long: one") && !stopped.includes("word79"), `Escape did not stop the reply: ${stopped}`);
+
+  // On a phone: the palette fits, at AA contrast; Escape closes it; the
+  // drawer and a message's actions at AA contrast too.
   await page.setViewportSize(widths[1].viewport);
   await page.keyboard.press("Control+k");
   await page.waitForSelector("#palette[open]");
@@ -304,5 +373,13 @@ test("dark mode follows the system at AA contrast; code is highlighted with Copy
   await page.keyboard.press("Escape");
   await page.waitForSelector("#palette", { state: "hidden" });
   await contrast(page);
+  await page.click("#messages > li.assistant .body");
+  await page.waitForSelector("#messages > li.assistant.tapped .regenerate");
+  await page.waitForTimeout(200);
+  await contrast(page);
+  await page.click("#chats-open");
+  await page.waitForFunction(() => document.querySelector("#chats").getBoundingClientRect().left >= 0);
+  await contrast(page);
+  await page.screenshot({ path: join(shots, "dark-phone-drawer.png") });
   await context.close();
 });

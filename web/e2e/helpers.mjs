@@ -59,6 +59,14 @@ export async function signUpToken(address, password = "password123") {
   return (await r.json()).idToken;
 }
 
+// signInToken signs an account in on the Auth emulator: its ID token.
+export async function signInToken(address, password = "password123") {
+  const r = await fetch(`http://${authHost}/identitytoolkit.googleapis.com/v1/accounts:signInWithPassword?key=any`, {
+    method: "POST", headers: { "Content-Type": "application/json" },
+    body: JSON.stringify({ email: address, password, returnSecureToken: true }) });
+  return (await r.json()).idToken;
+}
+
 // embeddings answers an /embeddings request r: words hashed into the
 // asked dimensions, normalized, so that texts that share words are near.
 export function embeddings(r, res) {

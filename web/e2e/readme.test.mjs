@@ -21,3 +21,16 @@ test("README and docs/clients.md show the app's own useChat lines", () => {
     for (const l of lines) assert.ok(file.has(l), `${doc} shows a line that is not in web/src/Chat.tsx: ${l}`);
   }
 });
+
+// README's picture and docs/web-app.md's two (a desktop's and a phone's)
+// are the files browser.test.mjs writes on every run, so they show the app
+// as it is.
+test("README's and docs/web-app.md's screenshots are the ones the browser test takes", () => {
+  const browser = readFileSync(join(root, "web", "e2e", "browser.test.mjs"), "utf8");
+  for (const [doc, dir, images] of [["README.md", "docs/", ["screenshot.png"]], [join("docs", "web-app.md"), "", ["screenshot.png", "screenshot-phone.png"]]]) {
+    const text = readFileSync(join(root, doc), "utf8");
+    const shown = [...text.matchAll(/!\[[^\]]*\]\(([^)]+\.png)\)/g)].map((m) => m[1]);
+    assert.deepEqual(shown, images.map((i) => dir + i), `${doc}'s pictures`);
+    for (const i of images) assert.ok(browser.includes(`page.screenshot({ path: join(root, "docs", "${i}")`) || browser.includes(`p.screenshot({ path: join(root, "docs", "${i}")`), `browser.test.mjs does not write docs/${i}`);
+  }
+});

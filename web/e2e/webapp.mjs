@@ -52,8 +52,10 @@ export function startModel() {
 }
 
 // useWebApp starts what a test file needs before its tests and stops it
-// after them: its fields (base, browser) are set once they run.
-export function useWebApp() {
+// after them: its fields (base, browser) are set once they run. With
+// offline, the server has no model service, as under make dev: replies
+// come from its offline stand-in, at its own pace.
+export function useWebApp({ offline = false } = {}) {
   const web = { base: "", browser: null };
   let server, model;
   before(async () => {
@@ -64,9 +66,10 @@ export function useWebApp() {
     const put = await fetch(`http://${firestoreHost}/emulator/v1/projects/${project}:securityRules`, {
       method: "PUT", body: JSON.stringify({ rules: { files: [{ name: "firestore.rules", content: rules }] } }) });
     assert.equal(put.status, 200, "loading the rules");
-    model = await startModel();
+    model = offline ? null : await startModel();
+    const models = offline ? { OPENAI_API_KEY: "", OPENAI_BASE_URL: "" } : { OPENAI_API_KEY: "test", OPENAI_BASE_URL: `http://127.0.0.1:${model.address().port}/v1` };
     ({ server, base: web.base } = await startServer(buildServer(), ["-web", join(root, "web", "dist")], { STORAGE_BACKEND: "firestore", GOOGLE_CLOUD_PROJECT: project,
-      OPENAI_API_KEY: "test", OPENAI_BASE_URL: `http://127.0.0.1:${model.address().port}/v1`, DRAFT_INTERVAL_MS: "200" }));
+      ...models, DRAFT_INTERVAL_MS: "200" }));
     appBase = web.base;
     web.browser = await chromium.launch({
       executablePath: chromiumPath, headless: true,
@@ -102,34 +105,66 @@ export async function readOnly(page, why) {
   }
 }
 
-// contrast checks WCAG AA (4.5:1) for the text of every element visible
-// on the page that holds text of its own, against the background it sits on.
+// contrast checks WCAG AA (4.5:1, large text too) for all the text on
+// screen, in both schemes: every element's own text, and what inputs show
+// (their value, else their placeholder), wherever it is the topmost thing
+// at its centre (not under a scrim, a panel or a dialog's backdrop, nor
+// scrolled or slid out of view, nor at opacity 0). The text's colour and the backgrounds
+// under it (each ancestor's, from the page's canvas up) are composited
+// with their alpha and every ancestor's opacity, as the browser paints
+// them. Disabled controls are exempt (WCAG: inactive components).
 export async function contrast(page) {
-  const low = await page.evaluate(() => {
-    const rgb = (c) => (c.match(/[\d.]+/g) ?? []).map(Number);
+  const { low, checked } = await page.evaluate(() => {
+    const rgba = (c) => {
+      const [r = 0, g = 0, b = 0, a = 1] = (c.match(/[\d.]+/g) ?? []).map(Number);
+      return c.startsWith("rgba") || c.split(",").length === 4 ? [r, g, b, a] : [r, g, b, 1];
+    };
+    const over = ([r, g, b, a], [R, G, B]) => [r * a + R * (1 - a), g * a + G * (1 - a), b * a + B * (1 - a)];
+    const mix = (top, under, o) => top.map((v, k) => v * o + under[k] * (1 - o));
     const lum = ([r, g, b]) => {
       const f = (v) => { v /= 255; return v <= 0.03928 ? v / 12.92 : ((v + 0.055) / 1.055) ** 2.4; };
       return 0.2126 * f(r) + 0.7152 * f(g) + 0.0722 * f(b);
     };
-    const background = (e) => {
-      for (; e; e = e.parentElement) {
-        const c = rgb(getComputedStyle(e).backgroundColor);
-        if (c.length === 3 || (c.length === 4 && c[3] > 0.5)) return c.slice(0, 3);
-      }
-      return [255, 255, 255];
+    // paint is the colour at a pixel of e's text (fg) or beside it (fg
+    // null): each ancestor's background over the last, each group's
+    // opacity mixed with what was under it.
+    const paint = (chain, fg, i = 0, under = [255, 255, 255]) => {
+      if (i === chain.length) return fg ? over(fg, under) : under;
+      const s = getComputedStyle(chain[i]);
+      const inner = paint(chain, fg, i + 1, over(rgba(s.backgroundColor), under));
+      return mix(inner, under, Number(s.opacity));
     };
-    const out = [];
+    const shows = (e) => {
+      const r = e.getBoundingClientRect();
+      const [x, y] = [r.left + r.width / 2, r.top + r.height / 2];
+      if (r.width === 0 || x < 0 || y < 0 || x >= innerWidth || y >= innerHeight) return false;
+      const hit = document.elementFromPoint(x, y);
+      return !!hit && (hit === e || e.contains(hit) || hit.contains(e));
+    };
+    const low = [];
+    let checked = 0;
+    const fields = "input:not([type=checkbox]):not([type=radio]):not([type=file]):not([type=hidden]), textarea, select";
     for (const e of document.querySelectorAll("body *")) {
-      const own = [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
+      const field = e.matches(fields);
+      const own = field ? (e.value || e.placeholder) : [...e.childNodes].some((n) => n.nodeType === 3 && n.textContent.trim());
       const s = getComputedStyle(e);
-      if (!own || !e.getClientRects().length || s.visibility === "hidden" || e.closest("[disabled], [hidden]")) continue;
-      const [a, b] = [lum(rgb(s.color).slice(0, 3)), lum(background(e))];
+      if (!own || s.visibility === "hidden" || e.closest("[disabled], [hidden]") || !shows(e)) continue;
+      const color = field && !e.value ? getComputedStyle(e, "::placeholder").color : s.color;
+      const chain = [];
+      for (let a = e; a; a = a.parentElement) chain.unshift(a);
+      if (chain.some((a) => Number(getComputedStyle(a).opacity) === 0)) continue; // not shown (yet)
+      const [fg, bg] = [paint(chain, rgba(color)), paint(chain, null)];
+      const [a, b] = [lum(fg), lum(bg)];
       const ratio = (Math.max(a, b) + 0.05) / (Math.min(a, b) + 0.05);
-      if (ratio < 4.5) out.push(`${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}.${e.className} "${e.textContent.trim().slice(0, 30)}": ${ratio.toFixed(2)}`);
+      checked++;
+      const text = field ? (e.value || `placeholder "${e.placeholder}"`) : e.textContent.trim();
+      if (ratio < 4.5) low.push(`${e.tagName.toLowerCase()}${e.id ? "#" + e.id : ""}.${e.className} "${text.slice(0, 30)}": ${ratio.toFixed(2)}`);
     }
-    return out;
+    return { low, checked };
   });
   assert.deepEqual(low, [], "text below WCAG AA contrast");
+  assert.ok(checked > 0, "no text on screen to check");
+  return checked;
 }
 
 // inView checks that selector is wholly inside the viewport.
@@ -149,4 +184,14 @@ export async function send(page, text) {
   await page.waitForSelector(`#messages li.assistant:not(.streaming):has-text("echo: ${text}")`).catch(async (e) => {
     throw new Error(`no reply to "${text}" (${e.message.split("\n")[0]}): the banner says "${await page.textContent("#error-text")}", the chat ${JSON.stringify(await page.locator("#messages > li").allTextContents())}`);
   });
+}
+
+// flip clicks a version arrow: the click is answered by the server, and
+// fails the test with what the server said when it was refused.
+export async function flip(page, button) {
+  const [res] = await Promise.all([
+    page.waitForResponse((r) => r.url().endsWith("/branch") && r.request().method() === "POST"),
+    page.click(button),
+  ]);
+  assert.equal(res.status(), 200, `switching the branch: ${await res.text()}`);
 }

@@ -45,7 +45,9 @@ export function Conversation(p: ChatProps) {
   // stopping: the text on screen when Stop was clicked, kept there (null: not stopping).
   const [stopping, setStopping] = useState<string | null>(null);
   const [input, setInput] = useState("");
-  const [tapped, setTapped] = useState<string | null>(null);
+  // The message tapped (a phone shows its actions then), by its place: it
+  // stays tapped through a new version of it (edited, regenerated, switched to).
+  const [tapped, setTapped] = useState<number | null>(null);
   const following = useRef(p.resume); // the reply streaming was picked up, not sent from here
   const lastSent = useRef("");
   const settled = useRef(0); // how many replies have ended here: a stop's fallback is for its own
@@ -116,8 +118,8 @@ export function Conversation(p: ChatProps) {
     <>
       <ol id="messages">
         {p.earlierDeleted && <li className="none retention">Earlier messages of this chat were deleted after their retention period.</li>}
-        {shown.map((m) => <Message key={m.id} m={m} actions={actions} found={p.found !== null && metaOf(m).seq === p.found}
-          tapped={tapped === m.id} onTap={() => setTapped(m.id)} />)}
+        {shown.map((m, i) => <Message key={m.id} m={m} actions={actions} found={p.found !== null && metaOf(m).seq === p.found}
+          tapped={tapped === i} onTap={() => setTapped(i)} />)}
         {(busy || stopping !== null) && (
           <li className={["assistant streaming", following.current ? "following" : "", stopping !== null ? "stopping" : ""].join(" ").trim()}>
             <div className="body">{(stopping ?? (streaming ? textOf(streaming) : "")) ? <Markdown text={stopping ?? textOf(streaming!)} /> : "…"}</div>

@@ -25,6 +25,16 @@ type Props = {
   onTurnEnd: () => void;
 };
 
+// serverModel is the model the server answers with by default ("" until
+// known), asked once a page.
+let serverModel: Promise<string> | null = null;
+function useServerModel(b: Backend) {
+  const [model, setModel] = useState("");
+  useEffect(() => { void (serverModel ??= b.api.listModels().then((r) => r.default ?? "", () => "")).then(setModel); }, [b]);
+  return model;
+}
+const OFFLINE = "offline-stand-in";
+
 const usageText = (u?: Usage) => u && u.turns > 0
   ? `This chat: ${u.turns} ${u.turns === 1 ? "reply" : "replies"}, ${(u.promptTokens + u.completionTokens).toLocaleString("en")} tokens` + (u.lastModel ? ` (${u.lastModel})` : "")
   : "";
@@ -43,6 +53,10 @@ export function ChatPane(p: Props) {
   }, []);
   useEffect(() => { if (doc?.gone) p.onGone(); }, [doc?.gone]); // gone for good (or never this user's)
   const readOnly = !!sessionId && !!doc && doc.status !== "active";
+  // The offline stand-in says so once, here, never in its replies: when it
+  // answered the chat last, or (before a reply) when the server runs it.
+  const model = useServerModel(p.backend);
+  const standIn = (doc?.usage?.lastModel || model) === OFFLINE;
   useEffect(() => { if (readOnly) setSettings(false); }, [readOnly]);
   const title = sessionId ? p.listed ?? doc?.title ?? "" : "New chat";
   // The chat shows once loaded with what its document says (its title,
@@ -60,6 +74,7 @@ export function ChatPane(p: Props) {
       </div>
       {settings && sessionId && doc && <Settings backend={p.backend} sessionId={sessionId} stored={doc} close={() => setSettings(false)} />}
       <p id="session-usage" className="quiet">{usageText(doc?.usage)}</p>
+      {standIn && <p id="standin" role="note">Replies come from the server's offline stand-in model, not a real one: set OPENAI_API_KEY (or OPENAI_BASE_URL) on the server for a real model.</p>}
       <div id="readonly" role="status" hidden={!readOnly}>
         <span id="readonly-text">{doc?.status === "archived"
           ? "This chat is archived: restore it to continue it."
