@@ -45,9 +45,9 @@ func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 	var beside chan besideReport
 	if !dry {
 		beside = make(chan besideReport, 1)
-		go func() { beside <- a.besideRetention(ctx, start) }()
+		go func(ctx context.Context) { beside <- a.besideRetention(ctx, start) }(ctx)
 	}
-	ctx, counted := rpcs.With(ctx) // the retention's phases' round trips
+	ctx, counted := rpcs.With(ctx) // the retention's phases' round trips (the goroutine's ctx is its own)
 	var jobs chat.JobsReport
 	if !dry {
 		jobs = a.RunDueJobs(ctx)
