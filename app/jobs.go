@@ -52,9 +52,11 @@ func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 	if !dry {
 		jobs = a.RunDueJobs(ctx)
 	}
-	jobsTook, jobsRPCs := time.Since(start), counted.Load()
+	jobsRPCs := counted.Load()
 	report, err := a.Sweeper.Run(ctx, dry)
-	report.Before(retention.PhaseDueJobs, jobsTook, jobsRPCs, map[string]int{"found": jobs.Found, "ran": jobs.Ran, "held": jobs.Held, "failed": jobs.Failed})
+	// The jobs ran from start until the sweep's clock started: the run
+	// starts with them, at start, as the phases beside it do.
+	report.Before(retention.PhaseDueJobs, report.Started().Sub(start), jobsRPCs, map[string]int{"found": jobs.Found, "ran": jobs.Ran, "held": jobs.Held, "failed": jobs.Failed})
 	if dry {
 		report.Lap(retention.PhaseBackstop, nil)
 		report.Lap(retention.PhaseRollUp, nil)
@@ -76,7 +78,7 @@ type besideReport struct {
 	began                    time.Time
 	backstop                 retention.BackstopReport
 	rolled                   longterm.RollUpReport
-	backstopTook, rollUpTook time.Duration
+	backstopTook, rollUpTook time.Duration // from began
 	backstopRPCs, rollUpRPCs int64
 }
 
@@ -90,7 +92,7 @@ type besideReport struct {
 // writes users' memory (which a purge's forgetting also changes, in a
 // transaction: whichever commits second reads the first's change again).
 func (a *App) besideRetention(ctx context.Context, start time.Time) besideReport {
-	r := besideReport{began: time.Now()}
+	r := besideReport{began: start}
 	left := func() time.Duration { return max(a.Sweeper.Budget-time.Since(start), a.Sweeper.Budget/10) }
 	bctx, counted := rpcs.With(ctx)
 	r.backstop = a.EraseDeletedAccounts(bctx, left())

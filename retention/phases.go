@@ -94,6 +94,15 @@ func (r *Report) Before(name string, d time.Duration, rpcs int64, counts map[str
 	r.AddPhase(name, d, counts)
 }
 
+// Started is when the run started: when its clock started, or its first
+// phase (see Before) began.
+func (r *Report) Started() time.Time {
+	if r.now == nil {
+		r.StartClock(nil)
+	}
+	return r.origin
+}
+
 // Beside adds a phase that began at began and took d at once with the
 // others (so it has its own time, and the run's total is its wall time,
 // not the sum of its phases), with the round trips it made (counted
