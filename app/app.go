@@ -43,10 +43,13 @@ import (
 type App struct {
 	Services
 	Jobs
-	Edge    *functions.App // the HTTP edge over Services
-	closers []func() error
-	handler http.Handler
-	rollUps bool // the daily sweep rolls histories forward (long-term memory is on)
+	Edge *functions.App // the HTTP edge over Services
+	// AfterTurn runs each reply's job beside the next requests (the
+	// turn ends at its reply); Close waits for the jobs it started.
+	AfterTurn *chat.Background
+	closers   []func() error
+	handler   http.Handler
+	rollUps   bool // the daily sweep rolls histories forward (long-term memory is on)
 }
 
 // Deps are the parts an App is built from; Open builds them from a Config,
@@ -126,6 +129,8 @@ func New(cfg Config, d Deps) *App {
 	mx := functions.NewMetrics(d.Meter)
 	d.Model = functions.TracedModel(d.Model, mx)
 	sv, sweeper := services(cfg, d)
+	afterTurn := &chat.Background{}
+	sv.Chat.Runner = afterTurn
 	edge := sv.edge()
 	edge.Auth, edge.Health, edge.Log, edge.Metrics = d.Auth, d.Store, d.Log, mx
 	edge.AllowedOrigins, edge.Models, edge.MaxBodyBytes, edge.ReadTimeout = cfg.AllowedOrigins, cfg.models(), cfg.MaxBodyBytes, cfg.ReadTimeout
@@ -136,7 +141,7 @@ func New(cfg Config, d Deps) *App {
 	if cfg.AppCheck != "" && cfg.AppCheck != AppCheckOff {
 		edge.AppCheck = &functions.AppCheck{Mode: cfg.AppCheck, Client: d.AppCheck, AppIDs: cfg.AppCheckAppIDs}
 	}
-	return &App{Services: sv, Edge: edge, Jobs: jobs, rollUps: cfg.LongTermMemory}
+	return &App{Services: sv, Edge: edge, Jobs: jobs, AfterTurn: afterTurn, rollUps: cfg.LongTermMemory}
 }
 
 // Services are the domain's services: the edge serves them, the jobs run
@@ -360,8 +365,10 @@ func openTelemetry(ctx context.Context, cfg Config) ([]func() error, error) {
 	return []func() error{within(stopMetrics), within(stopTraces)}, nil
 }
 
-// Close releases the App's clients.
+// Close waits for the after-turn jobs this App started, then releases
+// its clients.
 func (a *App) Close() error {
+	a.AfterTurn.Wait()
 	var failures []error
 	for _, c := range a.closers {
 		failures = append(failures, c())

@@ -160,6 +160,7 @@ func uploadApp(ctx context.Context, tok *history.TikToken) (*app.App, *firestore
 	requests.Store(0)
 	a := app.New(app.Config{ChatModel: "gpt-4o-mini"}, app.Deps{Store: app.Firestore(fs), Blobs: gcsblob.New(gcs, "bench-uploads"),
 		Model: llm.Offline{}, Tokens: tok, Log: slog.New(slog.DiscardHandler)})
+	a.Chat.Runner = chat.Now{} // a turn's operations include its job's
 	return a, counter, requests, closeAll, nil
 }
 

@@ -395,6 +395,9 @@ func newApp(ctx context.Context, modelURL string, tok *history.TikToken, project
 	}
 	a := app.New(cfg, app.Deps{Store: app.Firestore(client), Model: model, Embedder: embedder, Tokens: tokens,
 		Log: slog.New(slog.DiscardHandler), Now: clk.Now})
+	// Each turn's counts include the work after its reply (its job), done
+	// before the next turn as a user who reads the reply first would see it.
+	a.Chat.Runner = chat.Now{}
 	return &benchApp{app: a, counter: counter, tokens: tokens, model: model, clock: clk, close: func() { client.Close() }}, nil
 }
 

@@ -131,6 +131,7 @@ func runBillScenario(ctx context.Context, sc BillScenario, legacy bool, turns in
 		deps.Embedder = llm.NewEmbeddings(service, llm.DefaultEmbeddingModel, llm.DefaultEmbeddingDimensions)
 	}
 	a := app.New(cfg, deps)
+	a.Chat.Runner = chat.Now{} // each turn's job done before the next turn: summaries land in the same order every run
 	a.Chat.LegacyOrder = legacy
 	clients, stop, err := serve(a.Handler(), 1)
 	if err != nil {

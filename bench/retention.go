@@ -13,6 +13,7 @@ import (
 	firestorepb "cloud.google.com/go/firestore/apiv1/firestorepb"
 
 	"github.com/chatmemory/backend/app"
+	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
@@ -115,6 +116,7 @@ func RunRetention(ctx context.Context, cfg RetentionConfig, log func(string, ...
 		Embeddings: true, EmbeddingModel: llm.DefaultEmbeddingModel, EmbeddingDimensions: llm.DefaultEmbeddingDimensions}
 	backend := app.New(fcfg, app.Deps{Store: app.Firestore(client), Auth: &functions.FirebaseVerifier{Client: authClient},
 		Model: llm.Offline{}, Embedder: fcfg.Embedder(), Tokens: tok, Log: slog.New(slog.DiscardHandler)})
+	backend.Chat.Runner = chat.Now{} // a seeded turn's job is done when its request returns
 	const apps = 32
 	api, stop, err := serve(backend.Handler(), apps)
 	if err != nil {

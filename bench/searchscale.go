@@ -12,6 +12,7 @@ import (
 	"cloud.google.com/go/firestore"
 
 	"github.com/chatmemory/backend/app"
+	"github.com/chatmemory/backend/chat"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
@@ -118,6 +119,7 @@ func searchAPI(ctx context.Context, client *firestore.Client, users int) ([]*api
 		Embeddings: true, EmbeddingModel: llm.DefaultEmbeddingModel, EmbeddingDimensions: llm.DefaultEmbeddingDimensions}
 	backend := app.New(fcfg, app.Deps{Store: app.Firestore(client), Auth: &functions.FirebaseVerifier{Client: authClient},
 		Model: llm.Offline{}, Embedder: fcfg.Embedder(), Tokens: tok, Log: slog.New(slog.DiscardHandler)})
+	backend.Chat.Runner = chat.Now{} // a seeded turn is indexed when its request returns
 	api, stop, err := serve(backend.Handler(), users)
 	if err != nil {
 		return nil, nil, nil, err

@@ -117,7 +117,7 @@ func newProject(ctx context.Context, cfg Config, modelURL string, tok *history.T
 				}
 			},
 			// The backend path ends with the reply; the work after it
-			// (which Turn does before it returns) is in the counts.
+			// (which Turn does before it returns, under the Now runner) is in the counts.
 			OnReply: func(*chat.TurnResult) {
 				took, at = a.model.call()
 				lat = time.Since(start) - took

@@ -17,6 +17,25 @@ const MaxTitleChars = 60
 // afterTurnTimeout bounds the work that follows a reply.
 const afterTurnTimeout = 2 * time.Minute
 
+// afterReply is a turn's job as the turn that wrote it runs it: from what
+// the turn has in hand, under the lease its reply's commit took. It does
+// the work, then deletes the job. Without a job recorded (no JobStore)
+// the work is done all the same, only not durably.
+type afterReply struct {
+	svc *Service
+	res *TurnResult
+}
+
+// Do does the work that follows the reply.
+func (a afterReply) Do(ctx context.Context) {
+	a.svc.afterTurn(ctx, a.res)
+	if j := a.res.job; j != nil {
+		if err := a.svc.Jobs.FinishJob(context.WithoutCancel(ctx), j.SessionID, j.ID); err != nil {
+			a.svc.logError(ctx, "finishing the job after a reply failed; the sweep runs it again", j.SessionID, err)
+		}
+	}
+}
+
 // afterTurn does what must not delay the reply: it names the session after
 // its first exchange (unless its user named it), learns long-term memory
 // and folds old messages into the summary when the session needs it, and

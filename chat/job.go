@@ -13,7 +13,7 @@ import (
 // index entry of the exchange, a summary when due, and the charge of
 // their tokens: see afterTurn), recorded in the reply's own commit (an
 // outbox) so that it is done even when the instance that answered stops
-// right after the reply. The turn runs it at once (Service.HandOff) under
+// right after the reply. The turn hands it to its Runner (Service.Runner) under
 // the lease the commit gave it; otherwise the store's trigger on the
 // job's creation (RunJob) or the retention sweep (RunDueJobs) runs it
 // once that lease has run out. Each of its steps is fenced or idempotent

@@ -99,12 +99,11 @@ type Service struct {
 	// Jobs keeps the work that follows each reply, recorded in the
 	// reply's commit (nil: that work runs after the reply, not recorded).
 	Jobs JobStore
-	// HandOff runs a reply's job (run, with the job's context); nil runs
-	// it at once on the turn's goroutine, after the reply is delivered.
-	// Whatever it does, a job it never runs is run by the store's trigger
-	// or the sweep (see Job).
-	HandOff func(ctx context.Context, run func(context.Context))
-	Drafts  Drafts // nil: no drafts, no stopping
+	// Runner runs each reply's job once the reply is delivered (a server's
+	// is Background, so the turn ends at its reply); nil: Now, on the
+	// turn's goroutine.
+	Runner Runner
+	Drafts Drafts // nil: no drafts, no stopping
 	// DraftInterval is how often a streaming reply's draft is written;
 	// 0: DefaultDraftInterval.
 	DraftInterval time.Duration

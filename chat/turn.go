@@ -77,8 +77,9 @@ type TurnResult struct {
 // ends at its reply: the reply's commit records the work that follows it
 // (a Job: a title, learning, the index entry, a summary when due, the
 // charge of their tokens), the reply is delivered (OnReply), and the job
-// is handed off (handOff): run at once by default, else by the store's
-// trigger or the sweep, so it is done even if this instance stops.
+// is handed off to the service's Runner (a server's runs it beside the
+// next requests), else run by the store's trigger or the sweep, so it is
+// done even if this instance stops.
 //
 // The user's message is stored before the model is called, and the turn
 // is detached from the caller as soon as its request is read, so whenever
@@ -103,26 +104,19 @@ func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 	return res, nil
 }
 
-// handOff runs a turn's job: at once, on the caller's goroutine (or as
-// HandOff says), then deletes it. Without a job recorded (no JobStore)
-// the work runs all the same, only not durably.
+// handOff gives a turn's job to the service's Runner (see afterReply).
 func (svc *Service) handOff(ctx context.Context, res *TurnResult) {
 	if res == nil || res.Replayed {
 		return
 	}
-	run := func(ctx context.Context) {
-		svc.afterTurn(ctx, res)
-		if j := res.job; j != nil {
-			if err := svc.Jobs.FinishJob(context.WithoutCancel(ctx), j.SessionID, j.ID); err != nil {
-				svc.logError(ctx, "finishing the job after a reply failed; the sweep runs it again", j.SessionID, err)
-			}
-		}
+	svc.runner().Run(ctx, afterReply{svc: svc, res: res})
+}
+
+func (svc *Service) runner() Runner {
+	if svc.Runner == nil {
+		return Now{}
 	}
-	if svc.HandOff != nil {
-		svc.HandOff(ctx, run)
-		return
-	}
-	run(ctx)
+	return svc.Runner
 }
 
 // JobsReport is what a run of due jobs did.

@@ -27,10 +27,6 @@ func (a *App) chat(w http.ResponseWriter, r *http.Request) {
 	}
 	turn.OnReply = func(res *chat.TurnResult) {
 		info(r.Context()).sessionID = res.Session.ID
-		// The turn goes on after the answer (titles, summaries, learning):
-		// an HTTP/1.1 client must not queue its next request behind that
-		// work on this connection.
-		w.Header().Set("Connection", "close")
 		writeJSON(w, http.StatusOK, responseOf(res))
 	}
 	if _, err := a.tracedTurn(r.Context(), turn); err != nil {

@@ -69,8 +69,8 @@ func (s *uiStream) fail(err error) {
 func (s *uiStream) send(chunk any) { s.event("", chunk) }
 
 // end ends the response now, so that the client's stream (which ends with
-// the body, not with [DONE]) ends with the reply while the work after it
-// (a title, learning, embedding) goes on in the handler. Over HTTP/1.1 it
+// the body, not with [DONE]) ends with the reply even when the work after
+// it runs on the turn's goroutine (a Runner of Now). Over HTTP/1.1 it
 // takes the connection over, writes the chunked body's end and closes
 // it (the headers said Connection: close); where that cannot be done (HTTP/2), the response ends when the
 // handler returns.

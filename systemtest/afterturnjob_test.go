@@ -3,6 +3,7 @@ package systemtest_test
 import (
 	"context"
 	"net/url"
+	"regexp"
 	"sync/atomic"
 	"testing"
 	"time"
@@ -20,7 +21,7 @@ import (
 
 // TestAfterTurnJobOutlivesItsInstance: the instance that answered a turn
 // stops right after the reply, before the work that follows it runs (its
-// HandOff drops the job). A new instance over the same store runs the job
+// its Runner drops the job). A new instance over the same store runs the job
 // the reply's commit recorded: the trigger on its creation once the
 // dead turn's lease ran out (and not before), or the sweep. The title,
 // the exchange's index entry for search and the summary arrive, once.
@@ -59,7 +60,7 @@ func testAfterTurnJob(t *testing.T, backend, runner string) {
 		t.Fatalf("%d summaries before the turn", n)
 	}
 
-	h.app.Chat.HandOff = func(context.Context, func(context.Context)) {} // the instance stops after the reply
+	h.app.Chat.Runner = stoppedInstance{} // the instance stops after the reply
 	turn := h.turn(alice.token, map[string]any{"sessionId": id, "message": "Which PDF library should I use for parsing invoices?"})
 	h.restart()
 	s := h.session(id)
@@ -116,4 +117,48 @@ func (h *harness) search(token, q string) searchResp {
 	var r searchResp
 	h.do("GET", "/search?"+url.Values{"q": {q}}.Encode(), token, nil).want(h.t, 200).decode(h.t, &r)
 	return r
+}
+
+// stoppedInstance is the Runner of an instance that stops right after a reply:
+// the job it is given never runs there.
+type stoppedInstance struct{}
+
+func (stoppedInstance) Run(context.Context, chat.Work) {}
+
+// TestTurnEndsAtItsReply: a turn's streamed response ends once its reply
+// is stored (a client reading to the stream's end, as the AI SDK's does,
+// is done), while the work that follows it (here a title the model is
+// slow to give) still runs on the instance; the title arrives after.
+func TestTurnEndsAtItsReply(t *testing.T) {
+	onBothStores(t, func(t *testing.T, backend string) {
+		h := newHarnessOn(t, backend)
+		held := make(chan struct{})
+		h.model.SetReply(func(r openai.ChatCompletionRequest) llmtest.Response {
+			if r.Messages[0].Content == prompts.Title {
+				<-held
+				return llmtest.Response{Content: "Slow title"}
+			}
+			return llmtest.Echo(r)
+		})
+		release := time.AfterFunc(10*time.Second, func() { close(held) }) // the old turn waited for it
+		alice := h.signUp()
+		start := time.Now()
+		body := h.do("POST", "/chat", alice.token, map[string]any{"message": "Name this chat, slowly", "stream": true}).want(t, 200).body
+		took := time.Since(start)
+		id := regexp.MustCompile(`"sessionId":"([^"]+)"`).FindSubmatch(body)
+		if !release.Stop() {
+			t.Fatalf("the response waited %v for the title", took.Round(time.Millisecond))
+		}
+		if id == nil {
+			t.Fatalf("no session in the stream: %s", body)
+		}
+		if s := h.session(string(id[1])); s.TitleSource != sessions.TitleDefault {
+			t.Fatalf("titled before the title was given: %q (%s)", s.Title, s.TitleSource)
+		}
+		close(held)
+		h.idle()
+		if s := h.session(string(id[1])); s.Title != "Slow title" || s.TitleSource != sessions.TitleGenerated {
+			t.Fatalf("after the job: %q (%s)", s.Title, s.TitleSource)
+		}
+	})
 }

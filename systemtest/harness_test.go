@@ -56,7 +56,7 @@ type harness struct {
 	local     *localAuth   // Auth in its place on the in-process store
 	logs      *syncBuffer
 	sent      atomic.Int64      // requests sent with do
-	done      atomic.Int64      // requests the server finished (its handler returned: after-turn work included)
+	done      atomic.Int64      // requests the server finished (its handler returned; after-turn jobs may still run)
 	lookups   atomic.Int64      // calls of the Auth directory (the backstop's)
 	blobs     attachments.Blobs // where the server keeps files: the Cloud Storage emulator beside Firestore
 	start     func()            // starts the server on a new instance of the app
@@ -71,11 +71,13 @@ func (h *harness) restart() {
 }
 
 // idle waits until every request sent with do has finished on the server,
-// after-turn work included (a turn's handler returns after it).
+// and then the after-turn jobs they started (a turn hands its job over
+// before its handler returns).
 func (h *harness) idle() {
 	h.t.Helper()
 	for deadline := time.Now().Add(20 * time.Second); ; time.Sleep(20 * time.Millisecond) {
 		if h.done.Load() >= h.sent.Load() {
+			h.app.AfterTurn.Wait()
 			return
 		}
 		if time.Now().After(deadline) {
