@@ -33,43 +33,77 @@ type Jobs struct {
 // run: its start, configuration and clients (see retention.Report.Before).
 const PhaseOpen = retention.PhaseOpen
 
-// Sweep runs the after-turn jobs left due, the retention sweep (see
-// retention.Sweeper.Run), then the deleted-account backstop and the
-// roll-up of histories, and records its progress and backlog as metrics
-// (a dry run records nothing and runs only the sweep). The report's
-// phases are all of them, timed without gaps (its total is the whole
-// run), each with its round trips to the store.
+// Sweep runs the after-turn jobs left due and the retention sweep (see
+// retention.Sweeper.Run), and at once beside them the deleted-account
+// backstop and then the roll-up of histories (see besideRetention), then
+// the sweep of unreferenced uploads; it records its progress and backlog
+// as metrics (a dry run records nothing and runs only the sweep). The
+// report's phases are all of them, each with its own time and round
+// trips to the store, its total the run's wall time (see retention.Phase).
 func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 	start := time.Now()
-	ctx, counted := rpcs.With(ctx) // each phase's round trips
+	var beside chan besideReport
+	if !dry {
+		beside = make(chan besideReport, 1)
+		go func(ctx context.Context) { beside <- a.besideRetention(ctx, start) }(ctx)
+	}
+	ctx, counted := rpcs.With(ctx) // the retention's phases' round trips (the goroutine's ctx is its own)
 	var jobs chat.JobsReport
 	if !dry {
 		jobs = a.RunDueJobs(ctx)
 	}
-	jobsTook, jobsRPCs := time.Since(start), counted.Load()
+	jobsRPCs := counted.Load()
 	report, err := a.Sweeper.Run(ctx, dry)
-	report.Before(retention.PhaseDueJobs, jobsTook, jobsRPCs, map[string]int{"found": jobs.Found, "ran": jobs.Ran, "held": jobs.Held, "failed": jobs.Failed})
+	// The jobs ran from start until the sweep's clock started: the run
+	// starts with them, at start, as the phases beside it do.
+	report.Before(retention.PhaseDueJobs, report.Started().Sub(start), jobsRPCs, map[string]int{"found": jobs.Found, "ran": jobs.Ran, "held": jobs.Held, "failed": jobs.Failed})
 	if dry {
 		report.Lap(retention.PhaseBackstop, nil)
 		report.Lap(retention.PhaseRollUp, nil)
 		report.Lap(retention.PhaseAttachments, nil)
 		return report, err
 	}
-	// Accounts deleted in Auth whose event never came: what is left of
-	// the budget, at least a tenth of it.
-	b := a.EraseDeletedAccounts(ctx, max(a.Sweeper.Budget-time.Since(start), a.Sweeper.Budget/10))
-	report.Lap(retention.PhaseBackstop, b.Counts())
-	var rolled longterm.RollUpReport
-	if a.rollUps {
-		// What is left of the run's budget; the sweep stops with a tenth
-		// of it left, so the roll-up always has some.
-		left := max(a.Sweeper.Budget-time.Since(start), a.Sweeper.Budget/10)
-		rolled = a.RollUpHistories(ctx, left)
-	}
-	report.Lap(retention.PhaseRollUp, rolled.Counts())
+	b := <-beside
+	report.Beside(retention.PhaseBackstop, b.began, b.backstopTook, b.backstopRPCs, b.backstop.Counts())
+	report.Beside(retention.PhaseRollUp, b.began.Add(b.backstopTook), b.rollUpTook, b.rollUpRPCs, b.rolled.Counts())
+	report.Resume() // the next phase runs from here, after both
 	report.Lap(retention.PhaseAttachments, a.sweepFiles(ctx))
 	a.Edge.Metrics.Sweep(ctx, report)
 	return report, err
+}
+
+// besideReport is what ran beside the retention work, with its times and
+// round trips.
+type besideReport struct {
+	began                    time.Time
+	backstop                 retention.BackstopReport
+	rolled                   longterm.RollUpReport
+	backstopTook, rollUpTook time.Duration // from began
+	backstopRPCs, rollUpRPCs int64
+}
+
+// besideRetention runs, within what is left of the sweep's budget since
+// start (at least a tenth of it), the deleted-account backstop, then the
+// roll-up of histories (if on), each counting its own round trips. They
+// run at once with the retention work, which touches other documents:
+// sessions due and what is under them, where the backstop erases accounts
+// deleted in Auth (which an account's deletion event may do at any moment
+// of a sweep too) and the roll-up reads active and archived sessions and
+// writes users' memory (which a purge's forgetting also changes, in a
+// transaction: whichever commits second reads the first's change again).
+func (a *App) besideRetention(ctx context.Context, start time.Time) besideReport {
+	r := besideReport{began: start}
+	left := func() time.Duration { return max(a.Sweeper.Budget-time.Since(start), a.Sweeper.Budget/10) }
+	bctx, counted := rpcs.With(ctx)
+	r.backstop = a.EraseDeletedAccounts(bctx, left())
+	r.backstopTook, r.backstopRPCs = time.Since(r.began), counted.Load()
+	if a.rollUps {
+		rctx, counted := rpcs.With(ctx)
+		rolled := time.Now()
+		r.rolled = a.RollUpHistories(rctx, left())
+		r.rollUpTook, r.rollUpRPCs = time.Since(rolled), counted.Load()
+	}
+	return r
 }
 
 // sweepFiles deletes the uploads no message named within a day (see

@@ -38,13 +38,13 @@ func sweepProcess(ctx context.Context, cfg RetentionConfig, project string) (*re
 	return &r, wall, nil
 }
 
-// writePhases prints each phase of a run: its time, its share of the
-// run, and what it did.
+// writePhases prints each phase of a run: when it began, its time, its
+// share of the run, and what it did.
 func writePhases(w io.Writer, s *retention.Report) {
 	if len(s.Phases) == 0 {
 		return
 	}
-	fmt.Fprintf(w, "| phase | time | share | round trips | counts |\n|---|---|---|---|---|\n")
+	fmt.Fprintf(w, "| phase | from | time | share | round trips | counts |\n|---|---|---|---|---|---|\n")
 	var sum int64
 	for _, p := range s.Phases {
 		sum += p.Ms
@@ -53,11 +53,11 @@ func writePhases(w io.Writer, s *retention.Report) {
 			share = 100 * float64(p.Ms) / float64(s.DurationMs)
 		}
 		counts, _ := json.Marshal(p.Counts)
-		fmt.Fprintf(w, "| %s | %d ms | %.0f%% | %d | `%s` |\n", p.Name, p.Ms, share, p.RPCs, counts)
+		fmt.Fprintf(w, "| %s | %d ms | %d ms | %.0f%% | %d | `%s` |\n", p.Name, p.StartMs, p.Ms, share, p.RPCs, counts)
 	}
 	perDue := 0.0
 	if due := s.SoftDeleted + s.Purged + s.ResumedPurges; due > 0 {
 		perDue = float64(s.RPCs) / float64(due)
 	}
-	fmt.Fprintf(w, "| total | %d ms (phases add up to %d ms) | | %d (%.1f a due session) | |\n\n", s.DurationMs, sum, s.RPCs, perDue)
+	fmt.Fprintf(w, "| total | 0 ms | %d ms (phases add up to %d ms, %d ms of them at once with others) | | %d (%.1f a due session) | |\n\n", s.DurationMs, sum, s.OverlapMs, s.RPCs, perDue)
 }

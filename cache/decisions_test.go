@@ -20,7 +20,7 @@ var reads = []string{"AccountsSeenBefore", "CountUnits", "CountExpired", "CountH
 	"DueJobs", "Embedded", "ExpiredSessions", "FirstMessageAfter", "GetAttachment", "GetSession", "GetUsage", "GetUser",
 	"HistoriesDue", "HistoriesToRoll", "HoldersAfter", "LastBacklog", "Lexical", "ListAttachments", "ListCompactions",
 	"ListMessages", "ListSessions", "ListSuperseded", "LiveFacts", "MessageRange", "Nearest", "PendingPurges", "Ping",
-	"ReadTail", "RollUpMark", "SessionsAfter", "SessionsOf", "StoredBytes", "UnreferencedAttachments", "UsageOn", "UsersActiveSince", "Visibility"}
+	"ReadTail", "RollUpMark", "SessionsAfter", "SessionsOf", "SessionsUpdatedSince", "StoredBytes", "UnreferencedAttachments", "UsageOn", "Visibility"}
 
 // untouched are the writes that pass through the cache because they
 // change nothing it keeps (a session, its context, a user's slots, spend

@@ -2,13 +2,11 @@ package firestoredb
 
 import (
 	"context"
-	"errors"
-	"slices"
+	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/parallel"
 	"github.com/chatmemory/backend/retention"
@@ -41,9 +39,13 @@ var sessionCollections = []string{MessagesCollection, ContextCollection, Compact
 const (
 	// DefaultPurgeLease is how long a purge is left to the sweep running it.
 	DefaultPurgeLease = 2 * time.Minute
-	// purgeWorkers is how many sessions are purged at once; their deletes
-	// share one BulkWriter, which batches them and limits the write rate.
+	// purgeWorkers is how many marking transactions, queries, reads and
+	// forgettings of purges run at once.
 	purgeWorkers = 32
+	// purgeGroup is how many sessions one marking transaction marks: a
+	// transaction a session made its three round trips the purges' main
+	// cost (most of their time on the emulator).
+	purgeGroup = 50
 )
 
 // PurgeLease sets how long a sweep's claim on a purge lasts; a purge whose
@@ -63,20 +65,21 @@ func (db *DB) PurgeSession(ctx context.Context, id string, check func(*sessions.
 }
 
 // PurgeSessions purges many sessions at once, in three steps over all of
-// them: each is marked and its document deleted in a transaction of its
-// own that first runs check (purgeWorkers at a time); then everything
-// under the marked ones is queried by name and deleted through one shared
-// BulkWriter, which batches deletes across sessions; then forget runs for
-// each and the markers go.
+// them: they are marked and their documents deleted in transactions of
+// up to purgeGroup sessions each, which run check on each first and mark
+// only those it accepts (purgeWorkers transactions at a time); then
+// everything under the marked ones is deleted in commits of many
+// sessions' documents (see deleteUnderPurged); then forget runs once for each
+// user and the markers go.
 func (db *DB) PurgeSessions(ctx context.Context, ids []string, check func(*sessions.Session) error, forget sessions.Forget) []retention.Purged {
 	out := make([]retention.Purged, len(ids))
 	marked := make([]purgeTarget, len(ids))
-	inParallel(len(ids), func(i int) {
-		out[i].SessionID = ids[i]
-		marked[i], out[i].Err = db.markPurge(ctx, ids[i], check)
-		if out[i].Err == nil {
-			out[i].Documents = 1 // the session document
-		}
+	for i, id := range ids {
+		out[i].SessionID = id
+	}
+	inParallel((len(ids)+purgeGroup-1)/purgeGroup, func(g int) {
+		lo, hi := g*purgeGroup, min((g+1)*purgeGroup, len(ids))
+		db.markPurges(ctx, ids[lo:hi], check, marked[lo:hi], out[lo:hi])
 	})
 	db.finishPurges(ctx, out, marked, forget)
 	return out
@@ -109,7 +112,7 @@ func (db *DB) ResumePurges(ctx context.Context, ids []string, forget sessions.Fo
 }
 
 // purgeTarget is a session being purged: as it was last stored, with the
-// tail document of its context (nil if it had none), or, with NextSeq -1, only
+// window of its context (nil if it had none), or, with NextSeq -1, only
 // its id and owner.
 type purgeTarget struct {
 	s       *sessions.Session
@@ -120,276 +123,203 @@ type purgeTarget struct {
 }
 
 // finishPurges deletes everything under each marked session (those in out
-// without an error) through one BulkWriter, calls forget once for each
-// user of those whose deletes all succeeded, and deletes their markers,
-// adding to each outcome.
+// without an error) and, at once, calls forget once for each of their
+// users (it reads and changes only the user's memory, nothing under the
+// sessions), then deletes the markers of those whose deletes and
+// forgetting both succeeded, adding to each outcome. A purge whose
+// forgetting or deletes failed stays marked, and the run that resumes it
+// does both again.
 func (db *DB) finishPurges(ctx context.Context, out []retention.Purged, gone []purgeTarget, forget sessions.Forget) {
-	bw := db.client.BulkWriter(ctx)
-	defer bw.End()
-	jobs := make([][]*firestore.BulkWriterJob, len(out))
-	inParallel(len(out), func(i int) {
+	forgot := make([]error, len(out))
+	byUser := forgettings(out, gone)
+	done := make(chan struct{})
+	go func() {
+		defer close(done)
+		forgetByUser(ctx, byUser, forget, forgot)
+	}()
+	db.deleteUnderPurged(ctx, out, gone)
+	<-done
+	for i, err := range forgot {
 		if out[i].Err == nil {
-			jobs[i], out[i].Err = db.deleteUnderSession(ctx, bw, gone[i], &out[i].Documents)
-		}
-	})
-	bw.Flush() // what is left of the last batches
-	inParallel(len(out), func(i int) {
-		for _, job := range jobs[i] {
-			_, err := job.Results()
-			switch {
-			case err == nil:
-				out[i].Documents++
-			case !isNotFound(err): // a context document that was not there
-				out[i].Err = errors.Join(out[i].Err, err)
-			}
-		}
-		jobs[i] = nil
-	})
-	forgetByUser(ctx, out, gone, forget)
-	for i := range out {
-		if out[i].Err != nil {
-			continue
-		}
-		job, err := bw.Delete(db.markerRef(out[i].SessionID))
-		if err != nil {
 			out[i].Err = err
-			continue
 		}
-		jobs[i] = []*firestore.BulkWriterJob{job}
 	}
-	unlisted := db.unlistPurged(bw, out, gone)
-	bw.Flush()
+	var markers deletes
 	for i := range out {
-		if out[i].Err == nil && unlisted[gone[i].s.UserID] != nil {
-			jobs[i] = append(jobs[i], unlisted[gone[i].s.UserID])
+		if out[i].Err == nil {
+			markers.add(i, db.markerRef(out[i].SessionID))
 		}
-		for _, job := range jobs[i] {
-			if _, err := job.Results(); err != nil && !isNotFound(err) { // an erased account's list is gone
-				out[i].Err = err
-			}
+	}
+	unlisted := map[string]error{}
+	var mu sync.Mutex
+	var wg sync.WaitGroup
+	wg.Add(1)
+	go func() {
+		defer wg.Done()
+		db.unlistPurged(ctx, out, gone, func(user string, err error) {
+			mu.Lock()
+			unlisted[user] = err
+			mu.Unlock()
+		})
+	}()
+	errsOf := db.commitDeletes(ctx, markers)
+	wg.Wait()
+	for k, i := range markers.of {
+		if errsOf[k] != nil {
+			out[i].Err = errsOf[k]
+		}
+	}
+	for i := range out {
+		if out[i].Err == nil {
+			out[i].Err = unlisted[gone[i].s.UserID]
 		}
 		out[i].Err = translate(out[i].Err)
 	}
 }
 
-// forgetByUser calls forget (if set) once for each user of the purges in
-// out still without an error, with those purges' sessions, purgeWorkers
-// users at once: what a user's memory learned from a page of purges is
-// forgotten in one change of it, not one a session (each a read, a query
-// and a transaction, all on the same document). Its error is each of
-// those purges'.
-func forgetByUser(ctx context.Context, out []retention.Purged, gone []purgeTarget, forget sessions.Forget) {
+// forgetting is one user's purges in a page: their indexes into its
+// outcomes, and their sessions.
+type forgetting struct {
+	user string
+	at   []int
+	ids  []string
+}
+
+// forgettings groups the purges in out still without an error by user.
+func forgettings(out []retention.Purged, gone []purgeTarget) []*forgetting {
+	var all []*forgetting
+	of := map[string]*forgetting{}
+	for i := range out {
+		if out[i].Err != nil {
+			continue
+		}
+		u := gone[i].s.UserID
+		f := of[u]
+		if f == nil {
+			f = &forgetting{user: u}
+			of[u] = f
+			all = append(all, f)
+		}
+		f.at, f.ids = append(f.at, i), append(f.ids, out[i].SessionID)
+	}
+	return all
+}
+
+// forgetByUser calls forget (if set) once for each user in byUser, with
+// their purges' sessions, purgeWorkers users at once: what a user's
+// memory learned from a page of purges is forgotten in one change of it,
+// not one a session (each a read, a query and a transaction, all on the
+// same document). Its error is each of those purges' in failed.
+func forgetByUser(ctx context.Context, byUser []*forgetting, forget sessions.Forget, failed []error) {
 	if forget == nil {
 		return
 	}
-	at := map[string][]int{} // user → indexes into out
+	inParallel(len(byUser), func(j int) {
+		err := forget(ctx, byUser[j].user, byUser[j].ids)
+		for _, i := range byUser[j].at {
+			failed[i] = err
+		}
+	})
+}
+
+// unlistPurged removes, for each user, the sessions whose purges in out
+// have deleted everything under them from their list: listed as deleted
+// until then, so that no recall or search showed what was left. One
+// write a user, purgeWorkers users at once; done gets each user's
+// outcome (an erased account's list is gone: not an error). One that
+// fails leaves an id listed that names nothing.
+func (db *DB) unlistPurged(ctx context.Context, out []retention.Purged, gone []purgeTarget, done func(user string, err error)) {
+	ids := map[string][]any{}
 	var users []string
 	for i := range out {
 		if out[i].Err != nil {
 			continue
 		}
 		u := gone[i].s.UserID
-		if _, ok := at[u]; !ok {
+		if ids[u] == nil {
 			users = append(users, u)
 		}
-		at[u] = append(at[u], i)
+		ids[u] = append(ids[u], out[i].SessionID)
 	}
 	inParallel(len(users), func(j int) {
-		ids := make([]string, 0, len(at[users[j]]))
-		for _, i := range at[users[j]] {
-			ids = append(ids, out[i].SessionID)
+		err := db.commitWith(ctx, func(b *firestore.WriteBatch) {
+			b.Update(db.deletedRef(users[j]), []firestore.Update{{Path: "ids", Value: firestore.ArrayRemove(ids[users[j]]...)}})
+		})
+		if isNotFound(err) {
+			err = nil
 		}
-		err := forget(ctx, users[j], ids)
-		for _, i := range at[users[j]] {
-			out[i].Err = err
-		}
+		done(users[j], err)
 	})
 }
 
-// inParallel runs fn(0..n-1), purgeWorkers at a time.
-func inParallel(n int, fn func(i int)) { parallel.Each(n, purgeWorkers, fn) }
-
-// unlistPurged queues, for each user, the removal from their list of the
-// sessions whose purges in out have deleted everything under them: listed
-// as deleted until then, so that no recall or search showed what was
-// left. One write a user (a BulkWriter writes a document once); one not
-// queued leaves an id listed that names nothing.
-func (db *DB) unlistPurged(bw *firestore.BulkWriter, out []retention.Purged, gone []purgeTarget) map[string]*firestore.BulkWriterJob {
-	ids := map[string][]any{}
-	for i := range out {
-		if out[i].Err == nil {
-			ids[gone[i].s.UserID] = append(ids[gone[i].s.UserID], out[i].SessionID)
-		}
-	}
-	jobs := map[string]*firestore.BulkWriterJob{}
-	for user, of := range ids {
-		job, err := bw.Update(db.deletedRef(user), []firestore.Update{{Path: "ids", Value: firestore.ArrayRemove(of...)}})
-		if err == nil {
-			jobs[user] = job
-		}
-	}
-	return jobs
-}
-
-// deleteUnderSession queues the deletion of every document under session
-// t in bw and returns the jobs not yet waited for. What the session
-// document says saves queries, the slowest calls of a purge: the context
-// documents have fixed ids; there are messages only if NextSeq > 0 (both
-// are written in the same commit as NextSeq), and when the context holds
-// them all (a session no longer than its tail document, as most are) their ids
-// are read from it, and its after-turn jobs are named by its replies'
-// ids; there are compaction records only if a summary was ever saved. Otherwise a query finds them: a full page (a long session)
-// is waited for before the next query, which would otherwise see the same
-// documents again; those count into done. Only documents that exist are
-// deleted by id (and counted): the others fail with NotFound, which
-// finishPurges ignores.
-func (db *DB) deleteUnderSession(ctx context.Context, bw *firestore.BulkWriter, t purgeTarget, done *int) ([]*firestore.BulkWriterJob, error) {
-	d := &deletion{bw: bw}
-	s := t.s
-	known := s.NextSeq >= 0
-	var ids []string  // every message's, when the context holds them all
-	exchanges := true // unless the context says there are none
-	if known && s.NextSeq > 0 {
-		var err error
-		if ids, exchanges, err = db.deleteNamed(ctx, d, t); err != nil {
-			return d.pending, err
-		}
-	}
-	for _, name := range sessionCollections {
-		switch {
-		case !known:
-		case name == ContextCollection, name == MessagesCollection && (s.NextSeq == 0 || ids != nil),
-			name == CompactionsCollection && s.Bookkeeping.SummaryUpdatedAt == nil, // set by every save of a record
-			name == RecallCollection && (s.NextSeq == 0 || !exchanges),
-			name == JobsCollection && (s.NextSeq == 0 || ids != nil): // named by the replies' ids (see deleteNamed)
-			continue
-		}
-		if err := db.deleteAllIn(ctx, d, db.sessionRef(s.ID).Collection(name), done); err != nil {
-			return d.pending, err
-		}
-	}
-	return d.pending, nil
-}
-
-// deleteNamed deletes, by id, what session t's context names: its own
-// documents and, when it holds every message, the messages and their units
-// of search. A unit is named by its reply or its one message, so with
-// every message known the units are among them (a query of a subcollection
-// is the slowest call of a purge, and the emulator answers it by scanning
-// every session's). It returns the messages' ids when it knew them all,
-// and whether there may be units it did not name.
-func (db *DB) deleteNamed(ctx context.Context, d *deletion, t purgeTarget) (ids []string, exchanges bool, err error) {
-	c, err := db.contextContents(ctx, t)
-	if err != nil {
-		return nil, true, err
-	}
-	refs := slices.Clone(c.existing)
-	for _, id := range c.messages {
-		refs = append(refs, db.messagesOf(t.s.ID).Doc(id))
-	}
-	if c.embedded {
-		for _, id := range c.messages {
-			refs = append(refs, db.recallOf(t.s.ID).Doc(id))
-		}
-	}
-	for _, id := range c.replies { // its after-turn jobs, if any is left
-		refs = append(refs, db.jobRef(t.s.ID, id))
-	}
-	for _, ref := range refs {
-		if err := d.delete(ref); err != nil {
-			return nil, true, err
-		}
-	}
-	return c.messages, c.embedded && c.messages == nil, nil
-}
-
-// deleteAllIn deletes every document of col, a page at a time: each full
-// page is waited for (and counted into done) before the next query, which
-// would otherwise find the same documents again.
-func (db *DB) deleteAllIn(ctx context.Context, d *deletion, col *firestore.CollectionRef, done *int) error {
-	q := col.Select().Limit(purgePage)
-	for {
-		snaps, err := db.getAll(ctx, q)
-		if err != nil {
-			return err
-		}
-		var page []*firestore.BulkWriterJob
-		for _, snap := range snaps {
-			job, err := d.bw.Delete(snap.Ref)
-			if err != nil {
-				d.pending = append(d.pending, page...)
-				return err
-			}
-			page = append(page, job)
-		}
-		if len(snaps) < purgePage {
-			d.pending = append(d.pending, page...)
-			return nil
-		}
-		for _, job := range page {
-			if _, err := job.Results(); err != nil {
-				return err
-			}
-			*done++
-		}
-	}
-}
-
-// deletion is the deletes of one purge queued in its BulkWriter, and the
-// jobs not yet waited for.
-type deletion struct {
-	bw      *firestore.BulkWriter
-	pending []*firestore.BulkWriterJob
-}
-
-// delete queues the deletion of ref, if it exists.
-func (d *deletion) delete(ref *firestore.DocumentRef) error {
-	job, err := d.bw.Delete(ref, firestore.Exists)
-	if err == nil {
-		d.pending = append(d.pending, job)
-	}
-	return err
-}
-
-// markPurge checks the session, deletes its document and leaves a marker
-// with a lease, atomically; it returns the session as it was, with the
-// tail document of its context, read in the same round trip.
-func (db *DB) markPurge(ctx context.Context, id string, check func(*sessions.Session) error) (purgeTarget, error) {
-	ref := db.sessionRef(id)
-	var gone purgeTarget
+// markPurges checks the sessions ids, and marks those that check
+// accepts with a lease and deletes their documents, atomically, in one
+// transaction (sessions do not contend: a change of one, such as a
+// restore, makes it retry, and check then refuses that one). It sets
+// each one's outcome in out (a check's error is that session's) and, for
+// those marked, the session as it was with the tail document of its context,
+// read in the same round trip, in gone; out's Documents counts the
+// session document.
+func (db *DB) markPurges(ctx context.Context, ids []string, check func(*sessions.Session) error, gone []purgeTarget, out []retention.Purged) {
 	err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
-		c := db.contextOf(id)
-		snaps, err := tx.GetAll([]*firestore.DocumentRef{ref, db.tailRef(id), c.Doc(DraftDocID), c.Doc(recallMarkerDocID)})
+		refs := make([]*firestore.DocumentRef, 0, 4*len(ids))
+		for _, id := range ids {
+			c := db.contextOf(id)
+			refs = append(refs, db.sessionRef(id), db.tailRef(id), c.Doc(DraftDocID), c.Doc(recallMarkerDocID))
+		}
+		snaps, err := tx.GetAll(refs)
 		if err != nil {
 			return err
-		}
-		if !snaps[0].Exists() {
-			return sessions.NotFound(id)
-		}
-		s, err := decodeSession(snaps[0])
-		if err != nil {
-			return err
-		}
-		if err := check(s); err != nil {
-			return err
-		}
-		gone = purgeTarget{s: s, draft: snaps[2].Exists(), embedded: snaps[3].Exists()}
-		if snaps[1].Exists() {
-			gone.tailDoc = &tailDoc{}
-			if err := snaps[1].DataTo(gone.tailDoc); err != nil {
-				return err
-			}
 		}
 		now := db.leaseClock()
-		if err := tx.Set(db.markerRef(id), purgeMarker{UserID: s.UserID, CreatedAt: now, LeaseUntil: now.Add(db.lease())}); err != nil {
-			return err
+		var lists listChanges
+		for i, id := range ids {
+			gone[i], out[i].Err = readTarget(snaps[4*i:4*i+4], id, check)
+			if out[i].Err != nil {
+				continue
+			}
+			s := gone[i].s
+			if err := tx.Set(db.markerRef(id), purgeMarker{UserID: s.UserID, CreatedAt: now, LeaseUntil: now.Add(db.lease())}); err != nil {
+				return err
+			}
+			lists.add(db.listChangeOf(s, s, true))
+			if err := tx.Delete(refs[4*i]); err != nil {
+				return err
+			}
 		}
-		if err := db.listInTx(tx, s, s, true); err != nil {
-			return err
-		}
-		return tx.Delete(ref)
+		return lists.apply(tx)
 	})
-	return gone, err
+	for i := range out {
+		switch {
+		case err != nil && out[i].Err == nil:
+			out[i].Err, gone[i] = err, purgeTarget{}
+		case out[i].Err == nil:
+			out[i].Documents = 1 // the session document
+		}
+	}
+}
+
+// readTarget is the session to purge that snaps hold (the session, its
+// tail document, its draft and its recall marker), if check accepts it.
+func readTarget(snaps []*firestore.DocumentSnapshot, id string, check func(*sessions.Session) error) (purgeTarget, error) {
+	if !snaps[0].Exists() {
+		return purgeTarget{}, sessions.NotFound(id)
+	}
+	s, err := decodeSession(snaps[0])
+	if err != nil {
+		return purgeTarget{}, err
+	}
+	if err := check(s); err != nil {
+		return purgeTarget{}, err
+	}
+	t := purgeTarget{s: s, draft: snaps[2].Exists(), embedded: snaps[3].Exists()}
+	if snaps[1].Exists() {
+		t.tailDoc = &tailDoc{}
+		if err := snaps[1].DataTo(t.tailDoc); err != nil {
+			return purgeTarget{}, err
+		}
+	}
+	return t, nil
 }
 
 // claimPurge takes the lease of a cut-off purge; errPurgeBusy if another
@@ -440,59 +370,5 @@ func (db *DB) lease() time.Duration {
 	return DefaultPurgeLease
 }
 
-// sessionContents is what a purge found under a session without a query.
-type sessionContents struct {
-	existing []*firestore.DocumentRef // context documents, to delete if they exist
-	messages []string                 // every message's id, or nil when not all are known
-	replies  []string                 // with messages, the replies' ids: its after-turn jobs' (a reply has one)
-	embedded bool                     // exchanges were embedded under it (its recall marker)
-}
-
-// contextContents returns what is under session t as far as its context
-// tells: the context documents that exist, the id of every message when
-// its tail document holds them all (the session never branched and its context
-// starts at its first message) with the replies among them, and whether
-// exchanges were embedded under it. Without a tail document (a context in an
-// earlier layout, or a resumed purge) it returns every possible context
-// document, to be deleted if it exists, no ids, and embedded true. The
-// session document is gone, so nothing writes its context any more.
-func (db *DB) contextContents(ctx context.Context, t purgeTarget) (sessionContents, error) {
-	s, w := t.s, t.tailDoc
-	c := db.contextOf(s.ID)
-	if w == nil {
-		var out sessionContents
-		for _, id := range contextDocIDs() {
-			out.existing = append(out.existing, c.Doc(id))
-		}
-		out.embedded = true
-		return out, nil
-	}
-	out := sessionContents{existing: []*firestore.DocumentRef{c.Doc(tailDocID)}}
-	if t.draft {
-		out.existing = append(out.existing, c.Doc(DraftDocID))
-	}
-	if t.embedded {
-		out.existing = append(out.existing, c.Doc(recallMarkerDocID))
-	}
-	out.embedded = t.embedded
-	if s.Branches != nil || w.From != 0 {
-		return out, nil
-	}
-	ids := make([]string, 0, s.NextSeq)
-	for seq := range s.NextSeq {
-		e, ok := w.Messages[seqKey(seq)]
-		if !ok {
-			return out, nil
-		}
-		m, err := decodeEntry(e, s.ID)
-		if err != nil || m.ID == "" {
-			return out, nil
-		}
-		ids = append(ids, m.ID)
-		if m.Role == history.RoleAssistant {
-			out.replies = append(out.replies, m.ID)
-		}
-	}
-	out.messages = ids
-	return out, nil
-}
+// inParallel runs fn(0..n-1), purgeWorkers at a time.
+func inParallel(n int, fn func(i int)) { parallel.Each(n, purgeWorkers, fn) }

@@ -29,10 +29,22 @@ func historyUTC(h longterm.History) longterm.History {
 	return h
 }
 
-// UsersActiveSince queries sessions by updatedAt (a single-field index),
-// reading only their owners.
-func (db *DB) UsersActiveSince(ctx context.Context, since time.Time, after *sessions.Cursor, limit int) ([]string, *sessions.Cursor, error) {
-	return db.usersBy(ctx, db.client.Collection(SessionsCollection).Where("updatedAt", ">", since), "updatedAt", after, limit)
+// SessionsUpdatedSince queries sessions by updatedAt (a single-field
+// index), whole: a read each, as reading only their owners would be.
+func (db *DB) SessionsUpdatedSince(ctx context.Context, since time.Time, after *sessions.Cursor, limit int) ([]*sessions.Session, *sessions.Cursor, error) {
+	q := db.client.Collection(SessionsCollection).Where("updatedAt", ">", since).
+		OrderBy("updatedAt", firestore.Asc).OrderBy(firestore.DocumentID, firestore.Asc).Limit(limit)
+	if after != nil {
+		q = q.StartAfter(after.UpdatedAt, after.ID)
+	}
+	ctx, cancel := db.op(ctx)
+	defer cancel()
+	out, err := readSessions(ctx, q)
+	if err != nil || len(out) < limit {
+		return out, nil, err
+	}
+	last := out[len(out)-1]
+	return out, &sessions.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}, nil
 }
 
 // HistoriesToRoll queries memory documents by historyDueAt (a

@@ -8,18 +8,33 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// UsersActiveSince lists the owners of sessions updated after since, by
-// updatedAt then session id.
-func (db *DB) UsersActiveSince(_ context.Context, since time.Time, after *sessions.Cursor, limit int) ([]string, *sessions.Cursor, error) {
+// SessionsUpdatedSince lists the sessions updated after since, by
+// updatedAt then id.
+func (db *DB) SessionsUpdatedSince(_ context.Context, since time.Time, after *sessions.Cursor, limit int) ([]*sessions.Session, *sessions.Cursor, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
-	var rows []row
+	var out []*sessions.Session
 	for _, s := range db.sessions {
-		if s.UpdatedAt.After(since) {
-			rows = append(rows, row{s.UpdatedAt, s.ID, s.UserID})
+		if !s.UpdatedAt.After(since) {
+			continue
 		}
+		if after != nil && (s.UpdatedAt.Before(after.UpdatedAt) || (s.UpdatedAt.Equal(after.UpdatedAt) && s.ID <= after.ID)) {
+			continue
+		}
+		out = append(out, s.Clone())
 	}
-	return page(rows, after, limit)
+	sort.Slice(out, func(i, j int) bool {
+		if !out[i].UpdatedAt.Equal(out[j].UpdatedAt) {
+			return out[i].UpdatedAt.Before(out[j].UpdatedAt)
+		}
+		return out[i].ID < out[j].ID
+	})
+	if len(out) <= limit {
+		return out, nil, nil
+	}
+	out = out[:limit]
+	last := out[limit-1]
+	return out, &sessions.Cursor{UpdatedAt: last.UpdatedAt, ID: last.ID}, nil
 }
 
 // HistoriesToRoll lists the users whose history is due at now, by due

@@ -21,10 +21,10 @@ type RollUpStore interface {
 	// ListSessions lists a user's sessions of one status, most recently
 	// updated first (as sessions.Store does).
 	ListSessions(ctx context.Context, q sessions.ListQuery) ([]*sessions.Session, error)
-	// UsersActiveSince returns up to limit ids of users with a session
-	// updated after since, with the cursor of the next page (nil on the
-	// last); an id may come more than once.
-	UsersActiveSince(ctx context.Context, since time.Time, after *sessions.Cursor, limit int) ([]string, *sessions.Cursor, error)
+	// SessionsUpdatedSince returns up to limit sessions updated after
+	// since, by updatedAt then id, with the cursor of the next page (nil
+	// on the last).
+	SessionsUpdatedSince(ctx context.Context, since time.Time, after *sessions.Cursor, limit int) ([]*sessions.Session, *sessions.Cursor, error)
 	// HistoriesToRoll returns up to limit ids of users whose history has
 	// something to move at now (History.DueAt), with the cursor of the
 	// next page (nil on the last).
@@ -85,18 +85,16 @@ func (svc *Service) rollUp(ctx context.Context, userID string, rolls RollUpStore
 		since = now.Add(-backfill)
 	}
 	var sources []string
-	for _, st := range []sessions.Status{sessions.StatusActive, sessions.StatusArchived} {
-		seen, err := svc.activeSince(ctx, rolls, userID, st, since)
-		if err != nil {
-			return err
+	seen, asOf, err := svc.sessionsSince(ctx, rolls, userID, since, now)
+	if err != nil {
+		return err
+	}
+	for _, s := range seen {
+		if s.NoLearning || s.MessageCount == 0 || s.LastActivityAt.Before(now.Add(-backfill)) {
+			continue
 		}
-		for _, s := range seen {
-			if s.NoLearning || s.MessageCount == 0 || s.LastActivityAt.Before(now.Add(-backfill)) {
-				continue
-			}
-			h.see(Episode{SessionID: s.ID, Title: clip(s.Title, maxTitle), Summary: clip(s.Bookkeeping.Summary, maxEpisodeText), At: s.LastActivityAt})
-			sources = append(sources, s.ID)
-		}
+		h.see(Episode{SessionID: s.ID, Title: clip(s.Title, maxTitle), Summary: clip(s.Bookkeeping.Summary, maxEpisodeText), At: s.LastActivityAt})
+		sources = append(sources, s.ID)
 	}
 	moved := h.ageOut(now)
 	if len(sources) == 0 && !moved && !h.stale() {
@@ -105,7 +103,7 @@ func (svc *Service) rollUp(ctx context.Context, userID string, rolls RollUpStore
 	if err := svc.writeTiers(ctx, &h, now); err != nil {
 		return err
 	}
-	h.RolledUpAt, h.Prompts = now, prompts.Version
+	h.RolledUpAt, h.Prompts = asOf, prompts.Version
 	u.History = h
 	return svc.save(ctx, u, Change{Sources: sources, KeepFacts: true})
 }
@@ -299,11 +297,13 @@ const rollUpWorkers = 8
 // RollUpDue rolls up, with run (which calls RollUp, charging the model's
 // tokens as the caller does), the history of every user with session
 // activity since the last complete run began, and of every user whose
-// history has something to move now, rollUpWorkers at once. A user whose
-// roll-up fails is logged and left to the next run; a run that out cuts
-// short is not complete, and the next looks again from the same moment.
-// Roll-ups are idempotent, so a user seen twice costs a read, not a
-// second note.
+// history has something to move now, rollUpWorkers at once. The sessions
+// updated since are listed whole (see listActive), and each user's
+// roll-up takes its own from that listing instead of querying them. A
+// user whose roll-up fails is logged and left to the next run; a run that
+// out cuts short is not complete, and the next looks again from the same
+// moment. Roll-ups are idempotent, so a user seen twice costs a read, not
+// a second note.
 func (svc *Service) RollUpDue(ctx context.Context, run func(ctx context.Context, userID string) error, out func() bool) (r RollUpReport, err error) {
 	tally := &rollUpTally{}
 	ctx = context.WithValue(ctx, tallyKey{}, tally)
@@ -317,21 +317,23 @@ func (svc *Service) RollUpDue(ctx context.Context, run func(ctx context.Context,
 		since = now.Add(-backfill)
 	}
 	done := map[string]bool{}
-	for _, list := range svc.dueLists(ctx, since, now) {
-		for cursor := (*sessions.Cursor)(nil); ; {
-			ids, next, err := list(cursor)
-			if err != nil {
-				return r, err
-			}
-			r.Listed += len(ids)
-			if !svc.rollAll(ctx, &r, newIDs(ids, done), run, out) {
-				return r, nil
-			}
-			if next == nil {
-				break
-			}
-			cursor = next
+	l, cut, err := svc.listActive(ctx, &r, since, now, done, run, out)
+	if err != nil || cut {
+		return r, err
+	}
+	for cursor := (*sessions.Cursor)(nil); ; {
+		ids, next, err := svc.Rolls.HistoriesToRoll(ctx, now, cursor, usersPage)
+		if err != nil {
+			return r, err
 		}
+		r.Listed += len(ids)
+		if !svc.rollAll(withListing(ctx, l), &r, newIDs(ids, done), run, out) {
+			return r, nil
+		}
+		if next == nil {
+			break
+		}
+		cursor = next
 	}
 	if r.Failed == 0 {
 		if err := svc.Rolls.SetRollUpMark(ctx, now); err != nil {
@@ -378,20 +380,6 @@ func newIDs(ids []string, done map[string]bool) []string {
 		}
 	}
 	return out
-}
-
-// dueLists list, a page from a cursor at a time, the users whose history
-// may be due a roll-up at now: those active since the last run, then
-// those whose history said when it would be due.
-func (svc *Service) dueLists(ctx context.Context, since, now time.Time) []func(*sessions.Cursor) ([]string, *sessions.Cursor, error) {
-	return []func(*sessions.Cursor) ([]string, *sessions.Cursor, error){
-		func(c *sessions.Cursor) ([]string, *sessions.Cursor, error) {
-			return svc.Rolls.UsersActiveSince(ctx, since, c, usersPage)
-		},
-		func(c *sessions.Cursor) ([]string, *sessions.Cursor, error) {
-			return svc.Rolls.HistoriesToRoll(ctx, now, c, usersPage)
-		},
-	}
 }
 
 // rollUpTally counts what a run's roll-ups cost, from their context.

@@ -190,12 +190,13 @@ func TestRollUpDue(t *testing.T) {
 		report  longterm.RollUpReport
 		ran     int
 	}{
-		// Six sessions listed; two users' roll-ups each read their two
-		// and write their history once.
-		{"bob fails", true, never, longterm.RollUpReport{Users: 3, Failed: 1, Complete: true, Listed: 6, SessionsRead: 4, Written: 2}, 3},
-		// The same sessions listed; nothing new to read or write.
-		{"again from the same moment", true, never, longterm.RollUpReport{Users: 3, Failed: 1, Complete: true, Listed: 6, SessionsRead: 4}, 3},
-		{"cut short", false, func() bool { return asked.Add(1) > 1 }, longterm.RollUpReport{Users: 1, Listed: 6, SessionsRead: 2}, 1},
+		// Six sessions listed, whole; two users' roll-ups each take their
+		// two from the listing (no query of their own) and write their
+		// history once.
+		{"bob fails", true, never, longterm.RollUpReport{Users: 3, Failed: 1, Complete: true, Listed: 6, Written: 2}, 3},
+		// The same sessions listed; nothing new to write.
+		{"again from the same moment", true, never, longterm.RollUpReport{Users: 3, Failed: 1, Complete: true, Listed: 6}, 3},
+		{"cut short", false, func() bool { return asked.Add(1) > 1 }, longterm.RollUpReport{Users: 1, Listed: 6}, 1},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			ran, failing["bob"] = nil, tc.bobDown
@@ -220,6 +221,27 @@ func TestRollUpDue(t *testing.T) {
 		ran = nil
 		if report, err := w.lt.RollUpDue(ctx, run, never); err != nil || report.Users != 0 || len(ran) != 0 {
 			t.Errorf("a run with nobody active: %+v after %v (%v)", report, ran, err)
+		}
+	})
+	t.Run("users take their sessions from the listing, unless they look further back", func(t *testing.T) {
+		for _, trip := range []string{"a third trip", "a fourth trip"} {
+			w.Clock.Advance(time.Minute) // after the last run's mark
+			w.session(t, "bob", trip+" of bob", false, false)
+			w.session(t, "dave", trip+" of dave", false, false)
+			w.Clock.Advance(time.Hour)
+			report, err := w.lt.RollUpDue(ctx, run, never)
+			if err != nil || report.Users != 2 || report.Written != 2 || report.Listed != 2 || !report.Complete {
+				t.Fatalf("report %+v (%v)", report, err)
+			}
+			// The first time, dave (never rolled up: his history looks
+			// back months) queries; the second, both histories were
+			// written as of the last mark, and nobody queries.
+			if first := trip == "a third trip"; first && report.SessionsRead == 0 || !first && report.SessionsRead != 0 {
+				t.Errorf("%s: %d sessions read by queries", trip, report.SessionsRead)
+			}
+			if h := w.history(t, "dave"); !strings.Contains(h.Recent.Text, trip+" of dave") {
+				t.Errorf("dave's history: %+v", h)
+			}
 		}
 	})
 }

@@ -2,10 +2,12 @@ package retention_test
 
 import (
 	"context"
+	"sync/atomic"
 	"testing"
 	"time"
 
 	"github.com/chatmemory/backend/inprocdb"
+	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/retention"
 	"github.com/chatmemory/backend/sessions"
 	"github.com/chatmemory/backend/storetest"
@@ -16,6 +18,7 @@ import (
 type slowStore struct {
 	store
 	purge, softDelete, count time.Duration
+	counted                  *atomic.Int32 // calls of CountExpired (nil: not counted)
 }
 
 func (r slowStore) PurgeSessions(ctx context.Context, ids []string, check func(*sessions.Session) error, forget sessions.Forget) []retention.Purged {
@@ -30,13 +33,17 @@ func (r slowStore) UpdateSessions(ctx context.Context, userID string, ids []stri
 
 func (r slowStore) CountExpired(ctx context.Context, st sessions.Status, now time.Time) (int, error) {
 	time.Sleep(r.count)
+	if r.counted != nil {
+		r.counted.Add(1)
+	}
 	return r.store.CountExpired(ctx, st, now)
 }
 
 // TestReportPhases: a run's report gives every phase in order, each with
 // its own time (at least what its work took) and what it did, adding up
 // to the report's counts; the phases add up to the total, and the total is
-// the run's wall time.
+// the run's wall time. A run that completed with nothing failed knows its
+// backlog is none without counting it.
 func TestReportPhases(t *testing.T) {
 	e := storetest.NewEnv(t, inprocdb.New())
 	var purged, idle []*sessions.Session
@@ -53,7 +60,8 @@ func TestReportPhases(t *testing.T) {
 	e.Clock.Advance(61 * sessions.Day) // the deleted past their 30 days, the idle past theirs
 	sw := sweeper(e.DB.(store), e.Clock)
 	sw.PageSize = 4 // pages of each kind take turns
-	sw.Store = slowStore{store: e.DB.(store), purge: 30 * time.Millisecond, softDelete: 20 * time.Millisecond, count: 10 * time.Millisecond}
+	var counted atomic.Int32
+	sw.Store = slowStore{store: e.DB.(store), purge: 30 * time.Millisecond, softDelete: 20 * time.Millisecond, count: 10 * time.Millisecond, counted: &counted}
 	start := time.Now()
 	r := run(t, sw)
 	wall := time.Since(start)
@@ -84,13 +92,13 @@ func TestReportPhases(t *testing.T) {
 	if p := at[retention.PhaseSoftDelete].Counts; p["sessionsSoftDeleted"] != r.SoftDeleted {
 		t.Errorf("soft-delete phase counts %v; report soft-deleted %d", p, r.SoftDeleted)
 	}
-	if p := at[retention.PhaseBacklog].Counts; p == nil || p["toPurge"] != 0 || p["toSoftDelete"] != 0 {
-		t.Errorf("backlog phase counts %v", p)
+	if p := at[retention.PhaseBacklog].Counts; p == nil || p["toPurge"] != 0 || p["toSoftDelete"] != 0 || counted.Load() != 0 {
+		t.Errorf("backlog phase counts %v, after %d counts", p, counted.Load())
 	}
 	// Each phase holds its own work's time: two pages of purges, two
-	// pages of soft-deletes (a batch a user, at once), three counts.
+	// pages of soft-deletes (a batch a user, at once); the backlog none.
 	for name, least := range map[string]time.Duration{retention.PhasePurge: 2 * 30 * time.Millisecond,
-		retention.PhaseSoftDelete: 2 * 20 * time.Millisecond, retention.PhaseBacklog: 3 * 10 * time.Millisecond} {
+		retention.PhaseSoftDelete: 2 * 20 * time.Millisecond, retention.PhaseBacklog: 0} {
 		if got := time.Duration(at[name].Ms) * time.Millisecond; got < least || got > least+wall/2 {
 			t.Errorf("phase %s took %v, want at least %v (the run took %v)", name, got, least, wall)
 		}
@@ -101,5 +109,86 @@ func TestReportPhases(t *testing.T) {
 	}
 	if r.PurgeMs != at[retention.PhasePurge].Ms+at[retention.PhaseResumePurges].Ms || r.SoftDeleteMs != at[retention.PhaseSoftDelete].Ms {
 		t.Errorf("purgeMs %d, softDeleteMs %d; phases %+v", r.PurgeMs, r.SoftDeleteMs, r.Phases)
+	}
+}
+
+// failingStore fails the soft-deletes of one session.
+type failingStore struct {
+	store
+	fail string
+}
+
+func (r failingStore) UpdateSessions(ctx context.Context, userID string, ids []string, fn func(*sessions.Session) error) ([]error, error) {
+	out, err := r.store.UpdateSessions(ctx, userID, ids, func(s *sessions.Session) error {
+		if s.ID == r.fail {
+			return errs.Errorf(errs.EUNAVAILABLE, "unavailable")
+		}
+		return fn(s)
+	})
+	return out, err
+}
+
+// TestBacklogKnownOrCounted: a run that completed with nothing failed
+// says its backlog is none without counting; a run with a failure, or one
+// its budget cut short, counts what is left, and each says so rightly.
+func TestBacklogKnownOrCounted(t *testing.T) {
+	e := storetest.NewEnv(t, inprocdb.New())
+	var idle []*sessions.Session
+	for range 5 {
+		idle = append(idle, e.NewSession(t, "alice"))
+	}
+	e.Clock.Advance(31 * sessions.Day)
+	var counted atomic.Int32
+	sw := sweeper(e.DB.(store), e.Clock)
+	sw.Store = slowStore{store: failingStore{store: e.DB.(store), fail: idle[0].ID}, counted: &counted}
+	r, err := sw.Run(context.Background(), false)
+	if err != nil || !r.Complete || r.Failed != 1 || r.Backlog == nil || r.Backlog.ToSoftDelete != 1 || counted.Load() == 0 {
+		t.Fatalf("a run with a failure: %+v, %v (backlog %+v, %d counts)", r, err, r.Backlog, counted.Load())
+	}
+	counted.Store(0)
+	sw.Store = slowStore{store: e.DB.(store), counted: &counted}
+	r = run(t, sw)
+	if r.SoftDeleted != 1 || r.Backlog == nil || r.Backlog.Total() != 0 || counted.Load() != 0 || r.BacklogChange == nil || *r.BacklogChange != -1 {
+		t.Fatalf("a clean run: %+v (backlog %+v, %d counts)", r, r.Backlog, counted.Load())
+	}
+	for range 3 {
+		e.NewSession(t, "bob")
+	}
+	e.Clock.Advance(31 * sessions.Day)
+	ctx, cancel := context.WithCancel(context.Background())
+	cancel() // cut short before any work
+	r, err = sw.Run(ctx, false)
+	if err != nil || r.Complete || r.Backlog == nil || r.Backlog.ToSoftDelete != 3 || counted.Load() == 0 {
+		t.Errorf("a cut-off run: %+v, %v (backlog %+v, %d counts)", r, err, r.Backlog, counted.Load())
+	}
+}
+
+// TestPhasesBeside: a phase that runs beside the others has its own time
+// and start; the run's total is its wall time, from the phase before all
+// others to the last to end, and the phases add up to it and the overlap.
+func TestPhasesBeside(t *testing.T) {
+	at := time.Date(2026, 1, 1, 0, 0, 0, 0, time.UTC)
+	now := at
+	ms := func(n int) time.Duration { return time.Duration(n) * time.Millisecond }
+	r := &retention.Report{}
+	r.StartClock(func() time.Time { return now })
+	now = at.Add(ms(10))
+	r.Lap("a", nil)
+	now = at.Add(ms(20))
+	r.Lap("c", nil)
+	r.Beside("b", at, ms(25), 3, map[string]int{"n": 1}) // from the start, past c's end
+	now = at.Add(ms(25))
+	r.Resume() // waited for b
+	now = at.Add(ms(30))
+	r.Lap("d", nil)
+	r.Before("open", ms(5), 0, nil)
+	want := map[string][2]int64{"open": {0, 5}, "a": {5, 10}, "c": {15, 10}, "b": {5, 25}, "d": {30, 5}}
+	for _, p := range r.Phases {
+		if w := want[p.Name]; p.StartMs != w[0] || p.Ms != w[1] {
+			t.Errorf("phase %s starts at %d ms and takes %d, want %v", p.Name, p.StartMs, p.Ms, w)
+		}
+	}
+	if r.DurationMs != 35 || r.OverlapMs != 20 || r.RPCs != 3 || r.Phases[0].Name != "open" {
+		t.Errorf("total %d ms, overlap %d ms, %d round trips; phases %+v", r.DurationMs, r.OverlapMs, r.RPCs, r.Phases)
 	}
 }

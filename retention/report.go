@@ -26,14 +26,17 @@ type Report struct {
 	SessionsTrimmed int  `json:"sessionsTrimmed"`
 	MessagesDeleted int  `json:"messagesDeleted"`
 	Complete        bool `json:"complete"`
-	// DurationMs is the whole run: the sum of its Phases (from the
-	// process's start when cmd/sweep runs it, so what an operator or the
-	// scheduler waits for).
+	// DurationMs is the whole run's wall time, from its start to the end
+	// of its last phase (from the process's start when cmd/sweep runs it,
+	// so what an operator or the scheduler waits for); its Phases add up
+	// to it plus OverlapMs, the time phases run at once counted twice.
 	DurationMs      int64   `json:"durationMs"`
+	OverlapMs       int64   `json:"overlapMs"`
 	DocumentsPerSec float64 `json:"documentsPerSecond"`
 	SessionsPerSec  float64 `json:"sessionsPerSecond"` // soft-deleted and purged, over DurationMs
-	// Phases are where the run's time went, in order, each with what it
-	// did; they add up to DurationMs (see PhasePurge and the others).
+	// Phases are where the run's time went, in order, each with when it
+	// began, what it did and its round trips; they add up to DurationMs
+	// plus OverlapMs (see PhasePurge and the others).
 	Phases []Phase `json:"phases"`
 	// RPCs are the run's round trips to the store, the sum of its phases'
 	// (counted where the store's client counts them, see rpcs; 0 on the
@@ -55,6 +58,7 @@ type Report struct {
 	PlannedTrims []TrimAction `json:"plannedTrims,omitempty"`
 
 	now       func() time.Time // the run's clock, for its phases
+	origin    time.Time        // when the run started
 	lapped    time.Time        // when the last phase ended
 	rpcs      *rpcs.Counter    // the run's round trips, for its phases
 	rpcLapped int64            // rpcs at the last lap

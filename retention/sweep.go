@@ -86,8 +86,8 @@ type Sweeper struct {
 
 // NewSweeper returns a sweeper with the default policy, the system clock,
 // pages of 500 and a budget of eight minutes (Cloud Functions allow nine).
-func NewSweeper(store Store) *Sweeper {
-	return &Sweeper{Store: store, Policy: sessions.DefaultPolicy(), Now: time.Now, Budget: 8 * time.Minute, PageSize: 500}
+func NewSweeper(repo Store) *Sweeper {
+	return &Sweeper{Store: repo, Policy: sessions.DefaultPolicy(), Now: time.Now, Budget: 8 * time.Minute, PageSize: 500}
 }
 
 // Run sweeps once. Cut-off purges are finished first; then the kinds of
@@ -444,44 +444,6 @@ func isDue(s *sessions.Session, status sessions.Status, now time.Time) error {
 		return errSkip
 	}
 	return nil
-}
-
-// measureBacklog counts what is still due after the run and compares it
-// with the previous run's backlog. A failure to count is logged: the run's
-// work is done either way.
-func (sw *Sweeper) measureBacklog(ctx context.Context, r *Report, now time.Time) {
-	var b Backlog
-	var failures []error
-	for _, c := range []struct {
-		status sessions.Status
-		n      *int
-	}{{sessions.StatusActive, &b.ToSoftDelete}, {sessions.StatusArchived, &b.ToSoftDelete}, {sessions.StatusDeleted, &b.ToPurge}} {
-		n, err := sw.Store.CountExpired(ctx, c.status, now)
-		*c.n += n
-		failures = append(failures, err)
-	}
-	pending, err := sw.Store.CountPendingPurges(ctx)
-	b.PurgesPending = pending
-	failures = append(failures, err)
-	for _, k := range sw.trimKinds(now) {
-		n, err := sw.Store.CountHistoriesDue(ctx, k.q)
-		b.ToTrim += n
-		failures = append(failures, err)
-	}
-	if err := errors.Join(failures...); err != nil {
-		if sw.Log != nil {
-			sw.Log.WarnContext(ctx, "retention: could not count the backlog", "error", err.Error())
-		}
-		return
-	}
-	r.Backlog = &b
-	if prev, _, ok, err := sw.Store.LastBacklog(ctx); err == nil && ok {
-		change := b.Total() - prev
-		r.BacklogChange = &change
-	}
-	if err := sw.Store.SaveBacklog(ctx, b.Total(), now); err != nil && sw.Log != nil {
-		sw.Log.WarnContext(ctx, "retention: could not record the backlog", "error", err.Error())
-	}
 }
 
 func (sw *Sweeper) logSession(ctx context.Context, id string, err error) {

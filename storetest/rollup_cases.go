@@ -12,7 +12,7 @@ import (
 )
 
 // testRollUpStore: longterm.RollUpStore and the history in the memory
-// document. The owners of sessions updated after a moment are listed in
+// document. The sessions updated after a moment are listed, whole, in
 // pages; a stored history comes back as it was saved, and its user is
 // listed once its DueAt has come; the roll-up mark is kept.
 func testRollUpStore(t *testing.T, e *Env) {
@@ -29,18 +29,23 @@ func testRollUpStore(t *testing.T, e *Env) {
 	var users []string
 	var cursor *sessions.Cursor
 	for pages := 0; ; pages++ {
-		ids, next, err := db.UsersActiveSince(ctx, since, cursor, 1)
+		page, next, err := db.SessionsUpdatedSince(ctx, since, cursor, 1)
 		if err != nil || pages > 5 {
 			t.Fatalf("page %d: %v", pages, err)
 		}
-		users = append(users, ids...)
+		for _, s := range page {
+			if s.MessageCount != 1 || !s.UpdatedAt.After(since) {
+				t.Errorf("session updated since %v: %+v", since, s)
+			}
+			users = append(users, s.UserID)
+		}
 		if next == nil {
 			break
 		}
 		cursor = next
 	}
 	if want := []string{"alice", "bob", "alice"}; !slices.Equal(users, want) {
-		t.Errorf("users active since: %v, want %v", users, want)
+		t.Errorf("owners of the sessions updated since: %v, want %v", users, want)
 	}
 
 	at := e.Clock.Now()
