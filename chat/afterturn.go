@@ -36,8 +36,9 @@ func (a afterReply) Do(ctx context.Context) {
 	}
 }
 
-// afterTurn does what must not delay the reply: it names the session after
-// its first exchange (unless its user named it), learns long-term memory
+// afterTurn does what must not delay the reply: it indexes the exchange
+// for search, names the session after its first exchange (unless its user
+// named it), learns long-term memory
 // and folds old messages into the summary when the session needs it, and
 // charges the model tokens of all that to the user (through a Metered
 // model). Failures are logged; the next turn tries again.
@@ -54,6 +55,13 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 		svc.chargeAfter(ctx, res.Session.UserID, res.Session.ID, Day(res.Reply.CreatedAt), meter.Tokens())
 	}()
 	s := res.Session
+	// The exchange is searchable first: a user may search for it at once.
+	if svc.Indexer != nil {
+		charged, _ := WithMeter(ctx) // charged with the reply (see finish)
+		if err := svc.index(charged, s, res); err != nil {
+			svc.logError(ctx, "embedding the exchange for search failed", s.ID, err)
+		}
+	}
 	if s.TitleSource == sessions.TitleDefault && svc.Titler != nil {
 		if err := svc.title(ctx, s, res); err != nil {
 			svc.logError(ctx, "title generation failed", s.ID, err)
@@ -64,12 +72,6 @@ func (svc *Service) afterTurn(ctx context.Context, res *TurnResult) {
 		// Preconditions (nothing learned, opted out) are outcomes.
 		if err != nil && errs.CodeOf(err) != errs.EPRECONDITION {
 			svc.logError(ctx, "learning long-term memory failed", s.ID, err)
-		}
-	}
-	if svc.Indexer != nil {
-		charged, _ := WithMeter(ctx) // charged with the reply (see finish)
-		if err := svc.index(charged, s, res); err != nil {
-			svc.logError(ctx, "embedding the exchange for search failed", s.ID, err)
 		}
 	}
 	fixed := svc.fixed(s) + res.memoryTokens // as the turn counted it
