@@ -13,7 +13,9 @@ import (
 // TestLiveFactsApart: a memory document written before the live facts had
 // a document of their own (users/{uid}/memory/facts) is read whole, facts
 // included, and its next save moves them there, even a save that keeps
-// them as they are; after it the memory document holds none.
+// them as they are; after it the memory document holds none. Written
+// before saves kept whether superseded facts were filed, it may have
+// some, and says so after its save too.
 func TestLiveFactsApart(t *testing.T) {
 	ctx := context.Background()
 	db, client := open(t)
@@ -25,8 +27,8 @@ func TestLiveFactsApart(t *testing.T) {
 		t.Fatal(err)
 	}
 	u := storetest.Must[*longterm.User](t)(db.GetUser(ctx, "carol"))
-	if u.Partial || len(u.Facts) != 1 || u.Facts[0].Content != "Carol rows." {
-		t.Fatalf("an earlier layout's memory read: partial %v, facts %+v", u.Partial, u.Facts)
+	if u.Partial || len(u.Facts) != 1 || u.Facts[0].Content != "Carol rows." || !u.Filed {
+		t.Fatalf("an earlier layout's memory read: partial %v, facts %+v, filed %v", u.Partial, u.Facts, u.Filed)
 	}
 	u.Profile.Focus = longterm.ProfileField{Text: "Rowing."}
 	if err := db.SaveMemory(ctx, "carol", 1, u, longterm.Change{KeepFacts: true}); err != nil {
@@ -38,7 +40,7 @@ func TestLiveFactsApart(t *testing.T) {
 	}
 	live := storetest.Must[[]longterm.Fact](t)(db.LiveFacts(ctx, "carol"))
 	got := storetest.Must[*longterm.User](t)(db.GetUser(ctx, "carol"))
-	if len(live) != 1 || live[0].Content != "Carol rows." || len(got.Facts) != 1 || got.Version != 2 || got.Profile.Focus.Text != "Rowing." {
+	if len(live) != 1 || live[0].Content != "Carol rows." || len(got.Facts) != 1 || got.Version != 2 || got.Profile.Focus.Text != "Rowing." || !got.Filed {
 		t.Errorf("after the save: live facts %+v; read %+v", live, got)
 	}
 	// A user with no memory has no facts, and a read of them is no error.

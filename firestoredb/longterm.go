@@ -52,8 +52,12 @@ type memoryUserDoc struct {
 	// roll-up queries.
 	History      longterm.History `firestore:"history"`
 	HistoryDueAt *time.Time       `firestore:"historyDueAt"`
-	Version      int64            `firestore:"version"`
-	UpdatedAt    time.Time        `firestore:"updatedAt"`
+	// Filed is whether superseded facts may be in the facts
+	// subcollection: set by the first save that files one, never unset
+	// (a document written before it was kept, without it, may have some).
+	Filed     *bool     `firestore:"filed"`
+	Version   int64     `firestore:"version"`
+	UpdatedAt time.Time `firestore:"updatedAt"`
 }
 
 type factDoc struct {
@@ -133,7 +137,7 @@ func decodeMemoryUser(snap *firestore.DocumentSnapshot, userID string) (*longter
 	u := &longterm.User{UserID: userID, Disabled: d.Disabled, Block: d.Block, BlockTokens: d.BlockTokens,
 		BlockCut: d.BlockCut, StableAt: d.StableAt.UTC(), VectorModel: d.VectorModel, Version: d.Version, UpdatedAt: d.UpdatedAt.UTC(),
 		Profile: longterm.Profile{Work: lp(d.Work), Personal: lp(d.Personal), Focus: lp(d.Focus)}, History: historyUTC(d.History),
-		Partial: d.Facts == nil}
+		Partial: d.Facts == nil, Filed: d.Filed == nil || *d.Filed}
 	for _, f := range d.Facts {
 		u.Facts = append(u.Facts, fromFactDoc(f))
 	}
@@ -197,12 +201,14 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 			return err
 		}
 		snap := snaps[len(c.Sources)]
-		cur, inline := int64(0), false
+		cur, inline, filed := int64(0), false, len(c.File) > 0
 		if snap.Exists() {
 			v, _ := snap.DataAt("version")
 			cur, _ = v.(int64)
 			_, err := snap.DataAt("facts")
 			inline = err == nil // an earlier layout's: moved now
+			was, err := snap.DataAt("filed")
+			filed = filed || err != nil || was != false // absent: written before it was kept
 		}
 		if cur != version {
 			return errs.Errorf(errs.ECONFLICT, "memory changed meanwhile")
@@ -223,7 +229,7 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 		d := memoryUserDoc{UserID: userID, Disabled: u.Disabled, Work: u.Profile.Work, Personal: u.Profile.Personal,
 			Focus: u.Profile.Focus, Block: u.Block, BlockTokens: u.BlockTokens, BlockCut: u.BlockCut, StableAt: u.StableAt, VectorModel: u.VectorModel,
 			Version: version + 1, UpdatedAt: u.UpdatedAt,
-			History: u.History, HistoryDueAt: orNull(u.History.DueAt(u.UpdatedAt))}
+			History: u.History, HistoryDueAt: orNull(u.History.DueAt(u.UpdatedAt)), Filed: &filed}
 		if err := tx.Set(ref, d); err != nil {
 			return err
 		}

@@ -17,6 +17,7 @@ func (db *DB) GetUser(_ context.Context, userID string) (*longterm.User, error) 
 	}
 	u.Facts = append([]longterm.Fact(nil), u.Facts...)
 	u.History = u.History.Clone()
+	u.Filed = len(db.facts[userID]) > 0
 	return &u, nil
 }
 

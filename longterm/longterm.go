@@ -127,6 +127,11 @@ type User struct {
 	// without its live facts, which are a document of their own (see
 	// Store.LiveFacts).
 	Partial bool `json:"-"`
+	// Filed tells that superseded facts may be filed apart (see
+	// Store.ListSuperseded): false only when the store knows there are
+	// none, so that forgetting a purged session's facts lists them only
+	// for a user who has some.
+	Filed bool `json:"-"`
 }
 
 // clone returns a copy of u that changes to its facts and profile leave u

@@ -107,9 +107,11 @@ func (svc *Service) ForgetSessions(ctx context.Context, userID string, sessionID
 	if u.Version == 0 {
 		return nil // the user has no memory (every save writes the document)
 	}
-	old, err := svc.Store.ListSuperseded(ctx, userID)
-	if err != nil {
-		return err
+	var old []Fact
+	if u.Filed { // else there are none to list (a query a user, each purge's)
+		if old, err = svc.Store.ListSuperseded(ctx, userID); err != nil {
+			return err
+		}
 	}
 	var c Change
 	for _, f := range old {

@@ -164,3 +164,53 @@ func TestForgetSessionsAtOnce(t *testing.T) {
 		}
 	})
 }
+
+// listCounting counts the listings of superseded facts.
+type listCounting struct {
+	store
+	listed int
+}
+
+func (c *listCounting) ListSuperseded(ctx context.Context, userID string) ([]longterm.Fact, error) {
+	c.listed++
+	return c.store.ListSuperseded(ctx, userID)
+}
+
+// TestForgetListsOnlyFiled: forgetting purged sessions lists a user's
+// superseded facts only once some were filed (a query a user and page of
+// purges, saved for every user who has none), and then forgets them too.
+func TestForgetListsOnlyFiled(t *testing.T) {
+	forBoth(t, func(t *testing.T, e *env) {
+		ctx := context.Background()
+		counted := &listCounting{store: e.DB.(store)}
+		e.lt.Store = counted
+		one := e.NewSession(t, "alice")
+		e.model.extract = func(string) string { return extraction(nil, fact{"The user lives in Berlin.", "personal", 0.9}) }
+		e.converse(t, one, 6, "first session")
+		if u, _ := e.DB.(store).GetUser(ctx, "alice"); u.Version == 0 || u.Filed {
+			t.Fatalf("a memory without superseded facts: version %d, filed %v", u.Version, u.Filed)
+		}
+		if err := e.lt.ForgetSessions(ctx, "alice", []string{"another"}); err != nil || counted.listed != 0 {
+			t.Fatalf("forgetting listed superseded facts %d times (%v), with none filed", counted.listed, err)
+		}
+		berlin := e.live(t, "alice")[0]
+		two := e.NewSession(t, "alice")
+		e.model.extract = func(string) string { return extraction(nil, fact{"The user lives in Oslo now.", "personal", 0.9}) }
+		e.model.resolve = func(string) string {
+			return fmt.Sprintf(`{"decisions":[{"candidate":1,"decision":"contradicts","existing":%q}]}`, berlin.ID)
+		}
+		e.converse(t, two, 6, "second session")
+		if u, _ := e.DB.(store).GetUser(ctx, "alice"); !u.Filed {
+			t.Fatal("a memory with a superseded fact filed says it has none")
+		}
+		if old, _ := e.DB.(store).ListSuperseded(ctx, "alice"); len(old) != 1 {
+			t.Fatalf("superseded facts: %+v", old)
+		}
+		if err := e.lt.ForgetSessions(ctx, "alice", []string{one.ID}); err != nil || counted.listed != 1 {
+			t.Fatalf("forgetting listed superseded facts %d times (%v), want once", counted.listed, err)
+		}
+		if old, _ := e.DB.(store).ListSuperseded(ctx, "alice"); len(old) != 0 {
+			t.Errorf("a superseded fact learned only in the forgotten session stays: %+v", old)
+		}
+	})
+}
