@@ -201,15 +201,8 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 			return err
 		}
 		snap := snaps[len(c.Sources)]
-		cur, inline, filed := int64(0), false, len(c.File) > 0
-		if snap.Exists() {
-			v, _ := snap.DataAt("version")
-			cur, _ = v.(int64)
-			_, err := snap.DataAt("facts")
-			inline = err == nil // an earlier layout's: moved now
-			was, err := snap.DataAt("filed")
-			filed = filed || err != nil || was != false // absent: written before it was kept
-		}
+		cur, inline, filed := memoryAsStored(snap)
+		filed = filed || len(c.File) > 0
 		if cur != version {
 			return errs.Errorf(errs.ECONFLICT, "memory changed meanwhile")
 		}
@@ -244,6 +237,21 @@ func (db *DB) SaveMemory(ctx context.Context, userID string, version int64, u *l
 		}
 		return tx.Set(db.liveFactsRef(userID), live)
 	})
+}
+
+// memoryAsStored is what a save needs of the memory document as stored (snap):
+// its version, whether it holds the live facts itself (an earlier
+// layout's: the save moves them), and whether superseded facts may be
+// filed (a document written before it kept that may have some).
+func memoryAsStored(snap *firestore.DocumentSnapshot) (version int64, inline, filed bool) {
+	if !snap.Exists() {
+		return 0, false, false
+	}
+	v, _ := snap.DataAt("version")
+	version, _ = v.(int64)
+	_, err := snap.DataAt("facts")
+	was, absent := snap.DataAt("filed")
+	return version, err == nil, absent != nil || was != false
 }
 
 // recordStart records userID as seen at at in tx if their memory

@@ -192,3 +192,51 @@ func TestPhasesBeside(t *testing.T) {
 		t.Errorf("total %d ms, overlap %d ms, %d round trips; phases %+v", r.DurationMs, r.OverlapMs, r.RPCs, r.Phases)
 	}
 }
+
+// meetingStore holds each kind's first query of due sessions until all
+// three have started, or a while has passed.
+type meetingStore struct {
+	store
+	started chan struct{}
+	met     atomic.Int32 // first queries that met the others
+}
+
+func (m *meetingStore) ExpiredSessions(ctx context.Context, st sessions.Status, now time.Time, after *retention.Cursor, limit int) ([]*sessions.Session, error) {
+	if after == nil {
+		m.started <- struct{}{}
+		deadline := time.Now().Add(2 * time.Second)
+		for len(m.started) < cap(m.started) && time.Now().Before(deadline) {
+			time.Sleep(time.Millisecond)
+		}
+		if len(m.started) == cap(m.started) {
+			m.met.Add(1)
+		}
+	}
+	return m.store.ExpiredSessions(ctx, st, now, after, limit)
+}
+
+// TestQueriesAhead: each kind's first query of due sessions starts as the
+// run starts, at once with the others, not when the kinds before it have
+// had their turn; the run does the same work.
+func TestQueriesAhead(t *testing.T) {
+	e := storetest.NewEnv(t, inprocdb.New())
+	ctx := context.Background()
+	idle, archived, deleted := e.NewSession(t, "alice"), e.NewSession(t, "alice"), e.NewSession(t, "bob")
+	if _, err := e.Sessions.Archive(ctx, "alice", archived.ID); err != nil {
+		t.Fatal(err)
+	}
+	if _, err := e.Sessions.Delete(ctx, "bob", deleted.ID); err != nil {
+		t.Fatal(err)
+	}
+	e.Clock.Advance(91 * sessions.Day)
+	sw := sweeper(e.DB.(store), e.Clock)
+	m := &meetingStore{store: e.DB.(store), started: make(chan struct{}, 3)}
+	sw.Store = m
+	r := run(t, sw)
+	if m.met.Load() < 3 || r.Purged != 1 || r.SoftDeleted != 2 {
+		t.Errorf("%d first queries met the others (want 3); purged %d, soft-deleted %d", m.met.Load(), r.Purged, r.SoftDeleted)
+	}
+	if s := status(t, e, idle); s != "deleted" {
+		t.Errorf("the idle session is %s", s)
+	}
+}

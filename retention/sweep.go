@@ -115,12 +115,13 @@ func (sw *Sweeper) Run(ctx context.Context, dryRun bool) (*Report, error) {
 	for _, name := range []string{PhaseResumePurges, PhasePurge, PhaseSoftDelete, PhaseTrim} {
 		r.AddPhase(name, 0, r.since(r.counters(), phaseCounts(name, dryRun)...)) // every phase shown, in order
 	}
-	err := sw.lap(r, PhaseResumePurges, func() error { return sw.resumePurges(ctx, r, dryRun, out) })
 	kinds := []*work{
 		{status: sessions.StatusDeleted, action: sessions.ActionPurge},
 		{status: sessions.StatusActive, action: sessions.ActionDelete},
 		{status: sessions.StatusArchived, action: sessions.ActionDelete},
 	}
+	defer sw.ahead(ctx, kinds, now)()
+	err := sw.lap(r, PhaseResumePurges, func() error { return sw.resumePurges(ctx, r, dryRun, out) })
 	trims := sw.trimKinds(now)
 	for left := 1; err == nil && left > 0; {
 		left = 0
@@ -234,7 +235,7 @@ func (sw *Sweeper) page(ctx context.Context, r *Report, now time.Time, k *work, 
 	if out() {
 		return errOutOfTime
 	}
-	page, err := sw.next(ctx, k, now)
+	page, err := sw.next(ctx, r, k, now)
 	if err != nil {
 		return err
 	}
@@ -324,6 +325,10 @@ type work struct {
 	queued    []*sessions.Session // found due and not handled yet
 	exhausted bool                // no more due sessions past cursor
 	done      bool
+	// found is the outcome of the kind's first query, started ahead (see
+	// ahead), and rpcs its round trips; nil once waited for.
+	found chan error
+	rpcs  *rpcs.Counter
 }
 
 // queryPages is how many pages of due sessions one query finds: a query
@@ -333,27 +338,68 @@ type work struct {
 // page at a time, each kind in turn.
 const queryPages = 10
 
-// next returns k's next page of due sessions at now, querying for
-// queryPages pages when none is queued.
-func (sw *Sweeper) next(ctx context.Context, k *work, now time.Time) ([]*sessions.Session, error) {
-	if len(k.queued) == 0 && !k.exhausted {
-		found, err := sw.Store.ExpiredSessions(ctx, k.status, now, k.cursor, queryPages*sw.pageSize())
+// ahead starts every kind's first query at once, as the run starts: each
+// kind's first page then waits only for what is left of its own query,
+// not for the kinds before it to have their turn (on the emulator, each
+// query a scan of every session). The sessions found are handled as they
+// would be had the query run later: now is the run's, and every change
+// checks its session again. The function it returns waits for the
+// queries the run did not wait for.
+func (sw *Sweeper) ahead(ctx context.Context, kinds []*work, now time.Time) func() {
+	for _, k := range kinds {
+		k.found = make(chan error, 1)
+		var qctx context.Context
+		qctx, k.rpcs = rpcs.With(ctx) // added to its phase when waited for
+		go func() { k.found <- sw.query(qctx, k, now) }()
+	}
+	return func() {
+		for _, k := range kinds {
+			if k.found != nil {
+				<-k.found
+			}
+		}
+	}
+}
+
+// next returns k's next page of due sessions at now: after its first
+// query (started ahead) is done, querying for queryPages pages when none
+// is queued.
+func (sw *Sweeper) next(ctx context.Context, r *Report, k *work, now time.Time) ([]*sessions.Session, error) {
+	if k.found != nil {
+		err := <-k.found
+		k.found = nil
+		r.phase(k.phase()).RPCs += k.rpcs.Load()
 		if err != nil {
 			return nil, err
 		}
-		if len(found) < queryPages*sw.pageSize() {
-			k.exhausted = true
-		} else {
-			last := found[len(found)-1]
-			k.cursor = &Cursor{ExpiresAt: last.ExpiresAt, ID: last.ID}
+	}
+	if len(k.queued) == 0 && !k.exhausted {
+		if err := sw.query(ctx, k, now); err != nil {
+			return nil, err
 		}
-		k.queued = found
 	}
 	n := min(sw.pageSize(), len(k.queued))
 	page := k.queued[:n]
 	k.queued = k.queued[n:]
 	k.done = k.exhausted && len(k.queued) == 0
 	return page, nil
+}
+
+// query finds up to queryPages pages of k's due sessions at now, after its
+// cursor, and queues them.
+func (sw *Sweeper) query(ctx context.Context, k *work, now time.Time) error {
+	found, err := sw.Store.ExpiredSessions(ctx, k.status, now, k.cursor, queryPages*sw.pageSize())
+	if err != nil {
+		return err
+	}
+	if len(found) < queryPages*sw.pageSize() {
+		k.exhausted = true
+	} else {
+		last := found[len(found)-1]
+		k.cursor = &Cursor{ExpiresAt: last.ExpiresAt, ID: last.ID}
+	}
+	k.queued = found
+	return nil
 }
 
 var errOutOfTime = errors.New("retention: out of time")
