@@ -33,8 +33,8 @@ type Jobs struct {
 // run: its start, configuration and clients (see retention.Report.Before).
 const PhaseOpen = retention.PhaseOpen
 
-// Sweep runs the after-turn jobs left due and the retention sweep (see
-// retention.Sweeper.Run), and at once beside them the deleted-account
+// Sweep runs the retention sweep (see retention.Sweeper.Run), and at once
+// beside it the after-turn jobs left due, and the deleted-account
 // backstop and then the roll-up of histories (see besideRetention), then
 // the sweep of unreferenced uploads; it records its progress and backlog
 // as metrics (a dry run records nothing and runs only the sweep). The
@@ -47,16 +47,14 @@ func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 		beside = make(chan besideReport, 1)
 		go func(ctx context.Context) { beside <- a.besideRetention(ctx, start) }(ctx)
 	}
-	ctx, counted := rpcs.With(ctx) // the retention's phases' round trips (the goroutine's ctx is its own)
-	var jobs chat.JobsReport
-	if !dry {
-		jobs = a.RunDueJobs(ctx)
-	}
-	jobsRPCs := counted.Load()
+	jobs := make(chan dueJobsReport, 1)
+	go func(ctx context.Context) { jobs <- a.dueJobs(ctx, dry) }(ctx)
+	ctx, _ = rpcs.With(ctx) // the retention's phases' round trips (the goroutines' ctx is their own)
 	report, err := a.Sweeper.Run(ctx, dry)
-	// The jobs ran from start until the sweep's clock started: the run
-	// starts with them, at start, as the phases beside it do.
-	report.Before(retention.PhaseDueJobs, report.Started().Sub(start), jobsRPCs, map[string]int{"found": jobs.Found, "ran": jobs.Ran, "held": jobs.Held, "failed": jobs.Failed})
+	// The jobs ran from start, beside the retention work: the run starts
+	// with them, as the phases beside it do.
+	j := <-jobs
+	report.First(retention.PhaseDueJobs, start, j.took, j.rpcs, map[string]int{"found": j.Found, "ran": j.Ran, "held": j.Held, "failed": j.Failed})
 	if dry {
 		report.Lap(retention.PhaseBackstop, nil)
 		report.Lap(retention.PhaseRollUp, nil)
@@ -70,6 +68,28 @@ func (a *App) Sweep(ctx context.Context, dry bool) (*retention.Report, error) {
 	report.Lap(retention.PhaseAttachments, a.sweepFiles(ctx))
 	a.Edge.Metrics.Sweep(ctx, report)
 	return report, err
+}
+
+// dueJobsReport is what the after-turn jobs left due did, their time and
+// round trips.
+type dueJobsReport struct {
+	chat.JobsReport
+	took time.Duration
+	rpcs int64
+}
+
+// dueJobs runs the after-turn jobs left due (none in a dry run), counting
+// its own round trips. They run at once with the retention work: a job
+// of a session a purge deletes meanwhile is dropped, as every change a job
+// makes reads its session, or its job, in its transaction.
+func (a *App) dueJobs(ctx context.Context, dry bool) dueJobsReport {
+	start := time.Now()
+	if dry {
+		return dueJobsReport{}
+	}
+	ctx, counted := rpcs.With(ctx)
+	r := a.RunDueJobs(ctx)
+	return dueJobsReport{JobsReport: r, took: time.Since(start), rpcs: counted.Load()}
 }
 
 // besideReport is what ran beside the retention work, with its times and

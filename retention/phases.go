@@ -88,9 +88,22 @@ func (r *Report) Before(name string, d time.Duration, rpcs int64, counts map[str
 	if r.now == nil {
 		r.StartClock(nil)
 	}
+	r.First(name, r.origin.Add(-d), d, rpcs, counts)
+}
+
+// First adds a phase that began at began and took d, before the others
+// or at once with them (the after-turn jobs, beside the retention work),
+// in front of them, with the round trips it made; the run started no
+// later than it.
+func (r *Report) First(name string, began time.Time, d time.Duration, rpcs int64, counts map[string]int) {
+	if r.now == nil {
+		r.StartClock(nil)
+	}
 	r.Phases = slices.Insert(r.Phases, 0, Phase{Name: name, RPCs: rpcs})
-	r.origin = r.origin.Add(-d) // the run started earlier, with this phase
-	r.span(name, r.origin, r.origin.Add(d))
+	if began.Before(r.origin) {
+		r.origin = began
+	}
+	r.span(name, began, began.Add(d))
 	r.AddPhase(name, d, counts)
 }
 

@@ -191,6 +191,17 @@ func TestPhasesBeside(t *testing.T) {
 	if r.DurationMs != 35 || r.OverlapMs != 20 || r.RPCs != 3 || r.Phases[0].Name != "open" {
 		t.Errorf("total %d ms, overlap %d ms, %d round trips; phases %+v", r.DurationMs, r.OverlapMs, r.RPCs, r.Phases)
 	}
+	// A first phase beside the others (the after-turn jobs) goes in front
+	// of them, from the run's start, with its own time.
+	r = &retention.Report{}
+	now = at
+	r.StartClock(func() time.Time { return now })
+	now = at.Add(ms(10))
+	r.Lap("a", nil)
+	r.First("jobs", at, ms(15), 2, nil)
+	if p := r.Phases[0]; p.Name != "jobs" || p.StartMs != 0 || p.Ms != 15 || r.DurationMs != 15 || r.OverlapMs != 10 || r.RPCs != 2 {
+		t.Errorf("a first phase beside: %+v; total %d ms, overlap %d ms", r.Phases, r.DurationMs, r.OverlapMs)
+	}
 }
 
 // meetingStore holds each kind's first query of due sessions until all
