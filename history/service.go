@@ -232,22 +232,6 @@ func (svc *Service) appendTo(cur *sessions.Session, t *Tail, msgs []Message, tot
 	return out, nil
 }
 
-// BudgetFor returns the context budget of s in tokens, never more than
-// the context size of its model.
-func (svc *Service) BudgetFor(s *sessions.Session) int {
-	size := ContextSize(s.Model)
-	if svc.ContextSize != nil {
-		size = svc.ContextSize(s.Model)
-	}
-	switch {
-	case s.Context.BudgetTokens > 0:
-		return min(s.Context.BudgetTokens, size)
-	case svc.DefaultBudget > 0:
-		return min(svc.DefaultBudget, size)
-	}
-	return size * 3 / 4
-}
-
 func sameBatch(stored []Message, drafts []Draft) bool {
 	if len(stored) != len(drafts) {
 		return false

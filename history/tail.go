@@ -3,8 +3,6 @@ package history
 import (
 	"slices"
 	"time"
-
-	"github.com/chatmemory/backend/sessions"
 )
 
 // Tail is what a session stores to build its context from (the "context"
@@ -25,15 +23,6 @@ type Tail struct {
 // tail in bounded pages and writes only the pages an append changes; this
 // cap bounds how many pages a tail spans.
 const MaxTailBytes = 400 << 10
-
-// Complete reports whether the tail holds the whole active branch of s.
-func (t *Tail) Complete(s *sessions.Session) bool {
-	first := s.Path().From(s.Bookkeeping.HistoryFrom) // messages before HistoryFrom are gone
-	if len(t.Messages) == 0 {
-		return first < 0
-	}
-	return t.Messages[0].Seq == first
-}
 
 // add appends msgs and drops the oldest messages while the tail holds more
 // than keep tokens or MaxTailBytes. Tool results are dropped with the call
