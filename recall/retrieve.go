@@ -6,7 +6,155 @@ import (
 	"errors"
 	"slices"
 	"sync"
+	"unicode/utf8"
+
+	"github.com/chatmemory/backend/sessions"
 )
+
+// EmbedQuery embeds a turn's message for Recall (a turn starts it beside
+// its first read).
+func (svc *Service) EmbedQuery(ctx context.Context, text string) ([]float32, error) {
+	v, err := svc.Embedder.Embed(ctx, []string{clip(text, maxEmbedChars)})
+	if err != nil {
+		return nil, err
+	}
+	return v[0], nil
+}
+
+// Scope is where a recall looks.
+type Scope struct {
+	// All looks in every active and archived session of the user, not
+	// only in the turn's.
+	All bool
+	// Known, if not nil, is the user's Visibility as the turn read it (its
+	// deleted sessions and the messages off each session's active branch):
+	// a recall from all sessions then reads nothing more. Nil: it reads
+	// the Visibility beside its queries.
+	Known *Visibility
+}
+
+// recallPerTerm is how many units a turn's recall reads for each term of
+// its message.
+const recallPerTerm = 10
+
+// Recall returns up to k of the user's units most relevant to a turn's
+// message text (embedded as v), each with its session's title as it is
+// now, as search finds them (by words and by meaning, fused): in session s
+// only, or (scope.All) in every active and
+// archived session of the user, on each session's active branch; never
+// another user's or a deleted session's. Both legs run beside each other:
+// the turn waits for one round trip of the store after the embedding, as
+// it did for the vector query alone.
+func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string, v []float32, scope Scope, k int) ([]Unit, error) {
+	// Twice k: room for those the filters drop (each is a billed read).
+	// The same retrieval as a search's: the best units for the message
+	// by words (a query a term, beside the counts), not the first.
+	r := retrieval{userID: s.UserID, sessionID: s.ID, text: text, vector: v, k: 2 * k, perTerm: recallPerTerm}
+	if scope.All {
+		r.sessionID, r.visibility = "", scope.Known == nil
+	}
+	got, err := svc.retrieve(ctx, r)
+	if err != nil {
+		return nil, err
+	}
+	if err := svc.withTitles(ctx, got.found); err != nil {
+		return nil, err
+	}
+	known := got.visibility
+	if scope.Known != nil {
+		known = *scope.Known
+	}
+	view := known.view()
+	var out []Unit
+	for _, f := range got.found {
+		x := f.hit.Unit
+		if x.Question.ID == "" && x.Reply.ID == "" {
+			continue // a tool round's results alone: search shows them, a turn's context does not
+		}
+		switch title, ok := titleOf(f.hit, s.UserID); {
+		case x.UserID != s.UserID:
+			continue
+		case x.SessionID == s.ID: // as the turn read it: its active branch only
+			if !onPath(s.Path(), x) {
+				continue // another branch's
+			}
+			x.SessionTitle = s.Title
+		case !ok || !view.shows(x):
+			continue
+		default:
+			x.SessionTitle = title
+		}
+		out = append(out, x)
+		if len(out) == k {
+			break
+		}
+	}
+	return out, nil
+}
+
+// view is a Visibility ready to ask, by session id.
+type view struct {
+	deleted, archived map[string]bool
+	off               map[string]sessions.Path
+}
+
+func (v Visibility) view() view {
+	out := view{deleted: map[string]bool{}, archived: map[string]bool{}, off: v.OffPath}
+	for _, id := range v.Deleted {
+		out.deleted[id] = true
+	}
+	for _, id := range v.Archived {
+		out.archived[id] = true
+	}
+	return out
+}
+
+// shows reports whether x is in a session not deleted, on its active
+// branch.
+func (v view) shows(x Unit) bool {
+	if v.deleted[x.SessionID] {
+		return false
+	}
+	off := v.off[x.SessionID]
+	for _, m := range slices.Concat([]Excerpt{x.Question, x.Reply}, x.Tools) {
+		if m.ID != "" && off.Contains(m.Seq) {
+			return false
+		}
+	}
+	return true
+}
+
+// status is the status of session id, not deleted.
+func (v view) status(id string) sessions.Status {
+	if v.archived[id] {
+		return sessions.StatusArchived
+	}
+	return sessions.StatusActive
+}
+
+// titleOf is the title of h's session: the one its unit carries, else
+// (a unit stored before units carried it) that of its session as read,
+// if userID's and not deleted; false if none.
+func titleOf(h Hit, userID string) (string, bool) {
+	if t := h.Unit.SessionTitle; t != "" {
+		return t, true
+	}
+	s := h.Session
+	if s == nil || s.UserID != userID || s.Status == sessions.StatusDeleted {
+		return "", false
+	}
+	return s.Title, true
+}
+
+// onPath reports whether x's messages are on path.
+func onPath(p sessions.Path, x Unit) bool {
+	for _, m := range slices.Concat([]Excerpt{x.Question, x.Reply}, x.Tools) {
+		if m.ID != "" && !p.Contains(m.Seq) {
+			return false
+		}
+	}
+	return true
+}
 
 // retrieval is what a search or a recall looks for.
 type retrieval struct {
@@ -215,3 +363,93 @@ func candidates(lexical, near []Hit) []Hit {
 	}
 	return out
 }
+
+func clip(s string, n int) string {
+	if len(s) <= n {
+		return s
+	}
+	for n > 0 && !utf8.RuneStart(s[n]) {
+		n--
+	}
+	return s[:n]
+}
+
+// Fusion is how a retrieval fuses its two legs' rankings: by weighted
+// reciprocal rank (a unit ranked r-th, from 1, by a leg adds the leg's
+// weight / (K + r)), the meaning leg's weight lowered to Damped when the
+// words leg is confident: its first unit holds at least Confident of the
+// query's weight (the summed IDF of its terms). Ties go to the unit the
+// words leg ranks higher, then to the one meaning ranks higher. Fusing
+// ranks needs no calibration between BM25's scores and cosine
+// similarities, which live on unrelated scales; the weights and the gate
+// were chosen on the dev part of the conversation fixture (docs/search.md).
+type Fusion struct {
+	K              float64
+	Words, Meaning float64
+	Confident      float64 // 0: never confident
+	Damped         float64
+}
+
+// fusion is the service's fusion, DefaultFusion unless it sets one.
+func (svc *Service) fusion() Fusion {
+	if svc.Fusion == (Fusion{}) {
+		return DefaultFusion
+	}
+	return svc.Fusion
+}
+
+// fuse ranks the units of both legs (each best first); coverage is the
+// share of the query's weight the words leg's first unit holds.
+func (f Fusion) fuse(words, meaning []Hit, coverage float64) []fused {
+	wm := f.Meaning
+	if f.Confident > 0 && coverage >= f.Confident {
+		wm = f.Damped
+	}
+	byID := map[string]*fused{}
+	var order []*fused
+	add := func(hits []Hit, weight float64, leg func(*fused, int)) {
+		for r, h := range hits {
+			id := h.Unit.ID()
+			x, ok := byID[id]
+			if !ok {
+				x = &fused{hit: h, wordsRank: len(words), meaningRank: len(meaning)}
+				byID[id], order = x, append(order, x)
+			}
+			x.score += weight / (f.K + float64(r+1))
+			leg(x, r)
+		}
+	}
+	add(words, f.Words, func(x *fused, r int) { x.words, x.wordsRank = true, r })
+	add(meaning, wm, func(x *fused, r int) { x.meaning, x.meaningRank = true, r })
+	slices.SortStableFunc(order, func(a, b *fused) int {
+		return cmp.Or(cmp.Compare(b.score, a.score), cmp.Compare(a.wordsRank, b.wordsRank), cmp.Compare(a.meaningRank, b.meaningRank))
+	})
+	out := make([]fused, len(order))
+	for i, x := range order {
+		out[i] = *x
+	}
+	return out
+}
+
+// coverage is the share of the weight of the query's terms (their IDF)
+// that the first of the units words ranks holds; 0 if it found none.
+func (c Corpus) coverage(terms []string, words []Hit) float64 {
+	if len(words) == 0 {
+		return 0
+	}
+	var all, held float64
+	for _, t := range terms {
+		w := c.idf(t)
+		all += w
+		if words[0].Unit.Bag.TF[t] > 0 {
+			held += w
+		}
+	}
+	if all == 0 {
+		return 0
+	}
+	return held / all
+}
+
+// DefaultFusion is the fusion calibrated on the dev part.
+var DefaultFusion = Fusion{K: 10, Words: 1, Meaning: 1, Confident: 0.6}
