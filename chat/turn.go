@@ -155,13 +155,6 @@ type turnPlan struct {
 	embedEarly bool
 }
 
-// prompt is what the model is sent: the context built, with the memory
-// block (and the recalled excerpts) in it.
-type prompt struct {
-	context *history.Context
-	memory  memoryBlock
-}
-
 // answered is the model's answer as the turn stores it, with what the
 // service reported of it.
 type answered struct {
@@ -323,28 +316,6 @@ func (svc *Service) answer(ctx context.Context, plan *turnPlan, st *TurnState, r
 		}}}, nil
 }
 
-// prompt builds what the model is sent for the user's message: the
-// session's context with the memory block, and the recalled excerpts
-// when they fit, within the budget the tools' definitions (of toolTokens)
-// leave. The message must be in it.
-func (svc *Service) prompt(ctx context.Context, st *TurnState, user history.Message, recall *recaller, toolTokens int) (prompt, error) {
-	mem := svc.memoryFor(ctx, recall, st.Memory, st.Session.ID)
-	built, err := svc.build(st.Session, st.Tail, mem, toolTokens)
-	if err != nil {
-		return prompt{}, err
-	}
-	if text, n := svc.recallBlock(ctx, recall, st.Session, built); n > 0 {
-		mem = mem.with(text, n)
-		if built, err = svc.build(st.Session, st.Tail, mem, toolTokens); err != nil {
-			return prompt{}, err
-		}
-	}
-	if !contains(built.Messages, user.Seq) {
-		return prompt{}, errs.Errorf(errs.EINVALID, "the message does not fit the model's context budget of %d tokens", built.Budget)
-	}
-	return prompt{context: built, memory: mem}, nil
-}
-
 // storeReply stores the reply in the commit that finishes the turn (see
 // finish). Whether or not the reply was stored when that fails, the turn
 // gives its lease back (if the reply was stored, the lease went with it):
@@ -438,13 +409,4 @@ func (svc *Service) newSessionID(req TurnRequest) string {
 		return ids.New()
 	}
 	return ids.Derive(20, "session", req.UserID, req.ClientMessageID)
-}
-
-func contains(msgs []history.Message, seq int) bool {
-	for _, m := range msgs {
-		if m.Seq == seq {
-			return true
-		}
-	}
-	return false
 }
