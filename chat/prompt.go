@@ -2,6 +2,7 @@ package chat
 
 import (
 	"context"
+	"encoding/json"
 	"fmt"
 	"strings"
 	"unicode/utf8"
@@ -304,4 +305,42 @@ func clipExcerpt(x recall.Excerpt, n int) string {
 		text += "…"
 	}
 	return text
+}
+
+// toolsFor are the tools and the choice a turn's model request carries:
+// the request's, until the replies since the user's message have called
+// tools MaxToolRounds times; then the model must answer in text.
+func (svc *Service) toolsFor(req TurnRequest, t *history.Tail) ([]Tool, string) {
+	if len(req.Tools) == 0 {
+		return nil, ""
+	}
+	limit := svc.MaxToolRounds
+	if limit <= 0 {
+		limit = DefaultMaxToolRounds
+	}
+	if toolRounds(t.Messages) >= limit {
+		return req.Tools, ToolChoiceNone
+	}
+	return req.Tools, req.ToolChoice
+}
+
+// toolRounds counts the replies with tool calls since the last user
+// message of msgs (oldest first).
+func toolRounds(msgs []history.Message) int {
+	n := 0
+	for i := len(msgs) - 1; i >= 0 && msgs[i].Role != history.RoleUser; i-- {
+		if len(msgs[i].ToolCalls) > 0 {
+			n++
+		}
+	}
+	return n
+}
+
+// toolTokens estimates what the tools' definitions cost in the prompt.
+func (svc *Service) toolTokens(model string, tools []Tool) int {
+	if len(tools) == 0 {
+		return 0
+	}
+	b, _ := json.Marshal(tools)
+	return svc.History.Tokens.Count(model, &history.Message{Role: history.RoleSystem, Content: string(b)})
 }
