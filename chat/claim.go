@@ -46,15 +46,19 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, plan *turnPlan) (*TurnWrit
 	if err != nil {
 		return nil, err
 	}
-	if a := s.Bookkeeping.Answering; a != nil && a.Token == c.token {
+	check := s.CheckClaim(sessions.Claim{UserID: q.UserID, Key: q.Key, Token: c.token, Op: c.op, At: c.at})
+	if check.Owner != nil {
+		return nil, check.Owner
+	}
+	if check.Own != nil {
 		// This request's claim is stored: its commit landed, but the
 		// answer was lost on the way. Carry on from what it wrote.
-		return nil, c.claimed(st, a.Seq)
+		return nil, c.claimed(st, check.Own.Seq)
 	}
-	if err := c.checkKey(st, q, s, plan.keyed, c.at); err != nil || c.replay != nil {
+	if err := c.checkKey(st, q, s, plan.keyed, check.Reused); err != nil || c.replay != nil {
 		return nil, err
 	}
-	if err := claimable(st, q, s, plan.fork, c.at); err != nil {
+	if err := claimable(st, q, check, plan.fork); err != nil {
 		return nil, err
 	}
 	slot, err := svc.admit(st, q, c.at)
@@ -71,8 +75,8 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, plan *turnPlan) (*TurnWrit
 }
 
 // sessionToClaim is the session a turn claims, as a copy to change: the
-// one read, owned by the user, or, for a turn that may start one, a new
-// one.
+// one read (whose owner the claim's check asks for), or, for a turn that
+// may start one, a new one.
 func (svc *Service) sessionToClaim(st *TurnState, q TurnQuery) (*sessions.Session, error) {
 	if st.Session == nil {
 		if !q.New {
@@ -80,28 +84,21 @@ func (svc *Service) sessionToClaim(st *TurnState, q TurnQuery) (*sessions.Sessio
 		}
 		return svc.Sessions.New(q.UserID, sessions.CreateInput{ID: q.SessionID})
 	}
-	s := st.Session.Clone()
-	if err := s.CheckOwner(q.UserID); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return st.Session.Clone(), nil
 }
 
-// claimable refuses a turn the session cannot take now: one under a key
-// still in progress, one while another reply is being written, a
-// regeneration of a message that is not there, a turn in a session that
-// is not writable.
-func claimable(st *TurnState, q TurnQuery, s *sessions.Session, f *fork, now time.Time) error {
-	if a := s.AnsweringAt(now); a != nil && q.Key != "" && a.Key == q.Key {
-		return sessions.InProgress(now, a, "the request with clientMessageId %q is in progress; retry to get its reply", q.Key)
-	}
-	if err := s.CheckNotAnswering(now); err != nil {
-		return err
+// claimable refuses a turn the session cannot take now (as its check
+// says): one under a key still in progress, one while another reply is
+// being written; then a regeneration of a message that is not there, and
+// a turn in a session that is not writable.
+func claimable(st *TurnState, q TurnQuery, check sessions.ClaimCheck, f *fork) error {
+	if check.Busy != nil {
+		return check.Busy
 	}
 	if f != nil && f.regenerate && st.Asked == nil {
 		return errs.Errorf(errs.ENOTFOUND, "message %s not found", q.AskedID)
 	}
-	return s.CheckWritable()
+	return check.Writable
 }
 
 // admit is the rate-limit slot a turn takes (see AdmitTurn); errMoreSlots
@@ -209,7 +206,7 @@ func (c *claim) claimed(st *TurnState, seq int) error {
 // idempotency keys: reused with another kind of request, another target
 // or another message, it is ECONFLICT; reused with the same request that
 // is complete, it replays it (c.replay).
-func (c *claim) checkKey(st *TurnState, q TurnQuery, s *sessions.Session, draft history.Draft, now time.Time) error {
+func (c *claim) checkKey(st *TurnState, q TurnQuery, s *sessions.Session, draft history.Draft, leaseReused bool) error {
 	if q.Key == "" {
 		return nil
 	}
@@ -220,7 +217,7 @@ func (c *claim) checkKey(st *TurnState, q TurnQuery, s *sessions.Session, draft 
 	case c.op.Kind != sessions.OpRegenerate && st.Asked != nil && (!sameOp(opOf(st.Asked), c.op) || !st.Asked.SameContent(&draft)):
 		return reused
 	}
-	if a := s.AnsweringAt(now); a != nil && a.Key == q.Key && a.Op != c.op {
+	if leaseReused { // the lease in force holds the key for another operation
 		return reused
 	}
 	if st.Answer == nil {
