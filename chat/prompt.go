@@ -240,7 +240,7 @@ func (svc *Service) recallBlock(ctx context.Context, r *recaller, s *sessions.Se
 	for _, m := range c.Messages {
 		in[m.ID] = true
 	}
-	k, limit := s.Context.RecallLimits()
+	k, limit := r.k, r.limit
 	count := func(text string) int { // as a message of its own: over-counts the joins
 		return svc.History.Tokens.Count(s.Model, &history.Message{Role: history.RoleSystem, Content: text})
 	}

@@ -50,6 +50,7 @@ func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Se
 	}
 	r.recallOnce.Do(func() {
 		r.done = make(chan struct{})
+		r.k, r.limit = s.Context.RecallLimits()
 		go svc.recallFor(ctx, r, s.Clone(), query, recall.Scope{All: mode == sessions.RecallAll, Known: o})
 	})
 }
@@ -62,8 +63,7 @@ func (svc *Service) recallFor(ctx context.Context, r *recaller, s *sessions.Sess
 		r.err = r.embedErr
 		return
 	}
-	k, _ := s.Context.RecallLimits()
-	r.got, r.err = svc.Recaller.Recall(ctx, s, query, r.vector, scope, k)
+	r.got, r.err = svc.Recaller.Recall(ctx, s, query, r.vector, scope, r.k)
 }
 
 // recaller runs a turn's recall beside its reads and its claim: the query
@@ -76,6 +76,7 @@ type recaller struct {
 	vector                []float32
 	embedErr              error
 	done                  chan struct{}
+	k, limit              int // the session's recall limits (RecallLimits), as the recall started
 	got                   []recall.Unit
 	err                   error
 }
