@@ -5,6 +5,8 @@ import (
 	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/chatmemory/backend/history"
@@ -316,4 +318,47 @@ func (svc *Service) waitTurn(wait bool, try func() error) error {
 		d := min(50*time.Millisecond<<min(i, 6), 2*time.Second) // each try is a read: back off
 		time.Sleep(d/2 + rand.N(d/2+1))
 	}
+}
+
+// turnMessages are what a turn stores before the model is called, given
+// the calls s awaits results for: the tool results it sends (each for a
+// call awaiting one, all of them answered), or its message, after a
+// result "not run" for each call awaiting one when the request abandons
+// them. The message the reply answers is the last.
+func turnMessages(s *sessions.Session, req TurnRequest, draft history.Draft) ([]history.Draft, error) {
+	pending := s.Bookkeeping.PendingToolCalls
+	if len(req.ToolResults) > 0 {
+		return toolResultDrafts(pending, req.ToolResults)
+	}
+	if len(pending) == 0 {
+		return []history.Draft{draft}, nil
+	}
+	if !req.AbandonTools {
+		return nil, errs.Errorf(errs.ECONFLICT, "tool calls %s await their results: send toolResults, or the message with abandonTools: true", strings.Join(pending, ", "))
+	}
+	out := make([]history.Draft, 0, len(pending)+1)
+	for _, id := range pending {
+		out = append(out, history.Draft{Role: history.RoleTool, ToolCallID: id, Content: NotRunResult})
+	}
+	return append(out, draft), nil
+}
+
+func toolResultDrafts(pending []string, results []ToolResult) ([]history.Draft, error) {
+	out := make([]history.Draft, 0, len(results))
+	for i, r := range results {
+		if !slices.Contains(pending, r.ToolCallID) {
+			return nil, errs.Errorf(errs.ECONFLICT, "toolResults[%d]: tool call %q awaits no result (it is unknown, or answered already)", i, r.ToolCallID)
+		}
+		out = append(out, history.Draft{Role: history.RoleTool, ToolCallID: r.ToolCallID, Content: r.Content})
+	}
+	if len(results) < len(pending) {
+		var missing []string
+		for _, id := range pending {
+			if !slices.ContainsFunc(results, func(r ToolResult) bool { return r.ToolCallID == id }) {
+				missing = append(missing, id)
+			}
+		}
+		return nil, errs.Errorf(errs.EINVALID, "toolResults: tool calls %s await results too; send them all at once", strings.Join(missing, ", "))
+	}
+	return out, nil
 }

@@ -7,12 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
-	"strings"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
-	"github.com/chatmemory/backend/sessions"
 )
 
 // A turn may offer the model the app's own tools (OpenAI's function
@@ -166,47 +163,4 @@ func checkToolChoice(choice string, tools []Tool) error {
 		}
 	}
 	return errs.Errorf(errs.EINVALID, "toolChoice must be auto, none, required or the name of one of the tools; %q is none of them", choice)
-}
-
-// turnMessages are what a turn stores before the model is called, given
-// the calls s awaits results for: the tool results it sends (each for a
-// call awaiting one, all of them answered), or its message, after a
-// result "not run" for each call awaiting one when the request abandons
-// them. The message the reply answers is the last.
-func turnMessages(s *sessions.Session, req TurnRequest, draft history.Draft) ([]history.Draft, error) {
-	pending := s.Bookkeeping.PendingToolCalls
-	if len(req.ToolResults) > 0 {
-		return toolResultDrafts(pending, req.ToolResults)
-	}
-	if len(pending) == 0 {
-		return []history.Draft{draft}, nil
-	}
-	if !req.AbandonTools {
-		return nil, errs.Errorf(errs.ECONFLICT, "tool calls %s await their results: send toolResults, or the message with abandonTools: true", strings.Join(pending, ", "))
-	}
-	out := make([]history.Draft, 0, len(pending)+1)
-	for _, id := range pending {
-		out = append(out, history.Draft{Role: history.RoleTool, ToolCallID: id, Content: NotRunResult})
-	}
-	return append(out, draft), nil
-}
-
-func toolResultDrafts(pending []string, results []ToolResult) ([]history.Draft, error) {
-	out := make([]history.Draft, 0, len(results))
-	for i, r := range results {
-		if !slices.Contains(pending, r.ToolCallID) {
-			return nil, errs.Errorf(errs.ECONFLICT, "toolResults[%d]: tool call %q awaits no result (it is unknown, or answered already)", i, r.ToolCallID)
-		}
-		out = append(out, history.Draft{Role: history.RoleTool, ToolCallID: r.ToolCallID, Content: r.Content})
-	}
-	if len(results) < len(pending) {
-		var missing []string
-		for _, id := range pending {
-			if !slices.ContainsFunc(results, func(r ToolResult) bool { return r.ToolCallID == id }) {
-				missing = append(missing, id)
-			}
-		}
-		return nil, errs.Errorf(errs.EINVALID, "toolResults: tool calls %s await results too; send them all at once", strings.Join(missing, ", "))
-	}
-	return out, nil
 }
