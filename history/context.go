@@ -80,6 +80,8 @@ func SummaryMessage(c *Compaction) Message {
 // returns keeps tool exchanges whole and stays within budget.
 func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
 	mem := s.Context
+	// What the strategies ask of the session, asked once.
+	complete, windowStep := t.Complete(s), mem.WindowStep(mem.WindowExchanges)
 	c := &Context{Strategy: mem.Strategy, Budget: budget}
 	avail := budget - fixed - ReplyPriming
 	msgs, pruned := pruneToolOutputs(t.Messages, mem.ToolLimits()) // before anything else: pruning comes before summaries
@@ -87,15 +89,15 @@ func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
 	switch mem.Strategy {
 	case sessions.StrategyBuffer:
 		all := FitBudget(msgs, 1<<62)
-		if !t.Complete(s) || tokensOf(all) > avail {
+		if !complete || tokensOf(all) > avail {
 			return nil, errs.Errorf(errs.EPRECONDITION,
 				"the whole history no longer fits the model's context budget of %d tokens: switch this session to another context strategy", budget)
 		}
 		c.Messages = all
 	case sessions.StrategyWindow:
-		c.Messages = FitBudget(windowInSteps(msgs, mem.WindowExchanges, mem.WindowStep(mem.WindowExchanges)), avail)
+		c.Messages = FitBudget(windowInSteps(msgs, mem.WindowExchanges, windowStep), avail)
 	case sessions.StrategyTokenBuffer:
-		c.Messages = fitInSteps(msgs, t.Complete(s), avail, stepMessages(s, msgs, float64(avail)*mem.BudgetStep()))
+		c.Messages = fitInSteps(msgs, complete, avail, stepMessages(s, msgs, float64(avail)*mem.BudgetStep()))
 	default: // summary_buffer
 		verbatim := msgs
 		if cp := t.Compaction; cp != nil && cp.Tokens < avail {
