@@ -44,13 +44,14 @@ const leaseMargin = 15 * time.Second
 func (svc *Service) claim(st *TurnState, q TurnQuery, plan *turnPlan) (*TurnWrite, error) {
 	c := plan.claim
 	c.user, c.replay = history.Message{}, nil
+	check := sessions.CheckClaim(st.Session, sessions.Claim{SessionID: q.SessionID, UserID: q.UserID, New: q.New,
+		Key: q.Key, Token: c.token, Op: c.op, At: c.at})
+	if check.Access != nil {
+		return nil, check.Access
+	}
 	s, err := svc.sessionToClaim(st, q)
 	if err != nil {
 		return nil, err
-	}
-	check := s.CheckClaim(sessions.Claim{UserID: q.UserID, Key: q.Key, Token: c.token, Op: c.op, At: c.at})
-	if check.Owner != nil {
-		return nil, check.Owner
 	}
 	if check.Own != nil {
 		// This request's claim is stored: its commit landed, but the
@@ -77,13 +78,9 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, plan *turnPlan) (*TurnWrit
 }
 
 // sessionToClaim is the session a turn claims, as a copy to change: the
-// one read (whose owner the claim's check asks for), or, for a turn that
-// may start one, a new one.
+// one read, or, for a turn that starts one (its check let it), a new one.
 func (svc *Service) sessionToClaim(st *TurnState, q TurnQuery) (*sessions.Session, error) {
 	if st.Session == nil {
-		if !q.New {
-			return nil, sessions.NotFound(q.SessionID)
-		}
 		return svc.Sessions.New(q.UserID, sessions.CreateInput{ID: q.SessionID})
 	}
 	return st.Session.Clone(), nil

@@ -70,22 +70,24 @@ func InProgress(now time.Time, a *Answering, format string, args ...any) *errs.E
 	return e
 }
 
-// Claim is a request to answer a message of the session: the user asking,
-// the key and operation it runs under (Key "" for none), the token that
-// names the request, and when it asks.
+// Claim is a request to answer a message of session SessionID: the user
+// asking, whether the request may start the session (New), the key and
+// operation it runs under (Key "" for none), the token that names the
+// request, and when it asks.
 type Claim struct {
-	UserID, Key, Token string
-	Op                 Operation
-	At                 time.Time
+	SessionID, UserID, Key, Token string
+	New                           bool
+	Op                            Operation
+	At                            time.Time
 }
 
 // ClaimCheck is what a session says of a Claim, decided in one call. The
 // claimer applies it in its own order among its own checks (of what the
 // key stored).
 type ClaimCheck struct {
-	// Owner refuses a claim by a user who does not own the session
-	// (NotFound).
-	Owner error
+	// Access refuses a claim on a session that is not there (unless the
+	// claim may start it) or that another user owns: NotFound, alike.
+	Access error
 	// Own is the lease held under the claim's token: its commit landed
 	// before, and its answer was lost on the way.
 	Own *Answering
@@ -100,9 +102,16 @@ type ClaimCheck struct {
 	Writable error
 }
 
-// CheckClaim tells what s says of c.
-func (s *Session) CheckClaim(c Claim) ClaimCheck {
+// CheckClaim tells what s, the session as read (nil: there is none), says
+// of c. Nothing refuses a claim that starts the session.
+func CheckClaim(s *Session, c Claim) ClaimCheck {
 	var out ClaimCheck
+	if s == nil {
+		if !c.New {
+			out.Access = NotFound(c.SessionID)
+		}
+		return out
+	}
 	if a := s.Bookkeeping.Answering; a != nil && a.Token == c.Token {
 		out.Own = a
 	}
@@ -112,6 +121,6 @@ func (s *Session) CheckClaim(c Claim) ClaimCheck {
 	} else {
 		out.Busy = s.CheckNotAnswering(c.At)
 	}
-	out.Owner, out.Writable = s.CheckOwner(c.UserID), s.CheckWritable()
+	out.Access, out.Writable = s.CheckOwner(c.UserID), s.CheckWritable()
 	return out
 }

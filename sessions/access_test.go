@@ -20,10 +20,11 @@ func TestCheckClaim(t *testing.T) {
 	}
 	for _, tc := range []struct {
 		name   string
+		none   bool // no session was read
 		status Status
 		a      *Answering
 		claim  Claim
-		owner  bool // refused as not found
+		owner  bool // refused as not found (none, or another's)
 		own    bool
 		reused bool
 		busy   error // errs.ECONFLICT with this cause (nil: none), or no conflict
@@ -31,6 +32,8 @@ func TestCheckClaim(t *testing.T) {
 		write  bool  // refused as not writable
 	}{
 		{name: "free", claim: Claim{UserID: "u", At: now}},
+		{name: "no session", none: true, claim: Claim{SessionID: "s", UserID: "u", At: now}, owner: true},
+		{name: "a session to start", none: true, claim: Claim{SessionID: "s", UserID: "u", New: true, At: now}},
 		{name: "another user", claim: Claim{UserID: "v", At: now}, owner: true},
 		{name: "no user", claim: Claim{At: now}, owner: true},
 		{name: "archived", status: StatusArchived, claim: Claim{UserID: "u", At: now}, write: true},
@@ -50,9 +53,12 @@ func TestCheckClaim(t *testing.T) {
 			if tc.status != "" {
 				s.Status = tc.status
 			}
-			got := s.CheckClaim(tc.claim)
-			if (got.Owner != nil) != tc.owner || (tc.owner && errs.CodeOf(got.Owner) != errs.ENOTFOUND) {
-				t.Errorf("Owner = %v, want refused %v", got.Owner, tc.owner)
+			if tc.none {
+				s = nil
+			}
+			got := CheckClaim(s, tc.claim)
+			if (got.Access != nil) != tc.owner || (tc.owner && errs.CodeOf(got.Access) != errs.ENOTFOUND) {
+				t.Errorf("Access = %v, want refused %v", got.Access, tc.owner)
 			}
 			if (got.Own != nil) != tc.own || (tc.own && got.Own != tc.a) {
 				t.Errorf("Own = %v, want own %v", got.Own, tc.own)
