@@ -37,6 +37,68 @@ type claim struct {
 // session's answering lease: past it, another request may take over.
 const leaseMargin = 15 * time.Second
 
+// claimTurn claims the turn, waiting while another message of the
+// session is answered (unless it branches: what it branches from may
+// change meanwhile), and returns the state its commit left.
+func (svc *Service) claimTurn(ctx context.Context, plan *turnPlan, recall *recaller) (*TurnState, error) {
+	var st *TurnState
+	err := svc.waitTurn(plan.fork == nil, func() (err error) {
+		st, err = svc.tryClaim(ctx, plan, recall)
+		return err
+	})
+	return st, err
+}
+
+// DefaultBusyWait is how long a turn or an append waits for another
+// message of its session to be answered before it answers ECONFLICT with
+// a Retry-After.
+const DefaultBusyWait = 30 * time.Second
+
+// waitTurn runs try until it no longer finds its session answering another
+// message (sessions.ErrBusy), for at most BusyWait, if wait is set: a
+// second tab's turn waits its turn instead of failing. A regeneration or
+// an edit does not wait: what it branches from may change meanwhile.
+func (svc *Service) waitTurn(wait bool, try func() error) error {
+	limit := svc.BusyWait
+	if limit <= 0 {
+		limit = DefaultBusyWait
+	}
+	deadline := time.Now().Add(limit)
+	for i := 0; ; i++ {
+		err := try()
+		if !wait || !errors.Is(err, sessions.ErrBusy) || time.Now().After(deadline) {
+			return err
+		}
+		d := min(50*time.Millisecond<<min(i, 6), 2*time.Second) // each try is a read: back off
+		time.Sleep(d/2 + rand.N(d/2+1))
+	}
+}
+
+// tryClaim claims the turn as of now, with a lease from now, in one read
+// and one commit: the user's rate-limit slots likely free are read with
+// it, and all of them when those prove taken. The recall's embedding and
+// query start beside the commit.
+func (svc *Service) tryClaim(ctx context.Context, plan *turnPlan, recall *recaller) (*TurnState, error) {
+	c := plan.claim
+	c.at = svc.now()
+	c.lease = c.at.Add(svc.ModelTimeout + leaseMargin)
+	q := plan.query
+	planClaim := func(st *TurnState) (*TurnWrite, error) {
+		w, err := svc.claim(st, q, plan)
+		if err == nil && w != nil && w.Session != nil { // the session as the claim writes it (a new one too)
+			svc.startEmbeds(ctx, recall, w.Session, plan.draft.Content, st.Memory.Relevance() != nil, others(st))
+		}
+		return w, err
+	}
+	q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, false)
+	st, err := svc.Turns.RunTurn(ctx, q, nil, planClaim)
+	if err == errMoreSlots {
+		q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, true)
+		st, err = svc.Turns.RunTurn(ctx, q, nil, planClaim)
+	}
+	return st, err
+}
+
 // claim plans the commit that claims a turn on the state read: it checks
 // the session and the key, admits the turn under the user's limits, and
 // appends the user's message (or, answering a stored message, only takes
@@ -253,68 +315,6 @@ func (c *claim) startDraft() *DraftWrite {
 		return nil
 	}
 	return &DraftWrite{ReplyID: c.replyID, UserMessageID: c.user.ID, Create: true}
-}
-
-// claimTurn claims the turn, waiting while another message of the
-// session is answered (unless it branches: what it branches from may
-// change meanwhile), and returns the state its commit left.
-func (svc *Service) claimTurn(ctx context.Context, plan *turnPlan, recall *recaller) (*TurnState, error) {
-	var st *TurnState
-	err := svc.waitTurn(plan.fork == nil, func() (err error) {
-		st, err = svc.tryClaim(ctx, plan, recall)
-		return err
-	})
-	return st, err
-}
-
-// tryClaim claims the turn as of now, with a lease from now, in one read
-// and one commit: the user's rate-limit slots likely free are read with
-// it, and all of them when those prove taken. The recall's embedding and
-// query start beside the commit.
-func (svc *Service) tryClaim(ctx context.Context, plan *turnPlan, recall *recaller) (*TurnState, error) {
-	c := plan.claim
-	c.at = svc.now()
-	c.lease = c.at.Add(svc.ModelTimeout + leaseMargin)
-	q := plan.query
-	planClaim := func(st *TurnState) (*TurnWrite, error) {
-		w, err := svc.claim(st, q, plan)
-		if err == nil && w != nil && w.Session != nil { // the session as the claim writes it (a new one too)
-			svc.startEmbeds(ctx, recall, w.Session, plan.draft.Content, st.Memory.Relevance() != nil, others(st))
-		}
-		return w, err
-	}
-	q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, false)
-	st, err := svc.Turns.RunTurn(ctx, q, nil, planClaim)
-	if err == errMoreSlots {
-		q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, true)
-		st, err = svc.Turns.RunTurn(ctx, q, nil, planClaim)
-	}
-	return st, err
-}
-
-// DefaultBusyWait is how long a turn or an append waits for another
-// message of its session to be answered before it answers ECONFLICT with
-// a Retry-After.
-const DefaultBusyWait = 30 * time.Second
-
-// waitTurn runs try until it no longer finds its session answering another
-// message (sessions.ErrBusy), for at most BusyWait, if wait is set: a
-// second tab's turn waits its turn instead of failing. A regeneration or
-// an edit does not wait: what it branches from may change meanwhile.
-func (svc *Service) waitTurn(wait bool, try func() error) error {
-	limit := svc.BusyWait
-	if limit <= 0 {
-		limit = DefaultBusyWait
-	}
-	deadline := time.Now().Add(limit)
-	for i := 0; ; i++ {
-		err := try()
-		if !wait || !errors.Is(err, sessions.ErrBusy) || time.Now().After(deadline) {
-			return err
-		}
-		d := min(50*time.Millisecond<<min(i, 6), 2*time.Second) // each try is a read: back off
-		time.Sleep(d/2 + rand.N(d/2+1))
-	}
 }
 
 // turnMessages are what a turn stores before the model is called, given

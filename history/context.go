@@ -10,6 +10,22 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
+// BudgetFor returns the context budget of s in tokens, never more than
+// the context size of its model.
+func (svc *Service) BudgetFor(s *sessions.Session) int {
+	size := ContextSize(s.Model)
+	if svc.ContextSize != nil {
+		size = svc.ContextSize(s.Model)
+	}
+	switch {
+	case s.Context.BudgetTokens > 0:
+		return min(s.Context.BudgetTokens, size)
+	case svc.DefaultBudget > 0:
+		return min(svc.DefaultBudget, size)
+	}
+	return size * 3 / 4
+}
+
 // Known context sizes, in tokens. A model not listed gets DefaultContextSize;
 // names match by prefix, longest first.
 var contextSizes = []struct {
@@ -41,22 +57,6 @@ func ContextSize(model string) int {
 		}
 	}
 	return n
-}
-
-// BudgetFor returns the context budget of s in tokens, never more than
-// the context size of its model.
-func (svc *Service) BudgetFor(s *sessions.Session) int {
-	size := ContextSize(s.Model)
-	if svc.ContextSize != nil {
-		size = svc.ContextSize(s.Model)
-	}
-	switch {
-	case s.Context.BudgetTokens > 0:
-		return min(s.Context.BudgetTokens, size)
-	case svc.DefaultBudget > 0:
-		return min(svc.DefaultBudget, size)
-	}
-	return size * 3 / 4
 }
 
 // Context is what a turn sends the model, besides its system prompt.

@@ -10,66 +10,6 @@ import (
 	"github.com/chatmemory/backend/kernel/errs"
 )
 
-// NotFound is the error for a session that does not exist and, identically,
-// for another user's session: a caller cannot tell the two apart.
-func NotFound(id string) *errs.Error {
-	return errs.Errorf(errs.ENOTFOUND, "session %q not found", id)
-}
-
-// CheckOwner returns errs.ENOTFOUND unless userID owns s.
-func (s *Session) CheckOwner(userID string) error {
-	if userID == "" || s.UserID != userID {
-		return NotFound(s.ID)
-	}
-	return nil
-}
-
-// CheckWritable refuses new messages for a session that is not active.
-func (s *Session) CheckWritable() error {
-	if s.Status != StatusActive {
-		return errs.Errorf(errs.EPRECONDITION, "session is %s: restore it before adding messages", s.Status)
-	}
-	return nil
-}
-
-// ErrBusy is the cause of the conflict of a write that would continue a
-// session while one of its messages is being answered: a writer may wait
-// for it to end and try again.
-var ErrBusy = errors.New("sessions: a message of the session is being answered")
-
-// CheckNotAnswering refuses a write that would continue the session while
-// one of its messages is being answered: an InProgress conflict whose cause
-// is ErrBusy.
-func (s *Session) CheckNotAnswering(now time.Time) error {
-	if a := s.AnsweringAt(now); a != nil {
-		e := InProgress(now, a, "a reply in this session is being written; retry once it is stored")
-		e.Err = ErrBusy
-		return e
-	}
-	return nil
-}
-
-// AnsweringAt returns the lease in force at now, or nil if there is none
-// (never taken, given back, or run out).
-func (s *Session) AnsweringAt(now time.Time) *Answering {
-	if s == nil || s.Bookkeeping.Answering == nil || !s.Bookkeeping.Answering.Until.After(now) {
-		return nil
-	}
-	return s.Bookkeeping.Answering
-}
-
-// MaxRetryAfter caps the wait a busy answer asks for: a retry soon after
-// learns more than a long sleep.
-const MaxRetryAfter = 5 * time.Second
-
-// InProgress is the conflict of a request that must wait for the lease a
-// to end: retryable, with a Retry-After of at most MaxRetryAfter.
-func InProgress(now time.Time, a *Answering, format string, args ...any) *errs.Error {
-	e := errs.Errorf(errs.ECONFLICT, format, args...)
-	e.RetryAfter = max(min(a.Until.Sub(now), MaxRetryAfter).Round(time.Second), time.Second)
-	return e
-}
-
 // Claim is a request to answer a message of session SessionID: the user
 // asking, whether the request may start the session (New), the key and
 // operation it runs under (Key "" for none), the token that names the
@@ -123,4 +63,64 @@ func CheckClaim(s *Session, c Claim) ClaimCheck {
 	}
 	out.Access, out.Writable = s.CheckOwner(c.UserID), s.CheckWritable()
 	return out
+}
+
+// CheckOwner returns errs.ENOTFOUND unless userID owns s.
+func (s *Session) CheckOwner(userID string) error {
+	if userID == "" || s.UserID != userID {
+		return NotFound(s.ID)
+	}
+	return nil
+}
+
+// NotFound is the error for a session that does not exist and, identically,
+// for another user's session: a caller cannot tell the two apart.
+func NotFound(id string) *errs.Error {
+	return errs.Errorf(errs.ENOTFOUND, "session %q not found", id)
+}
+
+// CheckWritable refuses new messages for a session that is not active.
+func (s *Session) CheckWritable() error {
+	if s.Status != StatusActive {
+		return errs.Errorf(errs.EPRECONDITION, "session is %s: restore it before adding messages", s.Status)
+	}
+	return nil
+}
+
+// ErrBusy is the cause of the conflict of a write that would continue a
+// session while one of its messages is being answered: a writer may wait
+// for it to end and try again.
+var ErrBusy = errors.New("sessions: a message of the session is being answered")
+
+// CheckNotAnswering refuses a write that would continue the session while
+// one of its messages is being answered: an InProgress conflict whose cause
+// is ErrBusy.
+func (s *Session) CheckNotAnswering(now time.Time) error {
+	if a := s.AnsweringAt(now); a != nil {
+		e := InProgress(now, a, "a reply in this session is being written; retry once it is stored")
+		e.Err = ErrBusy
+		return e
+	}
+	return nil
+}
+
+// AnsweringAt returns the lease in force at now, or nil if there is none
+// (never taken, given back, or run out).
+func (s *Session) AnsweringAt(now time.Time) *Answering {
+	if s == nil || s.Bookkeeping.Answering == nil || !s.Bookkeeping.Answering.Until.After(now) {
+		return nil
+	}
+	return s.Bookkeeping.Answering
+}
+
+// MaxRetryAfter caps the wait a busy answer asks for: a retry soon after
+// learns more than a long sleep.
+const MaxRetryAfter = 5 * time.Second
+
+// InProgress is the conflict of a request that must wait for the lease a
+// to end: retryable, with a Retry-After of at most MaxRetryAfter.
+func InProgress(now time.Time, a *Answering, format string, args ...any) *errs.Error {
+	e := errs.Errorf(errs.ECONFLICT, format, args...)
+	e.RetryAfter = max(min(a.Until.Sub(now), MaxRetryAfter).Round(time.Second), time.Second)
+	return e
 }
