@@ -45,6 +45,16 @@ func (f fused) matched() []string {
 // once the text is embedded) and fuses their rankings by reciprocal rank:
 // one round trip of the store after the embedding, whatever the legs find.
 func (svc *Service) retrieve(ctx context.Context, r retrieval) (retrieved, error) {
+	legs, err := svc.legs(ctx, r)
+	if err != nil {
+		return retrieved{}, err
+	}
+	return retrieved{found: svc.fusion().fuse(legs), corpus: legs.corpus, visibility: legs.visibility}, nil
+}
+
+// legs runs both legs side by side and returns their rankings, each
+// the first r.k.
+func (svc *Service) legs(ctx context.Context, r retrieval) (Ranked, error) {
 	terms := QueryTerms(r.text)
 	var (
 		wg                 sync.WaitGroup
@@ -67,13 +77,12 @@ func (svc *Service) retrieve(ctx context.Context, r retrieval) (retrieved, error
 	v, near, err := svc.nearest(ctx, r)
 	wg.Wait()
 	if err := errors.Join(err, lexErr, nErr, vErr); err != nil {
-		return retrieved{}, err
+		return Ranked{}, err
 	}
 	c := corpusOf(lex, units)
 	words := byWords(candidates(lex.Hits, near), terms, c)
 	meaning := svc.byMeaning(near, lex.Hits, v)
-	found := svc.fusion().fuse(words[:min(len(words), r.k)], meaning[:min(len(meaning), r.k)], c.coverage(terms, words))
-	return retrieved{found: found, corpus: c, visibility: vis}, nil
+	return Ranked{words: words[:min(len(words), r.k)], meaning: meaning[:min(len(meaning), r.k)], terms: terms, corpus: c, visibility: vis}, nil
 }
 
 // retrieved is what a retrieval found: the units, best first, the corpus
