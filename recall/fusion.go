@@ -29,8 +29,11 @@ type Fusion struct {
 	Keep           int
 }
 
-// DefaultFusion is the fusion calibrated on the dev part.
-var DefaultFusion = Fusion{K: 10, Words: 1, Meaning: 1, Confident: 0.6}
+// DefaultFusion is the fusion calibrated on the dev part: each leg's
+// first two units among the first four, the rest by reciprocal rank (K
+// 60, equal weights), the meaning leg's units after the words leg's when
+// the words leg's first holds 0.6 of the query's weight.
+var DefaultFusion = Fusion{K: 60, Words: 1, Meaning: 1, Confident: 0.6, Keep: 2}
 
 // fusion is the service's fusion, DefaultFusion unless it sets one.
 func (svc *Service) fusion() Fusion {
