@@ -66,6 +66,7 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string
 		known = *scope.Known
 	}
 	view := known.view()
+	view.on = map[string]sessions.Path{s.ID: s.Path()} // the turn's session as it read it
 	var out []Unit
 	for _, f := range got.found {
 		x := f.hit.Unit
@@ -73,14 +74,11 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string
 			continue // a tool round's results alone: search shows them, a turn's context does not
 		}
 		switch title, ok := titleOf(f.hit, s.UserID); {
-		case x.UserID != s.UserID:
+		case x.UserID != s.UserID || !view.shows(x):
 			continue
-		case x.SessionID == s.ID: // as the turn read it: its active branch only
-			if !onPath(s.Path(), x) {
-				continue // another branch's
-			}
+		case x.SessionID == s.ID:
 			x.SessionTitle = s.Title
-		case !ok || !view.shows(x):
+		case !ok:
 			continue
 		default:
 			x.SessionTitle = title
@@ -93,10 +91,11 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string
 	return out, nil
 }
 
-// view is a Visibility ready to ask, by session id.
+// view is a Visibility ready to ask, by session id; on holds, for a
+// session read as it is now (the turn's own), its active branch itself.
 type view struct {
 	deleted, archived map[string]bool
-	off               map[string]sessions.Path
+	off, on           map[string]sessions.Path
 }
 
 func (v Visibility) view() view {
@@ -110,15 +109,19 @@ func (v Visibility) view() view {
 	return out
 }
 
-// shows reports whether x is in a session not deleted, on its active
-// branch.
+// shows reports whether x is on its session's active branch: every
+// message of it on the branch on holds for its session, else (a session
+// not deleted) none of them off it.
 func (v view) shows(x Unit) bool {
-	if v.deleted[x.SessionID] {
-		return false
+	p, on := v.on[x.SessionID]
+	if !on {
+		if v.deleted[x.SessionID] {
+			return false
+		}
+		p = v.off[x.SessionID]
 	}
-	off := v.off[x.SessionID]
 	for _, m := range slices.Concat([]Excerpt{x.Question, x.Reply}, x.Tools) {
-		if m.ID != "" && off.Contains(m.Seq) {
+		if m.ID != "" && p.Contains(m.Seq) != on {
 			return false
 		}
 	}
@@ -145,16 +148,6 @@ func titleOf(h Hit, userID string) (string, bool) {
 		return "", false
 	}
 	return s.Title, true
-}
-
-// onPath reports whether x's messages are on path.
-func onPath(p sessions.Path, x Unit) bool {
-	for _, m := range slices.Concat([]Excerpt{x.Question, x.Reply}, x.Tools) {
-		if m.ID != "" && !p.Contains(m.Seq) {
-			return false
-		}
-	}
-	return true
 }
 
 // retrieval is what a search or a recall looks for.
