@@ -94,7 +94,10 @@ func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent
 		// Stored already: this commit landed, but its answer was lost.
 		return finished{reply: *st.Answer}, nil
 	}
-	s := st.Session.Clone()
+	// The session as this commit writes it, its reply under its question
+	// whichever branch is shown (appendReply shows that one again).
+	s, shown := st.Session.Clone(), st.Session.Leaf()
+	s.SetLeaf(c.user.Seq)
 	if err := s.CheckOwner(q.UserID); err != nil {
 		return finished{}, err
 	}
@@ -103,7 +106,7 @@ func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent
 		return finished{}, sessions.InProgress(now, a, "another request took this turn over; retry to get its reply")
 	}
 	s.Bookkeeping.Answering = nil
-	reply, t, err := svc.appendReply(s, st.Tail, c, answer.draft)
+	reply, t, err := svc.appendReply(s, shown, st.Tail, c, answer.draft)
 	if err != nil {
 		return finished{}, err
 	}
@@ -129,23 +132,19 @@ func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent
 	return fin, nil
 }
 
-// appendReply appends the reply to s under the message it answers. A
-// reply continues the active branch when that ends at its question. If
-// the user switched branches meanwhile, it is stored under its question
-// all the same, and the branch shown stays shown (with its context: the
-// tail returned is then nil).
-func (svc *Service) appendReply(s *sessions.Session, tail *history.Tail, c *claim, answer history.Draft) (history.Message, *history.Tail, error) {
-	leaf, pending := s.Leaf(), s.Bookkeeping.PendingToolCalls
-	away := leaf != c.user.Seq
-	if away {
-		s.SetLeaf(c.user.Seq)
-	}
+// appendReply appends the reply to s, whose active branch ends at the
+// message it answers. A reply continues the active branch shown, when
+// that ends at its question. If the user switched branches meanwhile, it
+// is stored under its question all the same, and the branch shown stays
+// shown (with its context: the tail returned is then nil).
+func (svc *Service) appendReply(s *sessions.Session, shown int, tail *history.Tail, c *claim, answer history.Draft) (history.Message, *history.Tail, error) {
+	pending := s.Bookkeeping.PendingToolCalls
 	reply, t, err := svc.History.AppendOne(s, tail, "", c.replyID, answer)
 	if err != nil {
 		return history.Message{}, nil, err
 	}
-	if away {
-		s.SetLeaf(leaf)
+	if shown != c.user.Seq {
+		s.SetLeaf(shown)
 		s.Bookkeeping.PendingToolCalls, t = pending, nil
 	}
 	return reply, t, nil
