@@ -21,8 +21,9 @@ type finished struct {
 
 // storeReply stores the reply in the commit that finishes the turn (see
 // finish). Whether or not the reply was stored when that fails, the turn
-// gives its lease back (if the reply was stored, the lease went with it):
-// a retry then replays the reply or answers anew, never waits on nobody.
+// gives its lease back (turn; if the reply was stored, the lease went
+// with it): a retry then replays the reply or answers anew, never waits
+// on nobody.
 func (svc *Service) storeReply(ctx context.Context, plan *turnPlan, st *TurnState, sent prompt, answer answered, spent int) (*TurnResult, error) {
 	var fin finished
 	done, err := svc.Turns.RunTurn(ctx, plan.query, plan.claim.latest(st), func(st *TurnState) (*TurnWrite, error) {
@@ -34,7 +35,6 @@ func (svc *Service) storeReply(ctx context.Context, plan *turnPlan, st *TurnStat
 		return fin.write, err
 	})
 	if err != nil {
-		svc.release(ctx, plan.query, st, plan.claim)
 		return nil, err
 	}
 	res := &TurnResult{Session: done.Session, Tail: done.Tail, Context: sent.context, User: plan.claim.user, Reply: fin.reply,

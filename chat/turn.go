@@ -161,7 +161,8 @@ type answered struct {
 // turn runs a turn up to its stored reply: it plans the turn, claims it
 // (the user's message stored, the session leased), admits it under the
 // day's spend, builds what the model sees and calls the model, and stores
-// the reply. A turn that fails after its claim gives the lease back.
+// the reply. A turn that fails after its claim (answering, or storing the
+// reply) gives the lease back, here.
 func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, error) {
 	ctx = context.WithoutCancel(ctx)
 	plan, err := svc.planTurn(ctx, req)
@@ -185,12 +186,16 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 		return plan.claim.replay, nil
 	}
 	sent, answer, err := svc.answer(ctx, plan, claimed, recall)
+	var res *TurnResult
+	if err == nil {
+		recall.wait() // long done: the reply came after it
+		res, err = svc.storeReply(ctx, plan, claimed, sent, answer, embeddings.Tokens())
+	}
 	if err != nil {
 		svc.release(ctx, plan.query, claimed, plan.claim)
 		return nil, err
 	}
-	recall.wait() // long done: the reply came after it
-	return svc.storeReply(ctx, plan, claimed, sent, answer, embeddings.Tokens())
+	return res, nil
 }
 
 // planTurn checks a request and decides what its turn reads and writes:
