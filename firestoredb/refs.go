@@ -42,17 +42,17 @@ func (db *DB) legacyRecallOf(sessionID string) *firestore.CollectionRef {
 	return db.sessionRef(sessionID).Collection(RecallCollection)
 }
 
+// sessionUnits is the units of sessionID among userID's.
+func (db *DB) sessionUnits(userID, sessionID string) firestore.Query {
+	return db.unitsOf(userID).Where("sessionId", "==", sessionID)
+}
+
 // unitsOf is chat_usage/{user}/recall: the user's units of search, one
 // collection a user, so that what a search asks is bounded by the user's
 // own units (the emulator answers a collection-group query by going
 // through every user's).
 func (db *DB) unitsOf(userID string) *firestore.CollectionRef {
 	return db.usageRef(userID).Collection(RecallCollection)
-}
-
-// sessionUnits is the units of sessionID among userID's.
-func (db *DB) sessionUnits(userID, sessionID string) firestore.Query {
-	return db.unitsOf(userID).Where("sessionId", "==", sessionID)
 }
 
 // sessionRef is chat_sessions/{id}.
