@@ -2,6 +2,8 @@ package chat
 
 import (
 	"cmp"
+	"context"
+	"time"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
@@ -15,6 +17,66 @@ type finished struct {
 	write *TurnWrite
 	reply history.Message
 	learn *longterm.Batch
+}
+
+// storeReply stores the reply in the commit that finishes the turn (see
+// finish). Whether or not the reply was stored when that fails, the turn
+// gives its lease back (if the reply was stored, the lease went with it):
+// a retry then replays the reply or answers anew, never waits on nobody.
+func (svc *Service) storeReply(ctx context.Context, plan *turnPlan, st *TurnState, sent prompt, answer answered, spent int) (*TurnResult, error) {
+	var fin finished
+	done, err := svc.Turns.RunTurn(ctx, plan.query, plan.claim.latest(st), func(st *TurnState) (*TurnWrite, error) {
+		var err error
+		fin, err = svc.finish(st, plan, answer, spent, sent.context)
+		if err == nil && fin.write != nil {
+			fin.write.Job = svc.newJob(plan, fin, sent.memory.tokens)
+		}
+		return fin.write, err
+	})
+	if err != nil {
+		svc.release(ctx, plan.query, st, plan.claim)
+		return nil, err
+	}
+	res := &TurnResult{Session: done.Session, Tail: done.Tail, Context: sent.context, User: plan.claim.user, Reply: fin.reply,
+		memoryTokens: sent.memory.tokens, learn: fin.learn}
+	if fin.write != nil { // the commit landed now: its job is the turn's to run
+		res.job = fin.write.Job
+	}
+	return res, nil
+}
+
+// releaseTries is how often giving a failed turn back is tried.
+const releaseTries = 5
+
+// release gives a failed turn's lease back at once, so that a retry need
+// not wait for it to run out, and ends its draft. If the lease moved on
+// meanwhile (it ran out and another request took it), it leaves it. It
+// tries a few times: a lease left behind makes every retry wait for
+// nobody until it runs out.
+func (svc *Service) release(ctx context.Context, q TurnQuery, st *TurnState, c *claim) {
+	prev := c.latest(st)
+	var err error
+	for i := range releaseTries {
+		_, err = svc.Turns.RunTurn(ctx, q, prev, func(st *TurnState) (*TurnWrite, error) {
+			w := &TurnWrite{Slot: NoSlot, Draft: c.endDraft(st)}
+			if c.holds(st.Session) {
+				w.Session = st.Session.Clone()
+				w.Session.Bookkeeping.Answering = nil
+			}
+			if w.Session == nil && w.Draft == nil {
+				return nil, nil
+			}
+			return w, nil
+		})
+		if err == nil || errs.CodeOf(err) != errs.EUNAVAILABLE {
+			break
+		}
+		prev = nil // read afresh
+		time.Sleep(time.Duration(50<<i) * time.Millisecond)
+	}
+	if err != nil {
+		svc.logError(ctx, "releasing a failed turn failed", q.SessionID, err)
+	}
 }
 
 // finish plans the commit that finishes a turn: the reply (whose parent is
@@ -147,4 +209,28 @@ func (svc *Service) newJob(plan *turnPlan, fin finished, memoryTokens int) *Job 
 		j.Learn = &LearnBatch{From: b.From, To: b.To}
 	}
 	return j
+}
+
+// latest is st with the draft as this turn last wrote it.
+func (c *claim) latest(st *TurnState) *TurnState {
+	if !c.draft || c.draftVersion == nil {
+		return st
+	}
+	cp := *st
+	cp.DraftVersion = c.draftVersion
+	return &cp
+}
+
+// endDraft is the deletion of a streaming turn's draft, once its reply is
+// stored or it failed, if the session's draft is still this turn's.
+func (c *claim) endDraft(st *TurnState) *DraftWrite {
+	if !c.draft || st.DraftReplyID != c.replyID {
+		return nil
+	}
+	return &DraftWrite{ReplyID: c.replyID}
+}
+
+// holds reports whether s's answering lease is this request's.
+func (c *claim) holds(s *sessions.Session) bool {
+	return s != nil && s.Bookkeeping.Answering != nil && s.Bookkeeping.Answering.Token == c.token
 }
