@@ -25,7 +25,7 @@ type FusionTrial struct {
 // better leg, then the best recall@5, then the best MRR (the grid's order
 // breaks what is left).
 func CalibrateFusion(ctx context.Context, e recall.Embedder, tok history.Counter) ([]FusionTrial, error) {
-	convs, qs := buildConversations(devConv, convConversations, devSeed)
+	convs, qs := buildConversations(devConv, devConversations, devSeed)
 	p, err := storeConvPart(ctx, e, tok, "dev", convs, qs)
 	if err != nil {
 		return nil, err
@@ -38,9 +38,16 @@ func CalibrateFusion(ctx context.Context, e recall.Embedder, tok history.Counter
 	if err != nil {
 		return nil, err
 	}
+	legs, err := p.rankLegs(ctx)
+	if err != nil {
+		return nil, err
+	}
 	var trials []FusionTrial
 	for _, f := range fusionGrid() {
-		q, err := p.score(methodFused, p.search(ctx, recall.BothLegs, f))
+		q, err := p.score(methodFused, func(c int, q string) ([]string, error) {
+			ids := f.Order(legs[[2]string{p.convs[c].user, q}])
+			return ids[:min(len(ids), 10)], nil
+		})
 		if err != nil {
 			return nil, err
 		}
@@ -50,6 +57,22 @@ func CalibrateFusion(ctx context.Context, e recall.Embedder, tok history.Counter
 		return cmp.Or(cmp.Compare(b.Margin, a.Margin), cmp.Compare(b.Quality.At5, a.Quality.At5), cmp.Compare(b.Quality.MRR, a.Quality.MRR))
 	})
 	return trials, nil
+}
+
+// rankLegs runs each question's two legs once, as a search of 10
+// results does, to fuse them every way the grid tries.
+func (p *convPart) rankLegs(ctx context.Context) (map[[2]string]recall.Ranked, error) {
+	s := &recall.Service{Embedder: p.e, Store: p.db}
+	out := map[[2]string]recall.Ranked{}
+	for _, q := range p.qs {
+		user := p.convs[q.conv].user
+		r, err := s.RankLegs(ctx, user, q.query, 10)
+		if err != nil {
+			return nil, err
+		}
+		out[[2]string{user, q.query}] = r
+	}
+	return out, nil
 }
 
 // margin is the least of fused's recall@5 minus its better leg's, overall
@@ -69,25 +92,36 @@ func WriteCalibration(w io.Writer, trials []FusionTrial) {
 	}
 	fmt.Fprintln(w, "Fusions tried on the dev part of the conversation fixture (only there), best first: margin over the better leg (least of recall@5 overall and by kind), recall@5, MRR:")
 	fmt.Fprintln(w)
-	fmt.Fprintln(w, "| K | words weight | confident at | meaning weight then | margin | recall@5 | MRR | single | temporal | multi-hop | paraphrase |")
-	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, t := range trials {
+	fmt.Fprintln(w, "| K | words weight | keep | confident at | without the most common term | unless meaning is sure by | margin | recall@5 | MRR | single | temporal | multi-hop | paraphrase |")
+	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
+	for _, t := range trials[:min(len(trials), 20)] {
 		f, q := t.Fusion, t.Quality
-		fmt.Fprintf(w, "| %g | %g | %g | %g | %+.3f | %.3f | %.3f | %.2f | %.2f | %.2f | %.2f |\n", f.K, f.Words, f.Confident, f.Damped, t.Margin, q.At5, q.MRR,
+		fmt.Fprintf(w, "| %g | %g | %d | %g | %v | %g | %+.3f | %.3f | %.3f | %.2f | %.2f | %.2f | %.2f |\n", f.K, f.Words, f.Keep, f.Confident, f.Spread, f.Sure, t.Margin, q.At5, q.MRR,
 			q.ByKind[kindSingle], q.ByKind[kindTemporal], q.ByKind[kindMultiHop], q.ByKind[kindParaphrase])
 	}
 	fmt.Fprintln(w)
 }
 
-// fusionGrid is every fusion tried: reciprocal rank's constant, the words
-// leg's weight (the meaning leg's is 1), and the gate (confidence of the
-// words leg, and the meaning leg's weight when it is confident).
+// fusionGrid is every fusion tried, the simpler first (the grid's order
+// breaks ties): reciprocal rank's constant, the words leg's weight (the
+// meaning leg's is 1), how many of each leg's first units are kept among
+// the first places, and the gate: the words leg's confidence (from the
+// weight of all the query's terms, or of all but its most common) and
+// whether the meaning leg being sure (its first this much more similar
+// than its fifth) keeps its weight.
 func fusionGrid() []recall.Fusion {
 	var out []recall.Fusion
-	for _, k := range []float64{10, 30, 60} {
-		for _, w := range []float64{1, 2, 4} {
-			for _, conf := range []float64{0, 0.6, 1} {
-				out = append(out, recall.Fusion{K: k, Words: w, Meaning: 1, Confident: conf})
+	for _, keep := range []int{0, 1, 2} {
+		for _, k := range []float64{10, 30, 60} {
+			for _, w := range []float64{1, 2, 4} {
+				out = append(out, recall.Fusion{K: k, Words: w, Meaning: 1, Keep: keep})
+				for _, conf := range []float64{0.6, 1} {
+					for _, spread := range []bool{false, true} {
+						for _, sure := range []float64{0, 0.05, 0.1, 0.2} {
+							out = append(out, recall.Fusion{K: k, Words: w, Meaning: 1, Confident: conf, Spread: spread, Sure: sure, Keep: keep})
+						}
+					}
+				}
 			}
 		}
 	}

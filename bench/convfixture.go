@@ -31,8 +31,10 @@ import (
 // The dev part is built from devConv, the held-out part from heldOutConv:
 // other templates, names and values; the held-out part is only measured.
 
-// Sizes of a part: conversations of sessions of exchanges.
+// Sizes of a part: conversations (the dev part has more, to choose the
+// fusion on more questions) of sessions of exchanges.
 const (
+	devConversations  = 12
 	convConversations = 4
 	convSessions      = 20
 	convExchanges     = 25

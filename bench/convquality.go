@@ -29,9 +29,10 @@ func MeasureConversations(ctx context.Context, e recall.Embedder, tok history.Co
 	for _, p := range []struct {
 		name string
 		t    convTemplates
+		n    int
 		seed uint64
-	}{{"dev", devConv, devSeed}, {"held-out", heldOutConv, heldOutSeed}} {
-		convs, qs := buildConversations(p.t, convConversations, p.seed)
+	}{{"dev", devConv, devConversations, devSeed}, {"held-out", heldOutConv, convConversations, heldOutSeed}} {
+		convs, qs := buildConversations(p.t, p.n, p.seed)
 		got, err := measureConvPart(ctx, e, tok, p.name, convs, qs)
 		if err != nil {
 			return nil, err

@@ -64,6 +64,10 @@ var devConv = convTemplates{
 			"which band has {who} seen live five times?", "what music group is {name} obsessed with?"},
 		{"For {name}'s birthday I want to get a {gift}.", "A {gift} is a thoughtful present, {name} will like it.",
 			"what gift am I planning for {who}?", "what present will I buy {name}?"},
+		{"{name} is training hard for a {sport} tournament in the spring.", "Good luck to {name}, {sport} tournaments are intense.",
+			"which tournament is {who} training for?", "what competition is {name} getting ready for?"},
+		{"{name} works night shifts at the {workplace} now.", "Night shifts at a {workplace} are tiring, {name} needs good sleep.",
+			"where does {who} work night shifts?", "what is {name}'s job after dark?"},
 	},
 	own: []convOwn{
 		{"I finally booked my flight to {city2}, it leaves early on a Friday.", "Great, remember to check in online the day before your {city2} trip.",
@@ -78,6 +82,10 @@ var devConv = convTemplates{
 			"what paint did we pick for the living room?", "which colour is the lounge going to be?", ""},
 		{"The landlord is raising the rent to {rent} a month from spring.", "That is steep; check whether the lease allows a raise to {rent}.",
 			"how much will the rent be from spring?", "what will I pay to live in my flat?", "when did the landlord say the rent goes up?"},
+		{"My membership at {gym} renews on the first of {month}.", "I'll remind you before the {gym} membership renews in {month}.",
+			"which gym am I a member of?", "where do I go to work out?", "when does my {gym} membership renew?"},
+		{"I lent my {item} to the people upstairs last week.", "Make sure the {item} comes back before you need it.",
+			"what did I lend to the people upstairs?", "which of my tools is at the upstairs flat?", "when did I lend out the {item}?"},
 	},
 	chatter: [][2]string{
 		{"Had coffee with {name} this morning, we mostly talked about work.", "Sounds nice. Is {name} still busy with that project?"},
@@ -100,6 +108,9 @@ var devConv = convTemplates{
 		{"I keep forgetting to pay bills on time.", "Set up automatic payments or a monthly reminder."},
 		{"{name} wants to start a book club with me.", "A book club is a nice way to see each other every month."},
 		{"How do I say no to extra work politely?", "Thank them, explain your current load and offer a later date."},
+		{"{name} wants to come along to the gym after work.", "Training together makes it easier to keep going."},
+		{"{name} borrowed my umbrella and never gave it back.", "Ask {name} for it kindly next time you meet."},
+		{"Should I take up a sport this year?", "Pick one you can play near home, like {sport}."},
 	},
 	names: []string{"Priya", "Marcus", "Ingrid", "Tomasz", "Aiko", "Dele", "Sofia", "Rafael", "Hanne", "Yusuf", "Clara", "Mateo",
 		"Leila", "Oskar", "Nadia", "Emeka", "Greta", "Kenji", "Amara", "Luca"},
@@ -120,6 +131,11 @@ var devConv = convTemplates{
 		"course":     {"watercolour", "salsa", "Mandarin", "pottery", "woodworking"},
 		"paint":      {"Sage Whisper", "Oyster Grey", "Dusky Teal"},
 		"rent":       {"1,450 euros", "1,720 euros", "980 pounds"},
+		"sport":      {"badminton", "squash", "table tennis", "volleyball", "fencing"},
+		"workplace":  {"bakery", "hospital", "printing plant", "airport", "hotel reception"},
+		"gym":        {"Ironworks", "PulseFit", "Harbour Gym"},
+		"month":      {"March", "June", "September"},
+		"item":       {"power drill", "camping stove", "ladder", "tent"},
 	},
 }
 

@@ -22,7 +22,11 @@ import (
 // SearchScale is what a search costs on the emulator with many users'
 // units, seeded through the API: its latency (the emulator's: what make
 // dev and the web app's search box wait for, not production's) and the
-// documents it reads (which transfer to production).
+// documents it reads (which transfer to production); beside it, in the
+// same run, what the search asks of the store timed alone (without the
+// embedding and the API), of today's layout (the units in their user's
+// collection) and of the earlier one (a collection group of units kept
+// under their sessions, filtered by userId), the same units in both.
 type SearchScale struct {
 	Users        int     `json:"users"`
 	UnitsPerUser int     `json:"unitsPerUser"`
@@ -31,13 +35,22 @@ type SearchScale struct {
 	P50Ms        float64 `json:"p50Ms"`
 	P95Ms        float64 `json:"p95Ms"`
 	ReadsMean    float64 `json:"readsMean"`
+	Store        Latency `json:"store"`        // the store's part, today's layout
+	EarlierStore Latency `json:"earlierStore"` // the same, of the earlier layout
+}
+
+// Latency is a median and a 95th percentile, in milliseconds.
+type Latency struct {
+	P50Ms float64 `json:"p50Ms"`
+	P95Ms float64 `json:"p95Ms"`
 }
 
 // MeasureSearchScale seeds users users with about units exchanges each
 // (the conversation fixture's dev templates, in sessions of 25 exchanges,
 // each appended in one POST) in a fresh emulator project through the
 // HTTP API with embeddings on, then runs searches of the fixture's
-// questions through GET /search, round the users.
+// questions through GET /search, round the users, and times what each
+// asks of the store in both layouts (see SearchScale).
 func MeasureSearchScale(ctx context.Context, users, units, searches int, log func(string, ...any)) (*SearchScale, error) {
 	counter := &firestoretest.Counter{}
 	client, err := firestoretest.Dial(ctx, fmt.Sprintf("demo-bench-searchscale-%d", time.Now().UnixNano()), counter)
@@ -69,21 +82,61 @@ func MeasureSearchScale(ctx context.Context, users, units, searches int, log fun
 		return nil, err
 	}
 	out.SeedSeconds = time.Since(start).Seconds()
-	var took []float64
-	for i := range searches {
+	copied, err := copyToEarlierLayout(ctx, client)
+	if err != nil {
+		return nil, err
+	}
+	log("search at scale: %d units copied to the earlier layout; %d searches", copied, searches)
+	s := scaleRun{api: api, tokens: tokens, client: client, counter: counter, per: per, users: users}
+	return out, s.search(ctx, out, qs)
+}
+
+// scaleRun is a seeded search at scale.
+type scaleRun struct {
+	api        []*apiClient
+	tokens     []string
+	client     *firestore.Client
+	counter    *firestoretest.Counter
+	per, users int
+}
+
+// search runs out.Searches searches of qs through the API, each beside
+// what it asks of the store in both layouts (in turn first), into out.
+func (s scaleRun) search(ctx context.Context, out *SearchScale, qs []convQuestion) error {
+	embedder := app.Config{Embeddings: true, EmbeddingModel: llm.DefaultEmbeddingModel, EmbeddingDimensions: llm.DefaultEmbeddingDimensions}.Embedder()
+	var took, today, earlier []float64
+	for i := range out.Searches {
 		q := qs[(i*7919)%len(qs)] // spread over the questions
-		u := (q.conv / per) % users
-		before, at := counter.Snapshot(), time.Now()
+		u := (q.conv / s.per) % s.users
+		before, at := s.counter.Snapshot(), time.Now()
 		path := "/search?q=" + url.QueryEscape(q.query)
-		if err := api[u].call(ctx, tokens[u], "GET", path, nil, nil, http.StatusOK); err != nil {
-			return nil, err
+		if err := s.api[u].call(ctx, s.tokens[u], "GET", path, nil, nil, http.StatusOK); err != nil {
+			return err
 		}
 		took = append(took, ms(time.Since(at)))
-		out.ReadsMean += float64(counter.Snapshot().Sub(before).Reads)
+		out.ReadsMean += float64(s.counter.Snapshot().Sub(before).Reads)
+		v, err := embedder.Embed(ctx, []string{q.query})
+		if err != nil {
+			return err
+		}
+		for k := range 2 {
+			old := (i+k)%2 == 0
+			d, err := storeRPCs(ctx, s.client, uidOf(s.tokens[u]), v[0], q.query, old)
+			if err != nil {
+				return err
+			}
+			if old {
+				earlier = append(earlier, ms(d))
+			} else {
+				today = append(today, ms(d))
+			}
+		}
 	}
-	out.ReadsMean /= float64(searches)
+	out.ReadsMean /= float64(out.Searches)
 	out.P50Ms, out.P95Ms = percentile(took, 50), percentile(took, 95)
-	return out, nil
+	out.Store = Latency{percentile(today, 50), percentile(today, 95)}
+	out.EarlierStore = Latency{percentile(earlier, 50), percentile(earlier, 95)}
+	return nil
 }
 
 // seedExchanges creates a session and appends s's exchanges in one POST.
@@ -139,4 +192,7 @@ func WriteSearchScale(w io.Writer, s *SearchScale) {
 	}
 	fmt.Fprintf(w, "A search on the emulator with %d users' %d exchanges each (seeded through the API in %.0f s): %.0f ms at the median, %.0f ms at p95, %.1f documents read on average (%d searches through GET /search; the emulator's times, not production's).\n\n",
 		s.Users, s.UnitsPerUser, s.SeedSeconds, s.P50Ms, s.P95Ms, s.ReadsMean, s.Searches)
+	fmt.Fprintf(w, "What a search asks of the store, timed alone in the same run (its queries, counts, vector query and list at once, without the embedding and the API), p50 / p95:\n\n| layout | p50 | p95 |\n|---|---|---|\n")
+	fmt.Fprintf(w, "| units in their user's collection (today) | %.0f ms | %.0f ms |\n", s.Store.P50Ms, s.Store.P95Ms)
+	fmt.Fprintf(w, "| units under their sessions, a collection group filtered by userId (before) | %.0f ms | %.0f ms |\n\n", s.EarlierStore.P50Ms, s.EarlierStore.P95Ms)
 }

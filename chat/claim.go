@@ -1,8 +1,12 @@
 package chat
 
 import (
+	"context"
+	"errors"
 	"fmt"
 	"math/rand/v2"
+	"slices"
+	"strings"
 	"time"
 
 	"github.com/chatmemory/backend/history"
@@ -29,19 +33,71 @@ type claim struct {
 	draftVersion Version
 }
 
-// latest is st with the draft as this turn last wrote it.
-func (c *claim) latest(st *TurnState) *TurnState {
-	if !c.draft || c.draftVersion == nil {
-		return st
-	}
-	cp := *st
-	cp.DraftVersion = c.draftVersion
-	return &cp
-}
-
 // leaseMargin is how much longer than the model may take a turn holds the
 // session's answering lease: past it, another request may take over.
 const leaseMargin = 15 * time.Second
+
+// claimTurn claims the turn, waiting while another message of the
+// session is answered (unless it branches: what it branches from may
+// change meanwhile), and returns the state its commit left.
+func (svc *Service) claimTurn(ctx context.Context, plan *turnPlan, recall *recaller) (*TurnState, error) {
+	var st *TurnState
+	err := svc.waitTurn(plan.fork == nil, func() (err error) {
+		st, err = svc.tryClaim(ctx, plan, recall)
+		return err
+	})
+	return st, err
+}
+
+// DefaultBusyWait is how long a turn or an append waits for another
+// message of its session to be answered before it answers ECONFLICT with
+// a Retry-After.
+const DefaultBusyWait = 30 * time.Second
+
+// waitTurn runs try until it no longer finds its session answering another
+// message (sessions.ErrBusy), for at most BusyWait, if wait is set: a
+// second tab's turn waits its turn instead of failing. A regeneration or
+// an edit does not wait: what it branches from may change meanwhile.
+func (svc *Service) waitTurn(wait bool, try func() error) error {
+	limit := svc.BusyWait
+	if limit <= 0 {
+		limit = DefaultBusyWait
+	}
+	deadline := time.Now().Add(limit)
+	for i := 0; ; i++ {
+		err := try()
+		if !wait || !errors.Is(err, sessions.ErrBusy) || time.Now().After(deadline) {
+			return err
+		}
+		d := min(50*time.Millisecond<<min(i, 6), 2*time.Second) // each try is a read: back off
+		time.Sleep(d/2 + rand.N(d/2+1))
+	}
+}
+
+// tryClaim claims the turn as of now, with a lease from now, in one read
+// and one commit: the user's rate-limit slots likely free are read with
+// it, and all of them when those prove taken. The recall's embedding and
+// query start beside the commit.
+func (svc *Service) tryClaim(ctx context.Context, plan *turnPlan, recall *recaller) (*TurnState, error) {
+	c := plan.claim
+	c.at = svc.now()
+	c.lease = c.at.Add(svc.ModelTimeout + leaseMargin)
+	q := plan.query
+	planClaim := func(st *TurnState) (*TurnWrite, error) {
+		w, err := svc.claim(st, q, plan)
+		if err == nil && w != nil && w.Session != nil { // the session as the claim writes it (a new one too)
+			svc.startEmbeds(ctx, recall, w.Session, plan.draft.Content, st.Memory.Relevance() != nil, others(st))
+		}
+		return w, err
+	}
+	q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, false)
+	st, err := svc.Turns.RunTurn(ctx, q, nil, planClaim)
+	if err == errMoreSlots {
+		q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, true)
+		st, err = svc.Turns.RunTurn(ctx, q, nil, planClaim)
+	}
+	return st, err
+}
 
 // claim plans the commit that claims a turn on the state read: it checks
 // the session and the key, admits the turn under the user's limits, and
@@ -50,19 +106,24 @@ const leaseMargin = 15 * time.Second
 func (svc *Service) claim(st *TurnState, q TurnQuery, plan *turnPlan) (*TurnWrite, error) {
 	c := plan.claim
 	c.user, c.replay = history.Message{}, nil
+	check := sessions.CheckClaim(st.Session, sessions.Claim{SessionID: q.SessionID, UserID: q.UserID, New: q.New,
+		Key: q.Key, Token: c.token, Op: c.op, At: c.at})
+	if check.Access != nil {
+		return nil, check.Access
+	}
 	s, err := svc.sessionToClaim(st, q)
 	if err != nil {
 		return nil, err
 	}
-	if a := s.Bookkeeping.Answering; a != nil && a.Token == c.token {
+	if check.Own != nil {
 		// This request's claim is stored: its commit landed, but the
 		// answer was lost on the way. Carry on from what it wrote.
-		return nil, c.claimed(st, a.Seq)
+		return nil, c.claimed(st, check.Own.Seq)
 	}
-	if err := c.checkKey(st, q, s, plan.keyed, c.at); err != nil || c.replay != nil {
+	if err := c.checkKey(st, q, s, plan.keyed, check.Reused); err != nil || c.replay != nil {
 		return nil, err
 	}
-	if err := claimable(st, q, s, plan.fork, c.at); err != nil {
+	if err := claimable(st, q, check, plan.fork); err != nil {
 		return nil, err
 	}
 	slot, err := svc.admit(st, q, c.at)
@@ -79,37 +140,26 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, plan *turnPlan) (*TurnWrit
 }
 
 // sessionToClaim is the session a turn claims, as a copy to change: the
-// one read, owned by the user, or, for a turn that may start one, a new
-// one.
+// one read, or, for a turn that starts one (its check let it), a new one.
 func (svc *Service) sessionToClaim(st *TurnState, q TurnQuery) (*sessions.Session, error) {
 	if st.Session == nil {
-		if !q.New {
-			return nil, sessions.NotFound(q.SessionID)
-		}
 		return svc.Sessions.New(q.UserID, sessions.CreateInput{ID: q.SessionID})
 	}
-	s := st.Session.Clone()
-	if err := s.CheckOwner(q.UserID); err != nil {
-		return nil, err
-	}
-	return s, nil
+	return st.Session.Clone(), nil
 }
 
-// claimable refuses a turn the session cannot take now: one under a key
-// still in progress, one while another reply is being written, a
-// regeneration of a message that is not there, a turn in a session that
-// is not writable.
-func claimable(st *TurnState, q TurnQuery, s *sessions.Session, f *fork, now time.Time) error {
-	if a := s.AnsweringAt(now); a != nil && q.Key != "" && a.Key == q.Key {
-		return sessions.InProgress(now, a, "the request with clientMessageId %q is in progress; retry to get its reply", q.Key)
-	}
-	if err := s.CheckNotAnswering(now); err != nil {
-		return err
+// claimable refuses a turn the session cannot take now (as its check
+// says): one under a key still in progress, one while another reply is
+// being written; then a regeneration of a message that is not there, and
+// a turn in a session that is not writable.
+func claimable(st *TurnState, q TurnQuery, check sessions.ClaimCheck, f *fork) error {
+	if check.Busy != nil {
+		return check.Busy
 	}
 	if f != nil && f.regenerate && st.Asked == nil {
 		return errs.Errorf(errs.ENOTFOUND, "message %s not found", q.AskedID)
 	}
-	return s.CheckWritable()
+	return check.Writable
 }
 
 // admit is the rate-limit slot a turn takes (see AdmitTurn); errMoreSlots
@@ -217,7 +267,7 @@ func (c *claim) claimed(st *TurnState, seq int) error {
 // idempotency keys: reused with another kind of request, another target
 // or another message, it is ECONFLICT; reused with the same request that
 // is complete, it replays it (c.replay).
-func (c *claim) checkKey(st *TurnState, q TurnQuery, s *sessions.Session, draft history.Draft, now time.Time) error {
+func (c *claim) checkKey(st *TurnState, q TurnQuery, s *sessions.Session, draft history.Draft, leaseReused bool) error {
 	if q.Key == "" {
 		return nil
 	}
@@ -228,7 +278,7 @@ func (c *claim) checkKey(st *TurnState, q TurnQuery, s *sessions.Session, draft 
 	case c.op.Kind != sessions.OpRegenerate && st.Asked != nil && (!sameOp(opOf(st.Asked), c.op) || !st.Asked.SameContent(&draft)):
 		return reused
 	}
-	if a := s.AnsweringAt(now); a != nil && a.Key == q.Key && a.Op != c.op {
+	if leaseReused { // the lease in force holds the key for another operation
 		return reused
 	}
 	if st.Answer == nil {
@@ -267,16 +317,45 @@ func (c *claim) startDraft() *DraftWrite {
 	return &DraftWrite{ReplyID: c.replyID, UserMessageID: c.user.ID, Create: true}
 }
 
-// endDraft is the deletion of a streaming turn's draft, once its reply is
-// stored or it failed, if the session's draft is still this turn's.
-func (c *claim) endDraft(st *TurnState) *DraftWrite {
-	if !c.draft || st.DraftReplyID != c.replyID {
-		return nil
+// turnMessages are what a turn stores before the model is called, given
+// the calls s awaits results for: the tool results it sends (each for a
+// call awaiting one, all of them answered), or its message, after a
+// result "not run" for each call awaiting one when the request abandons
+// them. The message the reply answers is the last.
+func turnMessages(s *sessions.Session, req TurnRequest, draft history.Draft) ([]history.Draft, error) {
+	pending := s.Bookkeeping.PendingToolCalls
+	if len(req.ToolResults) > 0 {
+		return toolResultDrafts(pending, req.ToolResults)
 	}
-	return &DraftWrite{ReplyID: c.replyID}
+	if len(pending) == 0 {
+		return []history.Draft{draft}, nil
+	}
+	if !req.AbandonTools {
+		return nil, errs.Errorf(errs.ECONFLICT, "tool calls %s await their results: send toolResults, or the message with abandonTools: true", strings.Join(pending, ", "))
+	}
+	out := make([]history.Draft, 0, len(pending)+1)
+	for _, id := range pending {
+		out = append(out, history.Draft{Role: history.RoleTool, ToolCallID: id, Content: NotRunResult})
+	}
+	return append(out, draft), nil
 }
 
-// holds reports whether s's answering lease is this request's.
-func (c *claim) holds(s *sessions.Session) bool {
-	return s != nil && s.Bookkeeping.Answering != nil && s.Bookkeeping.Answering.Token == c.token
+func toolResultDrafts(pending []string, results []ToolResult) ([]history.Draft, error) {
+	out := make([]history.Draft, 0, len(results))
+	for i, r := range results {
+		if !slices.Contains(pending, r.ToolCallID) {
+			return nil, errs.Errorf(errs.ECONFLICT, "toolResults[%d]: tool call %q awaits no result (it is unknown, or answered already)", i, r.ToolCallID)
+		}
+		out = append(out, history.Draft{Role: history.RoleTool, ToolCallID: r.ToolCallID, Content: r.Content})
+	}
+	if len(results) < len(pending) {
+		var missing []string
+		for _, id := range pending {
+			if !slices.ContainsFunc(results, func(r ToolResult) bool { return r.ToolCallID == id }) {
+				missing = append(missing, id)
+			}
+		}
+		return nil, errs.Errorf(errs.EINVALID, "toolResults: tool calls %s await results too; send them all at once", strings.Join(missing, ", "))
+	}
+	return out, nil
 }

@@ -2,6 +2,8 @@ package chat
 
 import (
 	"cmp"
+	"context"
+	"time"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
@@ -15,6 +17,66 @@ type finished struct {
 	write *TurnWrite
 	reply history.Message
 	learn *longterm.Batch
+}
+
+// storeReply stores the reply in the commit that finishes the turn (see
+// finish). Whether or not the reply was stored when that fails, the turn
+// gives its lease back (turn; if the reply was stored, the lease went
+// with it): a retry then replays the reply or answers anew, never waits
+// on nobody.
+func (svc *Service) storeReply(ctx context.Context, plan *turnPlan, st *TurnState, sent prompt, answer answered, spent int) (*TurnResult, error) {
+	var fin finished
+	done, err := svc.Turns.RunTurn(ctx, plan.query, plan.claim.latest(st), func(st *TurnState) (*TurnWrite, error) {
+		var err error
+		fin, err = svc.finish(st, plan, answer, spent, sent.context)
+		if err == nil && fin.write != nil {
+			fin.write.Job = svc.newJob(plan, fin, sent.memory.tokens)
+		}
+		return fin.write, err
+	})
+	if err != nil {
+		return nil, err
+	}
+	res := &TurnResult{Session: done.Session, Tail: done.Tail, Context: sent.context, User: plan.claim.user, Reply: fin.reply,
+		memoryTokens: sent.memory.tokens, learn: fin.learn}
+	if fin.write != nil { // the commit landed now: its job is the turn's to run
+		res.job = fin.write.Job
+	}
+	return res, nil
+}
+
+// releaseTries is how often giving a failed turn back is tried.
+const releaseTries = 5
+
+// release gives a failed turn's lease back at once, so that a retry need
+// not wait for it to run out, and ends its draft. If the lease moved on
+// meanwhile (it ran out and another request took it), it leaves it. It
+// tries a few times: a lease left behind makes every retry wait for
+// nobody until it runs out.
+func (svc *Service) release(ctx context.Context, q TurnQuery, st *TurnState, c *claim) {
+	prev := c.latest(st)
+	var err error
+	for i := range releaseTries {
+		_, err = svc.Turns.RunTurn(ctx, q, prev, func(st *TurnState) (*TurnWrite, error) {
+			w := &TurnWrite{Slot: NoSlot, Draft: c.endDraft(st)}
+			if c.holds(st.Session) {
+				w.Session = st.Session.Clone()
+				w.Session.Bookkeeping.Answering = nil
+			}
+			if w.Session == nil && w.Draft == nil {
+				return nil, nil
+			}
+			return w, nil
+		})
+		if err == nil || errs.CodeOf(err) != errs.EUNAVAILABLE {
+			break
+		}
+		prev = nil // read afresh
+		time.Sleep(time.Duration(50<<i) * time.Millisecond)
+	}
+	if err != nil {
+		svc.logError(ctx, "releasing a failed turn failed", q.SessionID, err)
+	}
 }
 
 // finish plans the commit that finishes a turn: the reply (whose parent is
@@ -32,7 +94,10 @@ func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent
 		// Stored already: this commit landed, but its answer was lost.
 		return finished{reply: *st.Answer}, nil
 	}
-	s := st.Session.Clone()
+	// The session as this commit writes it, its reply under its question
+	// whichever branch is shown (appendReply shows that one again).
+	s, shown := st.Session.Clone(), st.Session.Leaf()
+	s.SetLeaf(c.user.Seq)
 	if err := s.CheckOwner(q.UserID); err != nil {
 		return finished{}, err
 	}
@@ -41,7 +106,7 @@ func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent
 		return finished{}, sessions.InProgress(now, a, "another request took this turn over; retry to get its reply")
 	}
 	s.Bookkeeping.Answering = nil
-	reply, t, err := svc.appendReply(s, st.Tail, c, answer.draft)
+	reply, t, err := svc.appendReply(s, shown, st.Tail, c, answer.draft)
 	if err != nil {
 		return finished{}, err
 	}
@@ -67,23 +132,19 @@ func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent
 	return fin, nil
 }
 
-// appendReply appends the reply to s under the message it answers. A
-// reply continues the active branch when that ends at its question. If
-// the user switched branches meanwhile, it is stored under its question
-// all the same, and the branch shown stays shown (with its context: the
-// tail returned is then nil).
-func (svc *Service) appendReply(s *sessions.Session, tail *history.Tail, c *claim, answer history.Draft) (history.Message, *history.Tail, error) {
-	leaf, pending := s.Leaf(), s.Bookkeeping.PendingToolCalls
-	away := leaf != c.user.Seq
-	if away {
-		s.SetLeaf(c.user.Seq)
-	}
+// appendReply appends the reply to s, whose active branch ends at the
+// message it answers. A reply continues the active branch shown, when
+// that ends at its question. If the user switched branches meanwhile, it
+// is stored under its question all the same, and the branch shown stays
+// shown (with its context: the tail returned is then nil).
+func (svc *Service) appendReply(s *sessions.Session, shown int, tail *history.Tail, c *claim, answer history.Draft) (history.Message, *history.Tail, error) {
+	pending := s.Bookkeeping.PendingToolCalls
 	reply, t, err := svc.History.AppendOne(s, tail, "", c.replyID, answer)
 	if err != nil {
 		return history.Message{}, nil, err
 	}
-	if away {
-		s.SetLeaf(leaf)
+	if shown != c.user.Seq {
+		s.SetLeaf(shown)
 		s.Bookkeeping.PendingToolCalls, t = pending, nil
 	}
 	return reply, t, nil
@@ -147,4 +208,28 @@ func (svc *Service) newJob(plan *turnPlan, fin finished, memoryTokens int) *Job 
 		j.Learn = &LearnBatch{From: b.From, To: b.To}
 	}
 	return j
+}
+
+// latest is st with the draft as this turn last wrote it.
+func (c *claim) latest(st *TurnState) *TurnState {
+	if !c.draft || c.draftVersion == nil {
+		return st
+	}
+	cp := *st
+	cp.DraftVersion = c.draftVersion
+	return &cp
+}
+
+// endDraft is the deletion of a streaming turn's draft, once its reply is
+// stored or it failed, if the session's draft is still this turn's.
+func (c *claim) endDraft(st *TurnState) *DraftWrite {
+	if !c.draft || st.DraftReplyID != c.replyID {
+		return nil
+	}
+	return &DraftWrite{ReplyID: c.replyID}
+}
+
+// holds reports whether s's answering lease is this request's.
+func (c *claim) holds(s *sessions.Session) bool {
+	return s != nil && s.Bookkeeping.Answering != nil && s.Bookkeeping.Answering.Token == c.token
 }

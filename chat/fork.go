@@ -64,11 +64,12 @@ type fork struct {
 }
 
 // planFork reads what a regeneration or an edit branches from: its target
-// message and the tail of the branch it continues. Messages and their
-// parents never change, so what it reads stays true while the turn runs.
-// It costs a read of the session and the target, and the reads of
-// BranchTail (which, for a regenerated reply, also read its question); a
-// turn that does not branch reads none of it.
+// message and the tail of the branch it continues, read once (for a
+// regenerated reply, the branch that ends at its question, which the tail
+// usually holds). Messages and their parents never change, so what it
+// reads stays true while the turn runs. It costs a read of the session and
+// the target, and the reads of BranchTail; a turn that does not branch
+// reads none of it.
 func (svc *Service) planFork(ctx context.Context, req TurnRequest) (*fork, error) {
 	f := &fork{regenerate: req.Regenerate != ""}
 	id := req.Edit
@@ -79,19 +80,38 @@ func (svc *Service) planFork(ctx context.Context, req TurnRequest) (*fork, error
 	if err != nil {
 		return nil, err
 	}
-	if f.regenerate && target.Role == history.RoleAssistant {
-		return svc.planRegenerate(ctx, f, s, target)
-	}
-	if target.Role != history.RoleUser {
+	reply := f.regenerate && target.Role == history.RoleAssistant // its question is answered anew
+	notAnswer := errs.Errorf(errs.EINVALID, "message %s does not answer a user message, so it cannot be regenerated", target.ID)
+	switch {
+	case reply:
+		if f.leaf = s.Parent(target.Seq); f.leaf < 0 {
+			return nil, notAnswer
+		}
+	case target.Role != history.RoleUser:
 		return nil, errs.Errorf(errs.EINVALID, "message %s is not a user message or a reply to one", id)
-	}
-	f.target, f.leaf = target, target.Seq
-	if !f.regenerate {
-		f.leaf = s.Parent(target.Seq)
+	default:
+		f.target, f.leaf = target, target.Seq
+		if !f.regenerate {
+			f.leaf = s.Parent(target.Seq)
+		}
 	}
 	if f.base, err = svc.History.BranchTail(ctx, s, f.leaf); err != nil {
 		return nil, err
 	}
+	if !reply {
+		return f, nil
+	}
+	// The question: the newest message of the branch read, else read.
+	msgs := f.base.Messages
+	if n := len(msgs); n > 0 && msgs[n-1].Seq == f.leaf {
+		msgs = msgs[n-1:]
+	} else if msgs, err = svc.History.Store.MessageRange(ctx, s.ID, f.leaf, f.leaf); err != nil {
+		return nil, err
+	}
+	if len(msgs) != 1 || msgs[0].Role != history.RoleUser {
+		return nil, notAnswer
+	}
+	f.target = msgs[0]
 	return f, nil
 }
 
@@ -122,29 +142,4 @@ func (svc *Service) readForked(ctx context.Context, req TurnRequest, id string) 
 		return nil, history.Message{}, sessions.InProgress(svc.now(), a, "a reply in this session is being written; retry once it is stored")
 	}
 	return s, *st.Asked, nil
-}
-
-// planRegenerate plans f, the regeneration of reply: its user message
-// answered anew, the newest message of the branch that ends at it, read
-// with that branch.
-func (svc *Service) planRegenerate(ctx context.Context, f *fork, s *sessions.Session, reply history.Message) (*fork, error) {
-	notAnswer := errs.Errorf(errs.EINVALID, "message %s does not answer a user message, so it cannot be regenerated", reply.ID)
-	if f.leaf = s.Parent(reply.Seq); f.leaf < 0 {
-		return nil, notAnswer
-	}
-	var err error
-	if f.base, err = svc.History.BranchTail(ctx, s, f.leaf); err != nil {
-		return nil, err
-	}
-	var msgs []history.Message
-	if n := len(f.base.Messages); n > 0 && f.base.Messages[n-1].Seq == f.leaf {
-		msgs = f.base.Messages[n-1:]
-	} else if msgs, err = svc.History.Store.MessageRange(ctx, s.ID, f.leaf, f.leaf); err != nil {
-		return nil, err
-	}
-	if len(msgs) != 1 || msgs[0].Role != history.RoleUser {
-		return nil, notAnswer
-	}
-	f.target = msgs[0]
-	return f, nil
 }

@@ -2,12 +2,8 @@ package chat
 
 import (
 	"context"
-	"fmt"
-	"strings"
 	"sync"
-	"unicode/utf8"
 
-	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/recall"
 	"github.com/chatmemory/backend/sessions"
 )
@@ -54,6 +50,7 @@ func (svc *Service) startEmbeds(ctx context.Context, r *recaller, s *sessions.Se
 	}
 	r.recallOnce.Do(func() {
 		r.done = make(chan struct{})
+		r.k, r.limit = s.Context.RecallLimits()
 		go svc.recallFor(ctx, r, s.Clone(), query, recall.Scope{All: mode == sessions.RecallAll, Known: o})
 	})
 }
@@ -66,13 +63,8 @@ func (svc *Service) recallFor(ctx context.Context, r *recaller, s *sessions.Sess
 		r.err = r.embedErr
 		return
 	}
-	k, _ := s.Context.RecallLimits()
-	r.got, r.err = svc.Recaller.Recall(ctx, s, query, r.vector, scope, k)
+	r.got, r.err = svc.Recaller.Recall(ctx, s, query, r.vector, scope, r.k)
 }
-
-// recallHeader opens the recalled excerpts, so that the model knows what
-// they are.
-const recallHeader = "Excerpts recalled from the user's earlier conversations (by relevance to the current message; they may be out of date):"
 
 // recaller runs a turn's recall beside its reads and its claim: the query
 // embedding starts once (at the turn's start when this instance has seen
@@ -84,6 +76,7 @@ type recaller struct {
 	vector                []float32
 	embedErr              error
 	done                  chan struct{}
+	k, limit              int // the session's recall limits (RecallLimits), as the recall started
 	got                   []recall.Unit
 	err                   error
 }
@@ -131,90 +124,6 @@ func (svc *Service) setHint(sessionID string, x Hint) {
 	if h, ok := svc.Turns.(Hints); ok {
 		h.SetHint(sessionID, x)
 	}
-}
-
-// recallBlock returns the excerpts to add to the turn's system messages,
-// with their tokens: those not in the context already, each clipped to its
-// share of the session's cap, counted, and kept while the cap holds. A
-// recall that failed adds nothing (and is logged).
-func (svc *Service) recallBlock(ctx context.Context, r *recaller, s *sessions.Session, c *history.Context) (string, int) {
-	if r.done == nil {
-		return "", 0
-	}
-	<-r.done
-	if r.err != nil {
-		svc.logError(ctx, "recall failed; the turn goes on without it", s.ID, r.err)
-		return "", 0
-	}
-	in := map[string]bool{}
-	for _, m := range c.Messages {
-		in[m.ID] = true
-	}
-	k, limit := s.Context.RecallLimits()
-	count := func(text string) int { // as a message of its own: over-counts the joins
-		return svc.History.Tokens.Count(s.Model, &history.Message{Role: history.RoleSystem, Content: text})
-	}
-	tokens := count(recallHeader)
-	chars := 4 * limit / k // about a share of the cap, in characters
-	var b strings.Builder
-	for _, x := range r.got {
-		if x.SessionID == s.ID && (in[x.Question.ID] || in[x.Reply.ID]) {
-			continue
-		}
-		title := x.SessionTitle
-		if x.SessionID == s.ID {
-			title = "this conversation"
-		}
-		text := recalledText(x, title, chars)
-		if n := count(text); tokens+n <= limit {
-			tokens += n
-			b.WriteString(text)
-		}
-	}
-	if b.Len() == 0 {
-		return "", 0
-	}
-	return recallHeader + b.String(), tokens
-}
-
-// recalledText is one recalled unit as the model reads it: its date (its
-// reply's, else its question's), its session's title, and the start of
-// its messages in about chars runes (a question a third of them when a
-// reply follows). A message with no partner shows alone.
-func recalledText(x recall.Unit, title string, chars int) string {
-	at := x.Reply.CreatedAt
-	if x.Reply.ID == "" {
-		at = x.Question.CreatedAt
-	}
-	var b strings.Builder
-	fmt.Fprintf(&b, "\n\n[%s, %q]", at.UTC().Format("2006-01-02"), title)
-	left := chars
-	if x.Question.ID != "" {
-		share := chars
-		if x.Reply.ID != "" {
-			share = chars / 3
-		}
-		q := clipExcerpt(x.Question, share)
-		fmt.Fprintf(&b, "\nuser: %s", q)
-		left -= utf8.RuneCountInString(q)
-	}
-	if x.Reply.ID != "" {
-		fmt.Fprintf(&b, "\nassistant: %s", clipExcerpt(x.Reply, left))
-	}
-	return b.String()
-}
-
-// clipExcerpt is up to n runes of x's text, marked when it is not all of
-// the message.
-func clipExcerpt(x recall.Excerpt, n int) string {
-	text, clipped := x.Content, x.Clipped
-	if utf8.RuneCountInString(text) > n {
-		text, clipped = string([]rune(text)[:max(n, 0)]), true
-	}
-	if clipped {
-		text += "…"
-	}
-	return text
 }
 
 // wait waits for the query embedding, if one started.

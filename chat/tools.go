@@ -7,12 +7,9 @@ import (
 	"encoding/json"
 	"fmt"
 	"regexp"
-	"slices"
-	"strings"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/kernel/errs"
-	"github.com/chatmemory/backend/sessions"
 )
 
 // A turn may offer the model the app's own tools (OpenAI's function
@@ -166,85 +163,4 @@ func checkToolChoice(choice string, tools []Tool) error {
 		}
 	}
 	return errs.Errorf(errs.EINVALID, "toolChoice must be auto, none, required or the name of one of the tools; %q is none of them", choice)
-}
-
-// turnMessages are what a turn stores before the model is called, given
-// the calls s awaits results for: the tool results it sends (each for a
-// call awaiting one, all of them answered), or its message, after a
-// result "not run" for each call awaiting one when the request abandons
-// them. The message the reply answers is the last.
-func turnMessages(s *sessions.Session, req TurnRequest, draft history.Draft) ([]history.Draft, error) {
-	pending := s.Bookkeeping.PendingToolCalls
-	if len(req.ToolResults) > 0 {
-		return toolResultDrafts(pending, req.ToolResults)
-	}
-	if len(pending) == 0 {
-		return []history.Draft{draft}, nil
-	}
-	if !req.AbandonTools {
-		return nil, errs.Errorf(errs.ECONFLICT, "tool calls %s await their results: send toolResults, or the message with abandonTools: true", strings.Join(pending, ", "))
-	}
-	out := make([]history.Draft, 0, len(pending)+1)
-	for _, id := range pending {
-		out = append(out, history.Draft{Role: history.RoleTool, ToolCallID: id, Content: NotRunResult})
-	}
-	return append(out, draft), nil
-}
-
-func toolResultDrafts(pending []string, results []ToolResult) ([]history.Draft, error) {
-	out := make([]history.Draft, 0, len(results))
-	for i, r := range results {
-		if !slices.Contains(pending, r.ToolCallID) {
-			return nil, errs.Errorf(errs.ECONFLICT, "toolResults[%d]: tool call %q awaits no result (it is unknown, or answered already)", i, r.ToolCallID)
-		}
-		out = append(out, history.Draft{Role: history.RoleTool, ToolCallID: r.ToolCallID, Content: r.Content})
-	}
-	if len(results) < len(pending) {
-		var missing []string
-		for _, id := range pending {
-			if !slices.ContainsFunc(results, func(r ToolResult) bool { return r.ToolCallID == id }) {
-				missing = append(missing, id)
-			}
-		}
-		return nil, errs.Errorf(errs.EINVALID, "toolResults: tool calls %s await results too; send them all at once", strings.Join(missing, ", "))
-	}
-	return out, nil
-}
-
-// toolsFor are the tools and the choice a turn's model request carries:
-// the request's, until the replies since the user's message have called
-// tools MaxToolRounds times; then the model must answer in text.
-func (svc *Service) toolsFor(req TurnRequest, t *history.Tail) ([]Tool, string) {
-	if len(req.Tools) == 0 {
-		return nil, ""
-	}
-	limit := svc.MaxToolRounds
-	if limit <= 0 {
-		limit = DefaultMaxToolRounds
-	}
-	if toolRounds(t.Messages) >= limit {
-		return req.Tools, ToolChoiceNone
-	}
-	return req.Tools, req.ToolChoice
-}
-
-// toolRounds counts the replies with tool calls since the last user
-// message of msgs (oldest first).
-func toolRounds(msgs []history.Message) int {
-	n := 0
-	for i := len(msgs) - 1; i >= 0 && msgs[i].Role != history.RoleUser; i-- {
-		if len(msgs[i].ToolCalls) > 0 {
-			n++
-		}
-	}
-	return n
-}
-
-// toolTokens estimates what the tools' definitions cost in the prompt.
-func (svc *Service) toolTokens(model string, tools []Tool) int {
-	if len(tools) == 0 {
-		return 0
-	}
-	b, _ := json.Marshal(tools)
-	return svc.History.Tokens.Count(model, &history.Message{Role: history.RoleSystem, Content: string(b)})
 }

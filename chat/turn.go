@@ -2,12 +2,8 @@ package chat
 
 import (
 	"context"
-	"errors"
-	"math/rand/v2"
-	"time"
 
 	"github.com/chatmemory/backend/history"
-	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/kernel/ids"
 	"github.com/chatmemory/backend/longterm"
 	"github.com/chatmemory/backend/sessions"
@@ -155,13 +151,6 @@ type turnPlan struct {
 	embedEarly bool
 }
 
-// prompt is what the model is sent: the context built, with the memory
-// block (and the recalled excerpts) in it.
-type prompt struct {
-	context *history.Context
-	memory  memoryBlock
-}
-
 // answered is the model's answer as the turn stores it, with what the
 // service reported of it.
 type answered struct {
@@ -172,7 +161,8 @@ type answered struct {
 // turn runs a turn up to its stored reply: it plans the turn, claims it
 // (the user's message stored, the session leased), admits it under the
 // day's spend, builds what the model sees and calls the model, and stores
-// the reply. A turn that fails after its claim gives the lease back.
+// the reply. A turn that fails after its claim (answering, or storing the
+// reply) gives the lease back, here.
 func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, error) {
 	ctx = context.WithoutCancel(ctx)
 	plan, err := svc.planTurn(ctx, req)
@@ -196,12 +186,16 @@ func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, err
 		return plan.claim.replay, nil
 	}
 	sent, answer, err := svc.answer(ctx, plan, claimed, recall)
+	var res *TurnResult
+	if err == nil {
+		recall.wait() // long done: the reply came after it
+		res, err = svc.storeReply(ctx, plan, claimed, sent, answer, embeddings.Tokens())
+	}
 	if err != nil {
 		svc.release(ctx, plan.query, claimed, plan.claim)
 		return nil, err
 	}
-	recall.wait() // long done: the reply came after it
-	return svc.storeReply(ctx, plan, claimed, sent, answer, embeddings.Tokens())
+	return res, nil
 }
 
 // planTurn checks a request and decides what its turn reads and writes:
@@ -251,43 +245,6 @@ func (svc *Service) planTurn(ctx context.Context, req TurnRequest) (*turnPlan, e
 	return plan, nil
 }
 
-// claimTurn claims the turn, waiting while another message of the
-// session is answered (unless it branches: what it branches from may
-// change meanwhile), and returns the state its commit left.
-func (svc *Service) claimTurn(ctx context.Context, plan *turnPlan, recall *recaller) (*TurnState, error) {
-	var st *TurnState
-	err := svc.waitTurn(plan.fork == nil, func() (err error) {
-		st, err = svc.tryClaim(ctx, plan, recall)
-		return err
-	})
-	return st, err
-}
-
-// tryClaim claims the turn as of now, with a lease from now, in one read
-// and one commit: the user's rate-limit slots likely free are read with
-// it, and all of them when those prove taken. The recall's embedding and
-// query start beside the commit.
-func (svc *Service) tryClaim(ctx context.Context, plan *turnPlan, recall *recaller) (*TurnState, error) {
-	c := plan.claim
-	c.at = svc.now()
-	c.lease = c.at.Add(svc.ModelTimeout + leaseMargin)
-	q := plan.query
-	planClaim := func(st *TurnState) (*TurnWrite, error) {
-		w, err := svc.claim(st, q, plan)
-		if err == nil && w != nil && w.Session != nil { // the session as the claim writes it (a new one too)
-			svc.startEmbeds(ctx, recall, w.Session, plan.draft.Content, st.Memory.Relevance() != nil, others(st))
-		}
-		return w, err
-	}
-	q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, false)
-	st, err := svc.Turns.RunTurn(ctx, q, nil, planClaim)
-	if err == errMoreSlots {
-		q.Slots = slotsToRead(svc.Limits.TurnsPerMinute, true)
-		st, err = svc.Turns.RunTurn(ctx, q, nil, planClaim)
-	}
-	return st, err
-}
-
 // answer admits the claimed turn under the day's spend, builds what the
 // model sees and calls the model.
 func (svc *Service) answer(ctx context.Context, plan *turnPlan, st *TurnState, recall *recaller) (prompt, answered, error) {
@@ -323,113 +280,6 @@ func (svc *Service) answer(ctx context.Context, plan *turnPlan, st *TurnState, r
 		}}}, nil
 }
 
-// prompt builds what the model is sent for the user's message: the
-// session's context with the memory block, and the recalled excerpts
-// when they fit, within the budget the tools' definitions (of toolTokens)
-// leave. The message must be in it.
-func (svc *Service) prompt(ctx context.Context, st *TurnState, user history.Message, recall *recaller, toolTokens int) (prompt, error) {
-	mem := svc.memoryFor(ctx, recall, st.Memory, st.Session.ID)
-	built, err := svc.build(st.Session, st.Tail, mem, toolTokens)
-	if err != nil {
-		return prompt{}, err
-	}
-	if text, n := svc.recallBlock(ctx, recall, st.Session, built); n > 0 {
-		mem = mem.with(text, n)
-		if built, err = svc.build(st.Session, st.Tail, mem, toolTokens); err != nil {
-			return prompt{}, err
-		}
-	}
-	if !contains(built.Messages, user.Seq) {
-		return prompt{}, errs.Errorf(errs.EINVALID, "the message does not fit the model's context budget of %d tokens", built.Budget)
-	}
-	return prompt{context: built, memory: mem}, nil
-}
-
-// storeReply stores the reply in the commit that finishes the turn (see
-// finish). Whether or not the reply was stored when that fails, the turn
-// gives its lease back (if the reply was stored, the lease went with it):
-// a retry then replays the reply or answers anew, never waits on nobody.
-func (svc *Service) storeReply(ctx context.Context, plan *turnPlan, st *TurnState, sent prompt, answer answered, spent int) (*TurnResult, error) {
-	var fin finished
-	done, err := svc.Turns.RunTurn(ctx, plan.query, plan.claim.latest(st), func(st *TurnState) (*TurnWrite, error) {
-		var err error
-		fin, err = svc.finish(st, plan, answer, spent, sent.context)
-		if err == nil && fin.write != nil {
-			fin.write.Job = svc.newJob(plan, fin, sent.memory.tokens)
-		}
-		return fin.write, err
-	})
-	if err != nil {
-		svc.release(ctx, plan.query, st, plan.claim)
-		return nil, err
-	}
-	res := &TurnResult{Session: done.Session, Tail: done.Tail, Context: sent.context, User: plan.claim.user, Reply: fin.reply,
-		memoryTokens: sent.memory.tokens, learn: fin.learn}
-	if fin.write != nil { // the commit landed now: its job is the turn's to run
-		res.job = fin.write.Job
-	}
-	return res, nil
-}
-
-// releaseTries is how often giving a failed turn back is tried.
-const releaseTries = 5
-
-// release gives a failed turn's lease back at once, so that a retry need
-// not wait for it to run out, and ends its draft. If the lease moved on
-// meanwhile (it ran out and another request took it), it leaves it. It
-// tries a few times: a lease left behind makes every retry wait for
-// nobody until it runs out.
-func (svc *Service) release(ctx context.Context, q TurnQuery, st *TurnState, c *claim) {
-	prev := c.latest(st)
-	var err error
-	for i := range releaseTries {
-		_, err = svc.Turns.RunTurn(ctx, q, prev, func(st *TurnState) (*TurnWrite, error) {
-			w := &TurnWrite{Slot: NoSlot, Draft: c.endDraft(st)}
-			if c.holds(st.Session) {
-				w.Session = st.Session.Clone()
-				w.Session.Bookkeeping.Answering = nil
-			}
-			if w.Session == nil && w.Draft == nil {
-				return nil, nil
-			}
-			return w, nil
-		})
-		if err == nil || errs.CodeOf(err) != errs.EUNAVAILABLE {
-			break
-		}
-		prev = nil // read afresh
-		time.Sleep(time.Duration(50<<i) * time.Millisecond)
-	}
-	if err != nil {
-		svc.logError(ctx, "releasing a failed turn failed", q.SessionID, err)
-	}
-}
-
-// DefaultBusyWait is how long a turn or an append waits for another
-// message of its session to be answered before it answers ECONFLICT with
-// a Retry-After.
-const DefaultBusyWait = 30 * time.Second
-
-// waitTurn runs try until it no longer finds its session answering another
-// message (sessions.ErrBusy), for at most BusyWait, if wait is set: a
-// second tab's turn waits its turn instead of failing. A regeneration or
-// an edit does not wait: what it branches from may change meanwhile.
-func (svc *Service) waitTurn(wait bool, try func() error) error {
-	limit := svc.BusyWait
-	if limit <= 0 {
-		limit = DefaultBusyWait
-	}
-	deadline := time.Now().Add(limit)
-	for i := 0; ; i++ {
-		err := try()
-		if !wait || !errors.Is(err, sessions.ErrBusy) || time.Now().After(deadline) {
-			return err
-		}
-		d := min(50*time.Millisecond<<min(i, 6), 2*time.Second) // each try is a read: back off
-		time.Sleep(d/2 + rand.N(d/2+1))
-	}
-}
-
 // newSessionID names the session a turn starts. A keyed turn's is derived
 // from the user and the key under the server's secret, so a retry finds
 // it and nobody else can name it.
@@ -438,13 +288,4 @@ func (svc *Service) newSessionID(req TurnRequest) string {
 		return ids.New()
 	}
 	return ids.Derive(20, "session", req.UserID, req.ClientMessageID)
-}
-
-func contains(msgs []history.Message, seq int) bool {
-	for _, m := range msgs {
-		if m.Seq == seq {
-			return true
-		}
-	}
-	return false
 }

@@ -13,7 +13,8 @@ import (
 // Migrate brings what earlier versions stored to today's layout, once,
 // before this version serves: a session's context kept in an earlier
 // layout (see legacy.go) becomes its tail document, each unit of search carries
-// its session's title as it is now, and each user's list (see deleted.go)
+// its session's title as it is now (and is moved from under its session to
+// its user's collection, see moveUnits), and each user's list (see deleted.go)
 // is made anew from their sessions, with the archived ones it did not hold
 // before; the documents of users whose uid is not a safe id move from an
 // earlier key to today's (see userkeys.go). It goes session by session in id order, then user by user; it
@@ -65,6 +66,9 @@ type MigrateReport struct {
 	Sessions int    `json:"sessions"` // sessions looked at
 	Contexts int    `json:"contexts"` // of them, contexts moved from an earlier layout to a tail document
 	Units    int    `json:"units"`    // units of search given their session's title
+	// MovedUnits are units of search moved from under their session to
+	// their user's collection (see moveUnits).
+	MovedUnits int `json:"movedUnits"`
 	Lists    int    `json:"lists"`    // users' lists made anew (those that differed)
 	UserDocs int    `json:"userDocs"` // documents moved from an earlier key of their user (see userkeys.go)
 	After    string `json:"after"`    // the last session done: resume after it
@@ -83,10 +87,73 @@ func (db *DB) migrateSession(ctx context.Context, s *sessions.Session, rep *Migr
 	if moved {
 		rep.Contexts++
 	}
+	units, err := db.moveUnits(ctx, s.ID)
+	rep.MovedUnits += units
+	if err != nil {
+		return err
+	}
 	n, err := db.retitleUnits(ctx, s.ID)
 	rep.Units += n
 	return err
 }
+
+// moveUnits moves the units of search an earlier layout kept under the
+// session (legacyRecallOf) to its user's collection (unitsOf), with the
+// session's title, a page at a time, each page in a transaction that reads
+// the session, the page and where it goes (a unit stored there meanwhile,
+// indexed again, is kept; the old one is then only deleted); it returns
+// how many it moved.
+func (db *DB) moveUnits(ctx context.Context, sessionID string) (int, error) {
+	total := 0
+	for {
+		n, more := 0, false
+		err := db.runTx(ctx, func(ctx context.Context, tx *firestore.Transaction) error {
+			n = 0
+			s, err := getSession(tx, db.sessionRef(sessionID))
+			if err != nil {
+				return err
+			}
+			old, err := tx.Documents(db.legacyRecallOf(sessionID).Limit(movePage)).GetAll()
+			if err != nil || len(old) == 0 {
+				return err
+			}
+			more = len(old) == movePage
+			to := make([]*firestore.DocumentRef, len(old))
+			for i, o := range old {
+				to[i] = db.unitsOf(s.UserID).Doc(o.Ref.ID)
+			}
+			there, err := tx.GetAll(to)
+			if err != nil {
+				return err
+			}
+			for i, o := range old {
+				if !there[i].Exists() {
+					d := o.Data()
+					d["sessionTitle"] = s.Title
+					if err := tx.Set(to[i], d); err != nil {
+						return err
+					}
+					n++
+				}
+				if err := tx.Delete(o.Ref); err != nil {
+					return err
+				}
+			}
+			return nil
+		})
+		if isNotFound(err) {
+			return total, nil // purged meanwhile
+		}
+		total += n
+		if err != nil || !more {
+			return total, err
+		}
+	}
+}
+
+// movePage is how many units a transaction of moveUnits moves (a move is
+// two writes; a commit takes 500).
+const movePage = 200
 
 // migrateContext writes the tail document of a session whose context an earlier
 // layout holds, deleting that layout's documents in the same commit;
@@ -122,7 +189,7 @@ func (db *DB) retitleUnits(ctx context.Context, sessionID string) (int, error) {
 		if err != nil {
 			return err
 		}
-		units, err := tx.Documents(db.recallOf(sessionID).Select("sessionTitle")).GetAll()
+		units, err := tx.Documents(db.sessionUnits(s.UserID, sessionID).Select("sessionTitle")).GetAll()
 		if err != nil {
 			return err
 		}

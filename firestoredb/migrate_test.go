@@ -85,13 +85,16 @@ func TestMigrate(t *testing.T) {
 		Question: recall.Excerpt{ID: q.ID, Seq: q.Seq, Content: q.Content}, Bag: recall.BagOf(q.Content)}); err != nil {
 		t.Fatal(err)
 	}
-	unit := db.recallOf(titled.ID).Doc(q.ID)
+	unit := db.unitsOf("alice").Doc(q.ID)
+	legacy := db.legacyRecallOf(titled.ID).Doc("legacy1") // where an earlier version kept units
+	must[*firestore.WriteResult](t)(legacy.Set(ctx, unitDoc{UserID: "alice", SessionID: titled.ID, Model: "m",
+		Reply: excerptDoc{ID: "legacy1", Text: "by boat"}, Terms: []string{"boat"}, Has: has([]string{"boat"}), Len: 1}))
 	must[*firestore.WriteResult](t)(unit.Update(ctx, []firestore.Update{{Path: "sessionTitle", Value: firestore.Delete}}))
 	archived := must[*sessions.Session](t)(ss.Archive(ctx, "alice", must[*sessions.Session](t)(ss.Create(ctx, "alice", sessions.CreateInput{})).ID))
 	must[*firestore.WriteResult](t)(db.deletedRef("alice").Update(ctx, []firestore.Update{{Path: "archived", Value: firestore.Delete}}))
 
 	rep, err := db.Migrate(ctx, "", nil)
-	if err != nil || rep.Sessions != 4 || rep.Contexts != 2 || rep.Units != 1 || rep.Lists != 1 {
+	if err != nil || rep.Sessions != 4 || rep.Contexts != 2 || rep.Units != 1 || rep.MovedUnits != 1 || rep.Lists != 1 {
 		t.Fatalf("migration: %+v, %v", rep, err)
 	}
 	for id, first := range earlier {
@@ -108,10 +111,17 @@ func TestMigrate(t *testing.T) {
 	if title, err := must[*firestore.DocumentSnapshot](t)(unit.Get(ctx)).DataAt("sessionTitle"); err != nil || title != "Trips" {
 		t.Errorf("the unit's title: %v, %v", title, err)
 	}
+	if snap, err := legacy.Get(ctx); err == nil || snap.Exists() {
+		t.Errorf("the unit of the earlier layout is still there: %v", err)
+	}
+	moved := must[recall.LexicalHits](t)(db.Lexical(ctx, recall.LexicalQuery{UserID: "alice", Terms: []string{"boat"}, PerTerm: 5}))
+	if len(moved.Hits) != 1 || moved.Hits[0].Unit.SessionTitle != "Trips" || moved.Hits[0].Unit.Reply.Content != "by boat" {
+		t.Errorf("the moved unit, searched: %+v", moved.Hits)
+	}
 	if v := must[recall.Visibility](t)(db.Visibility(ctx, "alice")); !slices.Equal(v.Archived, []string{archived.ID}) {
 		t.Errorf("archived after the migration: %v", v.Archived)
 	}
-	if again, err := db.Migrate(ctx, "", nil); err != nil || again.Contexts+again.Units+again.Lists != 0 || again.Sessions != 4 {
+	if again, err := db.Migrate(ctx, "", nil); err != nil || again.Contexts+again.Units+again.MovedUnits+again.Lists != 0 || again.Sessions != 4 {
 		t.Errorf("a second run: %+v, %v", again, err)
 	}
 }

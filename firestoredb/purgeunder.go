@@ -49,7 +49,7 @@ const (
 type underPlan struct {
 	known, maybe []*firestore.DocumentRef
 	units        []*firestore.DocumentRef // units of search that may exist
-	list         []*firestore.CollectionRef
+	list         []firestore.Query
 }
 
 // deletes are documents to delete, each on behalf of one purge (of, an
@@ -148,7 +148,7 @@ func (db *DB) planUnder(t purgeTarget) underPlan {
 		for _, id := range c.messages {
 			p.known = append(p.known, db.messagesOf(s.ID).Doc(id))
 			if c.embedded {
-				p.units = append(p.units, db.recallOf(s.ID).Doc(id))
+				p.units = append(p.units, db.unitsOf(s.UserID).Doc(id))
 			}
 		}
 		for _, id := range c.replies { // its after-turn jobs, if any is left
@@ -165,7 +165,10 @@ func (db *DB) planUnder(t purgeTarget) underPlan {
 			name == JobsCollection && (s.NextSeq == 0 || ids != nil): // named by the replies' ids
 			continue
 		}
-		p.list = append(p.list, db.sessionRef(s.ID).Collection(name))
+		p.list = append(p.list, db.sessionRef(s.ID).Collection(name).Query)
+		if name == RecallCollection { // where they are now, and where they were (see legacyRecallOf)
+			p.list = append(p.list, db.sessionUnits(s.UserID, s.ID))
+		}
 	}
 	return p
 }
@@ -223,7 +226,7 @@ func (db *DB) deleteIfExists(ctx context.Context, d deletes) ([]bool, []error) {
 // deleteListed deletes every document of col, a page at a time (each
 // page's deletes done before the next query, which would otherwise find
 // them again), counting them into done.
-func (db *DB) deleteListed(ctx context.Context, col *firestore.CollectionRef, done *int) error {
+func (db *DB) deleteListed(ctx context.Context, col firestore.Query, done *int) error {
 	q := col.Select().Limit(purgePage)
 	for {
 		snaps, err := db.getAll(ctx, q)

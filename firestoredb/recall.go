@@ -13,13 +13,14 @@ import (
 	"github.com/chatmemory/backend/sessions"
 )
 
-// RecallCollection holds a session's embedded exchanges:
-// chat_sessions/{sid}/recall/{replyId}. Searches query it as a collection
-// group, pre-filtered by userId (and sessionId), nearest first; the vector
-// index they need is declared in firestore.indexes.json.
+// RecallCollection holds a user's units of search:
+// chat_usage/{user}/recall/{unitId} (see unitsOf). Searches query the
+// user's collection (by sessionId for one session), nearest first; the
+// vector indexes they need are declared in firestore.indexes.json. Account
+// erasure sweeps it as a collection group by userId.
 const RecallCollection = "recall"
 
-// unitDoc is chat_sessions/{sid}/recall/{replyId}: the vector and the
+// unitDoc is chat_usage/{user}/recall/{unitId}: the vector and the
 // start of both messages (their texts are exempt from indexing).
 type unitDoc struct {
 	UserID       string             `firestore:"userId"`
@@ -71,7 +72,7 @@ func (db *DB) SaveUnit(ctx context.Context, e recall.Unit) error {
 		for _, t := range e.Tools {
 			tools = append(tools, toExcerptDoc(t))
 		}
-		return tx.Set(db.recallOf(e.SessionID).Doc(e.ID()), unitDoc{UserID: e.UserID, SessionID: e.SessionID, SessionTitle: s.Title,
+		return tx.Set(db.unitsOf(e.UserID).Doc(e.ID()), unitDoc{UserID: e.UserID, SessionID: e.SessionID, SessionTitle: s.Title,
 			Question: toExcerptDoc(e.Question), Reply: toExcerptDoc(e.Reply), Tools: tools, Model: e.Model, Embedding: firestore.Vector32(e.Vector),
 			Terms: e.Bag.Terms, Has: has(e.Bag.Terms), TF: e.Bag.TF, Len: e.Bag.Len, Lexicon: e.Bag.Lexicon})
 	})
@@ -102,7 +103,7 @@ func toExcerptDoc(x recall.Excerpt) excerptDoc {
 func (db *DB) Nearest(ctx context.Context, q recall.Query) ([]recall.Hit, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	fq := db.client.CollectionGroup(RecallCollection).Where("userId", "==", q.UserID)
+	fq := db.unitsOf(q.UserID).Query
 	if q.SessionID != "" {
 		fq = fq.Where("sessionId", "==", q.SessionID)
 	}
@@ -151,15 +152,15 @@ func (db *DB) SessionsOf(ctx context.Context, ids []string) (map[string]*session
 }
 
 // Lexical runs one query for each term, all at once: the user's units
-// that hold it (has.{term} == true on the collection group, with userId
-// and, for one session, sessionId: equalities Firestore serves by merging
+// that hold it (has.{term} == true on the user's collection, with, for
+// one session, sessionId: equalities Firestore serves by merging
 // single-field indexes, declared in firestore.indexes.json), at most
 // q.PerTerm each (with q.Any, one array-contains-any query of at most
 // q.PerTerm on terms).
 func (db *DB) Lexical(ctx context.Context, q recall.LexicalQuery) (recall.LexicalHits, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	units := db.client.CollectionGroup(RecallCollection).Where("userId", "==", q.UserID)
+	units := db.unitsOf(q.UserID).Query
 	if q.SessionID != "" {
 		units = units.Where("sessionId", "==", q.SessionID)
 	}
@@ -293,10 +294,10 @@ func (db *DB) SessionsAfter(ctx context.Context, after string, limit int) ([]*se
 // Embedded reads how a session's stored exchanges were indexed (their
 // model, length and lexicon fields only); one stored before units kept
 // their words is left out, so that a backfill stores it again with them.
-func (db *DB) Embedded(ctx context.Context, sessionID string) (map[string]recall.Indexed, error) {
+func (db *DB) Embedded(ctx context.Context, userID, sessionID string) (map[string]recall.Indexed, error) {
 	ctx, cancel := db.op(ctx)
 	defer cancel()
-	snaps, err := db.recallOf(sessionID).Select("model", "len", "lexicon").Documents(ctx).GetAll()
+	snaps, err := db.sessionUnits(userID, sessionID).Select("model", "len", "lexicon").Documents(ctx).GetAll()
 	if err != nil {
 		return nil, translate(err)
 	}
@@ -325,5 +326,5 @@ const recallMarkerDocID = "recall"
 
 // CountUnits counts userID's stored exchanges (an aggregation).
 func (db *DB) CountUnits(ctx context.Context, userID string) (int, error) {
-	return db.count(ctx, db.client.CollectionGroup(RecallCollection).Where("userId", "==", userID))
+	return db.count(ctx, db.unitsOf(userID).Query)
 }

@@ -35,9 +35,24 @@ func (db *DB) contextOf(sessionID string) *firestore.CollectionRef {
 	return db.sessionRef(sessionID).Collection(ContextCollection)
 }
 
-// recallOf is chat_sessions/{sessionID}/recall.
-func (db *DB) recallOf(sessionID string) *firestore.CollectionRef {
+// legacyRecallOf is chat_sessions/{sessionID}/recall, where units of
+// search were kept before they moved to their user's unitsOf (cmd/migrate
+// moves them; a purge still deletes any left there).
+func (db *DB) legacyRecallOf(sessionID string) *firestore.CollectionRef {
 	return db.sessionRef(sessionID).Collection(RecallCollection)
+}
+
+// sessionUnits is the units of sessionID among userID's.
+func (db *DB) sessionUnits(userID, sessionID string) firestore.Query {
+	return db.unitsOf(userID).Where("sessionId", "==", sessionID)
+}
+
+// unitsOf is chat_usage/{user}/recall: the user's units of search, one
+// collection a user, so that what a search asks is bounded by the user's
+// own units (the emulator answers a collection-group query by going
+// through every user's).
+func (db *DB) unitsOf(userID string) *firestore.CollectionRef {
+	return db.usageRef(userID).Collection(RecallCollection)
 }
 
 // sessionRef is chat_sessions/{id}.

@@ -63,7 +63,7 @@ func (db *DB) UpdateSession(ctx context.Context, id string, fn func(*sessions.Se
 		out = s
 		var units []*firestore.DocumentSnapshot
 		if s.Title != before.Title {
-			if units, err = tx.Documents(db.recallOf(id).Select()).GetAll(); err != nil {
+			if units, err = tx.Documents(db.sessionUnits(s.UserID, id).Select()).GetAll(); err != nil {
 				return err
 			}
 		}

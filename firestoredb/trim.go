@@ -115,7 +115,7 @@ func (db *DB) TrimMessages(ctx context.Context, sessionID string, before, limit 
 				return nil, err
 			}
 			for _, id := range names {
-				w.Delete(db.recallOf(sessionID).Doc(id))
+				w.Delete(db.unitsOf(st.s.UserID).Doc(id))
 			}
 		}
 		deleted = len(snaps)

@@ -74,6 +74,7 @@ func (svc *Service) SwitchBranch(ctx context.Context, userID, sessionID string, 
 // what a tail holds, not what the session holds. Messages and their
 // parents never change, so what it returns stays true of that branch.
 func (svc *Service) BranchTail(ctx context.Context, s *sessions.Session, leaf int) (*Tail, error) {
+	keep := svc.BudgetFor(s)
 	path := s.PathTo(leaf)
 	t := &Tail{}
 	if len(path) == 0 {
@@ -94,7 +95,6 @@ func (svc *Service) BranchTail(ctx context.Context, s *sessions.Session, leaf in
 			break
 		}
 	}
-	keep := svc.BudgetFor(s)
 	var newest []Message
 	tokens, bytes := 0, 0
 	full := false

@@ -1,12 +1,30 @@
 package history
 
 import (
+	"fmt"
+	"strconv"
 	"strings"
 
 	"github.com/chatmemory/backend/kernel/errs"
 	"github.com/chatmemory/backend/prompts"
 	"github.com/chatmemory/backend/sessions"
 )
+
+// BudgetFor returns the context budget of s in tokens, never more than
+// the context size of its model.
+func (svc *Service) BudgetFor(s *sessions.Session) int {
+	size := ContextSize(s.Model)
+	if svc.ContextSize != nil {
+		size = svc.ContextSize(s.Model)
+	}
+	switch {
+	case s.Context.BudgetTokens > 0:
+		return min(s.Context.BudgetTokens, size)
+	case svc.DefaultBudget > 0:
+		return min(svc.DefaultBudget, size)
+	}
+	return size * 3 / 4
+}
 
 // Known context sizes, in tokens. A model not listed gets DefaultContextSize;
 // names match by prefix, longest first.
@@ -62,6 +80,8 @@ func SummaryMessage(c *Compaction) Message {
 // returns keeps tool exchanges whole and stays within budget.
 func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
 	mem := s.Context
+	// What the strategies ask of the session, asked once.
+	complete, windowStep := t.Complete(s), mem.WindowStep(mem.WindowExchanges)
 	c := &Context{Strategy: mem.Strategy, Budget: budget}
 	avail := budget - fixed - ReplyPriming
 	msgs, pruned := pruneToolOutputs(t.Messages, mem.ToolLimits()) // before anything else: pruning comes before summaries
@@ -69,15 +89,15 @@ func Build(s *sessions.Session, t *Tail, budget, fixed int) (*Context, error) {
 	switch mem.Strategy {
 	case sessions.StrategyBuffer:
 		all := FitBudget(msgs, 1<<62)
-		if !t.Complete(s) || tokensOf(all) > avail {
+		if !complete || tokensOf(all) > avail {
 			return nil, errs.Errorf(errs.EPRECONDITION,
 				"the whole history no longer fits the model's context budget of %d tokens: switch this session to another context strategy", budget)
 		}
 		c.Messages = all
 	case sessions.StrategyWindow:
-		c.Messages = FitBudget(windowInSteps(msgs, mem.WindowExchanges, mem.WindowStep(mem.WindowExchanges)), avail)
+		c.Messages = FitBudget(windowInSteps(msgs, mem.WindowExchanges, windowStep), avail)
 	case sessions.StrategyTokenBuffer:
-		c.Messages = fitInSteps(msgs, t.Complete(s), avail, stepMessages(s, msgs, float64(avail)*mem.BudgetStep()))
+		c.Messages = fitInSteps(msgs, complete, avail, stepMessages(s, msgs, float64(avail)*mem.BudgetStep()))
 	default: // summary_buffer
 		verbatim := msgs
 		if cp := t.Compaction; cp != nil && cp.Tokens < avail {
@@ -260,4 +280,136 @@ func after(msgs []Message, seq int) []Message {
 		}
 	}
 	return nil
+}
+
+// Pruned is a tool result a context shows the model as a stub.
+type Pruned struct {
+	Seq        int    `json:"seq"`
+	ToolCallID string `json:"toolCallId"`
+	Name       string `json:"name,omitempty"` // the function called
+	Tokens     int    `json:"tokens"`         // of the result as stored
+}
+
+// pruneToolOutputs returns msgs (oldest first) with the tool results st
+// prunes replaced by stubs, and what it pruned. Tool exchanges are counted
+// from the newest (an assistant message with tool calls and its results);
+// a result is pruned when its exchange is older than the KeepLast newest,
+// or it holds more than MaxTokens tokens, but never in the newest
+// exchange. A stub keeps the result's role and call id, so the exchange
+// stays valid for every OpenAI-compatible model; its tokens are counted
+// as its bytes and the message's own overhead, never fewer than a
+// tokenizer would count. msgs is not changed.
+func pruneToolOutputs(msgs []Message, st sessions.ToolOutputs) ([]Message, []Pruned) {
+	if st.KeepLast == 0 && st.MaxTokens == 0 {
+		return msgs, nil
+	}
+	// Each call's name, and how many tool exchanges there are.
+	names := map[string]string{}
+	total := 0
+	for _, m := range msgs {
+		if len(m.ToolCalls) > 0 {
+			total++
+			for _, c := range m.ToolCalls {
+				names[c.ID] = c.Function.Name
+			}
+		}
+	}
+	// The exchange each result belongs to, counted from the newest (0): the
+	// one whose call came last before it. -1 for anything else.
+	rank := make([]int, len(msgs))
+	seen := 0
+	for i, m := range msgs {
+		rank[i] = -1
+		if len(m.ToolCalls) > 0 {
+			seen++
+		}
+		if m.Role == RoleTool && seen > 0 {
+			rank[i] = total - seen
+		}
+	}
+	var out []Message
+	var pruned []Pruned
+	for i, m := range msgs {
+		r := rank[i]
+		if m.Role != RoleTool || r <= 0 || !((st.KeepLast > 0 && r >= st.KeepLast) || (st.MaxTokens > 0 && m.Tokens > st.MaxTokens)) {
+			continue
+		}
+		if out == nil {
+			out = append([]Message(nil), msgs...)
+		}
+		name := names[m.ToolCallID]
+		stub := fmt.Sprintf("[tool output pruned: %s tokens; call %s]", commas(m.Tokens), name)
+		if name == "" {
+			stub = fmt.Sprintf("[tool output pruned: %s tokens]", commas(m.Tokens))
+		}
+		tokens := min(m.Tokens, len(stub)+len(m.ToolCallID)+tokensPerMessage+tokensPerTool)
+		out[i].Content, out[i].Tokens = stub, tokens
+		pruned = append(pruned, Pruned{Seq: m.Seq, ToolCallID: m.ToolCallID, Name: name, Tokens: m.Tokens})
+	}
+	if out == nil {
+		return msgs, nil
+	}
+	return out, pruned
+}
+
+// commas writes n with thousands separators.
+func commas(n int) string {
+	s := strconv.Itoa(n)
+	for i := len(s) - 3; i > 0; i -= 3 {
+		s = s[:i] + "," + s[i:]
+	}
+	return s
+}
+
+// keepImages returns msgs with the images of every user message before
+// the last n sent as their names: copies of those messages whose parts
+// are marked Omitted and whose tokens no longer count the images.
+func keepImages(msgs []Message, n int) []Message {
+	users := 0
+	out := msgs
+	copied := false
+	for i := len(msgs) - 1; i >= 0; i-- {
+		if msgs[i].Role != RoleUser {
+			continue
+		}
+		if users++; users <= n || !hasImage(msgs[i].Attachments) {
+			continue
+		}
+		if !copied {
+			out, copied = append([]Message(nil), msgs...), true
+		}
+		out[i] = omitImages(out[i])
+	}
+	return out
+}
+
+func hasImage(parts []Part) bool {
+	for i := range parts {
+		if parts[i].IsImage() && !parts[i].Omitted {
+			return true
+		}
+	}
+	return false
+}
+
+// omitImages is m with its images sent as their names.
+func omitImages(m Message) Message {
+	m.Attachments = append([]Part(nil), m.Attachments...)
+	for i := range m.Attachments {
+		p := &m.Attachments[i]
+		if p.IsImage() && !p.Omitted {
+			m.Tokens += labelTokens(p) - p.Tokens
+			p.Omitted = true
+		}
+	}
+	return m
+}
+
+// Complete reports whether the tail holds the whole active branch of s.
+func (t *Tail) Complete(s *sessions.Session) bool {
+	first := s.Path().From(s.Bookkeeping.HistoryFrom) // messages before HistoryFrom are gone
+	if len(t.Messages) == 0 {
+		return first < 0
+	}
+	return t.Messages[0].Seq == first
 }

@@ -84,50 +84,6 @@ func partsOf(d *Draft) []Part {
 	return append([]Part(nil), d.Parts...)
 }
 
-// keepImages returns msgs with the images of every user message before
-// the last n sent as their names: copies of those messages whose parts
-// are marked Omitted and whose tokens no longer count the images.
-func keepImages(msgs []Message, n int) []Message {
-	users := 0
-	out := msgs
-	copied := false
-	for i := len(msgs) - 1; i >= 0; i-- {
-		if msgs[i].Role != RoleUser {
-			continue
-		}
-		if users++; users <= n || !hasImage(msgs[i].Attachments) {
-			continue
-		}
-		if !copied {
-			out, copied = append([]Message(nil), msgs...), true
-		}
-		out[i] = omitImages(out[i])
-	}
-	return out
-}
-
-func hasImage(parts []Part) bool {
-	for i := range parts {
-		if parts[i].IsImage() && !parts[i].Omitted {
-			return true
-		}
-	}
-	return false
-}
-
-// omitImages is m with its images sent as their names.
-func omitImages(m Message) Message {
-	m.Attachments = append([]Part(nil), m.Attachments...)
-	for i := range m.Attachments {
-		p := &m.Attachments[i]
-		if p.IsImage() && !p.Omitted {
-			m.Tokens += labelTokens(p) - p.Tokens
-			p.Omitted = true
-		}
-	}
-	return m
-}
-
 // labelTokens bounds the tokens of a part's label: about a token for
 // every three bytes of it.
 func labelTokens(p *Part) int { return 2 + (len(p.Label())+2)/3 }

@@ -215,7 +215,7 @@ func (db *DB) SessionsAfter(_ context.Context, after string, limit int) ([]*sess
 }
 
 // Embedded returns how a session's stored exchanges were indexed.
-func (db *DB) Embedded(_ context.Context, sessionID string) (map[string]recall.Indexed, error) {
+func (db *DB) Embedded(_ context.Context, _, sessionID string) (map[string]recall.Indexed, error) {
 	db.mu.Lock()
 	defer db.mu.Unlock()
 	out := map[string]recall.Indexed{}

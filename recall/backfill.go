@@ -13,9 +13,9 @@ type BackfillStore interface {
 	// SessionsAfter returns up to limit sessions of every user, by id,
 	// after the id after ("" for the first page).
 	SessionsAfter(ctx context.Context, after string, limit int) ([]*sessions.Session, error)
-	// Embedded returns the units of a session already stored: unit id
-	// → how it was indexed.
-	Embedded(ctx context.Context, sessionID string) (map[string]Indexed, error)
+	// Embedded returns the units of userID's session sessionID already
+	// stored: unit id → how it was indexed.
+	Embedded(ctx context.Context, userID, sessionID string) (map[string]Indexed, error)
 	ListMessages(ctx context.Context, q history.ListQuery) ([]history.Message, error)
 }
 
@@ -86,7 +86,7 @@ func (b *Backfill) Run(ctx context.Context, after string, progress func(Backfill
 
 // session embeds what s lacks.
 func (b *Backfill) session(ctx context.Context, s *sessions.Session, rep *BackfillReport) error {
-	done, err := b.Store.Embedded(ctx, s.ID)
+	done, err := b.Store.Embedded(ctx, s.UserID, s.ID)
 	if err != nil {
 		return err
 	}

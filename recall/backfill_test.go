@@ -61,7 +61,7 @@ func TestBackfillIndexes(t *testing.T) {
 			if err != nil || rep.Embedded != tc.want || rep.Skipped != 1-tc.want || e.texts != tc.want {
 				t.Fatalf("first run: %+v, %d texts embedded, %v", rep, e.texts, err)
 			}
-			got, err := db.Embedded(ctx, s.ID)
+			got, err := db.Embedded(ctx, s.UserID, s.ID)
 			if want := (recall.Indexed{Model: "counting/2", Lexicon: recall.Lexicon}); err != nil || got[a.ID] != want {
 				t.Fatalf("indexed as %+v, want %+v (%v)", got[a.ID], want, err)
 			}

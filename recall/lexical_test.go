@@ -56,27 +56,6 @@ func repeat(s string, n int) string {
 	return out
 }
 
-func TestFuse(t *testing.T) {
-	hits := func(ids ...string) []Hit {
-		var out []Hit
-		for _, id := range ids {
-			out = append(out, Hit{Unit: Unit{Reply: Excerpt{ID: id}}})
-		}
-		return out
-	}
-	ids := func(fs []fused) []string {
-		var out []string
-		for _, f := range fs {
-			out = append(out, f.hit.Unit.ID())
-		}
-		return out
-	}
-	got := ids(Fusion{K: 60, Words: 1, Meaning: 1}.fuse(hits("a", "b", "c"), hits("c", "d"), 0))
-	if got[0] != "c" || !slices.Contains(got, "d") || len(got) != 4 {
-		t.Errorf("fused %v: c is in both legs and first", got)
-	}
-}
-
 func TestPhrase(t *testing.T) {
 	for q, want := range map[string]struct {
 		phrase string

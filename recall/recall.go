@@ -8,7 +8,6 @@ package recall
 
 import (
 	"context"
-	"slices"
 	"time"
 
 	"github.com/chatmemory/backend/kernel/vector"
@@ -154,44 +153,4 @@ func Cosine(a, b []float32) float64 { return vector.Cosine(a, b) }
 type Visibility struct {
 	Deleted, Archived []string
 	OffPath           map[string]sessions.Path
-}
-
-// view is a Visibility ready to ask, by session id.
-type view struct {
-	deleted, archived map[string]bool
-	off               map[string]sessions.Path
-}
-
-func (v Visibility) view() view {
-	out := view{deleted: map[string]bool{}, archived: map[string]bool{}, off: v.OffPath}
-	for _, id := range v.Deleted {
-		out.deleted[id] = true
-	}
-	for _, id := range v.Archived {
-		out.archived[id] = true
-	}
-	return out
-}
-
-// shows reports whether x is in a session not deleted, on its active
-// branch.
-func (v view) shows(x Unit) bool {
-	if v.deleted[x.SessionID] {
-		return false
-	}
-	off := v.off[x.SessionID]
-	for _, m := range slices.Concat([]Excerpt{x.Question, x.Reply}, x.Tools) {
-		if m.ID != "" && off.Contains(m.Seq) {
-			return false
-		}
-	}
-	return true
-}
-
-// status is the status of session id, not deleted.
-func (v view) status(id string) sessions.Status {
-	if v.archived[id] {
-		return sessions.StatusArchived
-	}
-	return sessions.StatusActive
 }

@@ -2,7 +2,6 @@ package recall
 
 import (
 	"context"
-	"slices"
 	"strings"
 	"unicode/utf8"
 
@@ -122,30 +121,6 @@ func rank(got retrieved, userID, phrase string, quoted bool, limit int) []Result
 	}
 	bestFirst(out, func(r Result) float64 { return r.Score })
 	return out[:min(len(out), limit)]
-}
-
-// titleOf is the title of h's session: the one its unit carries, else
-// (a unit stored before units carried it) that of its session as read,
-// if userID's and not deleted; false if none.
-func titleOf(h Hit, userID string) (string, bool) {
-	if t := h.Unit.SessionTitle; t != "" {
-		return t, true
-	}
-	s := h.Session
-	if s == nil || s.UserID != userID || s.Status == sessions.StatusDeleted {
-		return "", false
-	}
-	return s.Title, true
-}
-
-// onPath reports whether x's messages are on path.
-func onPath(p sessions.Path, x Unit) bool {
-	for _, m := range slices.Concat([]Excerpt{x.Question, x.Reply}, x.Tools) {
-		if m.ID != "" && !p.Contains(m.Seq) {
-			return false
-		}
-	}
-	return true
 }
 
 // pick is the message of x a result shows, with its role, and whether it

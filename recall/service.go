@@ -3,7 +3,6 @@ package recall
 import (
 	"context"
 	"errors"
-	"unicode/utf8"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
@@ -43,16 +42,6 @@ const maxEmbedChars = 16000
 func excerpt(m *history.Message, n int) Excerpt {
 	c := clip(m.Content, n)
 	return Excerpt{ID: m.ID, Seq: m.Seq, Content: c, Clipped: len(c) < len(m.Content), CreatedAt: m.CreatedAt}
-}
-
-func clip(s string, n int) string {
-	if len(s) <= n {
-		return s
-	}
-	for n > 0 && !utf8.RuneStart(s[n]) {
-		n--
-	}
-	return s[:n]
 }
 
 // Index embeds the units of msgs (see Units) of session s in one request

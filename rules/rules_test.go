@@ -235,10 +235,14 @@ func TestRules(t *testing.T) {
 	if _, err := client.Collection(firestoredb.PurgesCollection).Doc("p1").Set(context.Background(), map[string]any{"userId": alice.uid}); err != nil {
 		t.Fatal(err)
 	}
-	// An embedded exchange, as a turn's after-work saves it.
-	if _, err := client.Collection(firestoredb.SessionsCollection).Doc(s.active).Collection(firestoredb.RecallCollection).Doc("x1").
-		Set(context.Background(), map[string]any{"userId": alice.uid, "sessionId": s.active, "embedding": firestore.Vector32{1, 0}}); err != nil {
-		t.Fatal(err)
+	// An embedded exchange, as a turn's after-work saves it (in its user's
+	// collection), and one where an earlier version kept it.
+	unit := map[string]any{"userId": alice.uid, "sessionId": s.active, "embedding": firestore.Vector32{1, 0}}
+	for _, col := range []*firestore.CollectionRef{client.Collection(firestoredb.UsageCollection).Doc(firestoredb.UserDocID(alice.uid)).Collection(firestoredb.RecallCollection),
+		client.Collection(firestoredb.SessionsCollection).Doc(s.active).Collection(firestoredb.RecallCollection)} {
+		if _, err := col.Doc("x1").Set(context.Background(), unit); err != nil {
+			t.Fatal(err)
+		}
 	}
 	// The draft of a reply streaming, which the owner's other tabs follow;
 	// what recall in context keeps; a turn slot; the sweep's state.
@@ -272,7 +276,8 @@ func TestRules(t *testing.T) {
 		"tail document":         sess(s.active) + "/context/window",
 		"recall state":          sess(s.active) + "/context/recall",
 		"compaction":            sess(s.active) + "/compactions/" + s.compaction,
-		"embedded exchange":     sess(s.active) + "/" + firestoredb.RecallCollection + "/x1",
+		"embedded exchange":     usage + "/" + firestoredb.RecallCollection + "/x1",
+		"earlier exchange":      sess(s.active) + "/" + firestoredb.RecallCollection + "/x1",
 		"usage":                 usage,
 		"usage day":             usage + "/" + firestoredb.UsageDaysCollection + "/" + s.day,
 		"turn slot":             usage + "/" + firestoredb.TurnSlotsCollection + "/s00",

@@ -1,10 +1,7 @@
 package sessions
 
 import (
-	"errors"
 	"time"
-
-	"github.com/chatmemory/backend/kernel/errs"
 )
 
 // Answering is the turn that holds the right to answer a message of the
@@ -43,41 +40,3 @@ const (
 	OpEdit       OpKind = "edit"
 	OpTools      OpKind = "toolResults" // tool results sent to continue a turn
 )
-
-// ErrBusy is the cause of the conflict of a write that would continue a
-// session while one of its messages is being answered: a writer may wait
-// for it to end and try again.
-var ErrBusy = errors.New("sessions: a message of the session is being answered")
-
-// CheckNotAnswering refuses a write that would continue the session while
-// one of its messages is being answered: an InProgress conflict whose cause
-// is ErrBusy.
-func (s *Session) CheckNotAnswering(now time.Time) error {
-	if a := s.AnsweringAt(now); a != nil {
-		e := InProgress(now, a, "a reply in this session is being written; retry once it is stored")
-		e.Err = ErrBusy
-		return e
-	}
-	return nil
-}
-
-// AnsweringAt returns the lease in force at now, or nil if there is none
-// (never taken, given back, or run out).
-func (s *Session) AnsweringAt(now time.Time) *Answering {
-	if s == nil || s.Bookkeeping.Answering == nil || !s.Bookkeeping.Answering.Until.After(now) {
-		return nil
-	}
-	return s.Bookkeeping.Answering
-}
-
-// MaxRetryAfter caps the wait a busy answer asks for: a retry soon after
-// learns more than a long sleep.
-const MaxRetryAfter = 5 * time.Second
-
-// InProgress is the conflict of a request that must wait for the lease a
-// to end: retryable, with a Retry-After of at most MaxRetryAfter.
-func InProgress(now time.Time, a *Answering, format string, args ...any) *errs.Error {
-	e := errs.Errorf(errs.ECONFLICT, format, args...)
-	e.RetryAfter = max(min(a.Until.Sub(now), MaxRetryAfter).Round(time.Second), time.Second)
-	return e
-}

@@ -76,11 +76,3 @@ func (s *Session) Touch(now time.Time, p Policy) {
 	s.UpdatedAt, s.LastActivityAt = now, now
 	s.ExpiresAt = p.ExpiresAt(s)
 }
-
-// CheckWritable refuses new messages for a session that is not active.
-func (s *Session) CheckWritable() error {
-	if s.Status != StatusActive {
-		return errs.Errorf(errs.EPRECONDITION, "session is %s: restore it before adding messages", s.Status)
-	}
-	return nil
-}

@@ -460,14 +460,6 @@ func (svc *Service) transition(ctx context.Context, userID, id string, a Action)
 
 func (svc *Service) now() time.Time { return clock.Stored(svc.Now) }
 
-// CheckOwner returns errs.ENOTFOUND unless userID owns s.
-func (s *Session) CheckOwner(userID string) error {
-	if userID == "" || s.UserID != userID {
-		return NotFound(s.ID)
-	}
-	return nil
-}
-
 func checkUser(userID string) error {
 	if strings.TrimSpace(userID) == "" {
 		return errs.Errorf(errs.EUNAUTHENTICATED, "no signed-in user")

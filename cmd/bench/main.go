@@ -5,9 +5,11 @@
 //
 //	bench [-tiny] [-out bench-out]
 //	bench -retention [-tiny] [-due N] [-sweep path] [-out bench-out]
+//	bench -search [-tiny] [-users N -units N]
 package main
 
 import (
+	"cmp"
 	"context"
 	"encoding/json"
 	"flag"
@@ -30,6 +32,9 @@ func main() {
 	sweep := flag.String("sweep", "", "with -retention: the sweep command to time (default: cmd/sweep, built now)")
 	out := flag.String("out", "bench-out", "where to write bench.json, bench.md and bench.png")
 	bill := flag.Bool("bill", false, "benchmark the model bill (the prompt cache's share, per strategy) instead of turns")
+	search := flag.Bool("search", false, "only a search's latency and reads on the emulator, with users seeded through the API (make bench's size: 10 users' 3,000 exchanges)")
+	users := flag.Int("users", 0, "with -search: this many users (default: make bench's, or -tiny's)")
+	units := flag.Int("units", 0, "with -search: about this many exchanges each (default: make bench's, or -tiny's)")
 	flag.Parse()
 	if *bill {
 		os.Exit(modelBill(*tiny, *out))
@@ -44,6 +49,9 @@ func main() {
 	cfg := bench.Full()
 	if *tiny {
 		cfg = bench.Tiny()
+	}
+	if *search {
+		os.Exit(searchScale(cmp.Or(*users, cfg.SearchUsers), cmp.Or(*units, cfg.SearchUnits)))
 	}
 	cfg.EmbeddingCalls = llmtest.EmbeddingCalls
 	var err error
@@ -158,5 +166,19 @@ func modelBill(tiny bool, out string) int {
 		return 1
 	}
 	bench.WriteBill(os.Stdout, rows)
+	return 0
+}
+
+// searchScale measures a search at scale alone (what `make bench` measures
+// among the rest) and prints it.
+func searchScale(users, units int) int {
+	s, err := bench.MeasureSearchScale(context.Background(), users, units, 100, func(f string, a ...any) {
+		fmt.Fprintf(os.Stderr, "bench: "+f+"\n", a...)
+	})
+	if err != nil {
+		fmt.Fprintln(os.Stderr, "bench:", err)
+		return 1
+	}
+	bench.WriteSearchScale(os.Stdout, s)
 	return 0
 }
