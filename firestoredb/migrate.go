@@ -63,15 +63,15 @@ func (db *DB) Migrate(ctx context.Context, after string, progress func(MigrateRe
 
 // MigrateReport is what a migration did.
 type MigrateReport struct {
-	Sessions int    `json:"sessions"` // sessions looked at
-	Contexts int    `json:"contexts"` // of them, contexts moved from an earlier layout to a tail document
-	Units    int    `json:"units"`    // units of search given their session's title
+	Sessions int `json:"sessions"` // sessions looked at
+	Contexts int `json:"contexts"` // of them, contexts moved from an earlier layout to a tail document
+	Units    int `json:"units"`    // units of search given their session's title
 	// MovedUnits are units of search moved from under their session to
 	// their user's collection (see moveUnits).
-	MovedUnits int `json:"movedUnits"`
-	Lists    int    `json:"lists"`    // users' lists made anew (those that differed)
-	UserDocs int    `json:"userDocs"` // documents moved from an earlier key of their user (see userkeys.go)
-	After    string `json:"after"`    // the last session done: resume after it
+	MovedUnits int    `json:"movedUnits"`
+	Lists      int    `json:"lists"`    // users' lists made anew (those that differed)
+	UserDocs   int    `json:"userDocs"` // documents moved from an earlier key of their user (see userkeys.go)
+	After      string `json:"after"`    // the last session done: resume after it
 }
 
 // sessionsPage is how many sessions a migration reads at a time.
