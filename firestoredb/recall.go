@@ -3,7 +3,6 @@ package firestoredb
 import (
 	"cmp"
 	"context"
-	"sync"
 	"time"
 
 	"cloud.google.com/go/firestore"
@@ -164,20 +163,11 @@ func (db *DB) Lexical(ctx context.Context, q recall.LexicalQuery) (recall.Lexica
 	if q.SessionID != "" {
 		units = units.Where("sessionId", "==", q.SessionID)
 	}
-	var df map[string]int
-	var dfErr error
-	var wg sync.WaitGroup
-	if q.Count { // beside the queries
-		wg.Go(func() { df, dfErr = db.termCounts(ctx, units, q.Terms) })
-	}
 	found, err := getEach(ctx, lexicalQueries(units, q))
-	wg.Wait()
-	if err = cmp.Or(dfErr, err); err != nil {
+	if err != nil {
 		return recall.LexicalHits{Found: map[string]int{}}, err
 	}
-	out, err := lexicalHits(q, found)
-	out.DF = df
-	return out, err
+	return lexicalHits(q, found)
 }
 
 // lexicalQueries are the queries q asks of units: one a term, of at most
@@ -199,22 +189,6 @@ func getEach(ctx context.Context, queries []firestore.Query) ([][]*firestore.Doc
 		snaps, err := queries[i].Documents(ctx).GetAll()
 		return snaps, translate(err)
 	})
-}
-
-// termCounts counts, for each term, the units holding it, without reading
-// them: one aggregation a term, all at once.
-func (db *DB) termCounts(ctx context.Context, units firestore.Query, terms []string) (map[string]int, error) {
-	counts, err := allAtOnce(len(terms), func(i int) (int, error) {
-		return db.count(ctx, holding(units, terms[i]))
-	})
-	if err != nil {
-		return nil, err
-	}
-	df := make(map[string]int, len(terms))
-	for i, term := range terms {
-		df[term] = counts[i]
-	}
-	return df, nil
 }
 
 // holding narrows units to those holding term (terms are letters and

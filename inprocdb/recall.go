@@ -37,9 +37,6 @@ func (db *DB) Lexical(_ context.Context, q recall.LexicalQuery) (recall.LexicalH
 	defer db.mu.Unlock()
 	units := db.unitsOf(q.UserID, q.SessionID)
 	out := recall.LexicalHits{Found: map[string]int{}}
-	if q.Count {
-		out.DF = termCounts(units, q.Terms)
-	}
 	var picked []recall.Unit
 	if q.Any {
 		picked = pickAny(units, q, out.Found)
@@ -71,20 +68,6 @@ func (db *DB) unitsOf(userID, sessionID string) []recall.Unit {
 	}
 	slices.SortFunc(units, byPlace)
 	return units
-}
-
-// termCounts counts, for each term, the units holding it.
-func termCounts(units []recall.Unit, terms []string) map[string]int {
-	df := make(map[string]int, len(terms))
-	for _, t := range terms {
-		df[t] = 0
-		for _, e := range units {
-			if holds(e, t) {
-				df[t]++
-			}
-		}
-	}
-	return df
 }
 
 // pickAny picks the first PerTerm units holding any of q's terms, as one

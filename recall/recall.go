@@ -126,20 +126,15 @@ type LexicalQuery struct {
 	Terms             []string
 	PerTerm           int
 	Any               bool
-	// Count also counts, beside the queries, every unit holding each
-	// term (without reading them: an aggregation), for BM25's document
-	// frequencies when a common term has more than PerTerm.
-	Count bool
 }
 
 // LexicalHits are what a lexical query found: the units, and for each term
-// how many of them hold it (PerTerm at most: the rest were not read), and,
-// when the query asked to Count, how many of the user's units (in its
-// session, if it named one) hold it in all.
+// how many of them hold it (PerTerm at most: the rest were not read; fewer
+// than PerTerm is how many of the user's units, in the query's session if
+// it named one, hold it in all).
 type LexicalHits struct {
 	Hits  []Hit
 	Found map[string]int
-	DF    map[string]int
 }
 
 // Cosine is the cosine distance of two vectors (see vector.Cosine).

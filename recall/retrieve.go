@@ -183,8 +183,8 @@ func (f fused) matched() []string {
 }
 
 // retrieve runs both legs side by side (the lexical one, the count of the
-// user's units and, when asked, their Visibility at once; the vector query
-// once the text is embedded) and fuses their rankings by reciprocal rank:
+// user's units unless counted lately and, when asked, their Visibility at
+// once; the vector query once the text is embedded) and fuses their rankings by reciprocal rank:
 // one round trip of the store after the embedding, whatever the legs find.
 func (svc *Service) retrieve(ctx context.Context, r retrieval) (retrieved, error) {
 	legs, err := svc.legs(ctx, r)
@@ -212,9 +212,12 @@ func (svc *Service) legs(ctx context.Context, r retrieval) (Ranked, error) {
 		terms = nil
 	}
 	if len(terms) > 0 {
-		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: cmp.Or(r.perTerm, perTerm), Count: true}
+		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: cmp.Or(r.perTerm, perTerm)}
 		wg.Go(func() { lex, lexErr = svc.Store.Lexical(ctx, q) })
-		wg.Go(func() { units, nErr = svc.Store.CountUnits(ctx, r.userID) })
+		var known bool
+		if units, known = svc.counts.known(r.userID, svc.now()); !known {
+			wg.Go(func() { units, nErr = svc.countUnits(ctx, r.userID) })
+		}
 	}
 	v, near, err := svc.nearest(ctx, r)
 	wg.Wait()
@@ -260,17 +263,14 @@ func (svc *Service) withTitles(ctx context.Context, found []fused) error {
 // corpusOf is what BM25 knows from a lexical query: the user's units
 // (without a count, ten times the units found: IDF then weighs terms by
 // how many of those found hold them), and for each term how many units
-// hold it (counted, when the query counted them; else how many the store
-// found holding it, at most perTerm), with their average length.
+// the store found holding it: exact for a term held by fewer than the
+// query's PerTerm, PerTerm for one held by more (a lower bound: every
+// common term weighs as one held by PerTerm), with their average length.
 func corpusOf(lex LexicalHits, units int) Corpus {
 	if units == 0 {
 		units = 10 * len(lex.Hits)
 	}
-	df := lex.Found
-	if lex.DF != nil {
-		df = lex.DF
-	}
-	c := Corpus{N: units, DF: df}
+	c := Corpus{N: units, DF: lex.Found}
 	for _, h := range lex.Hits {
 		c.AvgLen += float64(h.Unit.Bag.Len)
 	}

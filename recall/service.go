@@ -3,6 +3,7 @@ package recall
 import (
 	"context"
 	"errors"
+	"time"
 
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/sessions"
@@ -21,6 +22,11 @@ type Service struct {
 	// for an image), which search finds as part of the message carrying
 	// it; nil: only the files' names and alt texts are searched.
 	FileText func(ctx context.Context, userID, id string) (string, error)
+	// Now is the clock (nil: time.Now): how old a count of a user's
+	// units is (see UnitCountTTL).
+	Now func() time.Time
+
+	counts unitCounts
 }
 
 // Legs says which legs of retrieval run.

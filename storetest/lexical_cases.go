@@ -12,8 +12,9 @@ import (
 
 // testLexical: a lexical query finds, for each term, up to PerTerm of the
 // user's units holding it (in one session when it names one), each unit
-// once with its bag; with Count, how many hold each term in all, past
-// PerTerm; with Any, up to PerTerm holding any term; never another user's.
+// once with its bag, and how many it found for each term (all that hold
+// it, when fewer than PerTerm); with Any, up to PerTerm holding any term;
+// never another user's.
 func testLexical(t *testing.T, e *Env) {
 	ctx := context.Background()
 	store := e.DB.(recall.Store)
@@ -34,22 +35,22 @@ func testLexical(t *testing.T, e *Env) {
 		name      string
 		q         recall.LexicalQuery
 		hits      int
-		found, df map[string]int
+		found     map[string]int
 	}{
-		{"per term, counted", recall.LexicalQuery{UserID: "alice", Terms: terms, PerTerm: 2, Count: true}, 3,
-			map[string]int{terms[0]: 2, terms[1]: 1, terms[2]: 2}, map[string]int{terms[0]: 4, terms[1]: 1, terms[2]: 3}},
-		{"one session", recall.LexicalQuery{UserID: "alice", SessionID: two.ID, Terms: terms, PerTerm: 2, Count: true}, 1,
-			map[string]int{terms[0]: 1, terms[1]: 1, terms[2]: 0}, map[string]int{terms[0]: 1, terms[1]: 1, terms[2]: 0}},
-		{"not counted", recall.LexicalQuery{UserID: "alice", Terms: terms, PerTerm: 10}, 4,
-			map[string]int{terms[0]: 4, terms[1]: 1, terms[2]: 3}, nil},
+		{"per term, a page of 2", recall.LexicalQuery{UserID: "alice", Terms: terms, PerTerm: 2}, 3,
+			map[string]int{terms[0]: 2, terms[1]: 1, terms[2]: 2}},
+		{"one session", recall.LexicalQuery{UserID: "alice", SessionID: two.ID, Terms: terms, PerTerm: 2}, 1,
+			map[string]int{terms[0]: 1, terms[1]: 1, terms[2]: 0}},
+		{"per term, a page past them all", recall.LexicalQuery{UserID: "alice", Terms: terms, PerTerm: 10}, 4,
+			map[string]int{terms[0]: 4, terms[1]: 1, terms[2]: 3}},
 		{"any", recall.LexicalQuery{UserID: "alice", Terms: terms[1:], PerTerm: 10, Any: true}, 4,
-			map[string]int{terms[1]: 1, terms[2]: 3}, nil},
+			map[string]int{terms[1]: 1, terms[2]: 3}},
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			got, err := store.Lexical(ctx, tc.q)
 			noErr(t, err)
-			if len(got.Hits) != tc.hits || fmt.Sprint(got.Found) != fmt.Sprint(tc.found) || fmt.Sprint(got.DF) != fmt.Sprint(tc.df) {
-				t.Fatalf("%d hits, found %v, counted %v; want %d, %v, %v", len(got.Hits), got.Found, got.DF, tc.hits, tc.found, tc.df)
+			if len(got.Hits) != tc.hits || fmt.Sprint(got.Found) != fmt.Sprint(tc.found) {
+				t.Fatalf("%d hits, found %v; want %d, %v", len(got.Hits), got.Found, tc.hits, tc.found)
 			}
 			for _, h := range got.Hits {
 				if h.Unit.UserID != "alice" || h.Unit.Bag.Len == 0 {
