@@ -42,9 +42,10 @@ func copyToEarlierLayout(ctx context.Context, client *firestore.Client) (int, er
 }
 
 // storeRPCs times what a search asks of the store, all at once as
-// retrieval asks it (the count of the user's units, for each term of q a
-// count and a query of at most 40 units holding it, the vector query of
-// the limit's 2 × 10 nearest, the read of the user's list), of the units
+// retrieval asks it (for each term of q a query of at most 40 units
+// holding it, the vector query of the limit's 2 × 10 nearest, the read of
+// the user's list; not the count of the user's units, which a retrieval
+// makes once in recall.UnitCountTTL for a user), of the units
 // in their user's collection, or with earlier as the earlier layout asked
 // it: the collection group of units under their sessions, filtered by
 // userId. The embedding is made before and not timed.
@@ -55,7 +56,6 @@ func storeRPCs(ctx context.Context, client *firestore.Client, uid string, v []fl
 	}
 	terms := recall.QueryTerms(q)
 	calls := []func() error{
-		func() error { _, err := units.NewAggregationQuery().WithCount("n").Get(ctx); return err },
 		func() error {
 			_, err := units.FindNearest("embedding", firestore.Vector32(v), 20, firestore.DistanceMeasureCosine, nil).Documents(ctx).GetAll()
 			return err
@@ -70,10 +70,8 @@ func storeRPCs(ctx context.Context, client *firestore.Client, uid string, v []fl
 		},
 	}
 	for _, t := range terms {
-		holding := units.Where("has."+t, "==", true)
-		calls = append(calls,
-			func() error { _, err := holding.NewAggregationQuery().WithCount("n").Get(ctx); return err },
-			func() error { _, err := holding.Limit(40).Documents(ctx).GetAll(); return err })
+		holding := units.Where("has."+t, "==", true).Limit(40)
+		calls = append(calls, func() error { _, err := holding.Documents(ctx).GetAll(); return err })
 	}
 	errs := make([]error, len(calls))
 	start := time.Now()
