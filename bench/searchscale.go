@@ -133,23 +133,6 @@ func (s scaleRun) search(ctx context.Context, out *SearchScale, qs []convQuestio
 	return nil
 }
 
-// question is the i-th search's question (spread over them) and its user.
-func (s scaleRun) question(qs []convQuestion, i int) (convQuestion, int) {
-	q := qs[(i*7919)%len(qs)]
-	return q, (q.conv / s.per) % s.users
-}
-
-// storePart times what a search of query by user u asks of the store, in
-// today's layout or the earlier one.
-func (s scaleRun) storePart(ctx context.Context, query string, u int, earlier bool) (time.Duration, error) {
-	embedder := app.Config{Embeddings: true, EmbeddingModel: llm.DefaultEmbeddingModel, EmbeddingDimensions: llm.DefaultEmbeddingDimensions}.Embedder()
-	v, err := embedder.Embed(ctx, []string{query})
-	if err != nil {
-		return 0, err
-	}
-	return storeRPCs(ctx, s.client, uidOf(s.tokens[u]), v[0], query, earlier)
-}
-
 // layouts times, for out.Searches searches of qs, what each asks of the
 // store in both layouts (in turn first), into out.
 func (s scaleRun) layouts(ctx context.Context, out *SearchScale, qs []convQuestion) error {
@@ -172,6 +155,23 @@ func (s scaleRun) layouts(ctx context.Context, out *SearchScale, qs []convQuesti
 	out.TodayStore = Latency{percentile(today, 50), percentile(today, 95)}
 	out.EarlierStore = Latency{percentile(earlier, 50), percentile(earlier, 95)}
 	return nil
+}
+
+// question is the i-th search's question (spread over them) and its user.
+func (s scaleRun) question(qs []convQuestion, i int) (convQuestion, int) {
+	q := qs[(i*7919)%len(qs)]
+	return q, (q.conv / s.per) % s.users
+}
+
+// storePart times what a search of query by user u asks of the store, in
+// today's layout or the earlier one.
+func (s scaleRun) storePart(ctx context.Context, query string, u int, earlier bool) (time.Duration, error) {
+	embedder := app.Config{Embeddings: true, EmbeddingModel: llm.DefaultEmbeddingModel, EmbeddingDimensions: llm.DefaultEmbeddingDimensions}.Embedder()
+	v, err := embedder.Embed(ctx, []string{query})
+	if err != nil {
+		return 0, err
+	}
+	return storeRPCs(ctx, s.client, uidOf(s.tokens[u]), v[0], query, earlier)
 }
 
 // seedExchanges creates a session and appends s's exchanges in one POST.
