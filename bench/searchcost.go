@@ -79,6 +79,6 @@ func WriteSearchCost(w io.Writer, c *SearchCost) {
 	if c == nil {
 		return
 	}
-	fmt.Fprintf(w, "What a search costs Firestore (%d searches of the dev part, stored in the emulator): %.1f documents read on average (at most %d), %.1f RPCs, %d one after another at the median, %d at most (the words queries and their counts, the count of units, the vector query and the user's list of deleted and archived sessions, at once). On the emulator, with the user's %d units, a search takes %.0f ms at the median, %.0f ms at p95 (the emulator scans where production uses indexes).\n\n",
+	fmt.Fprintf(w, "What a search costs Firestore (%d searches of the dev part, stored in the emulator): %.1f documents read on average (at most %d), %.1f RPCs, %d one after another at the median, %d at most (a query a term, the vector query, the user's list of deleted and archived sessions and, once in 10 minutes for a user, the count of their units, at once). On the emulator, with the user's %d units, a search takes %.0f ms at the median, %.0f ms at p95 (the emulator goes through the whole database for every query).\n\n",
 		c.Searches, c.ReadsMean, c.ReadsMax, c.RPCsMean, c.SequentialP50, c.SequentialMax, c.Units, c.P50Ms, c.P95Ms)
 }
