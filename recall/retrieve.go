@@ -184,8 +184,9 @@ func (f fused) matched() []string {
 
 // retrieve runs both legs side by side (the lexical one, the count of the
 // user's units unless counted lately and, when asked, their Visibility at
-// once; the vector query once the text is embedded) and fuses their rankings by reciprocal rank:
-// one round trip of the store after the embedding, whatever the legs find.
+// once; the vector query once the text is embedded) and fuses their
+// rankings by reciprocal rank: one round trip of the store after the
+// embedding, whatever the legs find.
 func (svc *Service) retrieve(ctx context.Context, r retrieval) (retrieved, error) {
 	legs, err := svc.legs(ctx, r)
 	if err != nil {
