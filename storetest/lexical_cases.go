@@ -32,10 +32,10 @@ func testLexical(t *testing.T, e *Env) {
 	save(bobs, "melanie lake sunrise")
 	terms := recall.QueryTerms("melanie lake sunrise")
 	for _, tc := range []struct {
-		name      string
-		q         recall.LexicalQuery
-		hits      int
-		found     map[string]int
+		name  string
+		q     recall.LexicalQuery
+		hits  int
+		found map[string]int
 	}{
 		{"per term, a page of 2", recall.LexicalQuery{UserID: "alice", Terms: terms, PerTerm: 2}, 3,
 			map[string]int{terms[0]: 2, terms[1]: 1, terms[2]: 2}},
