@@ -57,6 +57,9 @@ type Config struct {
 	// SearchUsers users' SearchUnits exchanges each, seeded through the
 	// API, for a search's latency on the emulator.
 	SearchUsers, SearchUnits int
+	// Conversations is how many conversations each part of the conversation
+	// fixture has; 0: the whole fixture (what the fusion was chosen on).
+	Conversations int
 }
 
 // Full is `make bench`.
@@ -70,7 +73,7 @@ func Full() Config {
 func Tiny() Config {
 	return Config{Turns: 12, Bands: [][2]int{{1, 4}, {9, 12}}, Repeats: 1, RepeatTurns: 4, Concurrency: []int{1, 3},
 		TurnsPerSession: 3, Budget: 600, TokenizerCorpus: 200, HotspotTurns: 4, DraftReply: time.Second, PruningTurns: 12,
-		UpkeepExchanges: 20, UpkeepSessions: 6, SearchUsers: 2, SearchUnits: 500}
+		UpkeepExchanges: 20, UpkeepSessions: 6, SearchUsers: 1, SearchUnits: 100, Conversations: 1}
 }
 
 // Sample is one turn.

@@ -41,10 +41,6 @@ func TestTinyRun(t *testing.T) {
 	if err := rep.Write(dir); err != nil {
 		t.Fatal(err)
 	}
-	if fs, _ := filepath.Glob(filepath.Join(dir, "*.md")); len(fs) > 0 { // SCRATCH
-		b, _ := os.ReadFile(fs[0])
-		t.Log(string(b))
-	}
 	var got struct {
 		Project, Baseline struct {
 			Bands   []bench.Band
@@ -155,6 +151,11 @@ func TestTinyRun(t *testing.T) {
 		if first, again := u.RollUps[0], u.RollUps[2]; first.ModelCalls == 0 || first.Writes < 2 || again.Writes != 1 || again.ModelCalls != 0 || u.BlockTokens == 0 {
 			t.Errorf("roll-ups: %+v; block %d tokens", u.RollUps, u.BlockTokens)
 		}
+	}
+	// Search: both parts of the conversation fixture, each method; the
+	// fusion's whole grid tried.
+	if len(rep.Conversations) != 2*5 || len(rep.Calibration) < 400 || rep.SearchScale == nil {
+		t.Errorf("search: %d conversation measures, %d fusions tried, scale %+v", len(rep.Conversations), len(rep.Calibration), rep.SearchScale)
 	}
 	if len(rep.Quality) != 1 || rep.Quality[0].SearchRecallAt5 < 0.8 {
 		t.Errorf("recall quality: %+v", rep.Quality)

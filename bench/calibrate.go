@@ -23,9 +23,9 @@ type FusionTrial struct {
 // CalibrateFusion tries every fusion of the grid on the dev part and
 // returns the trials, the chosen first: the largest margin over the
 // better leg, then the best recall@5, then the best MRR (the grid's order
-// breaks what is left).
-func CalibrateFusion(ctx context.Context, e recall.Embedder, tok history.Counter) ([]FusionTrial, error) {
-	convs, qs := buildConversations(devConv, devConversations, devSeed)
+// breaks what is left): on n of its conversations, or, with 0, all.
+func CalibrateFusion(ctx context.Context, e recall.Embedder, tok history.Counter, n int) ([]FusionTrial, error) {
+	convs, qs := buildConversations(devConv, cmp.Or(n, devConversations), devSeed)
 	p, err := storeConvPart(ctx, e, tok, "dev", convs, qs)
 	if err != nil {
 		return nil, err

@@ -1,6 +1,7 @@
 package bench
 
 import (
+	"cmp"
 	"context"
 	"fmt"
 	"io"
@@ -23,8 +24,9 @@ const (
 // MeasureConversations indexes each part of the conversation fixture with
 // e in an in-process store and runs its questions through search (both
 // legs fused, and each leg alone), a turn's recall from all sessions, and
-// plain Okapi BM25 over the same exchanges.
-func MeasureConversations(ctx context.Context, e recall.Embedder, tok history.Counter) ([]*SearchQuality, error) {
+// plain Okapi BM25 over the same exchanges; n conversations a part, or,
+// with 0, the whole fixture.
+func MeasureConversations(ctx context.Context, e recall.Embedder, tok history.Counter, n int) ([]*SearchQuality, error) {
 	var out []*SearchQuality
 	for _, p := range []struct {
 		name string
@@ -32,7 +34,7 @@ func MeasureConversations(ctx context.Context, e recall.Embedder, tok history.Co
 		n    int
 		seed uint64
 	}{{"dev", devConv, devConversations, devSeed}, {"held-out", heldOutConv, convConversations, heldOutSeed}} {
-		convs, qs := buildConversations(p.t, p.n, p.seed)
+		convs, qs := buildConversations(p.t, cmp.Or(n, p.n), p.seed)
 		got, err := measureConvPart(ctx, e, tok, p.name, convs, qs)
 		if err != nil {
 			return nil, err

@@ -76,7 +76,7 @@ func TestConversationQuality(t *testing.T) {
 	if !words && os.Getenv("CI") == "true" {
 		t.Fatal("the stand-in found no word vectors: npm ci installs them")
 	}
-	qs, err := MeasureConversations(context.Background(), e, tok)
+	qs, err := MeasureConversations(context.Background(), e, tok, 0)
 	if err != nil {
 		t.Fatal(err)
 	}

@@ -21,16 +21,16 @@ func runSearch(ctx context.Context, cfg Config, tok history.Counter, rep *Report
 		return fmt.Errorf("search quality: %w", err)
 	}
 	log("search quality: the conversation fixture, each leg, fused, recall and BM25")
-	if rep.Conversations, err = MeasureConversations(ctx, cfg.Embedders[0], tok); err != nil {
+	if rep.Conversations, err = MeasureConversations(ctx, cfg.Embedders[0], tok, cfg.Conversations); err != nil {
 		return fmt.Errorf("conversation quality: %w", err)
 	}
 	log("search fusion: the grid on the conversation fixture's dev part")
-	if rep.Calibration, err = CalibrateFusion(ctx, cfg.Embedders[0], tok); err != nil {
+	if rep.Calibration, err = CalibrateFusion(ctx, cfg.Embedders[0], tok, cfg.Conversations); err != nil {
 		return fmt.Errorf("fusion calibration: %w", err)
 	}
 	if chosen := rep.Calibration[0].Fusion; chosen != recall.DefaultFusion {
-		if m := cfg.Embedders[0].Model(); m != calibratedWith() {
-			log("fusion calibration: with %s the dev part chooses %+v; search uses %+v, chosen with %s", m, chosen, recall.DefaultFusion, calibratedWith())
+		if m := cfg.Embedders[0].Model(); m != calibratedWith() || cfg.Conversations != 0 {
+			log("fusion calibration: with %s, on %d of the dev part's conversations (0: all), the grid chooses %+v; search uses %+v, chosen with %s on all", m, cfg.Conversations, chosen, recall.DefaultFusion, calibratedWith())
 		} else {
 			return fmt.Errorf("fusion calibration: the dev part chooses %+v, search uses %+v", chosen, recall.DefaultFusion)
 		}

@@ -106,6 +106,9 @@ func (svc *Service) tryClaim(ctx context.Context, plan *turnPlan, recall *recall
 func (svc *Service) claim(st *TurnState, q TurnQuery, plan *turnPlan) (*TurnWrite, error) {
 	c := plan.claim
 	c.user, c.replay = history.Message{}, nil
+	// What the claim read is weighed first (the message stored under the
+	// key against this request, then the session), and decided after.
+	again := c.asksAgain(st, plan.keyed)
 	check := sessions.CheckClaim(st.Session, sessions.Claim{SessionID: q.SessionID, UserID: q.UserID, New: q.New,
 		Key: q.Key, Token: c.token, Op: c.op, At: c.at})
 	if check.Access != nil {
@@ -120,7 +123,7 @@ func (svc *Service) claim(st *TurnState, q TurnQuery, plan *turnPlan) (*TurnWrit
 		// answer was lost on the way. Carry on from what it wrote.
 		return nil, c.claimed(st, check.Own.Seq)
 	}
-	if err := c.checkKey(st, q, s, plan.keyed, check.Reused); err != nil || c.replay != nil {
+	if err := c.checkKey(st, q, s, again, check.Reused); err != nil || c.replay != nil {
 		return nil, err
 	}
 	if err := claimable(st, q, check, plan.fork); err != nil {
@@ -263,11 +266,19 @@ func (c *claim) claimed(st *TurnState, seq int) error {
 	return errs.Errorf(errs.EINTERNAL, "the claimed message %d is not in the session's tail", seq)
 }
 
+// asksAgain reports whether the message st read for the claim (under its
+// key, or by id) is this request's: stored by the same operation, with the
+// same content (draft).
+func (c *claim) asksAgain(st *TurnState, draft history.Draft) bool {
+	return st.Asked != nil && sameOp(opOf(st.Asked), c.op) && st.Asked.SameContent(&draft)
+}
+
 // checkKey holds a key to one operation on one session, as Stripe's
 // idempotency keys: reused with another kind of request, another target
-// or another message, it is ECONFLICT; reused with the same request that
-// is complete, it replays it (c.replay).
-func (c *claim) checkKey(st *TurnState, q TurnQuery, s *sessions.Session, draft history.Draft, leaseReused bool) error {
+// or another message (again: the message stored under it is not this
+// request's), it is ECONFLICT; reused with the same request that is
+// complete, it replays it (c.replay).
+func (c *claim) checkKey(st *TurnState, q TurnQuery, s *sessions.Session, again, leaseReused bool) error {
 	if q.Key == "" {
 		return nil
 	}
@@ -275,7 +286,7 @@ func (c *claim) checkKey(st *TurnState, q TurnQuery, s *sessions.Session, draft 
 	switch {
 	case c.op.Kind == sessions.OpRegenerate && st.KeyUsed:
 		return reused // the key stored a message: it named a turn or an edit
-	case c.op.Kind != sessions.OpRegenerate && st.Asked != nil && (!sameOp(opOf(st.Asked), c.op) || !st.Asked.SameContent(&draft)):
+	case c.op.Kind != sessions.OpRegenerate && st.Asked != nil && !again:
 		return reused
 	}
 	if leaseReused { // the lease in force holds the key for another operation

@@ -17,6 +17,8 @@ type finished struct {
 	write *TurnWrite
 	reply history.Message
 	learn *longterm.Batch
+	// summarize: a summary falls due with the reply, for its job to make.
+	summarize bool
 }
 
 // storeReply stores the reply in the commit that finishes the turn (see
@@ -28,7 +30,7 @@ func (svc *Service) storeReply(ctx context.Context, plan *turnPlan, st *TurnStat
 	var fin finished
 	done, err := svc.Turns.RunTurn(ctx, plan.query, plan.claim.latest(st), func(st *TurnState) (*TurnWrite, error) {
 		var err error
-		fin, err = svc.finish(st, plan, answer, spent, sent.context)
+		fin, err = svc.finish(st, plan, answer, spent, sent)
 		if err == nil && fin.write != nil {
 			fin.write.Job = svc.newJob(plan, fin, sent.memory.tokens)
 		}
@@ -84,8 +86,8 @@ func (svc *Service) release(ctx context.Context, q TurnQuery, st *TurnState, c *
 // (with the learning watermark, when a batch is due), the lease given
 // back, and the tokens spent: the reply's (as reported, else as counted
 // for the context sent and the reply), and spent besides (embeddings),
-// counted on the session too.
-func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent int, sent *history.Context) (finished, error) {
+// counted on the session too. It tells whether a summary falls due.
+func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent int, sent prompt) (finished, error) {
 	c, q := plan.claim, plan.query
 	if st.Answer != nil {
 		if st.Answer.ParentSeq != c.user.Seq { // not this turn's: the key named another operation
@@ -110,11 +112,17 @@ func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent
 	if err != nil {
 		return finished{}, err
 	}
-	if q.Key != "" {
-		reply.Op = c.op
+	// Due against the request as the turn counted it besides the history;
+	// without the tail at hand, the job plans it from what is stored.
+	fin := finished{reply: reply, summarize: t == nil}
+	if t != nil {
+		_, fin.summarize = history.PlanCompaction(s, t, svc.History.BudgetFor(s), sent.fixed+sent.memory.tokens)
 	}
-	fin := finished{reply: reply, learn: svc.claimLearning(s, st, t)}
-	used := replyTokens(answer.reported, sent, reply)
+	if q.Key != "" {
+		fin.reply.Op = c.op
+	}
+	fin.learn = svc.claimLearning(s, st, t)
+	used := replyTokens(answer.reported, sent.context, reply)
 	spent += used.Total()
 	s.Usage.PromptTokens += used.Input
 	s.Usage.CachedTokens += used.Cached
@@ -127,7 +135,7 @@ func (svc *Service) finish(st *TurnState, plan *turnPlan, answer answered, spent
 		// embedding adds no write of its own.
 		spent += c.user.Tokens + reply.Tokens
 	}
-	fin.write = &TurnWrite{Session: s, Tail: t, Messages: []history.Message{reply}, Slot: NoSlot, Tokens: spent, Draft: c.endDraft(st),
+	fin.write = &TurnWrite{Session: s, Tail: t, Messages: []history.Message{fin.reply}, Slot: NoSlot, Tokens: spent, Draft: c.endDraft(st),
 		ByModel: map[string]ModelTokens{cmp.Or(answer.draft.Metadata.Model, s.Model): used}}
 	return fin, nil
 }
@@ -183,21 +191,16 @@ func replyTokens(reported *Reply, sent *history.Context, reply history.Message) 
 // newJob is the job of the turn whose reply fin stores, held by the
 // turn itself (its claim's token) for JobLease; nil without a JobStore,
 // and when there is nothing to do after the reply: no title, no batch to
-// learn, no exchange to index (search off), no summary due. A turn with
-// nothing to do after it records no job (and costs no write for it).
+// learn, no exchange to index (search off), no summary due (or the app
+// makes its own). A turn with nothing to do after it records no job (and
+// costs no write for it).
 func (svc *Service) newJob(plan *turnPlan, fin finished, memoryTokens int) *Job {
 	if svc.Jobs == nil || fin.write == nil {
 		return nil
 	}
-	s, t := fin.write.Session, fin.write.Tail
-	due := (s.TitleSource == sessions.TitleDefault && svc.Titler != nil) || fin.learn != nil || svc.Indexer != nil
-	switch {
-	case due || s.Context.Summaries == sessions.SummariesApp:
-	case t == nil:
-		due = true // the tail is not at hand: the job plans the summary from what is stored
-	default:
-		_, due = history.PlanCompaction(s, t, svc.History.BudgetFor(s), svc.fixed(s)+memoryTokens)
-	}
+	s := fin.write.Session
+	due := (s.TitleSource == sessions.TitleDefault && svc.Titler != nil) || fin.learn != nil || svc.Indexer != nil ||
+		(fin.summarize && s.Context.Summaries != sessions.SummariesApp)
 	if !due {
 		return nil
 	}

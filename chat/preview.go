@@ -38,15 +38,16 @@ func (svc *Service) Preview(ctx context.Context, userID, sessionID string) (*Pre
 	if err := st.Session.CheckOwner(userID); err != nil {
 		return nil, err
 	}
-	mem := blockOf(st.Memory)
-	c, err := svc.build(st.Session, st.Tail, mem, 0)
+	s, mem := st.Session, blockOf(st.Memory)
+	fixed, budget := svc.fixed(s)+mem.tokens, svc.History.BudgetFor(s)
+	c, err := history.Build(s, st.Tail, budget, fixed)
 	if err != nil {
 		return nil, err
 	}
-	p := &Preview{Context: c, Request: svc.request(st.Session, c, mem), Version: st.ContextVersion}
+	p := &Preview{Context: c, Request: svc.request(s, c, mem), Version: st.ContextVersion}
 	// The summary is planned against the block as it stands, as the
 	// server plans its own after an append (summaryFixed).
-	if plan, due := history.PlanCompaction(st.Session, st.Tail, svc.History.BudgetFor(st.Session), svc.fixed(st.Session)+mem.tokens); due {
+	if plan, due := history.PlanCompaction(s, st.Tail, budget, fixed); due {
 		p.CompactionDue = &plan
 	}
 	return p, nil

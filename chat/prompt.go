@@ -19,6 +19,7 @@ import (
 type prompt struct {
 	context *history.Context
 	memory  memoryBlock
+	fixed   int // the tokens of the system prompt and the session's instructions (see fixed)
 }
 
 // prompt builds what the model is sent for the user's message: the
@@ -26,21 +27,25 @@ type prompt struct {
 // when they fit, within the budget the tools' definitions (of toolTokens)
 // leave. The message must be in it.
 func (svc *Service) prompt(ctx context.Context, st *TurnState, user history.Message, recall *recaller, toolTokens int) (prompt, error) {
-	mem := svc.memoryFor(ctx, recall, st.Memory, st.Session.ID)
-	built, err := svc.build(st.Session, st.Tail, mem, toolTokens)
+	s := st.Session
+	fixed := svc.fixed(s)
+	mem := svc.memoryFor(ctx, recall, st.Memory, s.ID)
+	// The context is chosen from the tail: no reads, no tokenizing of
+	// stored messages.
+	built, err := history.Build(s, st.Tail, svc.History.BudgetFor(s), fixed+toolTokens+mem.tokens)
 	if err != nil {
 		return prompt{}, err
 	}
-	if text, n := svc.recallBlock(ctx, recall, st.Session, built); n > 0 {
+	if text, n := svc.recallBlock(ctx, recall, s, built); n > 0 {
 		mem = mem.with(text, n)
-		if built, err = svc.build(st.Session, st.Tail, mem, toolTokens); err != nil {
+		if built, err = history.Build(s, st.Tail, built.Budget, fixed+toolTokens+mem.tokens); err != nil {
 			return prompt{}, err
 		}
 	}
 	if !contains(built.Messages, user.Seq) {
 		return prompt{}, errs.Errorf(errs.EINVALID, "the message does not fit the model's context budget of %d tokens", built.Budget)
 	}
-	return prompt{context: built, memory: mem}, nil
+	return prompt{context: built, memory: mem, fixed: fixed}, nil
 }
 
 // The memory block in a turn's request has two parts, placed for the
@@ -84,12 +89,6 @@ func (svc *Service) memoryFor(ctx context.Context, r *recaller, m MemoryBlock, s
 		mem = mem.with(text, n)
 	}
 	return mem
-}
-
-// build chooses the session's context from its tail: no reads, no
-// tokenizing of stored messages.
-func (svc *Service) build(s *sessions.Session, t *history.Tail, mem memoryBlock, toolTokens int) (*history.Context, error) {
-	return history.Build(s, t, svc.History.BudgetFor(s), svc.fixed(s)+mem.tokens+toolTokens)
 }
 
 // fixed returns the tokens a request of session s holds besides its

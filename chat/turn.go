@@ -88,21 +88,61 @@ type TurnResult struct {
 // every path. A retry after the model failed (or after the instance
 // running the turn died and its lease ran out) takes the turn over and
 // calls the model again, without storing the message twice.
+//
+// The story, step by step: the turn is planned, its attachments made
+// parts of its message, its embedding started early when this instance
+// expects one; it is claimed (the user's message stored, the session
+// leased), or found complete and replayed; then answered (admitted under
+// the day's spend, the prompt built, the model called) and its reply
+// stored. It ends at its reply, handed off; a turn that fails after its
+// claim (answering, or storing the reply) gives the lease back, here.
 func (svc *Service) Turn(ctx context.Context, req TurnRequest) (*TurnResult, error) {
-	res, err := svc.turn(ctx, req)
+	after := afterTurnContext(ctx)
+	ctx = context.WithoutCancel(ctx)
+	plan, err := svc.planTurn(ctx, req)
 	if err != nil {
 		return nil, err
 	}
+	if err := svc.attach(ctx, req.UserID, plan.query.SessionID, &plan.draft, "attachments"); err != nil {
+		return nil, err
+	}
+	// The turn's own embedding (of its message) is charged with its reply.
+	ctx, embeddings := WithMeter(ctx)
+	recall := &recaller{}
+	if plan.embedEarly {
+		svc.embed(ctx, recall, plan.draft.Content) // beside the claim's read
+	}
+	claimed, err := svc.claimTurn(ctx, plan, recall)
+	if err != nil {
+		return nil, err
+	}
+	if res := plan.claim.replay; res != nil {
+		svc.handOff(after, req, res)
+		return res, nil
+	}
+	sent, answer, err := svc.answer(ctx, plan, claimed, recall)
+	var res *TurnResult
+	if err == nil {
+		recall.wait() // long done: the reply came after it
+		res, err = svc.storeReply(ctx, plan, claimed, sent, answer, embeddings.Tokens())
+	}
+	if err == nil {
+		svc.handOff(after, req, res)
+		return res, nil
+	}
+	// Answering, or storing the reply, failed: the lease goes back now.
+	svc.release(ctx, plan.query, claimed, plan.claim)
+	return nil, err
+}
+
+// handOff ends a turn at its reply: the reply is delivered (OnReply),
+// then its job given to the service's Runner (see afterReply); a replay
+// has none.
+func (svc *Service) handOff(ctx context.Context, req TurnRequest, res *TurnResult) {
 	if req.OnReply != nil {
 		req.OnReply(res)
 	}
-	svc.handOff(afterTurnContext(ctx), res)
-	return res, nil
-}
-
-// handOff gives a turn's job to the service's Runner (see afterReply).
-func (svc *Service) handOff(ctx context.Context, res *TurnResult) {
-	if res == nil || res.Replayed {
+	if res.Replayed {
 		return
 	}
 	svc.runner().Run(ctx, afterReply{svc: svc, res: res})
@@ -156,46 +196,6 @@ type turnPlan struct {
 type answered struct {
 	draft    history.Draft
 	reported *Reply
-}
-
-// turn runs a turn up to its stored reply: it plans the turn, claims it
-// (the user's message stored, the session leased), admits it under the
-// day's spend, builds what the model sees and calls the model, and stores
-// the reply. A turn that fails after its claim (answering, or storing the
-// reply) gives the lease back, here.
-func (svc *Service) turn(ctx context.Context, req TurnRequest) (*TurnResult, error) {
-	ctx = context.WithoutCancel(ctx)
-	plan, err := svc.planTurn(ctx, req)
-	if err != nil {
-		return nil, err
-	}
-	if err := svc.attach(ctx, req.UserID, plan.query.SessionID, &plan.draft, "attachments"); err != nil {
-		return nil, err
-	}
-	// The turn's own embedding (of its message) is charged with its reply.
-	ctx, embeddings := WithMeter(ctx)
-	recall := &recaller{}
-	if plan.embedEarly {
-		svc.embed(ctx, recall, plan.draft.Content) // beside the claim's read
-	}
-	claimed, err := svc.claimTurn(ctx, plan, recall)
-	if err != nil {
-		return nil, err
-	}
-	if plan.claim.replay != nil {
-		return plan.claim.replay, nil
-	}
-	sent, answer, err := svc.answer(ctx, plan, claimed, recall)
-	var res *TurnResult
-	if err == nil {
-		recall.wait() // long done: the reply came after it
-		res, err = svc.storeReply(ctx, plan, claimed, sent, answer, embeddings.Tokens())
-	}
-	if err != nil {
-		svc.release(ctx, plan.query, claimed, plan.claim)
-		return nil, err
-	}
-	return res, nil
 }
 
 // planTurn checks a request and decides what its turn reads and writes:

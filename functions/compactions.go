@@ -28,7 +28,7 @@ func (a *App) recordCompaction(w http.ResponseWriter, r *http.Request) {
 		a.writeError(w, r, errs.Errorf(errs.EINVALID, "fromSeq and toSeq are required"))
 		return
 	}
-	c, replayed, err := a.History.Record(r.Context(), UserID(r.Context()), sessionID(r), *b.FromSeq, *b.ToSeq, b.Summary)
+	c, replayed, err := a.History.RecordSummary(r.Context(), UserID(r.Context()), sessionID(r), *b.FromSeq, *b.ToSeq, b.Summary)
 	if err != nil {
 		a.writeError(w, r, err)
 		return

@@ -36,7 +36,7 @@ type History interface {
 	MessagesAt(ctx context.Context, sessionID string, seqs []int) ([]history.Message, error)
 	SwitchBranch(ctx context.Context, userID, sessionID string, seq int) (*sessions.Session, error)
 	SetFeedback(ctx context.Context, userID, sessionID, messageID string, fb *history.Feedback) (*history.Message, error)
-	Record(ctx context.Context, userID, sessionID string, from, to int, summary string) (*history.Compaction, bool, error)
+	RecordSummary(ctx context.Context, userID, sessionID string, from, to int, summary string) (*history.Compaction, bool, error)
 }
 
 // Chat runs turns and appends, stops and follows replies, and keeps each

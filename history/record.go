@@ -13,7 +13,7 @@ import (
 // RecordedModel is the model stored on summaries an app made itself.
 const RecordedModel = "client"
 
-// Record stores a summary that an app made with its own model, of
+// RecordSummary stores a summary that an app made with its own model, of
 // messages from..to of the active branch of userID's session (which
 // continues its current summary, if any), as a compaction record that the
 // next context uses exactly as the server's own. It is refused (EINVALID)
@@ -24,7 +24,7 @@ const RecordedModel = "client"
 // and at most half the session's budget. Recording the same summary up to
 // the same message again returns the stored record (replayed); another
 // summary up to it is ECONFLICT.
-func (svc *Service) Record(ctx context.Context, userID, sessionID string, from, to int, summary string) (c *Compaction, replayed bool, err error) {
+func (svc *Service) RecordSummary(ctx context.Context, userID, sessionID string, from, to int, summary string) (c *Compaction, replayed bool, err error) {
 	if err := sessions.CheckID(sessionID); err != nil {
 		return nil, false, err
 	}

@@ -2,13 +2,9 @@ package longterm
 
 import (
 	"context"
-	"math"
-	"sort"
-	"strings"
 	"time"
 
 	"github.com/chatmemory/backend/kernel/vector"
-	"github.com/chatmemory/backend/prompts"
 	"github.com/chatmemory/backend/sessions"
 )
 
@@ -73,53 +69,4 @@ func (svc *Service) mergeNear(ctx context.Context, s *sessions.Session, u *User,
 		kept = append(kept, c)
 	}
 	return kept
-}
-
-// WithFacts returns u with its live facts: u itself, or a copy with them
-// read if u was read without them.
-func (svc *Service) WithFacts(ctx context.Context, u *User) (*User, error) {
-	if !u.Partial {
-		return u, nil
-	}
-	facts, err := svc.Store.LiveFacts(ctx, u.UserID)
-	if err != nil {
-		return nil, err
-	}
-	c := *u
-	c.Facts, c.Partial = facts, false
-	return &c, nil
-}
-
-// Relevant is what a turn adds to u's block for a message embedded as v
-// (with the embedder's model): the live facts the block leaves out that
-// are most relevant to the message (by cosine similarity to the
-// hundredth, effective confidence breaking ties), under
-// prompts.MemoryRelevant, within half the block's cap, and their tokens.
-// Nothing when every fact is in the block, or the facts are not embedded
-// with that model. The block itself stays as it is: a turn sends these
-// after the history, so that the start of its request does not change
-// with each message.
-func (svc *Service) Relevant(u *User, v []float32) (string, int) {
-	if svc.Embedder == nil || !u.BlockCut || u.VectorModel != svc.Embedder.Model() || len(v) == 0 {
-		return "", 0
-	}
-	var out []Fact
-	sim := map[string]float64{}
-	for _, f := range byEffective(u.Facts, svc.now(), svc.Settings.DecayPerWeek) {
-		if len(f.Vector) > 0 && !strings.Contains(u.Block+"\n", "\n- "+f.Content+"\n") {
-			sim[f.ID] = math.Round(100*(1-vector.Cosine(v, f.Vector))) / 100
-			out = append(out, f)
-		}
-	}
-	sort.SliceStable(out, func(i, j int) bool { return sim[out[i].ID] > sim[out[j].ID] })
-	lines := make([]string, len(out))
-	for i, f := range out {
-		lines[i] = "- " + f.Content
-	}
-	count := func(text string) int { return blockTokens(svc.Tokens, text) }
-	text, n, kept := fitLines(prompts.MemoryRelevant, lines, svc.Settings.BlockTokens/2, count)
-	if kept == 0 {
-		return "", 0
-	}
-	return text, n
 }

@@ -4,8 +4,8 @@
 // and run beside the emulators, it opens the backend as the server does
 // (Firestore, the offline stand-in model; embeddings and long-term memory
 // off: a plain turn), signs a user up, warms a session up with a first
-// turn, clears the coverage counters, sends a second turn, waits for its
-// after-turn work, and writes the counters to -out; `go tool covdata func`
+// turn (and its after-turn job), clears the coverage counters, sends a
+// second turn, waits for its after-turn job, and writes the counters to -out; `go tool covdata func`
 // then lists what ran.
 //
 // With -paths, it reads that listing instead and counts, on the module's
@@ -95,6 +95,10 @@ func run(ctx context.Context, out string) error {
 	if err := done.wait(1); err != nil {
 		return err
 	}
+	// The first turn's job (its title) runs after its reply: done before
+	// the counters are cleared, or the second turn would now and then find
+	// it still pending and run more.
+	backend.AfterTurn.Wait()
 	if err := coverage.ClearCounters(); err != nil {
 		return fmt.Errorf("build it with -cover -covermode=atomic: %w", err)
 	}
@@ -104,6 +108,7 @@ func run(ctx context.Context, out string) error {
 	if err := done.wait(2); err != nil {
 		return err
 	}
+	backend.AfterTurn.Wait() // the second turn's job
 	if err := coverage.WriteMetaDir(out); err != nil {
 		return err
 	}
@@ -147,8 +152,8 @@ func post(url, token string, body, v any) error {
 	return json.Unmarshal(got, v)
 }
 
-// finished counts the requests the server finished: a turn's handler
-// returns once its after-turn work is done.
+// finished counts the requests the server finished (a turn's handler
+// returns at its reply; its job runs after it, on the backend's AfterTurn).
 type finished struct{ n atomic.Int64 }
 
 func (f *finished) counting(next http.Handler) http.Handler {
