@@ -193,10 +193,10 @@ func TestPurgeReadsIDsFromTheContext(t *testing.T) {
 		queries int64 // how many; -1: more than one
 		docs    int
 	}{
-		{"Short", short, 0, 30 + 1 + 1},          // messages, the tail document, the session
-		{"Embedded", embedded, 0, 8 + 4 + 3 + 1}, // messages, units of search, the tail document, the recall marker, the session, the job
-		{"Long", long, -1, 0},                    // its context documents vary
-		{"Branched", branched, -1, 31 + 1 + 1},   // the tail document: the branch's 5 messages
+		{"Short", short, 0, 30 + 1 + 1},        // messages, the tail document, the session
+		{"Embedded", embedded, 0, 8 + 3 + 1},   // messages, the tail document, the recall marker, the session, the job (its units of search uncounted)
+		{"Long", long, -1, 0},                  // its context documents vary
+		{"Branched", branched, -1, 31 + 1 + 1}, // the tail document: the branch's 5 messages
 	} {
 		t.Run(tc.name, func(t *testing.T) {
 			storetest.Must[*sessions.Session](t)(e.Sessions.Delete(ctx, "alice", tc.s.ID))
@@ -210,6 +210,10 @@ func TestPurgeReadsIDsFromTheContext(t *testing.T) {
 			}
 			if left := countUnder(t, client, tc.s.ID); left != 0 {
 				t.Errorf("%d documents left", left)
+			}
+			units := storetest.Must[[]recall.Hit](t)(db.Nearest(ctx, recall.Query{UserID: "alice", SessionID: tc.s.ID, Vector: []float32{1, 0}, K: 10}))
+			if len(units) != 0 {
+				t.Errorf("%d units of search left", len(units))
 			}
 		})
 	}

@@ -118,8 +118,9 @@ type purgeTarget struct {
 	s       *sessions.Session
 	tailDoc *tailDoc
 	// With a tail document: whether its draft and its recall marker exist (read
-	// with it, in the marking transaction).
-	draft, embedded bool
+	// with it, in the marking transaction), and whether units of search may
+	// be where they were kept before (see userUnitsField).
+	draft, embedded, legacyUnits bool
 }
 
 // finishPurges deletes everything under each marked session (those in out
@@ -313,6 +314,10 @@ func readTarget(snaps []*firestore.DocumentSnapshot, id string, check func(*sess
 		return purgeTarget{}, err
 	}
 	t := purgeTarget{s: s, draft: snaps[2].Exists(), embedded: snaps[3].Exists()}
+	if t.embedded {
+		only, _ := snaps[3].DataAt(userUnitsField)
+		t.legacyUnits = only != true
+	}
 	if snaps[1].Exists() {
 		t.tailDoc = &tailDoc{}
 		if err := snaps[1].DataTo(t.tailDoc); err != nil {

@@ -4,7 +4,6 @@ import (
 	"context"
 	"errors"
 	"slices"
-	"sync"
 
 	"cloud.google.com/go/firestore"
 
@@ -20,16 +19,20 @@ import (
 // client's BulkWriter sends 20 a request and holds itself to 10,000 writes
 // a second (on the emulator, commits of 100 delete several times faster).
 // Deletes in a commit carry no precondition (one that failed would fail
-// the commit), so a commit deletes, and counts, only what is known to
-// exist: documents the marking transaction read, messages the tail document
-// names, and small documents that may exist (after-turn jobs named by the
-// replies, every context document of a purge resumed), read first in one
-// batched read across the page's sessions. Units of search hold an
-// embedding each (kilobytes: reading them would cost more than deleting
-// them), so those named by the messages, which may or may not exist, go
-// through a BulkWriter, each on condition that it exists, at once with
-// the commits. Once its session is marked nothing writes under it any
-// more, so what was read is what is deleted.
+// the commit), and a delete of a document that does not exist succeeds.
+// So a commit deletes documents known to exist (documents the marking
+// transaction read, messages the tail document names), counted; small
+// documents that may exist (after-turn jobs named by the replies, every
+// context document of a purge resumed), read first in one batched read
+// across the page's sessions, and counted if found; and every unit of
+// search the messages may name, in the user's collection and under the
+// session (where units were kept before), without knowing which exist:
+// each holds an embedding (kilobytes: reading them would cost more than
+// deleting them), and deleting them on condition, through BulkWriters,
+// took most of a purge's time. Those are not counted. Once its session is
+// marked nothing writes under it any more (an exchange's unit is saved in
+// a transaction that reads its session), so what was named or read is what
+// is deleted.
 
 // Defaults of the purge's deletes.
 const (
@@ -39,13 +42,11 @@ const (
 	deleteWorkers = 16
 	// existsBatch is how many documents one read asks about.
 	existsBatch = 500
-	// bulkChunk is how many conditional deletes one BulkWriter makes.
-	bulkChunk = 400
 )
 
 // underPlan is what a purge deletes under one session: documents known to
-// exist, documents that may (read first), units of search that may (deleted
-// on condition), and subcollections to list.
+// exist, documents that may (read first), units of search that may
+// (deleted by name, uncounted), and subcollections to list.
 type underPlan struct {
 	known, maybe []*firestore.DocumentRef
 	units        []*firestore.DocumentRef // units of search that may exist
@@ -70,40 +71,38 @@ func (d *deletes) add(i int, refs ...*firestore.DocumentRef) {
 // outcome.
 func (db *DB) deleteUnderPurged(ctx context.Context, out []retention.Purged, gone []purgeTarget) {
 	plans := make([]underPlan, len(out))
-	var named, maybe, units deletes
+	var named, maybe deletes
 	for i := range out {
 		if out[i].Err == nil {
 			plans[i] = db.planUnder(gone[i])
 			named.add(i, plans[i].known...)
 			maybe.add(i, plans[i].maybe...)
-			units.add(i, plans[i].units...)
 		}
 	}
-	var wg sync.WaitGroup
-	wg.Add(1)
-	var unitsFailed []error
-	var unitsFound []bool
+	counted := len(named.refs) // the units after them are not counted
+	for i := range out {
+		named.add(i, plans[i].units...)
+	}
+	// What is named goes at once with the read of what may exist, which
+	// then goes in commits of its own.
+	var namedFailed []error
+	done := make(chan struct{})
 	go func() {
-		defer wg.Done()
-		unitsFound, unitsFailed = db.deleteIfExists(ctx, units)
+		defer close(done)
+		namedFailed = db.commitDeletes(ctx, named)
 	}()
 	found, failed := db.existing(ctx, maybe)
+	var more deletes
 	for k, i := range maybe.of {
 		if failed[k] != nil {
 			out[i].Err = errors.Join(out[i].Err, failed[k])
 		} else if found[k] {
-			named.add(i, maybe.refs[k])
+			more.add(i, maybe.refs[k])
 		}
 	}
-	db.tally(out, named, db.commitDeletes(ctx, named))
-	wg.Wait()
-	for k, i := range units.of {
-		if unitsFailed[k] != nil {
-			out[i].Err = errors.Join(out[i].Err, unitsFailed[k])
-		} else if unitsFound[k] {
-			out[i].Documents++
-		}
-	}
+	db.tally(out, more, db.commitDeletes(ctx, more), len(more.refs))
+	<-done
+	db.tally(out, named, namedFailed, counted)
 	inParallel(len(out), func(i int) {
 		for _, col := range plans[i].list {
 			if out[i].Err != nil {
@@ -114,13 +113,15 @@ func (db *DB) deleteUnderPurged(ctx context.Context, out []retention.Purged, gon
 	})
 }
 
-// tally adds to each purge's outcome its deletes in d: a document each,
-// or the error of the commit that held it (once).
-func (db *DB) tally(out []retention.Purged, d deletes, failed []error) {
+// tally adds to each purge's outcome its deletes in d: a document each
+// among the first counted, or the error of the commit that held it (once).
+func (db *DB) tally(out []retention.Purged, d deletes, failed []error, counted int) {
 	for k, i := range d.of {
 		switch {
 		case failed[k] == nil:
-			out[i].Documents++
+			if k < counted {
+				out[i].Documents++
+			}
 		case k == 0 || d.of[k-1] != i || failed[k-1] != failed[k]:
 			out[i].Err = errors.Join(out[i].Err, failed[k])
 		}
@@ -132,8 +133,9 @@ func (db *DB) tally(out []retention.Purged, d deletes, failed []error) {
 // NextSeq > 0 (both are written in the same commit as NextSeq), and when
 // the tail document holds them all (a session never branched no longer than its
 // tail document, as most are) their ids are read from it, with their units of
-// search and after-turn jobs (named by a message: a unit by its reply or
-// its one message, a job by its reply); there are compaction records only
+// search and after-turn jobs (named by a message: a unit by its reply, a
+// lone question or a tool result, so by any of them; a job by its reply);
+// there are compaction records only
 // if a summary was ever saved. What it cannot name is listed. A resumed
 // purge (NextSeq -1) knows nothing and lists everything.
 func (db *DB) planUnder(t purgeTarget) underPlan {
@@ -149,6 +151,9 @@ func (db *DB) planUnder(t purgeTarget) underPlan {
 			p.known = append(p.known, db.messagesOf(s.ID).Doc(id))
 			if c.embedded {
 				p.units = append(p.units, db.unitsOf(s.UserID).Doc(id))
+			}
+			if c.legacyUnits { // where units were kept before (see legacyRecallOf)
+				p.units = append(p.units, db.legacyRecallOf(s.ID).Doc(id))
 			}
 		}
 		for _, id := range c.replies { // its after-turn jobs, if any is left
@@ -190,37 +195,6 @@ func (db *DB) existing(ctx context.Context, d deletes) ([]bool, []error) {
 		}
 	})
 	return found, failed
-}
-
-// deleteIfExists deletes d's documents, each on condition that it exists,
-// through BulkWriters of up to bulkChunk deletes each, deleteWorkers at
-// once (one BulkWriter fed by one caller sends a request at a time, and
-// holds itself to 10,000 writes a second), and reports which it deleted,
-// or each one's error.
-func (db *DB) deleteIfExists(ctx context.Context, d deletes) ([]bool, []error) {
-	deleted, failed := make([]bool, len(d.refs)), make([]error, len(d.refs))
-	parallel.Each((len(d.refs)+bulkChunk-1)/bulkChunk, deleteWorkers, func(b int) {
-		lo, hi := b*bulkChunk, min((b+1)*bulkChunk, len(d.refs))
-		bw := db.client.BulkWriter(ctx)
-		jobs := make([]*firestore.BulkWriterJob, hi-lo)
-		for k := lo; k < hi; k++ {
-			jobs[k-lo], failed[k] = bw.Delete(d.refs[k], firestore.Exists)
-		}
-		bw.End()
-		for k := lo; k < hi; k++ {
-			if jobs[k-lo] == nil {
-				continue
-			}
-			_, err := jobs[k-lo].Results()
-			switch {
-			case err == nil:
-				deleted[k] = true
-			case !isNotFound(err): // one that was not there
-				failed[k] = err
-			}
-		}
-	})
-	return deleted, failed
 }
 
 // deleteListed deletes every document of col, a page at a time (each
@@ -288,11 +262,12 @@ func (db *DB) commitWith(ctx context.Context, fill func(*firestore.WriteBatch)) 
 
 // sessionContents is what a purge found under a session without a query.
 type sessionContents struct {
-	known    []*firestore.DocumentRef // context documents that exist
-	maybe    []*firestore.DocumentRef // context documents that may exist
-	messages []string                 // every message's id, or nil when not all are known
-	replies  []string                 // with messages, the replies' ids: its after-turn jobs' (a reply has one)
-	embedded bool                     // exchanges were embedded under it (its recall marker)
+	known       []*firestore.DocumentRef // context documents that exist
+	maybe       []*firestore.DocumentRef // context documents that may exist
+	messages    []string                 // every message's id, or nil when not all are known
+	replies     []string                 // with messages, the replies' ids: its after-turn jobs' (a reply has one)
+	embedded    bool                     // exchanges were embedded under it (its recall marker)
+	legacyUnits bool                     // and their units may be under it (see userUnitsField)
 }
 
 // contextContents returns what is under session t as far as its context
@@ -321,7 +296,7 @@ func (db *DB) contextContents(t purgeTarget) sessionContents {
 	if t.embedded {
 		out.known = append(out.known, c.Doc(recallMarkerDocID))
 	}
-	out.embedded = t.embedded
+	out.embedded, out.legacyUnits = t.embedded, t.legacyUnits
 	if s.Branches != nil || w.From != 0 {
 		return out
 	}

@@ -63,7 +63,7 @@ func (db *DB) SaveUnit(ctx context.Context, e recall.Unit) error {
 			return sessions.NotFound(e.SessionID)
 		}
 		if !snaps[1].Exists() { // once: a purge then looks for exchanges
-			if err := tx.Create(mref, map[string]any{"userId": e.UserID}); err != nil {
+			if err := tx.Create(mref, map[string]any{"userId": e.UserID, userUnitsField: true}); err != nil {
 				return err
 			}
 		}
@@ -297,6 +297,13 @@ func (db *DB) Embedded(ctx context.Context, userID, sessionID string) (map[strin
 // (A mark on the session document would change its version under an app
 // that holds it for ifMatch.)
 const recallMarkerDocID = "recall"
+
+// userUnitsField, true on a recall marker, says that its session's units
+// of search were only ever saved in their user's collection (unitsOf): set
+// by this version's first save. Under a marker without it, a purge deletes
+// them where they were kept before too (legacyRecallOf), in case cmd/migrate
+// has not moved them yet.
+const userUnitsField = "userUnits"
 
 // CountUnits counts userID's stored exchanges (an aggregation).
 func (db *DB) CountUnits(ctx context.Context, userID string) (int, error) {

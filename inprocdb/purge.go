@@ -57,7 +57,8 @@ func (db *DB) purge(id string, check func(*sessions.Session) error) (string, int
 	if err := check(s.Clone()); err != nil {
 		return "", 0, err
 	}
-	return s.UserID, db.purgeLocked(id), nil
+	units := len(db.recall[id]) // not counted, as the Firestore store's purges do not count them
+	return s.UserID, db.purgeLocked(id) - units, nil
 }
 
 // purgeLocked removes a session and all under it; db.mu is held.

@@ -49,7 +49,8 @@ type Store interface {
 	TrimStore
 }
 
-// Purged is the outcome of one purge: the documents it deleted, or why not.
+// Purged is the outcome of one purge: the documents it deleted (not its
+// units of search, deleted by name unseen), or why not.
 type Purged struct {
 	SessionID string
 	Documents int
