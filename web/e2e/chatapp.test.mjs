@@ -337,9 +337,11 @@ test("dark mode follows the system at AA contrast; code is highlighted with Copy
   // ...and searches the messages (its last item), opening a hit at its message.
   await page.click("#new");
   await page.keyboard.press("Control+k");
+  // Keys typed before the box has focus land in the composer: wait for it.
+  await page.waitForSelector("#palette[open] #palette-q:focus");
   await page.keyboard.type("format this");
   await page.keyboard.press("ArrowUp");
-  await page.waitForSelector("#palette-list li[aria-selected='true'] .label:has-text('Search your messages')");
+  await page.waitForSelector("#palette-list li[aria-selected='true'] .label:has-text('Search your messages for “format this”')");
   await page.keyboard.press("Enter");
   await page.waitForSelector("#palette-list li.pick .detail:has-text('format this')");
   await page.screenshot({ path: join(shots, "palette.png") });

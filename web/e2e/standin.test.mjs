@@ -74,9 +74,10 @@ test("the offline stand-in streams a few words at a time, stops midway, and says
 
   // A search's snippets read as the replies do, without the stand-in's mark.
   await page.keyboard.press("Control+k");
+  await page.waitForSelector("#palette[open] #palette-q:focus");
   await page.keyboard.type("trip to Lisbon");
   await page.keyboard.press("ArrowUp");
-  await page.waitForSelector("#palette-list li[aria-selected='true'] .label:has-text('Search your messages')");
+  await page.waitForSelector("#palette-list li[aria-selected='true'] .label:has-text('Search your messages for “trip to Lisbon”')");
   await page.keyboard.press("Enter");
   await page.waitForSelector("#palette-list li.pick .detail:has-text('Lisbon')");
   const snippets = await page.locator("#palette-list li.pick .detail").allTextContents();
