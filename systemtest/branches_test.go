@@ -21,6 +21,7 @@ type branchMsg struct {
 	ParentSeq int    `json:"parentSeq"`
 	Role      string `json:"role"`
 	Content   string `json:"content"`
+	Tokens    int    `json:"tokens"`
 	Siblings  []int  `json:"siblings"`
 }
 
