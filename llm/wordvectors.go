@@ -3,7 +3,6 @@ package llm
 import (
 	"bufio"
 	"encoding/binary"
-	"encoding/json"
 	"errors"
 	"fmt"
 	"io"
@@ -86,83 +85,6 @@ func LoadWordVectors(path string) (*WordVectors, error) {
 		_ = writeCompact(cache, wv) // only a faster next load is lost
 	}
 	return wv, nil
-}
-
-// readPackage reads the package's JSON, an entry at a time: {"vectors":
-// {word: [100 numbers, norm, index], …}, …}, where a word's index is its
-// rank by frequency (the most frequent first).
-func readPackage(path string) (*WordVectors, error) {
-	f, err := os.Open(path)
-	if err != nil {
-		return nil, err
-	}
-	defer f.Close()
-	dec := json.NewDecoder(bufio.NewReaderSize(f, 1<<20))
-	wv := &WordVectors{index: map[string]int32{}}
-	if err := expectDelim(dec, '{'); err != nil {
-		return nil, err
-	}
-	for dec.More() {
-		key, err := dec.Token()
-		if err != nil {
-			return nil, err
-		}
-		if key == "vectors" {
-			err = wv.readVectors(dec)
-		} else {
-			var skip json.RawMessage
-			err = dec.Decode(&skip)
-		}
-		if err != nil {
-			return nil, err
-		}
-	}
-	if len(wv.index) == 0 {
-		return nil, errors.New("no words (is it the package's file?)")
-	}
-	return wv, nil
-}
-
-// readVectors reads the "vectors" object, keeping the maxWords most
-// frequent words, in that order.
-func (wv *WordVectors) readVectors(dec *json.Decoder) error {
-	if err := expectDelim(dec, '{'); err != nil {
-		return err
-	}
-	byRank := make([][]int8, maxWords)
-	words := make([]string, maxWords)
-	for dec.More() {
-		t, err := dec.Token()
-		if err != nil {
-			return err
-		}
-		var v []float64
-		if err := dec.Decode(&v); err != nil {
-			return err
-		}
-		w, _ := t.(string)
-		if len(v) < wordDims+2 || !isWord(w) {
-			continue
-		}
-		if rank := int(v[wordDims+1]); rank >= 0 && rank < maxWords {
-			byRank[rank], words[rank] = quantize(v[:wordDims]), w
-		}
-	}
-	for r, row := range byRank {
-		if row != nil {
-			wv.index[words[r]] = int32(len(wv.rows) / wordDims)
-			wv.rows = append(wv.rows, row...)
-		}
-	}
-	return expectDelim(dec, '}')
-}
-
-func expectDelim(dec *json.Decoder, d json.Delim) error {
-	t, err := dec.Token()
-	if err == nil && t != d {
-		err = fmt.Errorf("%v where %v was expected", t, d)
-	}
-	return err
 }
 
 // isWord reports whether w is a word the stand-in looks up: letters only.
