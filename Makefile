@@ -16,7 +16,11 @@
 GO ?= go
 # Every package under the race detector but bench/, whose quality fixtures and
 # tiny benchmark are measurement code (ten times slower under it); bench/ after.
-GOTEST ?= $(GO) test -race -count=1 -timeout 20m $$($(GO) list ./... | grep -v "backend/bench$$") && $(GO) test -count=1 -timeout 20m ./bench
+# The longest packages are named first: go test starts packages in the order
+# given, as many at once as there are CPUs, so the system tests (two minutes
+# on 2 cores) run beside the rest instead of alone at the end.
+LONGTESTS := ./systemtest ./retention
+GOTEST ?= $(GO) test -race -count=1 -timeout 20m $(LONGTESTS) $$($(GO) list ./... | grep -v -e "backend/bench$$" -e "backend/systemtest$$" -e "backend/retention$$") && $(GO) test -count=1 -timeout 20m ./bench
 
 .PHONY: test dev emulators bench bench-retention vet deps fuzz tidy-check chaos deploy chatpath
 

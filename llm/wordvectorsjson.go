@@ -119,91 +119,6 @@ type jsonScanner struct {
 	scratch  []byte
 }
 
-// next is the next byte; at the end of the input, io.ErrUnexpectedEOF.
-func (s *jsonScanner) next() (byte, error) {
-	if s.pos >= s.end && !s.fill() {
-		return 0, s.endErr()
-	}
-	b := s.buf[s.pos]
-	s.pos++
-	return b, nil
-}
-
-// fill reads more after what is left unread, which it moves to the
-// buffer's start; false when nothing more comes (or no room is left).
-func (s *jsonScanner) fill() bool {
-	s.end = copy(s.buf, s.buf[s.pos:s.end])
-	s.pos = 0
-	for s.err == nil && s.end < len(s.buf) {
-		n, err := s.r.Read(s.buf[s.end:])
-		s.end, s.err = s.end+n, err
-		if n > 0 {
-			return true
-		}
-	}
-	return false
-}
-
-func (s *jsonScanner) endErr() error {
-	switch s.err {
-	case nil:
-		return errors.New("a number longer than the word vectors' read buffer")
-	case io.EOF:
-		return io.ErrUnexpectedEOF
-	}
-	return s.err
-}
-
-func (s *jsonScanner) nonSpace() (byte, error) {
-	for {
-		b, err := s.next()
-		if err != nil || (b != ' ' && b != '\n' && b != '\r' && b != '\t') {
-			return b, err
-		}
-	}
-}
-
-func (s *jsonScanner) expect(want byte) error {
-	b, err := s.nonSpace()
-	if err == nil && b != want {
-		err = fmt.Errorf("%w where %q was expected", s.unexpected(b), want)
-	}
-	return err
-}
-
-func (s *jsonScanner) unexpected(b byte) error {
-	return fmt.Errorf("unexpected %q in the word vectors' JSON", b)
-}
-
-// str reads a string whose opening quote was read; escapes are decoded.
-func (s *jsonScanner) str() (string, error) {
-	s.scratch = append(s.scratch[:0], '"')
-	escaped := false
-	for {
-		b, err := s.next()
-		if err != nil {
-			return "", err
-		}
-		s.scratch = append(s.scratch, b)
-		switch {
-		case b == '\\':
-			escaped = true
-			b, err = s.next()
-			if err != nil {
-				return "", err
-			}
-			s.scratch = append(s.scratch, b)
-		case b == '"':
-			if !escaped {
-				return string(s.scratch[1 : len(s.scratch)-1]), nil
-			}
-			var out string
-			err := json.Unmarshal(s.scratch, &out)
-			return out, err
-		}
-	}
-}
-
 // numbers reads an array of numbers into v. It scans them in the
 // buffer (each byte once, no call a byte: the race detector makes every
 // access costly), and refills it only when a number reaches its end.
@@ -281,6 +196,91 @@ func (s *jsonScanner) skipValue() error {
 			return nil
 		}
 	}
+}
+
+// str reads a string whose opening quote was read; escapes are decoded.
+func (s *jsonScanner) str() (string, error) {
+	s.scratch = append(s.scratch[:0], '"')
+	escaped := false
+	for {
+		b, err := s.next()
+		if err != nil {
+			return "", err
+		}
+		s.scratch = append(s.scratch, b)
+		switch {
+		case b == '\\':
+			escaped = true
+			b, err = s.next()
+			if err != nil {
+				return "", err
+			}
+			s.scratch = append(s.scratch, b)
+		case b == '"':
+			if !escaped {
+				return string(s.scratch[1 : len(s.scratch)-1]), nil
+			}
+			var out string
+			err := json.Unmarshal(s.scratch, &out)
+			return out, err
+		}
+	}
+}
+
+func (s *jsonScanner) expect(want byte) error {
+	b, err := s.nonSpace()
+	if err == nil && b != want {
+		err = fmt.Errorf("%w where %q was expected", s.unexpected(b), want)
+	}
+	return err
+}
+
+func (s *jsonScanner) nonSpace() (byte, error) {
+	for {
+		b, err := s.next()
+		if err != nil || (b != ' ' && b != '\n' && b != '\r' && b != '\t') {
+			return b, err
+		}
+	}
+}
+
+// next is the next byte; at the end of the input, io.ErrUnexpectedEOF.
+func (s *jsonScanner) next() (byte, error) {
+	if s.pos >= s.end && !s.fill() {
+		return 0, s.endErr()
+	}
+	b := s.buf[s.pos]
+	s.pos++
+	return b, nil
+}
+
+// fill reads more after what is left unread, which it moves to the
+// buffer's start; false when nothing more comes (or no room is left).
+func (s *jsonScanner) fill() bool {
+	s.end = copy(s.buf, s.buf[s.pos:s.end])
+	s.pos = 0
+	for s.err == nil && s.end < len(s.buf) {
+		n, err := s.r.Read(s.buf[s.end:])
+		s.end, s.err = s.end+n, err
+		if n > 0 {
+			return true
+		}
+	}
+	return false
+}
+
+func (s *jsonScanner) endErr() error {
+	switch s.err {
+	case nil:
+		return errors.New("a number longer than the word vectors' read buffer")
+	case io.EOF:
+		return io.ErrUnexpectedEOF
+	}
+	return s.err
+}
+
+func (s *jsonScanner) unexpected(b byte) error {
+	return fmt.Errorf("unexpected %q in the word vectors' JSON", b)
 }
 
 // pow10 are the powers of ten a float64 holds exactly.
