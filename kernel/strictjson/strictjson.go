@@ -9,10 +9,14 @@ import (
 	"encoding/json"
 	"errors"
 	"fmt"
+	"io"
 	"reflect"
+	"slices"
 	"sort"
 	"strings"
+	"sync"
 	"time"
+	"unicode/utf8"
 
 	"github.com/chatmemory/backend/kernel/errs"
 )
@@ -44,7 +48,10 @@ func decode(data []byte, v any, open bool) error {
 	}
 	if err == nil {
 		// encoding/json matches names in any case and takes any text:
-		// look for what it let through.
+		// look for what it let through, when anything may have been.
+		if clean(data, reflect.TypeOf(v)) {
+			return nil
+		}
 		path, problem, found := findProblem(data, reflect.TypeOf(v), "", open)
 		if !found {
 			return nil
@@ -60,6 +67,94 @@ func decode(data []byte, v any, open bool) error {
 	}
 	return &errs.Error{Code: errs.EINVALID, Message: describe(data, reflect.TypeOf(v), err, open),
 		Err: &decodeError{cause: err, nested: true}}
+}
+
+// clean tells whether data, which decoded into a t, holds neither an
+// escaped control character nor a key spelling, in another case, the
+// name of a field of t or of a type within it: then findProblem would
+// find nothing, and the walk it makes (decoding each object again) is
+// spared. A key that might be such a one (a name two fields spell
+// differently, a key that is not ASCII) is not clean.
+func clean(data []byte, t reflect.Type) bool {
+	if bytes.Contains(data, []byte(`\u00`)) || bytes.Contains(data, []byte(`\b`)) || bytes.Contains(data, []byte(`\f`)) {
+		return false
+	}
+	names := namesIn(t)
+	dec := json.NewDecoder(bytes.NewReader(data))
+	var objects []bool // for each object or list open, whether an object
+	key := false       // whether the next string is a key
+	for {
+		tok, err := dec.Token()
+		if err != nil {
+			return err == io.EOF
+		}
+		switch tok := tok.(type) {
+		case json.Delim:
+			if tok == '{' || tok == '[' {
+				objects, key = append(objects, tok == '{'), tok == '{'
+				continue
+			}
+			objects = objects[:len(objects)-1]
+		case string:
+			if key {
+				if !names.fine(tok) {
+					return false
+				}
+				key = false
+				continue
+			}
+		}
+		key = len(objects) > 0 && objects[len(objects)-1] // a value ended
+	}
+}
+
+// fieldNames are the JSON names of the fields of a type and of the types
+// within it, by their lower-case spelling.
+type fieldNames map[string][]string
+
+var namesOfType sync.Map // reflect.Type → fieldNames
+
+// namesIn are the field names of t and of every type within it, made
+// once a type.
+func namesIn(t reflect.Type) fieldNames {
+	if n, ok := namesOfType.Load(t); ok {
+		return n.(fieldNames)
+	}
+	n := fieldNames{}
+	seen := map[reflect.Type]bool{}
+	var walk func(t reflect.Type)
+	walk = func(t reflect.Type) {
+		for t.Kind() == reflect.Pointer || t.Kind() == reflect.Slice || t.Kind() == reflect.Array || t.Kind() == reflect.Map {
+			t = t.Elem()
+		}
+		if t.Kind() != reflect.Struct || seen[t] {
+			return
+		}
+		seen[t] = true
+		for name, ft := range jsonFields(t) {
+			low := strings.ToLower(name)
+			if !slices.Contains(n[low], name) {
+				n[low] = append(n[low], name)
+			}
+			walk(ft)
+		}
+	}
+	walk(t)
+	namesOfType.Store(t, n)
+	return n
+}
+
+// fine tells whether key cannot be a field's name in another case: it
+// is ASCII and no field is spelled like it but for case, unless it is
+// that field's one spelling.
+func (n fieldNames) fine(key string) bool {
+	for i := 0; i < len(key); i++ {
+		if key[i] >= utf8.RuneSelf {
+			return false
+		}
+	}
+	spellings := n[strings.ToLower(key)]
+	return len(spellings) == 0 || (len(spellings) == 1 && spellings[0] == key)
 }
 
 // decodeError marks an error of Decode, so that an enclosing call

@@ -2,6 +2,7 @@ package strictjson
 
 import (
 	"encoding/json"
+	"reflect"
 	"testing"
 	"time"
 
@@ -65,6 +66,10 @@ func TestDecode(t *testing.T) {
 		{`{"custom":{"k\u0000":"v"}}`, "custom: holds a key with a control character (only tab, CR and LF are allowed)"},
 		{`{"raw":{"deep":["\u0001"]}}`, "raw.deep[0]: must not hold control characters (only tab, CR and LF are allowed)"},
 		{`{"strict":{"windowExchanges":2},"title":"\u0000"}`, "title: must not hold control characters (only tab, CR and LF are allowed)"},
+		{`{"custom":{"Title":"v","MEMORY":"w"}}`, ""},
+		{`{"custom":{"k":"v"},"TAGS":["a"]}`, `TAGS: unknown field (names are exact: "tags")`},
+		{`{"raw":{"Title":1},"Ratio":1}`, `Ratio: unknown field (names are exact: "ratio")`},
+		{`{"tıtle":"x"}`, `tıtle: unknown field`},
 		{`[]`, "the body must be an object"},
 		{`{"title":"x"} {}`, "malformed JSON: trailing data after the object"},
 		{`{"title":`, "malformed JSON: syntax error"},
@@ -104,6 +109,28 @@ func TestDecodeOpen(t *testing.T) {
 		}
 		if errs.CodeOf(err) != errs.EINVALID || errs.Message(err) != tc.message {
 			t.Errorf("%s: got %q (%s), want %q", tc.body, errs.Message(err), errs.CodeOf(err), tc.message)
+		}
+	}
+}
+
+// TestClean: a document is passed without the walk only when nothing in
+// it may be a field's name in another case or a control character.
+func TestClean(t *testing.T) {
+	for _, tc := range []struct {
+		body  string
+		clean bool
+	}{
+		{`{"title":"x","tags":["a"],"custom":{"k":"v"},"memory":{"budgetTokens":300},"strict":{"windowExchanges":2},"raw":{"any":[{"x":1}]}}`, true},
+		{`{"custom":{"title":"v"}}`, true}, // a map's key spelled as a field is
+		{`{"custom":{"Title":"v"}}`, false},
+		{`{"memory":{"BudgetTokens":3}}`, false},
+		{`{"raw":{"Ratio":1}}`, false},
+		{`{"custom":{"clé":"v"}}`, false},
+		{`{"title":"\u0001"}`, false},
+		{`{"title":"\f"}`, false},
+	} {
+		if got := clean([]byte(tc.body), reflect.TypeOf(&body{})); got != tc.clean {
+			t.Errorf("%s: clean %v, want %v", tc.body, got, tc.clean)
 		}
 	}
 }
