@@ -12,7 +12,7 @@ import assert from "node:assert/strict";
 import { join } from "node:path";
 import { email } from "./helpers.mjs";
 import { phoneVersions } from "./versions.mjs";
-import { contrast, inView, missing, readOnly, send, shots, signUp, useWebApp } from "./webapp.mjs";
+import { contrast, explained, inView, missing, readOnly, send, shots, signUp, useWebApp } from "./webapp.mjs";
 
 const web = useWebApp();
 const skip = missing ? `needs ${missing}` : false;
@@ -296,7 +296,8 @@ test("dark mode follows the system at AA contrast; code is highlighted with Copy
 
   await page.fill("#input", "md: format this");
   await page.press("#input", "Enter");
-  await page.waitForSelector("#messages li.assistant:not(.streaming) .code .copy-code");
+  await explained(page, "no Markdown reply to \"md: format this\"",
+    page.waitForSelector("#messages li.assistant:not(.streaming) .code .copy-code"));
   const reply = page.locator("#messages li.assistant:not(.streaming)").last();
   assert.equal(await reply.locator("pre code").textContent(), "x := 1");
   assert.equal(await reply.locator("pre code .tok-number").textContent(), "1");
@@ -343,7 +344,7 @@ test("dark mode follows the system at AA contrast; code is highlighted with Copy
   await page.keyboard.press("ArrowUp");
   await page.waitForSelector("#palette-list li[aria-selected='true'] .label:has-text('Search your messages for “format this”')");
   await page.keyboard.press("Enter");
-  await page.waitForSelector("#palette-list li.pick .detail:has-text('format this')");
+  await explained(page, "no search hit for \"format this\"", page.waitForSelector("#palette-list li.pick .detail:has-text('format this')"));
   await page.screenshot({ path: join(shots, "palette.png") });
   await page.keyboard.press("Enter");
   await page.waitForSelector("#palette", { state: "hidden" });

@@ -174,6 +174,21 @@ export async function inView(page, selector) {
   assert.ok(box && box.y >= 0 && box.y + box.height <= height, `${selector} is out of view: ${JSON.stringify(box)}`);
 }
 
+// explained waits for what waits, and when it fails says what the page
+// shows instead: the banner, the chat, what is left in the box and the
+// command palette's list.
+export async function explained(page, what, waits) {
+  try {
+    return await waits;
+  } catch (e) {
+    const seen = await Promise.all([page.textContent("#error-text").catch(() => null),
+      page.locator("#messages > li").allTextContents().catch(() => []), page.inputValue("#input").catch(() => null),
+      page.locator("#palette[open] #palette-list li").allTextContents().catch(() => [])]);
+    throw new Error(`${what} (${e.message.split("\n")[0]}): the banner says ${JSON.stringify(seen[0])}, the chat ${JSON.stringify(seen[1])}, ` +
+      `the box ${JSON.stringify(seen[2])}, the palette ${JSON.stringify(seen[3])}`);
+  }
+}
+
 export async function send(page, text) {
   await page.fill("#input", text);
   await page.press("#input", "Enter");
