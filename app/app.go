@@ -236,11 +236,7 @@ func forgetting(lt *longterm.Service, fs *attachments.Service) sessions.Forget {
 		return lt.ForgetSessions
 	}
 	return func(ctx context.Context, userID string, sessionIDs []string) error {
-		errs := []error{lt.ForgetSessions(ctx, userID, sessionIDs)}
-		for _, id := range sessionIDs {
-			errs = append(errs, fs.ForgetSession(ctx, userID, id))
-		}
-		return errors.Join(errs...)
+		return errors.Join(lt.ForgetSessions(ctx, userID, sessionIDs), fs.ForgetSessions(ctx, userID, sessionIDs))
 	}
 }
 

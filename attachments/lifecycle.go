@@ -15,18 +15,24 @@ const UnreferencedAge = 24 * time.Hour
 // reads.
 const sweepPage = 200
 
-// ForgetSession deletes the user's attachments that belong to a purged
-// session (those its messages named first): object, then record. It is a
-// sessions.Forget, called once the session is gone, so no message can
-// name them any more, and again if a purge is resumed.
-func (s *Service) ForgetSession(ctx context.Context, userID, sessionID string) error {
+// ForgetSessions deletes the user's attachments that belong to purged
+// sessions (those their messages named first): object, then record. It is
+// part of a sessions.Forget, called once a user for a page of purges,
+// once the sessions are gone (no message can name them any more), and
+// again if a purge is resumed: one listing of the user's attachments for
+// all of them, not one a session.
+func (s *Service) ForgetSessions(ctx context.Context, userID string, sessionIDs []string) error {
+	gone := make(map[string]bool, len(sessionIDs))
+	for _, id := range sessionIDs {
+		gone[id] = true
+	}
 	all, err := s.Store.ListAttachments(ctx, userID)
 	if err != nil {
 		return err
 	}
 	var ids []string
 	for _, a := range all {
-		if a.SessionID == sessionID {
+		if gone[a.SessionID] {
 			ids = append(ids, a.ID)
 		}
 	}

@@ -87,7 +87,7 @@ func (svc *Service) extract(ctx context.Context, s *sessions.Session, model stri
 // the turn's read of an existing memory: a save that starts from it needs
 // no check that its session still exists, since the turn's reply was
 // stored after that read, so a purge of the session comes after it, and
-// a purge's forgetting always changes the memory (ForgetSession), which
+// a purge's forgetting always changes the memory (ForgetSessions), which
 // refuses the save; the retry starts from a fresh read and checks.
 func (svc *Service) memoryOf(ctx context.Context, userID string, read *User) (u *User, fenced bool, err error) {
 	u = read.clone()
