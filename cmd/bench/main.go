@@ -28,7 +28,7 @@ import (
 func main() {
 	tiny := flag.Bool("tiny", false, "a few turns, to check the harness")
 	ret := flag.Bool("retention", false, "benchmark the retention sweep instead of turns")
-	due := flag.Int("due", 0, "with -retention: one run with this many due sessions (default: 2000, then 8000)")
+	due := flag.Int("due", 0, "with -retention: one run with this many due sessions (default: 2000, 4000, then 8000)")
 	sweep := flag.String("sweep", "", "with -retention: the sweep command to time (default: cmd/sweep, built now)")
 	out := flag.String("out", "bench-out", "where to write bench.json, bench.md and bench.png")
 	bill := flag.Bool("bill", false, "benchmark the model bill (the prompt cache's share, per strategy) instead of turns")
