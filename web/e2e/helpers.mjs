@@ -1,7 +1,7 @@
 // What the end-to-end tests share: ports, the server built and started,
 // accounts on the Auth emulator, and the test models' embeddings.
 import { spawn, execFileSync } from "node:child_process";
-import { mkdtempSync } from "node:fs";
+import { mkdtempSync, rmSync } from "node:fs";
 import { tmpdir } from "node:os";
 import { join, dirname } from "node:path";
 import { fileURLToPath } from "node:url";
@@ -32,9 +32,12 @@ export async function waitHealthy(url) {
   throw new Error("the server did not come up");
 }
 
-// buildServer builds cmd/server once for a test file and returns its path.
+// buildServer builds cmd/server once for a test file and returns its path;
+// the binary (tens of megabytes) is removed when the file's process exits.
 export function buildServer() {
-  const bin = join(mkdtempSync(join(tmpdir(), "chat-e2e-")), "server");
+  const dir = mkdtempSync(join(tmpdir(), "chat-e2e-"));
+  process.on("exit", () => rmSync(dir, { recursive: true, force: true }));
+  const bin = join(dir, "server");
   execFileSync("go", ["build", "-o", bin, "./cmd/server"], { cwd: root, stdio: "inherit" });
   return bin;
 }
