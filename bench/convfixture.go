@@ -31,11 +31,13 @@ import (
 // The dev part is built from devConv, the held-out part from heldOutConv:
 // other templates, names and values; the held-out part is only measured.
 
-// Sizes of a part: conversations (the dev part has more, to choose the
-// fusion on more questions) of sessions of exchanges.
+// Sizes of a part: conversations (as many in both: a kind's 192 questions
+// tell a fusion from its better leg, where the held-out part's 64 of
+// before left one or two questions between them) of sessions of
+// exchanges.
 const (
 	devConversations  = 12
-	convConversations = 4
+	convConversations = 12
 	convSessions      = 20
 	convExchanges     = 25
 	convPeople        = 8
