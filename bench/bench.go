@@ -152,6 +152,7 @@ type Report struct {
 	SearchCost      *SearchCost      `json:"searchCost"`
 	Conversations   []*SearchQuality `json:"conversationQuality"`
 	Calibration     []FusionTrial    `json:"fusionCalibration"`
+	HeldOutReach    *[2]FusionTrial  `json:"heldOutReach"` // the grid's best on held-out, and DefaultFusion's there
 	SearchScale     *SearchScale     `json:"searchScale"`
 	Pruning         *PruningRun      `json:"toolOutputPruning"`
 	Uploads         *UploadRun       `json:"uploads,omitempty"`

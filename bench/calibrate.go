@@ -25,8 +25,30 @@ type FusionTrial struct {
 // better leg, then the best recall@5, then the best MRR (the grid's order
 // breaks what is left): on n of its conversations, or, with 0, all.
 func CalibrateFusion(ctx context.Context, e recall.Embedder, tok history.Counter, n int) ([]FusionTrial, error) {
-	convs, qs := buildConversations(devConv, cmp.Or(n, devConversations), devSeed)
-	p, err := storeConvPart(ctx, e, tok, "dev", convs, qs)
+	return tryFusions(ctx, e, tok, "dev", devConv, cmp.Or(n, devConversations), devSeed)
+}
+
+// HeldOutReach tries the grid on the held-out part, as CalibrateFusion
+// does on dev, and returns its best trial and the trial of f: whether any
+// fusion of the grid reaches its better leg there (what the legs allow),
+// never used to choose one.
+func HeldOutReach(ctx context.Context, e recall.Embedder, tok history.Counter, n int, f recall.Fusion) ([2]FusionTrial, error) {
+	trials, err := tryFusions(ctx, e, tok, "held-out", heldOutConv, cmp.Or(n, convConversations), heldOutSeed)
+	if err != nil {
+		return [2]FusionTrial{}, err
+	}
+	i := slices.IndexFunc(trials, func(t FusionTrial) bool { return t.Fusion == f })
+	if i < 0 {
+		return [2]FusionTrial{}, fmt.Errorf("fusion %+v is not in the grid", f)
+	}
+	return [2]FusionTrial{trials[0], trials[i]}, nil
+}
+
+// tryFusions tries every fusion of the grid on the part of n
+// conversations built from t, best first.
+func tryFusions(ctx context.Context, e recall.Embedder, tok history.Counter, part string, t convTemplates, n int, seed uint64) ([]FusionTrial, error) {
+	convs, qs := buildConversations(t, n, seed)
+	p, err := storeConvPart(ctx, e, tok, part, convs, qs)
 	if err != nil {
 		return nil, err
 	}
@@ -83,6 +105,16 @@ func margin(fused, words, meaning *SearchQuality) float64 {
 		m = min(m, fused.ByKind[k]-max(words.ByKind[k], meaning.ByKind[k]))
 	}
 	return m
+}
+
+// WriteReach prints what the grid reaches on the held-out part.
+func WriteReach(w io.Writer, reach *[2]FusionTrial) {
+	if reach == nil {
+		return
+	}
+	best, used := reach[0], reach[1]
+	fmt.Fprintf(w, "The same grid on the held-out part, to see what the legs allow there (never used to choose): its best fusion (%+v) is %+.3f from the better leg at recall@5 (least of overall and by kind), recall@5 %.3f; the one search uses, %+.3f, recall@5 %.3f.\n\n",
+		best.Fusion, best.Margin, best.Quality.At5, used.Margin, used.Quality.At5)
 }
 
 // WriteCalibration prints the trials, best first.

@@ -139,6 +139,7 @@ func (r *Report) writeRecall(w io.Writer) {
 	WriteSearchQuality(w, r.Search)
 	WriteConversations(w, r.Conversations)
 	WriteCalibration(w, r.Calibration)
+	WriteReach(w, r.HeldOutReach)
 	WriteSearchCost(w, r.SearchCost)
 	WriteSearchScale(w, r.SearchScale)
 }

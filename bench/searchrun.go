@@ -35,6 +35,12 @@ func runSearch(ctx context.Context, cfg Config, tok history.Counter, rep *Report
 			return fmt.Errorf("fusion calibration: the dev part chooses %+v, search uses %+v", chosen, recall.DefaultFusion)
 		}
 	}
+	log("search fusion: the same grid on the held-out part, only to see what it reaches")
+	reach, err := HeldOutReach(ctx, cfg.Embedders[0], tok, cfg.Conversations, recall.DefaultFusion)
+	if err != nil {
+		return fmt.Errorf("fusion reach: %w", err)
+	}
+	rep.HeldOutReach = &reach
 	if rep.SearchScale, err = MeasureSearchScale(ctx, cfg.SearchUsers, cfg.SearchUnits, 100, log); err != nil {
 		return fmt.Errorf("search at scale: %w", err)
 	}
