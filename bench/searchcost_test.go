@@ -37,7 +37,8 @@ func TestSearchCost(t *testing.T) {
 
 // TestSearchScale: with users' units seeded through the API (a few here;
 // make bench seeds 10 users' 3,000), a search through GET /search answers
-// and reads what its legs found, far under the words leg's bound.
+// and reads what its legs found, far under the words leg's bound; each of
+// its RPCs is timed alone too.
 func TestSearchScale(t *testing.T) {
 	emulatortest.Require(t, "FIRESTORE_EMULATOR_HOST")
 	emulatortest.Require(t, "FIREBASE_AUTH_EMULATOR_HOST")
@@ -50,5 +51,8 @@ func TestSearchScale(t *testing.T) {
 	t.Log(out.String())
 	if s.UnitsPerUser != 500 || s.ReadsMean == 0 || s.ReadsMean > 40*12+20+1+30 {
 		t.Errorf("search at scale %+v", s)
+	}
+	if f := s.Floor; f == nil || f.Vector.P50Ms <= 0 || f.Term.P50Ms <= 0 || f.List.P50Ms <= 0 || f.EmptyProject.P50Ms <= 0 {
+		t.Errorf("each RPC alone: %+v", f)
 	}
 }

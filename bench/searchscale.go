@@ -31,16 +31,17 @@ import (
 // database, so the copy (as many documents more as there are units) is
 // made after the searches are timed, not before.
 type SearchScale struct {
-	Users        int     `json:"users"`
-	UnitsPerUser int     `json:"unitsPerUser"`
-	Searches     int     `json:"searches"`
-	SeedSeconds  float64 `json:"seedSeconds"`
-	P50Ms        float64 `json:"p50Ms"`
-	P95Ms        float64 `json:"p95Ms"`
-	ReadsMean    float64 `json:"readsMean"`
-	Store        Latency `json:"store"`        // the store's part, today's layout, before the copy
-	TodayStore   Latency `json:"todayStore"`   // the same, after the copy
-	EarlierStore Latency `json:"earlierStore"` // the same, of the earlier layout
+	Users        int          `json:"users"`
+	UnitsPerUser int          `json:"unitsPerUser"`
+	Searches     int          `json:"searches"`
+	SeedSeconds  float64      `json:"seedSeconds"`
+	P50Ms        float64      `json:"p50Ms"`
+	P95Ms        float64      `json:"p95Ms"`
+	ReadsMean    float64      `json:"readsMean"`
+	Store        Latency      `json:"store"`        // the store's part, today's layout, before the copy
+	TodayStore   Latency      `json:"todayStore"`   // the same, after the copy
+	EarlierStore Latency      `json:"earlierStore"` // the same, of the earlier layout
+	Floor        *SearchFloor `json:"floor"`        // each RPC alone, before the copy
 }
 
 // Latency is a median and a 95th percentile, in milliseconds.
@@ -89,6 +90,9 @@ func MeasureSearchScale(ctx context.Context, users, units, searches int, log fun
 	log("search at scale: %d searches", searches)
 	s := scaleRun{api: api, tokens: tokens, client: client, counter: counter, per: per, users: users}
 	if err := s.search(ctx, out, qs); err != nil {
+		return nil, err
+	}
+	if out.Floor, err = s.floor(ctx, min(searches, 30), qs); err != nil {
 		return nil, err
 	}
 	copied, err := copyToEarlierLayout(ctx, client)
@@ -231,4 +235,5 @@ func WriteSearchScale(w io.Writer, s *SearchScale) {
 	fmt.Fprintf(w, "| units in their user's collection (today), beside each search | %.0f ms | %.0f ms |\n", s.Store.P50Ms, s.Store.P95Ms)
 	fmt.Fprintf(w, "| the same, once the units were also copied into the earlier layout | %.0f ms | %.0f ms |\n", s.TodayStore.P50Ms, s.TodayStore.P95Ms)
 	fmt.Fprintf(w, "| units under their sessions, a collection group filtered by userId (before), same database | %.0f ms | %.0f ms |\n\n", s.EarlierStore.P50Ms, s.EarlierStore.P95Ms)
+	writeFloor(w, s.Floor)
 }
