@@ -154,7 +154,7 @@ func TestTinyRun(t *testing.T) {
 	}
 	// Search: both parts of the conversation fixture, each method; the
 	// fusion's whole grid tried, on held-out too (what it reaches there).
-	if len(rep.Conversations) != 2*5 || len(rep.Calibration) < 400 || rep.SearchScale == nil || rep.HeldOutReach == nil || rep.HeldOutReach[1].Fusion != recall.DefaultFusion {
+	if len(rep.Conversations) != 3*5 || len(rep.Calibration) < 400 || rep.SearchScale == nil || rep.HeldOutReach == nil || rep.HeldOutReach[1].Fusion != recall.DefaultFusion {
 		t.Errorf("search: %d conversation measures, %d fusions tried, scale %+v, held-out reach %+v", len(rep.Conversations), len(rep.Calibration), rep.SearchScale, rep.HeldOutReach)
 	}
 	if len(rep.Quality) != 1 || rep.Quality[0].SearchRecallAt5 < 0.8 {

@@ -30,6 +30,8 @@ import (
 //
 // The dev part is built from devConv, the held-out part from heldOutConv:
 // other templates, names and values; the held-out part is only measured.
+// So is the fresh held-out part, from freshConv: written when the
+// held-out part had been looked at five times (docs/search.md).
 
 // Sizes of a part: conversations (as many in both: a kind's 192 questions
 // tell a fusion from its better leg, where the held-out part's 64 of
@@ -199,6 +201,10 @@ func slotsFor(r *rand.Rand, values map[string][]string, p person) func(string) s
 }
 
 // The parts' seeds.
-const devSeed, heldOutSeed = 11, 12
+const devSeed, heldOutSeed, freshSeed = 11, 12, 13
+
+// partFresh is the fresh held-out part's name: templates written after
+// the held-out part had been looked at five times (convfresh.go).
+const partFresh = "fresh held-out"
 
 func pickOne(r *rand.Rand, xs []string) string { return xs[r.IntN(len(xs))] }

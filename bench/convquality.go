@@ -33,7 +33,8 @@ func MeasureConversations(ctx context.Context, e recall.Embedder, tok history.Co
 		t    convTemplates
 		n    int
 		seed uint64
-	}{{"dev", devConv, devConversations, devSeed}, {"held-out", heldOutConv, convConversations, heldOutSeed}} {
+	}{{"dev", devConv, devConversations, devSeed}, {"held-out", heldOutConv, convConversations, heldOutSeed},
+		{partFresh, freshConv, convConversations, freshSeed}} {
 		convs, qs := buildConversations(p.t, cmp.Or(n, p.n), p.seed)
 		got, err := measureConvPart(ctx, e, tok, p.name, convs, qs)
 		if err != nil {

@@ -59,15 +59,16 @@ func TestSearchQuality(t *testing.T) {
 	}
 }
 
-// TestConversationQuality: on both parts of the conversation fixture,
+// TestConversationQuality: on every part of the conversation fixture,
 // search (both legs fused) finds the evidence among the first 5 at least
-// as often as each of its legs alone overall, and on the dev part (where
-// the fusion was chosen) for each kind of question too (on the held-out
-// part a kind below its better leg is logged: multi-hop by 0.03 and
-// paraphrases by 0.02 when this was written, as no fusion of the grid
-// reaches both legs there: make bench prints what the grid reaches); with
-// the stand-in's word vectors at least 0.85 of the held-out part's; a
-// turn's recall at most 0.02 below search.
+// as often as each of its legs alone, overall and for each kind of
+// question; on the held-out part, looked at five times, a kind below its
+// better leg is only logged (multi-hop by 0.03 and paraphrases by 0.02
+// when this was written, as no fusion of the grid reaches both legs
+// there: make bench prints what the grid reaches); the fresh held-out
+// part, written after that, is held to it. With the stand-in's word
+// vectors at least 0.85 of each held-out part's; a turn's recall at most
+// 0.02 below search.
 func TestConversationQuality(t *testing.T) {
 	tok, err := history.NewTikToken()
 	if err != nil {
@@ -94,7 +95,7 @@ func TestConversationQuality(t *testing.T) {
 		t.Fatalf("no %s %s", part, method)
 		return nil
 	}
-	for _, part := range []string{"dev", "held-out"} {
+	for _, part := range []string{"dev", "held-out", partFresh} {
 		fused, w, m, rc := get(part, methodFused), get(part, methodWords), get(part, methodMeaning), get(part, methodRecall)
 		if fused.Queries < 200 || fused.Exchanges < 2000 {
 			t.Errorf("%s: %d questions over %d exchanges", part, fused.Queries, fused.Exchanges)
@@ -102,15 +103,15 @@ func TestConversationQuality(t *testing.T) {
 		if fused.At5 < max(w.At5, m.At5) {
 			t.Errorf("%s: fused recall@5 %.3f, words %.3f, meaning %.3f", part, fused.At5, w.At5, m.At5)
 		}
-		if part == "held-out" && words && fused.At5 < 0.85 {
-			t.Errorf("held-out: fused recall@5 %.3f with the stand-in's word vectors, below 0.85", fused.At5)
+		if part != "dev" && words && fused.At5 < 0.85 {
+			t.Errorf("%s: fused recall@5 %.3f with the stand-in's word vectors, below 0.85", part, fused.At5)
 		}
 		if rc.At5 < fused.At5-0.02 {
 			t.Errorf("%s: recall in context %.3f, search %.3f", part, rc.At5, fused.At5)
 		}
 		for _, k := range convKinds {
 			if best := max(w.ByKind[k], m.ByKind[k]); fused.ByKind[k] < best {
-				if part == "dev" {
+				if part != "held-out" {
 					t.Errorf("%s %s: fused recall@5 %.2f, better leg %.2f", part, k, fused.ByKind[k], best)
 				} else {
 					t.Logf("%s %s: fused recall@5 %.2f below its better leg's %.2f", part, k, fused.ByKind[k], best)
