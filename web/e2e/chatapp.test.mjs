@@ -336,11 +336,13 @@ test("dark mode follows the system at AA contrast; code is highlighted with Copy
   await page.waitForSelector("#palette", { state: "hidden" });
   await page.waitForFunction(() => document.querySelector("#title").textContent === "Browser test chat" && document.querySelectorAll("#messages > li").length === 2);
   // ...and searches the messages (its last item), opening a hit at its message.
+  // Typed at once, as people do: every key lands in the palette's box,
+  // none in the composer of the chat just opened.
   await page.click("#new");
   await page.keyboard.press("Control+k");
-  // Keys typed before the box has focus land in the composer: wait for it.
-  await page.waitForSelector("#palette[open] #palette-q:focus");
   await page.keyboard.type("format this");
+  assert.equal(await page.inputValue("#palette-q"), "format this");
+  assert.equal(await page.inputValue("#input"), "");
   await page.keyboard.press("ArrowUp");
   await page.waitForSelector("#palette-list li[aria-selected='true'] .label:has-text('Search your messages for “format this”')");
   await page.keyboard.press("Enter");

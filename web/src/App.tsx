@@ -4,6 +4,7 @@
 import { generateId } from "ai";
 import { onAuthStateChanged, signOut, type User } from "firebase/auth";
 import { useCallback, useEffect, useState } from "react";
+import { flushSync } from "react-dom";
 import type { Backend } from "./backend";
 import { Auth } from "./Auth";
 import { ChatPane, type Open } from "./ChatPane";
@@ -87,7 +88,10 @@ function Main({ backend, user, refreshUsage, openMemory, exportData }: MainProps
     setOpen(fresh());
     requestAnimationFrame(() => document.getElementById("input")?.focus());
   };
-  useShortcuts({ newChat, togglePalette: () => setPalette((p) => !p), closeDrawer: () => setDrawer(false) });
+  // The palette opens within the key's event (its box focused before the
+  // next key is handled): what is typed at once after Ctrl-K lands in it,
+  // not in the composer.
+  useShortcuts({ newChat, togglePalette: () => flushSync(() => setPalette((p) => !p)), closeDrawer: () => setDrawer(false) });
   return (
     <main id="app">
       <div id="scrim" hidden={!drawer} onClick={() => setDrawer(false)}></div>

@@ -1,7 +1,7 @@
 // The command palette (Ctrl/Cmd-K): one box to open a chat by its title,
 // run a command (new chat, memory, export) or search the messages of every
 // chat by meaning; arrows move, Enter picks, Escape closes.
-import { useEffect, useRef, useState } from "react";
+import { useEffect, useLayoutEffect, useRef, useState } from "react";
 import { messageOf } from "./ui";
 
 export type Pick = { label: string; detail?: string; run: () => unknown };
@@ -21,13 +21,16 @@ export function Palette(p: Props) {
   const [q, setQ] = useState("");
   const [found, setFound] = useState<{ picks: Pick[]; empty: string } | null>(null); // a search's results
   const [at, setAt] = useState(0);
-  useEffect(() => {
+  // Before the browser handles another event (a layout effect): the box
+  // has focus by the time the next key arrives.
+  useLayoutEffect(() => {
     const d = ref.current!;
     if (p.open && !d.open) {
       setQ("");
       setFound(null);
       setAt(0);
       d.showModal();
+      document.getElementById("palette-q")?.focus();
     } else if (!p.open && d.open) d.close();
   }, [p.open]);
   const has = (s: string) => s.toLowerCase().includes(q.trim().toLowerCase());
