@@ -33,10 +33,16 @@ type Scope struct {
 	Known *Visibility
 }
 
-// recallPerTerm is how many units a turn's recall reads for each term of
-// its message (a search reads 40): with 20 a turn's recall is within 0.02
-// of search on the conversation fixture's dev part, with 10 it was not.
-const recallPerTerm = 20
+// recallPerTerm is how many units a turn's recall reads at most for each
+// term of its message (a search reads 40): with 20 a turn's recall is
+// within 0.02 of search on the conversation fixture's dev part, with 10
+// it was not. recallUnits bounds what it reads by words in all: a long
+// message's terms share it (each at least one unit, so a word said once
+// is still found), where 20 a term read up to 240 units a turn.
+const (
+	recallPerTerm = 20
+	recallUnits   = 80
+)
 
 // Recall returns up to k of the user's units most relevant to a turn's
 // message text (embedded as v), each with its session's title as it is
@@ -50,7 +56,7 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string
 	// Twice k: room for those the filters drop (each is a billed read).
 	// The same retrieval as a search's: the best units for the message
 	// by words (a query a term, beside the counts), not the first.
-	r := retrieval{userID: s.UserID, sessionID: s.ID, text: text, vector: v, k: 2 * k, perTerm: recallPerTerm}
+	r := retrieval{userID: s.UserID, sessionID: s.ID, text: text, vector: v, k: 2 * k, perTerm: recallTermUnits(len(QueryTerms(text)))}
 	if scope.All {
 		r.sessionID, r.visibility = "", scope.Known == nil
 	}
@@ -89,6 +95,12 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string
 		}
 	}
 	return out, nil
+}
+
+// recallTermUnits is how many units a turn's recall reads for each term of
+// a message of n terms.
+func recallTermUnits(n int) int {
+	return max(1, min(recallPerTerm, recallUnits/max(n, 1)))
 }
 
 // view is a Visibility ready to ask, by session id; on holds, for a
