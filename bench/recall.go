@@ -119,8 +119,8 @@ func (r *Report) writeRecall(w io.Writer) {
 	if r.Recall == nil {
 		return
 	}
-	fmt.Fprintf(w, "Recall: %d streamed turns each, alternating, the embedding service answering after %d ms (Firestore round trips before the model count the recall's own, which run beside the claim's commit):\n\n", r.Recall.Turns, EmbeddingLatency.Milliseconds())
-	fmt.Fprintln(w, "| turns | first token p50 ms | backend path p50 ms | Firestore round trips before the model | round trips/turn, all included | reads/turn | writes/turn | embedding calls/turn |")
+	fmt.Fprintf(w, "Recall: %d streamed turns each, alternating, the embedding service answering after %d ms (Firestore RPCs before the model count the recall's own, a query a term of the message among them, sent at once beside the claim's commit: the turn waits for 2 round trips one after another, TestRecallRoundTrips):\n\n", r.Recall.Turns, EmbeddingLatency.Milliseconds())
+	fmt.Fprintln(w, "| turns | first token p50 ms | backend path p50 ms | Firestore RPCs before the model | round trips/turn, all included | reads/turn | writes/turn | embedding calls/turn |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|")
 	for _, s := range r.Recall.Sides {
 		fmt.Fprintf(w, "| %s | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f | %.1f |\n", s.Name, s.TTFTP50, s.P50Ms, s.BeforeModel, s.RoundTrips, s.Reads, s.Writes, s.EmbeddingCalls)
