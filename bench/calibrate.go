@@ -107,6 +107,10 @@ func margin(fused, words, meaning *SearchQuality) float64 {
 	return m
 }
 
+// shownTrials is how many of the grid's trials bench.md and bench.json
+// show, best first.
+const shownTrials = 20
+
 // WriteReach prints what the grid reaches on the held-out part.
 func WriteReach(w io.Writer, reach *[2]FusionTrial) {
 	if reach == nil {
@@ -126,7 +130,7 @@ func WriteCalibration(w io.Writer, trials []FusionTrial) {
 	fmt.Fprintln(w)
 	fmt.Fprintln(w, "| K | words weight | keep | confident at | without the most common term | unless meaning is sure by | margin | recall@5 | MRR | single | temporal | multi-hop | paraphrase |")
 	fmt.Fprintln(w, "|---|---|---|---|---|---|---|---|---|---|---|---|---|")
-	for _, t := range trials[:min(len(trials), 20)] {
+	for _, t := range trials[:min(len(trials), shownTrials)] {
 		f, q := t.Fusion, t.Quality
 		fmt.Fprintf(w, "| %g | %g | %d | %g | %v | %g | %+.3f | %.3f | %.3f | %.2f | %.2f | %.2f | %.2f |\n", f.K, f.Words, f.Keep, f.Confident, f.Spread, f.Sure, t.Margin, q.At5, q.MRR,
 			q.ByKind[kindSingle], q.ByKind[kindTemporal], q.ByKind[kindMultiHop], q.ByKind[kindParaphrase])

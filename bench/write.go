@@ -14,10 +14,13 @@ func (r *Report) Write(dir string) error {
 	if err := os.MkdirAll(dir, 0o755); err != nil {
 		return err
 	}
+	// The fusion grid's first trials only, as bench.md prints them (the
+	// whole grid is hundreds: bench.json stays under the repository's 1 MiB).
 	out := struct {
 		*Report
-		Ratios []Ratio `json:"ratios"`
-	}{r, r.Ratios()}
+		Ratios      []Ratio       `json:"ratios"`
+		Calibration []FusionTrial `json:"fusionCalibration"`
+	}{r, r.Ratios(), r.Calibration[:min(len(r.Calibration), shownTrials)]}
 	js, err := json.MarshalIndent(out, "", "  ")
 	if err != nil {
 		return err
