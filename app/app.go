@@ -230,13 +230,18 @@ func services(cfg Config, d Deps) (Services, *retention.Sweeper) {
 
 // forgetting removes what was derived from a user's purged sessions: what
 // long-term memory learned of them, and the files their messages carried
-// (fs nil: no file storage).
+// (fs nil: no file storage), both at once.
 func forgetting(lt *longterm.Service, fs *attachments.Service) sessions.Forget {
 	if fs == nil {
 		return lt.ForgetSessions
 	}
 	return func(ctx context.Context, userID string, sessionIDs []string) error {
-		return errors.Join(lt.ForgetSessions(ctx, userID, sessionIDs), fs.ForgetSessions(ctx, userID, sessionIDs))
+		var facts error
+		var wg sync.WaitGroup
+		wg.Go(func() { facts = lt.ForgetSessions(ctx, userID, sessionIDs) })
+		files := fs.ForgetSessions(ctx, userID, sessionIDs)
+		wg.Wait()
+		return errors.Join(facts, files)
 	}
 }
 
