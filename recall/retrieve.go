@@ -56,7 +56,7 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string
 	// Twice k: room for those the filters drop (each is a billed read).
 	// The same retrieval as a search's: the best units for the message
 	// by words (a query a term, beside the counts), not the first.
-	r := retrieval{userID: s.UserID, sessionID: s.ID, text: text, vector: v, k: 2 * k, perTerm: recallTermUnits(len(QueryTerms(text)))}
+	r := retrieval{userID: s.UserID, sessionID: s.ID, text: text, vector: v, k: 2 * k, perTerm: recallPerTerm, units: recallUnits}
 	if scope.All {
 		r.sessionID, r.visibility = "", scope.Known == nil
 	}
@@ -95,12 +95,6 @@ func (svc *Service) Recall(ctx context.Context, s *sessions.Session, text string
 		}
 	}
 	return out, nil
-}
-
-// recallTermUnits is how many units a turn's recall reads for each term of
-// a message of n terms.
-func recallTermUnits(n int) int {
-	return max(1, min(recallPerTerm, recallUnits/max(n, 1)))
 }
 
 // view is a Visibility ready to ask, by session id; on holds, for a
@@ -170,8 +164,9 @@ type retrieval struct {
 	k                 int  // how many each leg returns at most
 	visibility        bool // the user's Visibility too, read beside the legs
 	// perTerm is how many units the words leg reads for each term (0:
-	// a search's perTerm).
-	perTerm int
+	// a search's perTerm); units, if set, how many in all: the terms
+	// share them, each at least one.
+	perTerm, units int
 }
 
 // fused is a unit retrieval found, with its fused score and the legs that
@@ -225,7 +220,7 @@ func (svc *Service) legs(ctx context.Context, r retrieval) (Ranked, error) {
 		terms = nil
 	}
 	if len(terms) > 0 {
-		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: cmp.Or(r.perTerm, perTerm)}
+		q := LexicalQuery{UserID: r.userID, SessionID: r.sessionID, Terms: terms, PerTerm: r.termUnits(len(terms))}
 		wg.Go(func() { lex, lexErr = svc.Store.Lexical(ctx, q) })
 		var known bool
 		if units, known = svc.counts.known(r.userID, svc.now()); !known {
@@ -241,6 +236,15 @@ func (svc *Service) legs(ctx context.Context, r retrieval) (Ranked, error) {
 	words := byWords(candidates(lex.Hits, near), terms, c)
 	meaning := svc.byMeaning(near, lex.Hits, v)
 	return Ranked{words: words[:min(len(words), r.k)], meaning: meaning[:min(len(meaning), r.k)], terms: terms, corpus: c, visibility: vis}, nil
+}
+
+// termUnits is how many units the words leg reads for each of n terms.
+func (r retrieval) termUnits(n int) int {
+	per := cmp.Or(r.perTerm, perTerm)
+	if r.units > 0 {
+		per = max(1, min(per, r.units/n))
+	}
+	return per
 }
 
 // retrieved is what a retrieval found: the units, best first, the corpus
