@@ -56,27 +56,39 @@ func storeRPCs(ctx context.Context, client *firestore.Client, uid string, v []fl
 	}
 	terms := recall.QueryTerms(q)
 	calls := []func() error{
-		func() error {
-			_, err := units.FindNearest("embedding", firestore.Vector32(v), 20, firestore.DistanceMeasureCosine, nil).Documents(ctx).GetAll()
-			return err
-		},
-		func() error {
-			_, err := client.Collection(firestoredb.UsageCollection).Doc(firestoredb.UserDocID(uid)).
-				Collection(firestoredb.SessionListsCollection).Doc("deleted").Get(ctx)
-			if notFound(err) {
-				return nil
-			}
-			return err
-		},
+		func() error { _, err := nearestQuery(units, v).Documents(ctx).GetAll(); return err },
+		func() error { return readList(ctx, client, uid) },
 	}
 	for _, t := range terms {
-		holding := units.Where("has."+t, "==", true).Limit(40)
+		holding := termQuery(units, t)
 		calls = append(calls, func() error { _, err := holding.Documents(ctx).GetAll(); return err })
 	}
 	errs := make([]error, len(calls))
 	start := time.Now()
 	kparallel.Each(len(calls), len(calls), func(i int) { errs[i] = calls[i]() })
 	return time.Since(start), cmp.Or(errs...)
+}
+
+// nearestQuery is a search's vector query of units: the limit's 2 × 10
+// nearest to v.
+func nearestQuery(units firestore.Query, v []float32) firestore.VectorQuery {
+	return units.FindNearest("embedding", firestore.Vector32(v), 20, firestore.DistanceMeasureCosine, nil)
+}
+
+// termQuery is a search's query of units for term: at most 40 holding it.
+func termQuery(units firestore.Query, term string) firestore.Query {
+	return units.Where("has."+term, "==", true).Limit(40)
+}
+
+// readList reads uid's list of deleted and archived sessions, as a search
+// does (none yet is no error).
+func readList(ctx context.Context, client *firestore.Client, uid string) error {
+	_, err := client.Collection(firestoredb.UsageCollection).Doc(firestoredb.UserDocID(uid)).
+		Collection(firestoredb.SessionListsCollection).Doc("deleted").Get(ctx)
+	if notFound(err) {
+		return nil
+	}
+	return err
 }
 
 // uidOf is the user id an ID token of the Auth emulator names.

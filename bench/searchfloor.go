@@ -8,10 +8,8 @@ import (
 
 	"cloud.google.com/go/firestore"
 
-	"github.com/chatmemory/backend/app"
 	"github.com/chatmemory/backend/firestoredb"
 	"github.com/chatmemory/backend/firestoredb/firestoretest"
-	"github.com/chatmemory/backend/llm"
 	"github.com/chatmemory/backend/recall"
 )
 
@@ -43,7 +41,7 @@ func (s scaleRun) floor(ctx context.Context, searches int, qs []convQuestion) (*
 		return nil, err
 	}
 	defer empty.Close()
-	embedder := app.Config{Embeddings: true, EmbeddingModel: llm.DefaultEmbeddingModel, EmbeddingDimensions: llm.DefaultEmbeddingDimensions}.Embedder()
+	embedder := searchEmbedder()
 	took := map[string][]float64{}
 	timed := func(what string, q querier) error {
 		at := time.Now()
@@ -53,19 +51,19 @@ func (s scaleRun) floor(ctx context.Context, searches int, qs []convQuestion) (*
 	}
 	for i := range searches {
 		q, u := s.question(qs, i)
-		user := s.client.Collection(firestoredb.UsageCollection).Doc(firestoredb.UserDocID(uidOf(s.tokens[u])))
-		units := user.Collection(firestoredb.RecallCollection).Query
+		uid := uidOf(s.tokens[u])
+		units := s.client.Collection(firestoredb.UsageCollection).Doc(firestoredb.UserDocID(uid)).Collection(firestoredb.RecallCollection).Query
 		v, err := embedder.Embed(ctx, []string{q.query})
 		if err != nil {
 			return nil, err
 		}
 		at := time.Now()
-		if _, err := user.Collection(firestoredb.SessionListsCollection).Doc("deleted").Get(ctx); err != nil && !notFound(err) {
+		if err := readList(ctx, s.client, uid); err != nil {
 			return nil, err
 		}
 		took["list"] = append(took["list"], ms(time.Since(at)))
 		for what, fq := range map[string]querier{
-			"vector":       units.FindNearest("embedding", firestore.Vector32(v[0]), 20, firestore.DistanceMeasureCosine, nil),
+			"vector":       nearestQuery(units, v[0]),
 			"emptyQuery":   s.client.Collection("bench_nothing").Limit(5),
 			"emptyProject": empty.Collection("bench_nothing").Limit(5),
 		} {
@@ -74,7 +72,7 @@ func (s scaleRun) floor(ctx context.Context, searches int, qs []convQuestion) (*
 			}
 		}
 		for _, t := range recall.QueryTerms(q.query) {
-			if err := timed("term", units.Where("has."+t, "==", true).Limit(40)); err != nil {
+			if err := timed("term", termQuery(units, t)); err != nil {
 				return nil, err
 			}
 		}

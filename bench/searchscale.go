@@ -17,6 +17,7 @@ import (
 	"github.com/chatmemory/backend/functions"
 	"github.com/chatmemory/backend/history"
 	"github.com/chatmemory/backend/llm"
+	"github.com/chatmemory/backend/recall"
 )
 
 // SearchScale is what a search costs on the emulator with many users'
@@ -170,12 +171,17 @@ func (s scaleRun) question(qs []convQuestion, i int) (convQuestion, int) {
 // storePart times what a search of query by user u asks of the store, in
 // today's layout or the earlier one.
 func (s scaleRun) storePart(ctx context.Context, query string, u int, earlier bool) (time.Duration, error) {
-	embedder := app.Config{Embeddings: true, EmbeddingModel: llm.DefaultEmbeddingModel, EmbeddingDimensions: llm.DefaultEmbeddingDimensions}.Embedder()
-	v, err := embedder.Embed(ctx, []string{query})
+	v, err := searchEmbedder().Embed(ctx, []string{query})
 	if err != nil {
 		return 0, err
 	}
 	return storeRPCs(ctx, s.client, uidOf(s.tokens[u]), v[0], query, earlier)
+}
+
+// searchEmbedder is the embedder the searches at scale run with: the
+// server's default model, the offline stand-in here.
+func searchEmbedder() recall.Embedder {
+	return app.Config{Embeddings: true, EmbeddingModel: llm.DefaultEmbeddingModel, EmbeddingDimensions: llm.DefaultEmbeddingDimensions}.Embedder()
 }
 
 // seedExchanges creates a session and appends s's exchanges in one POST.
